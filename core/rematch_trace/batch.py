@@ -1,0 +1,429 @@
+"""Batch import: find sources, skip the unchanged, continue the grown, import in parallel.
+
+The parent process owns the ledger; workers (``--jobs``) each import whole
+source files and hand back a summary, so the output never depends on how
+many workers ran.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .domain import decide_domain
+from .errors import RematchError
+from .host import Host, PluginFailure
+from .importer import import_source, remove_outputs
+from .ledger import Ledger
+from .output import DataDir, clean_temporaries
+from .source import Problem
+
+SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
+_HEAD_FP = 64 * 1024
+_TAIL_FP = 4096
+# A file modified within this many seconds of its import may have changed
+# without its mtime showing it (coarse timestamps): check its fingerprint too.
+_RACY_SECONDS = 2
+
+
+@attrs.frozen
+class Options:
+    """How to import."""
+
+    events: bool = True
+    redact: bool = True
+    jobs: int = 1
+    fsync: bool = False
+
+
+@attrs.define
+class FileResult:
+    """The outcome of one source file, as the parent records it."""
+
+    path: str
+    harness: str | None
+    outcome: str  # imported | resumed | unchanged | skipped | failed
+    reason: str | None = None
+    sessions: list[dict[str, Any]] = attrs.field(factory=list)
+    problems: list[str] = attrs.field(factory=list)
+    problem_count: int = 0
+    malformed: int = 0
+
+
+@attrs.define
+class Summary:
+    """What a batch import did."""
+
+    files: list[FileResult] = attrs.field(factory=list)
+    seconds: float = 0.0
+
+    def count(self, outcome: str) -> int:
+        """How many files ended with ``outcome``."""
+        return sum(1 for f in self.files if f.outcome == outcome)
+
+    @property
+    def failed(self) -> bool:
+        """Whether any file failed or any line was skipped."""
+        return any(f.outcome == "failed" or f.problem_count for f in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able report."""
+        sessions = [s for f in self.files for s in f.sessions]
+        reasons: dict[str, int] = {}
+        for s in sessions:
+            for r in s["reasons"]:
+                reasons[r] = reasons.get(r, 0) + 1
+        return {
+            "files": {o: self.count(o) for o in ("imported", "resumed", "unchanged", "skipped", "failed")},
+            "sessions_imported": len(sessions),
+            "sessions_flagged": sum(1 for s in sessions if s["flagged"]),
+            "flag_reasons": reasons,
+            "problems": sum(f.problem_count for f in self.files),
+            "failures": [{"path": f.path, "reason": f.reason} for f in self.files if f.outcome == "failed"],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def walk(root: Path) -> Iterator[Path]:
+    """Transcript-like files under ``root``, in sorted order, never following links into loops."""
+    seen: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            st = d.stat()
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subdirs.append(Path(e.path))
+                elif e.is_file(follow_symlinks=False) and e.name.endswith(SUFFIXES):
+                    yield Path(e.path)
+            except OSError:
+                continue
+        stack.extend(reversed(subdirs))
+
+
+def discover(host: Host, paths: list[Path]) -> list[tuple[Path, str | None]]:
+    """The candidate files: the named paths, or every plugin's default locations."""
+    found: list[tuple[Path, str | None]] = []
+    if paths:
+        for p in paths:
+            if p.is_dir():
+                found.extend((f, None) for f in walk(p))
+            else:
+                found.append((p, None))
+    else:
+        for loc in host.locations():
+            if loc.path.is_dir():
+                found.extend((f, loc.harness) for f in walk(loc.path))
+    seen: set[str] = set()
+    unique = []
+    for f, hint in found:
+        key = os.path.abspath(f)
+        if key not in seen:
+            seen.add(key)
+            unique.append((Path(key), hint))
+    return unique
+
+
+def _fingerprint(path: Path, start: int, length: int) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, start))
+            return hashlib.sha256(f.read(length)).hexdigest()
+    except OSError:
+        return None
+
+
+def _fps(path: Path, offset: int) -> tuple[str | None, str | None]:
+    head = _fingerprint(path, 0, min(_HEAD_FP, offset))
+    tail = _fingerprint(path, offset - _TAIL_FP, min(_TAIL_FP, offset))
+    return head, tail
+
+
+# -- the worker side -------------------------------------------------------------------------
+
+_worker_host: Host | None = None
+
+
+def _host() -> Host:
+    global _worker_host
+    if _worker_host is None:
+        from .plugins import load_plugins, pm
+
+        load_plugins()
+        _worker_host = Host(pm)
+    return _worker_host
+
+
+def import_file(
+    path: str, hint: str | None, saved: dict[str, Any] | None, data_root: str, options: Options
+) -> dict[str, Any]:
+    """Import one file (in a worker or in-process); return a JSON-able result."""
+    from .pipeline import redactors, sink_factory_for
+
+    host = _host()
+    data = DataDir(Path(data_root))
+    p = Path(path)
+    try:
+        st = p.stat()
+        source = host.detect(p, hint)
+        if source is None:
+            return {"outcome": "skipped", "reason": "no plugin recognises this file", "harness": None}
+        r_text, r_input = redactors(options.redact)
+        outcome = import_source(
+            host,
+            source,
+            data,
+            saved=saved if saved and saved.get("harness") == source.harness else None,
+            sink_factory=sink_factory_for(host) if options.events else None,
+            redact=r_text,
+            redact_input=r_input,
+        )
+    except PluginFailure as err:
+        return {"outcome": "failed", "reason": str(err), "harness": None}
+    except (OSError, RematchError) as err:
+        return {"outcome": "failed", "reason": f"{type(err).__name__}: {err}", "harness": None}
+    sessions = []
+    for s in outcome.sessions:
+        sessions.append(
+            {
+                "session_id": s.session_id,
+                "agent_kind": s.agent_kind,
+                "trace_path": str(s.trace_path.relative_to(data.root)),
+                "events_path": str(s.events_path.relative_to(data.root)) if s.events_path else None,
+                "flagged": s.flagged,
+                "reasons": s.reasons,
+                "seqs": s.seqs,
+                "counts": s.counts,
+                "cwd": s.cwd,
+                "repo": s.repo,
+                "repo_remote": s.repo_remote,
+                "domain": decide_domain(s.cwd, s.repo, s.repo_remote),
+            }
+        )
+    saved_out = dict(outcome.saved)
+    saved_out["harness"] = source.harness
+    return {
+        "outcome": "resumed" if outcome.resumed and saved else "imported",
+        "harness": source.harness,
+        "sessions": sessions,
+        "problems": [str(pr) for pr in outcome.problems],
+        "problem_count": outcome.problem_count,
+        "malformed": outcome.malformed,
+        "offset": outcome.offset,
+        "saved": saved_out,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+    }
+
+
+# -- the parent side -------------------------------------------------------------------------
+
+
+class ImportLock:
+    """An exclusive lock on a data folder, so two imports never interleave."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> ImportLock:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.read(self.fd, 32).decode(errors="replace").strip() or "?"
+            finally:
+                os.close(self.fd)
+            raise RematchError(
+                f"another rematch import is running on {self.path.parent} (pid {holder}); try again when it ends"
+            ) from None
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, str(os.getpid()).encode())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def _plan(ledger: Ledger, path: Path) -> tuple[str, dict[str, Any] | None]:
+    """``skip``, ``resume`` (with the saved state) or ``full`` for one file."""
+    row = ledger.source(str(path))
+    if row is None:
+        return "full", None
+    try:
+        st = path.stat()
+    except OSError:
+        return "full", None
+    if st.st_size == row["size"] and st.st_mtime_ns == row["mtime_ns"]:
+        racy = abs(row["imported_at"] - st.st_mtime_ns / 1e9) < _RACY_SECONDS
+        if not racy:
+            return "skip", None
+        head, tail = _fps(path, row["offset"] or st.st_size)
+        if head == row["head_fp"] and tail == row["tail_fp"]:
+            return "skip", None
+        return "full", None
+    saved = row["saved"]
+    offset = row["offset"] or 0
+    if row["outcome"] in ("imported", "resumed") and saved and st.st_size > offset >= 0 and st.st_size >= row["size"]:
+        head, tail = _fps(path, offset)
+        if head == row["head_fp"] and tail == row["tail_fp"]:
+            return "resume", saved
+    return "full", None
+
+
+def run_import(
+    paths: list[Path],
+    data: DataDir,
+    options: Options,
+    *,
+    host: Host | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Summary:
+    """Import every source under ``paths`` (or the default locations) into ``data``."""
+    started = time.monotonic()
+    data.ensure()
+    summary = Summary()
+    with ImportLock(data.lock):
+        clean_temporaries(data.traces)
+        clean_temporaries(data.events)
+        clean_temporaries(data.pending)
+        host = host or _host()
+        with Ledger(data.ledger) as ledger:
+            todo: list[tuple[Path, str | None, dict[str, Any] | None]] = []
+            for path, hint in discover(host, paths):
+                plan, saved = _plan(ledger, path)
+                if plan == "skip":
+                    row = ledger.source(str(path)) or {}
+                    summary.files.append(FileResult(str(path), row.get("harness"), "unchanged"))
+                    continue
+                todo.append((path, hint, saved))
+            results = _run(todo, data, options, progress)
+            for (path, _hint, _saved), res in zip(todo, results, strict=False):
+                summary.files.append(_record(ledger, data, path, res))
+    summary.files.sort(key=lambda f: f.path)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _run(
+    todo: list[tuple[Path, str | None, dict[str, Any] | None]],
+    data: DataDir,
+    options: Options,
+    progress: Callable[[int, int], None] | None,
+) -> Iterator[dict[str, Any]]:
+    total = len(todo)
+    if options.jobs <= 1 or total <= 1:
+        for i, (path, hint, saved) in enumerate(todo):
+            yield import_file(str(path), hint, saved, str(data.root), options)
+            if progress:
+                progress(i + 1, total)
+        return
+    # Larger files first keeps both workers busy to the end; results come back in order.
+    order = sorted(range(total), key=lambda i: -_size(todo[i][0]))
+    with ProcessPoolExecutor(max_workers=options.jobs) as pool:
+        futures = {
+            i: pool.submit(import_file, str(todo[i][0]), todo[i][1], todo[i][2], str(data.root), options)
+            for i in order
+        }
+        for i in range(total):
+            try:
+                yield futures[i].result()
+            except Exception as err:  # a worker that died (killed, out of memory)
+                yield {"outcome": "failed", "reason": f"worker failed: {type(err).__name__}: {err}", "harness": None}
+            if progress:
+                progress(i + 1, total)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> FileResult:
+    outcome = res["outcome"]
+    fr = FileResult(
+        str(path),
+        res.get("harness"),
+        outcome,
+        reason=res.get("reason"),
+        sessions=res.get("sessions", []),
+        problems=res.get("problems", []),
+        problem_count=res.get("problem_count", 0),
+        malformed=res.get("malformed", 0),
+    )
+    if outcome in ("imported", "resumed"):
+        offset = res["offset"]
+        head, tail = _fps(path, offset)
+        before = set(ledger.session_ids_of(str(path)))
+        after = {(res["harness"], s["session_id"]) for s in res["sessions"]}
+        gone = sorted(before - after)
+        for _harness, sid in gone:
+            remove_outputs(data, sid)
+        ledger.forget_sessions(gone)
+        ledger.record_source(
+            str(path),
+            harness=res["harness"],
+            size=res["size"],
+            mtime_ns=res["mtime_ns"],
+            outcome=outcome,
+            head_fp=head,
+            tail_fp=tail,
+            offset=offset,
+            malformed=res.get("malformed", 0),
+            problems=res.get("problem_count", 0),
+            saved=res.get("saved"),
+            sessions=res["sessions"],
+        )
+    else:
+        try:
+            st = path.stat()
+            size, mtime = st.st_size, st.st_mtime_ns
+        except OSError:
+            size, mtime = 0, 0
+        # A failed file keeps the sessions it produced before: nothing is lost.
+        ledger.record_source(
+            str(path), harness=res.get("harness"), size=size, mtime_ns=mtime if outcome == "skipped" else -1,
+            outcome=outcome, reason=res.get("reason"),
+        )
+    return fr
+
+
+def print_problems(summary: Summary, limit: int = 10, stream: Any = None) -> None:
+    """One line per problem (file and line), at most ``limit`` per file."""
+    out = stream or sys.stderr
+    for f in summary.files:
+        for p in f.problems[:limit]:
+            print(f"rematch: {p}", file=out)
+        if f.problem_count > limit:
+            print(f"rematch: {f.path}: {f.problem_count - limit} more problems", file=out)
+        if f.outcome == "failed":
+            print(f"rematch: {f.path}: failed: {f.reason}", file=out)
+
+
+__all__ = ["Options", "Problem", "Summary", "discover", "import_file", "print_problems", "run_import", "walk"]

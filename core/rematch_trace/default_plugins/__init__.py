@@ -1,0 +1,1 @@
+"""Plugins that ship with the core and register like any other."""

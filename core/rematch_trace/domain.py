@@ -1,0 +1,87 @@
+"""A session's domain, decided at import: declared by the repo, else inferred, else none.
+
+A ``domain.yml`` at the repository root declares it (``domain: <name>``).
+Otherwise the user's inference table decides: ``domains`` in
+``<config dir>/config.yml`` (``REMATCH_CONFIG`` names another file), a list of
+``{path: <glob>, domain: <name>}`` or ``{remote: <glob>, domain: <name>}``
+rules, first match wins; ``remote`` matches the normalized remote
+(``host/owner/repo``). The domain lives on the ledger row, never in a trace.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import yaml
+
+from .identity import normalize_remote
+
+_MAX_YAML = 64 * 1024
+
+
+def config_path() -> Path:
+    """The user's configuration file."""
+    env = os.environ.get("REMATCH_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_config_dir("rematch", appauthor=False)) / "config.yml"
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        with open(path, "rb") as f:
+            text = f.read(_MAX_YAML)
+        return yaml.safe_load(text)
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+@cache
+def inference_table(path: Path | None = None) -> tuple[tuple[str, str, str], ...]:
+    """The inference rules as (kind, pattern, domain), from the configuration."""
+    data = _load_yaml(path or config_path())
+    rules: list[tuple[str, str, str]] = []
+    if isinstance(data, dict) and isinstance(data.get("domains"), list):
+        for rule in data["domains"]:
+            if not isinstance(rule, dict) or not isinstance(rule.get("domain"), str):
+                continue
+            for kind in ("path", "remote"):
+                if isinstance(rule.get(kind), str):
+                    rules.append((kind, rule[kind], rule["domain"]))
+    return tuple(rules)
+
+
+def declared_domain(repo: str | None) -> str | None:
+    """The domain a repository's ``domain.yml`` declares, if any."""
+    if not repo:
+        return None
+    data = _load_yaml(Path(repo) / "domain.yml")
+    if isinstance(data, dict) and isinstance(data.get("domain"), str) and data["domain"].strip():
+        return str(data["domain"]).strip()
+    if isinstance(data, str) and data.strip():
+        return data.strip()
+    return None
+
+
+def decide_domain(
+    cwd: str | None, repo: str | None, repo_remote: str | None, table: tuple[tuple[str, str, str], ...] | None = None
+) -> str | None:
+    """The session's domain: the repo's declaration, else the first matching rule, else ``None``."""
+    declared = declared_domain(repo)
+    if declared:
+        return declared
+    rules = inference_table() if table is None else table
+    remote = normalize_remote(repo_remote) or ""
+    for kind, pattern, domain in rules:
+        if kind == "path":
+            for candidate in (cwd, repo):
+                if candidate and fnmatch.fnmatch(candidate, os.path.expanduser(pattern)):
+                    return domain
+        elif remote and fnmatch.fnmatch(remote, pattern):
+            return domain
+    return None

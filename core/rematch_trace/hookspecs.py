@@ -1,0 +1,129 @@
+"""The hooks a rematch plugin may implement.
+
+Every hook's arguments are opt-in: an implementation may accept any subset of
+the parameters, by name. Hooks marked *first result* stop at the first
+implementation that returns something other than ``None``; a harness plugin
+returns ``None`` for sources of other harnesses. ``docs/plugins.md`` documents
+each hook with its exact signature; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .identity import Place
+    from .source import Location, Problem, RawRecord, Source
+    from .vocab import Neutral
+
+hookspec = pluggy.HookspecMarker("rematch")
+hookimpl = pluggy.HookimplMarker("rematch")
+
+
+@hookspec
+def default_locations() -> Iterable[Location]:
+    """Return the folders where this plugin's harness keeps transcripts by default.
+
+    Called for ``rematch import`` without a path. Honour the harness's own
+    environment overrides (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``...). Folders
+    that do not exist may be returned; the core skips them.
+
+    :return: locations; all plugins' answers are combined.
+    """
+
+
+@hookspec(firstresult=True)
+def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
+    """Claim a file for a harness, cheaply, without parsing it whole.
+
+    :param path: the candidate file (``.jsonl``, ``.jsonl.zst``, ``.jsonl.gz``).
+    :param head: up to the first 4 KiB of the file as stored (still compressed
+        for compressed files).
+    :param hint: the harness whose default location the file was found in, or
+        ``None`` for a path the user named.
+    :return: a :class:`~rematch_trace.source.Source` for your harness, or
+        ``None``. First result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
+    """Stream the records of a source you claimed, in file order.
+
+    Use :func:`rematch_trace.jsonl.read_jsonl` (bounded memory, line numbers,
+    malformed-line reporting) over the decompressed stream. Never read the
+    whole file into memory.
+
+    :param source: a source whose ``harness`` is yours.
+    :param start: the byte offset to resume from (``0`` for a full read).
+    :return: an iterator of records and problems, or ``None`` when the source
+        is not yours. First result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def to_trace_records(
+    source: Source, records: Iterator[RawRecord], state: dict[str, Any]
+) -> Iterator[Neutral] | None:
+    """Translate your harness's records into the core's neutral vocabulary.
+
+    Yield :mod:`rematch_trace.vocab` records in source order. Keep everything
+    you need across records in ``state`` (JSON-serialisable, bounded): the core
+    saves it when the input runs out and hands it back when the file has grown,
+    so the import continues where it stopped. Raise
+    :class:`rematch_trace.errors.RestartImport` when the new bytes cannot
+    continue the old state (the core then re-imports the file whole).
+
+    :param source: a source whose ``harness`` is yours.
+    :param records: the raw records (problems already reported by the core).
+    :param state: your translation state; empty on a full import.
+    :return: an iterator of neutral records, or ``None`` when the source is not
+        yours. First result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def identify_place(cwd: str) -> Place | None:
+    """Identify the repository a working directory belongs to, from files on disk.
+
+    The core's built-in implementation walks up to ``.git`` (folder, or a
+    worktree's ``gitdir:`` file) and reads ``config``, ``HEAD`` and refs without
+    a git process. Implement it only to identify places another way.
+
+    :param cwd: the session's working directory as the transcript states it.
+    :return: a :class:`~rematch_trace.identity.Place`, or ``None`` to defer.
+        First result wins.
+    """
+
+
+@hookspec
+def visible_entries(source: Source, text: str) -> Iterable[str] | None:
+    """Name the entries (skills, rules) that an injected instruction text offers.
+
+    Called for each :class:`~rematch_trace.vocab.Instructions` record; the
+    answers of all plugins are combined into ``session_start.visible_entries``.
+
+    :param source: the source the text came from.
+    :param text: the instruction text.
+    :return: entry ids, or ``None``.
+    """
+
+
+@hookspec(firstresult=True)
+def classify_action(source: Source, tool: str, tool_input: Any) -> str | None:
+    """Give a tool call its security action type.
+
+    One of ``shell_exec``, ``file_read``, ``file_write``, ``file_edit``,
+    ``network``, ``mcp``, ``subagent``, ``other``. Sources of harnesses whose
+    plugin does not implement it get ``other``.
+
+    :param source: the source the call came from.
+    :param tool: the tool's name as the harness records it.
+    :param tool_input: the call's original input.
+    :return: the action type, or ``None`` when the source is not yours. First
+        result wins.
+    """

@@ -1,0 +1,324 @@
+"""Import one source file: plugin records in, trace (and event) files out.
+
+The pass is a pipeline of generators, so memory holds one line and the
+per-session state, never a file. When the plugin's input runs out, everything
+needed to continue is snapshotted (the plugin's state, each session's
+synthesizer state, the byte offset reached and the length of each output
+written so far); the final records (held-back records, ``agent_end``,
+``session_shutdown``) are written after that point, so a later run on a grown
+file truncates them away, restores the snapshot and continues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+import orjson
+
+from . import vocab
+from .errors import RestartImport
+from .host import Host
+from .output import AtomicFile, DataDir, write_atomic
+from .source import Problem, RawRecord, Source
+from .synth import Synthesizer
+
+#: Problems kept per source for reporting (all are counted).
+MAX_PROBLEMS_KEPT = 200
+
+
+class Sink(Protocol):
+    """A consumer of one session's neutral records that writes a stream of its own."""
+
+    def feed(self, rec: vocab.Neutral) -> list[dict[str, Any]]:
+        """Take one record; return the output records now final."""
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The remaining output records."""
+
+    def state(self) -> dict[str, Any]:
+        """A JSON-able snapshot to continue from."""
+
+
+#: Makes a session's security-event sink: (source, session record, saved state) -> sink.
+SinkFactory = Callable[[Source, vocab.Session, "dict[str, Any] | None"], Sink]
+
+
+@attrs.define
+class SessionOutcome:
+    """What one imported session produced."""
+
+    stream: str
+    session_id: str
+    agent_kind: str
+    trace_path: Path
+    events_path: Path | None
+    flagged: bool = False
+    reasons: list[str] = attrs.field(factory=list)
+    seqs: dict[str, list[int]] = attrs.field(factory=dict)
+    counts: dict[str, int] = attrs.field(factory=dict)
+    cwd: str = ""
+    repo: str | None = None
+    repo_remote: str | None = None
+
+
+@attrs.define
+class SourceOutcome:
+    """What importing one source did."""
+
+    source: Source
+    sessions: list[SessionOutcome] = attrs.field(factory=list)
+    problems: list[Problem] = attrs.field(factory=list)
+    problem_count: int = 0
+    malformed: int = 0
+    offset: int = 0
+    resumed: bool = False
+    saved: dict[str, Any] = attrs.field(factory=dict)
+
+
+def _dumps(rec: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(rec) + b"\n"
+    except orjson.JSONEncodeError:
+        # A value orjson refuses (an integer past 64 bits): write it as text.
+        return orjson.dumps(rec, default=str) + b"\n"
+
+
+class _Out:
+    """One session's outputs while the import runs."""
+
+    def __init__(
+        self,
+        stream: str,
+        session: vocab.Session,
+        synth: Synthesizer,
+        sink: Sink | None,
+        data: DataDir,
+        saved: dict[str, Any] | None,
+    ) -> None:
+        self.stream = stream
+        self.session = session
+        self.synth = synth
+        self.sink = sink
+        self.session_id = session.session_id
+        self.trace = AtomicFile(data.trace_path(self.session_id))
+        self.events = AtomicFile(data.events_path(self.session_id)) if sink is not None else None
+        if saved:
+            _copy_prefix(data.trace_path(self.session_id), self.trace, saved["trace_len"])
+            if self.events is not None:
+                _copy_prefix(data.events_path(self.session_id), self.events, saved.get("events_len", 0))
+
+    def write(self, recs: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        for r in recs:
+            self.trace.write(_dumps(r))
+        if self.events is not None:
+            for e in events:
+                self.events.write(_dumps(e))
+
+    def discard(self) -> None:
+        self.trace.discard()
+        if self.events is not None:
+            self.events.discard()
+
+
+def _copy_prefix(path: Path, out: AtomicFile, length: int) -> None:
+    try:
+        with open(path, "rb") as f:
+            remaining = length
+            while remaining > 0:
+                chunk = f.read(min(remaining, 1 << 20))
+                if not chunk:
+                    break
+                out.write(chunk)
+                remaining -= len(chunk)
+    except OSError:
+        raise RestartImport(f"{path} is gone") from None
+    if out.size != length:
+        raise RestartImport(f"{path} is shorter than recorded")
+
+
+class SourceImport:
+    """One import pass over one source (see the module docstring)."""
+
+    def __init__(
+        self,
+        host: Host,
+        source: Source,
+        data: DataDir,
+        *,
+        saved: dict[str, Any] | None = None,
+        sink_factory: SinkFactory | None = None,
+        redact: Callable[[str], str] | None = None,
+        redact_input: Callable[[Any], Any] | None = None,
+        fsync: bool = False,
+    ) -> None:
+        self.host = host
+        self.source = source
+        self.data = data
+        self.saved = saved or {}
+        self.sink_factory = sink_factory
+        self.redact = redact
+        self.redact_input = redact_input
+        self.fsync = fsync
+        self.outs: dict[str, _Out] = {}
+        self.result = SourceOutcome(source)
+        self.snapshot: dict[str, Any] | None = None
+        self.offset = int(self.saved.get("offset", 0))
+        self.plugin_state: dict[str, Any] = orjson.loads(orjson.dumps(self.saved.get("plugin", {})))
+
+    def _raw(self) -> Iterator[RawRecord]:
+        for item in self.host.read(self.source, self.offset):
+            if isinstance(item, Problem):
+                self.result.problem_count += 1
+                if item.kind == "malformed":
+                    self.result.malformed += 1
+                if len(self.result.problems) < MAX_PROBLEMS_KEPT:
+                    self.result.problems.append(item)
+                continue
+            self.offset = item.end
+            yield item
+        self._take_snapshot()
+
+    def _take_snapshot(self) -> None:
+        streams = {}
+        for key, out in self.outs.items():
+            out.trace.f.flush()
+            streams[key] = {
+                "session": attrs.asdict(out.session),
+                "synth": out.synth.state(),
+                "sink": out.sink.state() if out.sink is not None else None,
+                "trace_len": out.trace.size,
+                "events_len": out.events.size if out.events is not None else 0,
+            }
+        # A round trip through JSON is both the deep copy and the proof it saves.
+        self.snapshot = orjson.loads(
+            orjson.dumps({"offset": self.offset, "plugin": self.plugin_state, "streams": streams})
+        )
+
+    def _open(self, rec: vocab.Session) -> _Out:
+        saved = self.saved.get("streams", {}).get(rec.stream)
+        taken = {o.session_id for o in self.outs.values()}
+        if rec.session_id in taken:  # two streams claiming one id: keep both
+            n = 2
+            while f"{rec.session_id}~{n}" in taken:
+                n += 1
+            rec = attrs.evolve(rec, session_id=f"{rec.session_id}~{n}")
+        synth = Synthesizer(
+            self.source.harness,
+            place_of=self.host.place,
+            visible_of=lambda text: self.host.visible(self.source, text),
+            redact=self.redact,
+            redact_input=self.redact_input,
+            state=saved["synth"] if saved else None,
+        )
+        sink = None
+        if self.sink_factory is not None:
+            sink = self.sink_factory(self.source, rec, saved.get("sink") if saved else None)
+        out = _Out(rec.stream, rec, synth, sink, self.data, saved)
+        self.outs[rec.stream] = out
+        return out
+
+    def run(self) -> SourceOutcome:
+        """Import the source; on any failure leave every earlier output as it was."""
+        self.result.resumed = bool(self.saved)
+        # Reopen the sessions a resumed import had already started.
+        for stream, saved in self.saved.get("streams", {}).items():
+            sess = vocab.Session(**{**saved["session"], "stream": stream})
+            self._open(sess)
+        try:
+            for rec in self.host.translate(self.source, self._raw(), self.plugin_state):
+                out = self.outs.get(rec.stream)
+                if out is None:
+                    if not isinstance(rec, vocab.Session):
+                        continue  # a plugin bug: records for a stream it never opened
+                    out = self._open(rec)
+                recs = out.synth.feed(rec)
+                events = out.sink.feed(rec) if out.sink is not None else []
+                out.write(recs, events)
+            if self.snapshot is None:
+                self._take_snapshot()
+            for out in self.outs.values():
+                out.write(out.synth.finish(), out.sink.finish() if out.sink is not None else [])
+            self._commit()
+        except BaseException:
+            for out in self.outs.values():
+                out.discard()
+            raise
+        self.result.offset = self.offset
+        self.result.saved = self.snapshot or {}
+        return self.result
+
+    def _commit(self) -> None:
+        for out in self.outs.values():
+            out.trace.commit(self.fsync)
+            if out.events is not None:
+                out.events.commit(self.fsync)
+            synth = out.synth
+            reasons = synth.flags.reasons()
+            pending = self.data.pending_path(out.session_id)
+            seqs = synth.flags.seqs()
+            place = self.host.place(out.session.cwd or "")
+            if reasons:
+                body = {
+                    "session_id": out.session_id,
+                    "agent": self.source.harness,
+                    "reasons": reasons,
+                    "seqs": seqs,
+                    "trace": f"traces/{out.trace.target.name}",
+                }
+                write_atomic(pending, orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n", self.fsync)
+            else:
+                try:
+                    pending.unlink()
+                except FileNotFoundError:
+                    pass
+            self.result.sessions.append(
+                SessionOutcome(
+                    stream=out.stream,
+                    session_id=out.session_id,
+                    agent_kind=out.session.agent_kind,
+                    trace_path=out.trace.target,
+                    events_path=out.events.target if out.events is not None else None,
+                    flagged=bool(reasons),
+                    reasons=reasons,
+                    seqs=seqs,
+                    counts=dict(synth.counts),
+                    cwd=out.session.cwd,
+                    repo=place.repo,
+                    repo_remote=place.repo_remote,
+                )
+            )
+
+
+def import_source(
+    host: Host,
+    source: Source,
+    data: DataDir,
+    *,
+    saved: dict[str, Any] | None = None,
+    sink_factory: SinkFactory | None = None,
+    redact: Callable[[str], str] | None = None,
+    redact_input: Callable[[Any], Any] | None = None,
+) -> SourceOutcome:
+    """Import one source; with ``saved``, continue a grown file (falling back to a full import)."""
+    kwargs: dict[str, Any] = {"sink_factory": sink_factory, "redact": redact, "redact_input": redact_input}
+    if saved:
+        try:
+            return SourceImport(host, source, data, saved=saved, **kwargs).run()
+        except RestartImport:
+            pass
+    return SourceImport(host, source, data, **kwargs).run()
+
+
+def remove_outputs(data: DataDir, session_id: str) -> None:
+    """Delete a session's trace, events and pending files."""
+    for p in (data.trace_path(session_id), data.events_path(session_id), data.pending_path(session_id)):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+
+
+__all__ = ["SessionOutcome", "Sink", "SourceImport", "SourceOutcome", "import_source", "remove_outputs"]

@@ -1,0 +1,226 @@
+"""Bounded-memory JSONL reading: the one line reader every plugin uses.
+
+Lines are split in binary with a length cap and parsed one by one, so a
+malformed line costs only that line. Ordinary lines go through orjson (falling
+back to :mod:`json`, which accepts the lone-surrogate escapes real transcripts
+contain). A line longer than :data:`BIG_LINE` is never held as bytes: it is
+parsed straight from the file by ijson's C backend. A line longer than the hard
+limit is skipped without being held at all.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator
+from typing import IO, Any
+
+import ijson
+import orjson
+
+from .errors import RematchError
+from .source import Problem, RawRecord
+
+#: Lines up to this size are read whole and parsed by orjson.
+BIG_LINE = 4 * 1024 * 1024
+#: Default hard limit on one line; longer lines are skipped and reported.
+DEFAULT_MAX_LINE = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
+
+
+def max_line_bytes() -> int:
+    """The hard line limit: ``REMATCH_MAX_LINE_MB`` mebibytes, else 64 MiB."""
+    raw = os.environ.get("REMATCH_MAX_LINE_MB", "")
+    try:
+        mb = float(raw) if raw else 0.0
+    except ValueError:
+        mb = 0.0
+    return int(mb * 1024 * 1024) if mb > 0 else DEFAULT_MAX_LINE
+
+
+def require_c_backend() -> None:
+    """Fail with the fix when ijson has no C backend (it would be 10-20x slower)."""
+    if ijson.backend not in ("yajl2_c",):
+        raise RematchError(
+            f"ijson is using its {ijson.backend!r} backend; rematch needs the C backend "
+            "(yajl2_c). Reinstall with: pip install --force-reinstall --no-binary=:none: ijson"
+        )
+
+
+def loads(data: bytes) -> Any:
+    """Parse one JSON document: orjson, then :mod:`json` for what orjson refuses.
+
+    Raises :class:`ValueError` (with a short reason) when neither accepts it.
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as first:
+        try:
+            return json.loads(data)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
+        except UnicodeDecodeError:
+            raise ValueError("invalid UTF-8") from None
+        except ValueError:
+            raise ValueError(_reason(first)) from None
+
+
+def _reason(err: Exception) -> str:
+    msg = str(err).split(":", 1)[0].strip() or "invalid JSON"
+    return f"invalid JSON ({msg})"
+
+
+class _LineRest(io.RawIOBase):
+    """A readable view of the rest of the current line, up to and incl. its ``\\n``.
+
+    ``readline`` never reads past a newline, so the view never swallows the
+    next line. Past ``limit`` bytes it reports end of input and sets ``over``.
+    """
+
+    def __init__(self, head: bytes, f: IO[bytes], limit: int) -> None:
+        self._pending = head
+        self._f = f
+        self._done = False
+        self.consumed = 0
+        self.limit = limit
+        self.over = False
+        self.newline = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._pending:
+            data, self._pending = self._pending[: len(b)], self._pending[len(b) :]
+        elif self._done:
+            return 0
+        else:
+            data = self._f.readline(min(len(b), _CHUNK))
+            if not data:
+                self._done = True
+                return 0
+            if data.endswith(b"\n"):
+                self._done = True
+                self.newline = True
+        self.consumed += len(data)
+        if self.consumed > self.limit:
+            self.over = True
+            self._done = True
+            return 0
+        b[: len(data)] = data
+        return len(data)
+
+    def drain(self) -> int:
+        """Skip the remainder of the line; return the bytes skipped."""
+        n = len(self._pending)
+        self._pending = b""
+        while not self.newline:
+            chunk = self._f.readline(_CHUNK)
+            if not chunk:
+                break
+            n += len(chunk)
+            self.newline = chunk.endswith(b"\n")
+        self._done = True
+        return n
+
+
+def read_jsonl(
+    f: IO[bytes],
+    path: str,
+    start: int = 0,
+    *,
+    max_line: int | None = None,
+    objects_only: bool = True,
+) -> Iterator[RawRecord | Problem]:
+    """Yield a :class:`RawRecord` per parsed line and a :class:`Problem` per bad one.
+
+    :param f: a binary stream positioned at byte ``start`` (decompressed).
+    :param path: the name to report problems under.
+    :param start: the byte offset ``f`` is at; offsets and ``line`` numbers
+        count from the start of the file only when ``start`` is 0, so on a
+        resume the line numbers reported are relative to the resume point.
+    :param max_line: the hard line limit (default :func:`max_line_bytes`).
+    :param objects_only: report lines that are not JSON objects as problems.
+
+    A last line without a newline that does not parse is reported as a
+    truncated tail and not consumed, so a later run picks it up once the
+    harness has finished writing it.
+    """
+    limit = max_line if max_line is not None else max_line_bytes()
+    offset = start
+    lineno = 0
+    first = start == 0
+    while True:
+        raw = f.readline(BIG_LINE)
+        if not raw:
+            return
+        lineno += 1
+        line_start = offset
+        if first:
+            first = False
+            if raw.startswith(_BOM):
+                raw = raw[3:]
+                offset += 3
+                line_start = offset
+        if len(raw) == BIG_LINE and not raw.endswith(b"\n"):
+            rec = _read_big(raw, f, path, lineno, line_start, limit, objects_only)
+            if isinstance(rec, tuple):
+                problem, used = rec
+                if used < 0:
+                    yield problem
+                    return
+                offset += used
+                yield problem
+                continue
+            offset = rec.end
+            yield rec
+            continue
+        offset += len(raw)
+        complete = raw.endswith(b"\n")
+        body = raw.strip()
+        if not body:
+            continue
+        try:
+            value = loads(body)
+        except ValueError as err:
+            if not complete:
+                offset -= len(raw)
+                yield Problem(path, lineno, "truncated last line (incomplete write); left for the next run", "truncated_tail")
+                return
+            yield Problem(path, lineno, str(err))
+            continue
+        if objects_only and not isinstance(value, dict):
+            yield Problem(path, lineno, f"not a JSON object ({type(value).__name__})")
+            continue
+        yield RawRecord(lineno, line_start, offset, value)
+
+
+def _read_big(
+    head: bytes, f: IO[bytes], path: str, lineno: int, line_start: int, limit: int, objects_only: bool
+) -> RawRecord | tuple[Problem, int]:
+    """Parse a line longer than :data:`BIG_LINE` straight from the stream with ijson."""
+    rest = _LineRest(head, f, limit)
+    try:
+        value = next(ijson.items(io.BufferedReader(rest, _CHUNK), "", use_float=True))
+        error: str | None = None
+    except StopIteration:
+        value, error = None, "empty line"
+    except (ijson.JSONError, ijson.IncompleteJSONError) as err:
+        value, error = None, f"invalid JSON ({str(err).splitlines()[0][:80]})"
+    except (RecursionError, MemoryError):
+        value, error = None, "JSON nested too deeply"
+    except UnicodeDecodeError:
+        value, error = None, "invalid UTF-8"
+    used = rest.consumed + rest.drain()
+    if error is not None and not rest.newline and not rest.over:
+        return Problem(path, lineno, "truncated last line (incomplete write); left for the next run", "truncated_tail"), -1
+    if rest.over:
+        mib = limit // (1024 * 1024)
+        return Problem(path, lineno, f"line longer than the {mib} MiB limit; skipped", "oversized"), used
+    if error is not None:
+        return Problem(path, lineno, error), used
+    if objects_only and not isinstance(value, dict):
+        return Problem(path, lineno, f"not a JSON object ({type(value).__name__})"), used
+    return RawRecord(lineno, line_start, line_start + used, value)

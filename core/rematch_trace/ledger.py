@@ -1,0 +1,211 @@
+"""The ledger: what was imported from where, in SQLite inside the data folder.
+
+One row per source file (its size, mtime and fingerprints, the byte offset
+reached, the outcome and the state to resume from) and one row per session
+(where its outputs are, its flags and the seqs behind them, its domain).
+Migrations are versioned by ``PRAGMA user_version``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+# Each migration takes the schema from its index to the next version.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE sources (
+        path TEXT PRIMARY KEY,
+        harness TEXT,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        head_fp TEXT,
+        tail_fp TEXT,
+        offset INTEGER NOT NULL DEFAULT 0,
+        outcome TEXT NOT NULL,
+        reason TEXT,
+        malformed INTEGER NOT NULL DEFAULT 0,
+        problems INTEGER NOT NULL DEFAULT 0,
+        saved BLOB,
+        imported_at INTEGER NOT NULL
+    );
+    CREATE TABLE sessions (
+        harness TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        agent_kind TEXT NOT NULL,
+        source_path TEXT NOT NULL,
+        source_size INTEGER NOT NULL,
+        source_mtime_ns INTEGER NOT NULL,
+        fingerprint TEXT,
+        offset INTEGER NOT NULL,
+        trace_path TEXT NOT NULL,
+        events_path TEXT,
+        flagged INTEGER NOT NULL,
+        reasons TEXT NOT NULL,
+        redirect_seqs TEXT NOT NULL,
+        error_cluster_seqs TEXT NOT NULL,
+        mark_seqs TEXT NOT NULL,
+        PRIMARY KEY (harness, session_id)
+    );
+    CREATE INDEX sessions_by_source ON sessions(source_path);
+    """,
+    """
+    ALTER TABLE sessions ADD COLUMN domain TEXT;
+    ALTER TABLE sessions ADD COLUMN cwd TEXT;
+    ALTER TABLE sessions ADD COLUMN repo TEXT;
+    ALTER TABLE sessions ADD COLUMN repo_remote TEXT;
+    ALTER TABLE sessions ADD COLUMN counts TEXT;
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class Ledger:
+    """An open ledger. Use as a context manager; writes commit per call."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.migrate()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    @property
+    def version(self) -> int:
+        """The schema version the file is at."""
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> None:
+        """Apply every migration the file has not had, each in its own transaction."""
+        current = self.version
+        if current > SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(
+                f"{self.path} is at schema {current}, newer than this rematch ({SCHEMA_VERSION}); upgrade rematch"
+            )
+        for i in range(current, SCHEMA_VERSION):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                for stmt in MIGRATIONS[i].split(";"):
+                    if stmt.strip():
+                        self.db.execute(stmt)
+                self.db.execute(f"PRAGMA user_version={i + 1}")
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def source(self, path: str) -> dict[str, Any] | None:
+        """The row of a source file, with ``saved`` decoded."""
+        row = self.db.execute("SELECT * FROM sources WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return None
+        d = dict(row)
+        d["saved"] = orjson.loads(d["saved"]) if d["saved"] else None
+        return d
+
+    def sources(self) -> Iterator[dict[str, Any]]:
+        """Every source row (``saved`` left encoded)."""
+        for row in self.db.execute("SELECT * FROM sources ORDER BY path"):
+            yield dict(row)
+
+    def record_source(
+        self,
+        path: str,
+        *,
+        harness: str | None,
+        size: int,
+        mtime_ns: int,
+        outcome: str,
+        head_fp: str | None = None,
+        tail_fp: str | None = None,
+        offset: int = 0,
+        reason: str | None = None,
+        malformed: int = 0,
+        problems: int = 0,
+        saved: dict[str, Any] | None = None,
+        sessions: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Record a source's outcome and, in the same transaction, its sessions."""
+        blob = orjson.dumps(saved) if saved else None
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute(
+                """INSERT INTO sources (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome,
+                       reason, malformed, problems, saved, imported_at)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
+                   ON CONFLICT(path) DO UPDATE SET harness=excluded.harness, size=excluded.size,
+                       mtime_ns=excluded.mtime_ns, head_fp=excluded.head_fp, tail_fp=excluded.tail_fp,
+                       offset=excluded.offset, outcome=excluded.outcome, reason=excluded.reason,
+                       malformed=excluded.malformed, problems=excluded.problems, saved=excluded.saved,
+                       imported_at=excluded.imported_at""",
+                (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, reason, malformed,
+                 problems, blob, int(time.time())),
+            )
+            for s in sessions or []:
+                self.db.execute(
+                    """INSERT OR REPLACE INTO sessions (harness, session_id, agent_kind, source_path,
+                           source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
+                           flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
+                           repo, repo_remote, counts)
+                       VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                    (
+                        harness, s["session_id"], s["agent_kind"], path, size, mtime_ns, head_fp, offset,
+                        s["trace_path"], s.get("events_path"), int(s["flagged"]),
+                        orjson.dumps(s["reasons"]).decode(),
+                        orjson.dumps(s["seqs"].get("redirect", [])).decode(),
+                        orjson.dumps(s["seqs"].get("error_cluster", [])).decode(),
+                        orjson.dumps(s["seqs"].get("mark", [])).decode(),
+                        s.get("domain"), s.get("cwd"), s.get("repo"), s.get("repo_remote"),
+                        orjson.dumps(s.get("counts", {})).decode(),
+                    ),
+                )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def sessions(self, *, flagged: bool | None = None) -> list[dict[str, Any]]:
+        """Session rows, decoded, ordered by harness and id."""
+        sql = "SELECT * FROM sessions"
+        if flagged is not None:
+            sql += f" WHERE flagged = {int(flagged)}"
+        out = []
+        for row in self.db.execute(sql + " ORDER BY harness, session_id"):
+            d = dict(row)
+            for key in ("reasons", "redirect_seqs", "error_cluster_seqs", "mark_seqs", "counts"):
+                d[key] = orjson.loads(d[key]) if d.get(key) else ([] if key != "counts" else {})
+            d["flagged"] = bool(d["flagged"])
+            out.append(d)
+        return out
+
+    def session_ids_of(self, path: str) -> list[tuple[str, str]]:
+        """(harness, session id) of the sessions a source produced."""
+        rows = self.db.execute("SELECT harness, session_id FROM sessions WHERE source_path = ?", (path,))
+        return [(r[0], r[1]) for r in rows]
+
+    def forget_sessions(self, pairs: list[tuple[str, str]]) -> None:
+        """Drop session rows (their source no longer produces them)."""
+        for harness, sid in pairs:
+            self.db.execute("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness, sid))
+
+    def set_domain(self, harness: str, session_id: str, domain: str | None) -> None:
+        """Store a session's decided domain."""
+        self.db.execute(
+            "UPDATE sessions SET domain = ? WHERE harness = ? AND session_id = ?", (domain, harness, session_id)
+        )

@@ -1,0 +1,127 @@
+"""The data folder: where outputs go, private, written atomically, never outside."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import IO
+
+import platformdirs
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--out``, else ``REMATCH_HOME``, else the platform's user data folder."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("REMATCH_HOME")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("rematch", appauthor=False))
+
+
+def safe_name(session_id: str) -> str:
+    """A file name for a session id that cannot leave its folder.
+
+    A plain id (letters, digits, ``.``, ``_``, ``-``; not starting with a dot;
+    at most 128 characters) is used as it is. Anything else is encoded as ``_``
+    and a digest, which no plain id can equal.
+    """
+    if _SAFE_ID.fullmatch(session_id) and not session_id.endswith("."):
+        return session_id
+    return "_" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+class DataDir:
+    """The layout of a data folder: ``traces/``, ``events/``, ``pending/``, the ledger."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.traces = root / "traces"
+        self.events = root / "events"
+        self.pending = root / "pending"
+        self.ledger = root / "ledger.sqlite"
+        self.lock = root / "import.lock"
+
+    def ensure(self) -> None:
+        """Create the folders, private to the user (0700)."""
+        for d in (self.root, self.traces, self.events, self.pending):
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if d.is_symlink():
+                raise OSError(f"{d} is a symbolic link; refusing to write through it")
+            os.chmod(d, 0o700)
+
+    def trace_path(self, session_id: str) -> Path:
+        """``traces/<session_id>.jsonl`` (the id made safe)."""
+        return self.traces / f"{safe_name(session_id)}.jsonl"
+
+    def events_path(self, session_id: str) -> Path:
+        """``events/<session_id>.jsonl`` (the id made safe)."""
+        return self.events / f"{safe_name(session_id)}.jsonl"
+
+    def pending_path(self, session_id: str) -> Path:
+        """``pending/<session_id>.json`` (the id made safe)."""
+        return self.pending / f"{safe_name(session_id)}.json"
+
+
+class AtomicFile:
+    """A file written beside its target and renamed over it only when complete."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        self.f: IO[bytes] = os.fdopen(fd, "wb", buffering=256 * 1024)
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        """Append bytes."""
+        self.f.write(data)
+        self.size += len(data)
+
+    def commit(self, fsync: bool = False) -> None:
+        """Close and move into place (atomic on one file system)."""
+        self.f.flush()
+        if fsync:
+            os.fsync(self.f.fileno())
+        self.f.close()
+        os.replace(self.tmp, self.target)
+
+    def discard(self) -> None:
+        """Close and remove the temporary file; the target stays as it was."""
+        try:
+            self.f.close()
+        finally:
+            try:
+                os.unlink(self.tmp)
+            except FileNotFoundError:
+                pass
+
+
+def write_atomic(target: Path, data: bytes, fsync: bool = False) -> None:
+    """Write a whole small file atomically (0600)."""
+    f = AtomicFile(target)
+    try:
+        f.write(data)
+        f.commit(fsync)
+    except BaseException:
+        f.discard()
+        raise
+
+
+def clean_temporaries(folder: Path) -> int:
+    """Remove temporary files a killed import left behind; return how many."""
+    n = 0
+    if not folder.is_dir():
+        return 0
+    for p in folder.glob(".*.tmp"):
+        try:
+            p.unlink()
+            n += 1
+        except OSError:
+            pass
+    return n

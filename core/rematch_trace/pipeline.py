@@ -1,0 +1,34 @@
+"""Wiring shared by the command and the tests: redaction and the event sink."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import vocab
+from .host import Host
+from .importer import Sink, SinkFactory
+from .source import Source
+
+
+def redactors(enabled: bool) -> tuple[Callable[[str], str] | None, Callable[[Any], Any] | None]:
+    """The trace's text and tool-input redactors (``None`` when redaction is off)."""
+    if not enabled:
+        return None, None
+    from .redact import default_redactor
+
+    r = default_redactor()
+    return r.redact_text, r.redact_value
+
+
+def sink_factory_for(host: Host) -> SinkFactory:
+    """A factory of security-event sinks bound to ``host`` (for action types)."""
+    from .events import EventSink
+    from .redact import default_redactor
+
+    redactor = default_redactor()
+
+    def make(source: Source, session: vocab.Session, state: dict[str, Any] | None) -> Sink:
+        return EventSink(source, session, host=host, redactor=redactor, state=state)
+
+    return make

@@ -1,0 +1,92 @@
+"""The plugin manager: entry points of group ``rematch``, and the built-ins.
+
+``REMATCH_LOAD_PLUGINS`` limits loading to the named plugins (comma-separated
+entry-point or distribution names; empty loads none). ``REMATCH_TRACE_PLUGINS=1``
+prints every hook call to stderr, for plugin authors.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import sys
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+
+GROUP = "rematch"
+#: Built-in plugins, registered like any other.
+DEFAULT_PLUGINS = ("rematch_trace.default_plugins.place",)
+
+pm = pluggy.PluginManager(GROUP)
+pm.add_hookspecs(hookspecs)
+
+_loaded = False
+#: Versions of the distributions plugins came from, by plugin name.
+versions: dict[str, str] = {}
+#: Entry points that failed to load: (name, error).
+load_errors: list[tuple[str, str]] = []
+
+
+def load_plugins() -> None:
+    """Register the built-ins and every allowed installed plugin, once."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for name in DEFAULT_PLUGINS:
+        mod = importlib.import_module(name)
+        pm.register(mod, name)
+    if getattr(sys, "_called_from_test", False) and "REMATCH_LOAD_PLUGINS" not in os.environ:
+        return
+    allowed_env = os.environ.get("REMATCH_LOAD_PLUGINS")
+    allowed = None if allowed_env is None else {p.strip() for p in allowed_env.split(",") if p.strip()}
+    for ep in importlib.metadata.entry_points(group=GROUP):
+        dist = getattr(ep, "dist", None)
+        dist_name = dist.metadata["Name"] if dist is not None else ""
+        if allowed is not None and ep.name not in allowed and dist_name not in allowed:
+            continue
+        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as err:  # a broken plugin must not take the host down
+            load_errors.append((ep.name, f"{type(err).__name__}: {err}"))
+            continue
+        pm.register(plugin, name=ep.name)
+        if dist is not None:
+            versions[ep.name] = dist.version
+    pm.check_pending()
+    if os.environ.get("REMATCH_TRACE_PLUGINS"):
+        _trace_hooks()
+
+
+def _trace_hooks() -> None:
+    def before(hook_name: str, impls: Any, kwargs: Any) -> None:
+        names = ", ".join(i.plugin_name for i in impls)
+        print(f"rematch: {hook_name}({', '.join(kwargs)}) -> [{names}]", file=sys.stderr)
+
+    def after(outcome: Any, hook_name: str, impls: Any, kwargs: Any) -> None:
+        print(f"rematch: {hook_name} returned {outcome.get_result()!r:.200}", file=sys.stderr)
+
+    pm.add_hookcall_monitoring(before, after)
+
+
+def get_plugins(include_builtin: bool = False) -> list[dict[str, Any]]:
+    """Installed plugins as ``{name, version, hooks}``, sorted by name."""
+    load_plugins()
+    out = []
+    for plugin in pm.get_plugins():
+        name = pm.get_name(plugin) or repr(plugin)
+        if not include_builtin and name in DEFAULT_PLUGINS:
+            continue
+        hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
+        entry: dict[str, Any] = {"name": name, "hooks": hooks}
+        version = versions.get(name) or getattr(plugin, "__version__", None)
+        if version:
+            entry["version"] = version
+        out.append(entry)
+    return sorted(out, key=lambda e: e["name"])

@@ -1,0 +1,108 @@
+"""Pre-classification of user inputs, exactly as the trace schema gives it.
+
+Precedence: mark > interrupt > revert > negation > reprompt > none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MARK_RE = re.compile(r"^/rematch\s+mark\s+(correction|preference|scope)\b", re.I)
+REVERT_RE = re.compile(r"\b(?:revert|undo|roll ?back|put it back|git restore)\b|\bgit checkout --(?:\s|$)", re.I)
+NEGATION_RE = re.compile(
+    r"^(?:no|nope|don't|do not|stop|not that|wrong|that's (?:not|wrong)|that is wrong|this is wrong"
+    r"|incorrect|you didn't|you did not|not what i|i said|actually|instead)\b",
+    re.I,
+)
+TOKEN_RE = re.compile(r"[a-z0-9]+")
+# Claude Code's spellings of the mark command, read as ``/rematch mark <class>``.
+_CC_MARK_RE = re.compile(r"^/(?:rematch:)?rematch-mark(?=\s|$)", re.I)
+SKILL_RE = re.compile(r"(?:^|\s)/skill:([^\s/]+)(?=\s|$)")
+
+REPROMPT_THRESHOLD = 0.6
+REPROMPT_MIN_TOKENS = 6
+
+PRELABELS = ("none", "interrupt", "revert", "reprompt", "negation")
+MARK_CLASSES = ("correction", "preference", "scope")
+
+
+def normalize_mark(text: str) -> str:
+    """Spell ``/rematch-mark X`` and ``/rematch:rematch-mark X`` as ``/rematch mark X``."""
+    stripped = text.lstrip()
+    m = _CC_MARK_RE.match(stripped)
+    if m:
+        return "/rematch mark" + stripped[m.end() :]
+    return text
+
+
+def tokens(text: str) -> set[str]:
+    """The token set reprompt detection compares: ``[a-z0-9]+`` of the lowercased text."""
+    return set(TOKEN_RE.findall(text.lower()))
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """Jaccard similarity of two token sets (0 when both are empty)."""
+    if not a and not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def is_reprompt(new_tokens: set[str], previous_tokens: Iterable[str] | None) -> bool:
+    """Whether an input with ``new_tokens`` re-asks the previous input."""
+    if previous_tokens is None or len(new_tokens) < REPROMPT_MIN_TOKENS:
+        return False
+    return jaccard(new_tokens, set(previous_tokens)) >= REPROMPT_THRESHOLD
+
+
+def prelabel_tokens(text: str, new_tokens: set[str], previous_tokens: Iterable[str] | None, interrupted: bool) -> str:
+    """:func:`prelabel` with the token sets supplied (the synthesizer keeps them)."""
+    text = normalize_mark(text)
+    m = MARK_RE.match(text.lstrip())
+    if m:
+        return f"mark:{m.group(1).lower()}"
+    if interrupted:
+        return "interrupt"
+    if REVERT_RE.search(text):
+        return "revert"
+    if NEGATION_RE.match(text.lstrip()):
+        return "negation"
+    if is_reprompt(new_tokens, previous_tokens):
+        return "reprompt"
+    return "none"
+
+
+def prelabel(text: str, previous: str | None, interrupted: bool) -> str:
+    """Pre-classify one input.
+
+    :param text: the input's text.
+    :param previous: the text of the previous input record, or ``None``.
+    :param interrupted: the input arrived while the agent was running (on
+        import: the previous assistant message stopped aborted).
+    :return: ``"none"``, ``"interrupt"``, ``"revert"``, ``"negation"``,
+        ``"reprompt"`` or ``"mark:<class>"``.
+    """
+    prev = tokens(previous) if previous is not None else None
+    return prelabel_tokens(text, tokens(text), prev, interrupted)
+
+
+def skills_in(text: str) -> list[str]:
+    """The skill names of ``/skill:<name>`` tokens in ``text``, in order, once each."""
+    seen: list[str] = []
+    for name in SKILL_RE.findall(text):
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
+def is_dropped_command(text: str) -> bool:
+    """Whether an imported input is a slash, ``!`` or ``%`` line the trace drops.
+
+    Mark lines and lines invoking a skill with ``/skill:`` are kept.
+    """
+    s = normalize_mark(text).lstrip()
+    if not s or s[0] not in "/!%":
+        return False
+    if MARK_RE.match(s):
+        return False
+    return not s.startswith("/skill:")

@@ -1,0 +1,217 @@
+"""The trace records, one class per ``ev``, and the converter that writes them.
+
+Each record is a frozen, slotted attrs class. ``seq`` and ``t`` are given by the
+synthesizer when it writes a record, so the classes hold only the ``ev``'s own
+fields, in the schema's order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
+
+
+@attrs.frozen(slots=True)
+class Model:
+    """``{provider, id}``."""
+
+    provider: str
+    id: str
+
+
+@attrs.frozen(slots=True)
+class Agent:
+    """``{kind, name}``: ``main`` or ``sub``, and the harness (or subagent) name."""
+
+    kind: str
+    name: str
+
+
+@attrs.frozen(slots=True)
+class LoadedEntry:
+    """One loaded entry: ``{id, version, sha}``."""
+
+    id: str
+    version: str | None = None
+    sha: str | None = None
+
+
+@attrs.frozen(slots=True)
+class UsageRecord:
+    """``turn_end.usage``."""
+
+    input: int = 0
+    output: int = 0
+    cacheRead: int = 0
+    cacheWrite: int = 0
+    totalTokens: int = 0
+    cost: float | None = None
+
+
+@attrs.frozen(slots=True)
+class SessionStart:
+    """The first record of every trace."""
+
+    EV: ClassVar[str] = "session_start"
+    session_id: str
+    cwd: str
+    repo: str | None
+    branch_hint: str | None
+    model: Model | None
+    mode: str
+    agent: Agent
+    omp_version: str | None
+    loaded_entries: list[LoadedEntry] = attrs.field(factory=list)
+    hooks_loaded: list[str] = attrs.field(factory=list)
+    staging_dirs: list[str] = attrs.field(factory=list)
+    repo_remote: str | None = None
+    subpath: str = ""
+    head_sha: str | None = None
+    visible_entries: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen(slots=True)
+class Input:
+    """A user message, pre-classified."""
+
+    EV: ClassVar[str] = "input"
+    text: str
+    source: str
+    idle: bool
+    after_deliverable: str | None
+    prelabel: str
+    skills_invoked: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen(slots=True)
+class ToolResultRecord:
+    """A tool call's outcome (``ev: tool_result``)."""
+
+    EV: ClassVar[str] = "tool_result"
+    tool: str
+    call_id: str
+    input: Any
+    args_hash: str | None
+    result_bytes: int
+    is_error: bool
+    error_class: str | None
+
+
+@attrs.frozen(slots=True)
+class ToolBlocked:
+    """A call a hook blocked (live capture only)."""
+
+    EV: ClassVar[str] = "tool_blocked"
+    tool: str
+    call_id: str
+    hook_id: str
+    reason: str
+    args_hash: str | None = None
+
+
+@attrs.frozen(slots=True)
+class TurnEnd:
+    """One assistant message, after its tool results."""
+
+    EV: ClassVar[str] = "turn_end"
+    model: Model | None
+    usage: UsageRecord
+    stop_reason: str | None
+    text_head: str
+
+
+@attrs.frozen(slots=True)
+class AgentEnd:
+    """The end of a run (the turns between two inputs)."""
+
+    EV: ClassVar[str] = "agent_end"
+    turns: int
+    is_terminal: bool = True
+    yielded: bool = False
+
+
+@attrs.frozen(slots=True)
+class ModelChange:
+    """The model changed between two turns."""
+
+    EV: ClassVar[str] = "model_change"
+    from_: Model | None
+    to: Model
+    reason: str
+
+
+@attrs.frozen(slots=True)
+class MarkRecord:
+    """An explicit mark (``ev: mark``)."""
+
+    EV: ClassVar[str] = "mark"
+    cls: str
+    note: str = ""
+
+
+@attrs.frozen(slots=True)
+class Retrieval:
+    """Context a retrieve hook added (live capture only)."""
+
+    EV: ClassVar[str] = "retrieval"
+    entry_ids: list[str]
+    units: list[dict[str, Any]]
+    bytes: int
+
+
+@attrs.frozen(slots=True)
+class SessionShutdown:
+    """The last record: flag reasons."""
+
+    EV: ClassVar[str] = "session_shutdown"
+    reasons: list[str]
+    flagged: bool
+
+
+TraceRecord = (
+    SessionStart | Input | ToolResultRecord | ToolBlocked | TurnEnd | AgentEnd | ModelChange
+    | MarkRecord | Retrieval | SessionShutdown
+)
+RECORD_TYPES: tuple[type, ...] = (
+    SessionStart, Input, ToolResultRecord, ToolBlocked, TurnEnd, AgentEnd, ModelChange,
+    MarkRecord, Retrieval, SessionShutdown,
+)
+BY_EV: dict[str, type] = {cls.EV: cls for cls in RECORD_TYPES}
+
+converter = cattrs.Converter()
+converter.register_unstructure_hook(
+    ModelChange, make_dict_unstructure_fn(ModelChange, converter, from_=override(rename="from"))
+)
+converter.register_unstructure_hook(
+    MarkRecord, make_dict_unstructure_fn(MarkRecord, converter, cls=override(rename="class"))
+)
+converter.register_structure_hook(
+    ModelChange,
+    lambda d, _: ModelChange(
+        from_=converter.structure(d.get("from"), Model | None),  # type: ignore[arg-type]
+        to=converter.structure(d["to"], Model),
+        reason=d.get("reason", ""),
+    ),
+)
+converter.register_structure_hook(
+    MarkRecord, lambda d, _: MarkRecord(cls=d["class"], note=d.get("note", ""))
+)
+
+
+def to_dict(record: Any, seq: int, t: int) -> dict[str, Any]:
+    """The JSON object of one record: ``seq``, ``t``, ``ev``, then its fields in order."""
+    out: dict[str, Any] = {"seq": seq, "t": t, "ev": record.EV}
+    out.update(converter.unstructure(record))
+    return out
+
+
+def from_dict(obj: dict[str, Any]) -> Any:
+    """Structure one trace line back into its record class (``ValueError`` if unknown)."""
+    cls = BY_EV.get(obj.get("ev", ""))
+    if cls is None:
+        raise ValueError(f"unknown ev {obj.get('ev')!r}")
+    fields = {k: v for k, v in obj.items() if k not in ("seq", "t", "ev")}
+    return converter.structure(fields, cls)

@@ -1,0 +1,67 @@
+"""What the core knows of a transcript file before and while it reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+Compression = Literal["", "zst", "gz"]
+
+
+@attrs.frozen(slots=True)
+class Location:
+    """A folder where a harness keeps its transcripts by default."""
+
+    harness: str
+    path: Path
+
+
+@attrs.frozen(slots=True)
+class Source:
+    """One transcript file claimed by a harness plugin.
+
+    :param harness: the plugin's harness name (``claude_code``, ``codex``, ``omp``...).
+    :param path: the file.
+    :param agent_kind: ``"sub"`` when the layout says the file is a subagent's.
+    :param compression: ``"zst"`` or ``"gz"`` for compressed files, else ``""``.
+    :param parent: the parent session's file, for subagent layouts that show it.
+    """
+
+    harness: str
+    path: Path
+    agent_kind: Literal["main", "sub"] = "main"
+    compression: Compression = ""
+    parent: Path | None = None
+
+
+@attrs.frozen(slots=True)
+class RawRecord:
+    """One parsed line of a transcript.
+
+    :param line: 1-based physical line number.
+    :param offset: byte offset of the line's start (in the decompressed stream).
+    :param end: byte offset just past the line's newline; resuming at ``end``
+        continues after this record.
+    :param value: the parsed JSON value (any type: plugins check it).
+    """
+
+    line: int
+    offset: int
+    end: int
+    value: Any
+
+
+@attrs.frozen(slots=True)
+class Problem:
+    """A line or file the reader could not use, reported with its place."""
+
+    path: str
+    line: int
+    message: str
+    kind: str = "malformed"
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"

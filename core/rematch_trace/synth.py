@@ -1,0 +1,408 @@
+"""The synthesizer: neutral records in, trace records out, one session at a time.
+
+It runs incrementally, record by record, and its whole state is a JSON-able
+dict (:meth:`Synthesizer.state`), so an import can stop at any record and
+continue later (append-resume today; live capture and a verdict service next)
+with output identical to a single pass.
+
+Two things make it hold records back before writing them: ``session_start``
+names the model of the first assistant message, so nothing is written before
+that message (or the end); and an input's ``skills_invoked`` takes the skills its
+run invokes by tool call, so a run's records wait, up to
+:data:`RUN_BUFFER_RECORDS` of them, until the run ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+from . import vocab
+from .canonical import args_hash
+from .errors import NonExactNumber, classify_error
+from .flags import FlagTracker
+from .identity import Place
+from .prelabel import is_dropped_command, normalize_mark, prelabel_tokens, skills_in, tokens
+from .records import (
+    Agent,
+    AgentEnd,
+    Input,
+    LoadedEntry,
+    MarkRecord,
+    Model,
+    ModelChange,
+    Retrieval,
+    SessionShutdown,
+    SessionStart,
+    ToolResultRecord,
+    TurnEnd,
+    UsageRecord,
+    to_dict,
+)
+from .truncate import HEAD_LIMIT, TEXT_LIMIT, cut_utf8, truncate_input
+
+#: A run's records wait at most this many before they are written anyway.
+RUN_BUFFER_RECORDS = 64
+#: Calls still waiting for a result are forgotten past this many.
+MAX_PENDING_CALLS = 4096
+
+Redact = Callable[[str], str]
+PlaceOf = Callable[[str], Place]
+VisibleOf = Callable[[str], list[str]]
+
+
+def _model(m: vocab.ModelRef | None) -> dict[str, str] | None:
+    return {"provider": m.provider, "id": m.id} if m is not None else None
+
+
+def _token_digest(words: set[str]) -> list[str]:
+    # The state is saved to disk: keep only digests of the previous input's tokens.
+    return sorted(hashlib.sha256(w.encode()).hexdigest()[:16] for w in words)
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def _safe(text: str) -> str:
+    """Text that encodes as UTF-8 (lone surrogates become U+FFFD)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+class Synthesizer:
+    """Turns one stream of neutral records into trace records.
+
+    :param harness: the harness name (``agent.name``).
+    :param place_of: resolves a cwd to a :class:`~rematch_trace.identity.Place`.
+    :param visible_of: the entries an instruction text offers.
+    :param redact: replaces credentials in text written to the trace.
+    :param redact_input: replaces credentials in a tool input's strings.
+    :param state: a state from :meth:`state` to continue from.
+    """
+
+    def __init__(
+        self,
+        harness: str,
+        *,
+        place_of: PlaceOf | None = None,
+        visible_of: VisibleOf | None = None,
+        redact: Redact | None = None,
+        redact_input: Callable[[Any], Any] | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        self.harness = harness
+        self._place_of = place_of or (lambda cwd: Place())
+        self._visible_of = visible_of or (lambda text: [])
+        self._redact = redact or _identity
+        self._redact_input = redact_input or (lambda v: v)
+        s = state or {}
+        self.seq: int = s.get("seq", 0)
+        self.t: int = s.get("t", 0)
+        self.session: dict[str, Any] | None = s.get("session")
+        self.started: bool = s.get("started", False)
+        self.first_model: dict[str, str] | None = s.get("first_model")
+        self.visible: list[str] = s.get("visible", [])
+        self.loaded: list[dict[str, Any]] = s.get("loaded", [])
+        self.buffer: list[list[Any]] = s.get("buffer", [])  # [record dict without seq, t]
+        self.input_at: int | None = s.get("input_at")  # index in buffer of the run's input
+        self.run_open: bool = s.get("run_open", False)
+        self.run_turns: int = s.get("run_turns", 0)
+        self.last_aborted: bool = s.get("last_aborted", False)
+        self.deliverable: str | None = s.get("deliverable")
+        self.prev_tokens: list[str] | None = s.get("prev_tokens")
+        self.calls: dict[str, list[Any]] = s.get("calls", {})
+        self.turn: dict[str, Any] | None = s.get("turn")
+        self.last_model: dict[str, str] | None = s.get("last_model")
+        self.flags = FlagTracker.from_state(s["flags"]) if "flags" in s else FlagTracker()
+        self.counts: dict[str, int] = s.get("counts", {})
+
+    # -- state ---------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """The whole state as JSON-able data; pass it back as ``state=`` to continue."""
+        return {
+            "seq": self.seq,
+            "t": self.t,
+            "session": self.session,
+            "started": self.started,
+            "first_model": self.first_model,
+            "visible": self.visible,
+            "loaded": self.loaded,
+            "buffer": self.buffer,
+            "input_at": self.input_at,
+            "run_open": self.run_open,
+            "run_turns": self.run_turns,
+            "last_aborted": self.last_aborted,
+            "deliverable": self.deliverable,
+            "prev_tokens": self.prev_tokens,
+            "calls": self.calls,
+            "turn": self.turn,
+            "last_model": self.last_model,
+            "flags": self.flags.to_state(),
+            "counts": self.counts,
+        }
+
+    @property
+    def session_id(self) -> str | None:
+        """The session id, once the stream's :class:`~rematch_trace.vocab.Session` arrived."""
+        return self.session["session_id"] if self.session else None
+
+    # -- output ----------------------------------------------------------------------------
+
+    def _emit(self, record: Any, t: int | None = None) -> None:
+        d = to_dict(record, 0, self.t if t is None else t)
+        del d["seq"]
+        self.buffer.append([d, d.pop("t")])
+        ev = d["ev"]
+        self.counts[ev] = self.counts.get(ev, 0) + 1
+
+    def _flush(self, out: list[dict[str, Any]]) -> None:
+        for d, t in self.buffer:
+            rec = {"seq": self.seq, "t": t, **d}
+            self.seq += 1
+            self.flags.observe(rec)
+            out.append(rec)
+        self.buffer = []
+        self.input_at = None
+
+    def _settle(self, out: list[dict[str, Any]]) -> None:
+        """Write what no longer needs holding back."""
+        if not self.started:
+            return
+        if self.input_at is None or len(self.buffer) >= RUN_BUFFER_RECORDS:
+            self._flush(out)
+
+    def _start(self) -> None:
+        """Put session_start at the head of the buffer (it is seq 0)."""
+        sess = self.session or {"session_id": "", "cwd": "", "agent_kind": "main", "t": self.t}
+        place = self._place_of(sess.get("cwd") or "")
+        start = SessionStart(
+            session_id=sess["session_id"],
+            cwd=sess.get("cwd") or "",
+            repo=place.repo,
+            branch_hint=os.path.basename(place.repo) if place.repo else None,
+            model=Model(**self.first_model) if self.first_model else None,
+            mode="import",
+            agent=Agent(kind=sess.get("agent_kind", "main"), name=self.harness),
+            omp_version=sess.get("harness_version"),
+            loaded_entries=[LoadedEntry(**e) for e in self.loaded],
+            repo_remote=place.repo_remote,
+            subpath=place.subpath if place.repo else "",
+            head_sha=None,
+            visible_entries=sorted(set(self.visible)),
+        )
+        first_t = self.buffer[0][1] if self.buffer else self.t
+        d = to_dict(start, 0, sess.get("t") or first_t)
+        del d["seq"]
+        t = d.pop("t")
+        self.buffer.insert(0, [d, t])
+        if self.input_at is not None:
+            self.input_at += 1
+        self.counts["session_start"] = 1
+        self.started = True
+
+    # -- the rules -------------------------------------------------------------------------
+
+    def feed(self, rec: vocab.Neutral) -> list[dict[str, Any]]:
+        """Take one neutral record; return the trace records now final, in order."""
+        out: list[dict[str, Any]] = []
+        if rec.t is not None:
+            self.t = int(rec.t)
+        if isinstance(rec, vocab.Session):
+            if self.session is None:
+                self.session = {
+                    "session_id": rec.session_id,
+                    "cwd": rec.cwd,
+                    "agent_kind": rec.agent_kind,
+                    "agent_name": rec.agent_name,
+                    "harness_version": rec.harness_version,
+                    "parent": rec.parent_session_id,
+                    "t": rec.t,
+                }
+            elif rec.harness_version and not self.session.get("harness_version") and not self.started:
+                self.session["harness_version"] = rec.harness_version
+            return out
+        if isinstance(rec, vocab.ToolResult):
+            self._tool_result(rec)
+        elif isinstance(rec, vocab.AssistantMessage):
+            self._assistant(rec, out)
+        elif isinstance(rec, vocab.UserMessage):
+            self._user(rec, out)
+        elif isinstance(rec, vocab.Abort):
+            self._close_turn()
+            self.last_aborted = True
+        elif isinstance(rec, vocab.SkillInvoked):
+            self._skill(rec.name)
+        elif isinstance(rec, vocab.EntryLoaded):
+            self._loaded(rec)
+        elif isinstance(rec, vocab.Instructions):
+            if rec.text and not self.started:
+                for entry in self._visible_of(rec.text):
+                    if entry not in self.visible:
+                        self.visible.append(entry)
+        elif isinstance(rec, vocab.MarkNote):
+            self._close_turn()
+            self._emit(MarkRecord(cls=rec.cls, note=cut_utf8(_safe(self._redact(rec.note)), HEAD_LIMIT)))
+        self._settle(out)
+        return out
+
+    def finish(self) -> list[dict[str, Any]]:
+        """End the session: the remaining records, agent_end and session_shutdown.
+
+        Call it on a copy of the state you mean to keep: it ends this object.
+        """
+        out: list[dict[str, Any]] = []
+        self._close_turn()
+        if not self.started:
+            self._start()
+        if self.run_open:
+            self._emit(AgentEnd(turns=self.run_turns, is_terminal=True, yielded=False))
+            self.run_open = False
+        self.input_at = None
+        self._flush(out)
+        reasons = self.flags.reasons()
+        shutdown = to_dict(SessionShutdown(reasons=reasons, flagged=bool(reasons)), self.seq, self.t)
+        self.seq += 1
+        out.append(shutdown)
+        self.counts["session_shutdown"] = 1
+        return out
+
+    def _tool_result(self, rec: vocab.ToolResult) -> None:
+        call = self.calls.pop(rec.call_id, None)
+        if call is None:
+            tool, shown, digest = rec.tool or "", None, None
+        else:
+            tool, shown, digest = call
+        head = rec.output_head or ""
+        is_error = bool(rec.is_error) if rec.is_error is not None else bool(rec.error_class)
+        error_class = None
+        if is_error:
+            error_class = rec.error_class if rec.error_class in vocab.ERROR_CLASSES else classify_error(head)
+        self._emit(
+            ToolResultRecord(
+                tool=tool,
+                call_id=rec.call_id,
+                input=shown,
+                args_hash=digest,
+                result_bytes=max(0, int(rec.output_bytes)),
+                is_error=is_error,
+                error_class=error_class,
+            )
+        )
+        if self.turn is not None and rec.call_id in self.turn["waiting"]:
+            self.turn["waiting"].remove(rec.call_id)
+            if not self.turn["waiting"]:
+                self._close_turn()
+
+    def _assistant(self, rec: vocab.AssistantMessage, out: list[dict[str, Any]]) -> None:
+        self._close_turn()
+        model = _model(rec.model)
+        if model is not None and self.first_model is None:
+            self.first_model = model
+        if not self.started:
+            self._start()
+        self.run_open = True
+        self.run_turns += 1
+        self.last_aborted = bool(rec.aborted)
+        text = cut_utf8(_safe(self._redact(rec.text)), HEAD_LIMIT) if rec.text else ""
+        if text:
+            self.deliverable = text
+        waiting: list[str] = []
+        for call in rec.tool_calls:
+            try:
+                digest: str | None = args_hash(call.input)
+            except (NonExactNumber, RecursionError, ValueError, TypeError):
+                digest = None
+            shown = truncate_input(self._redact_input(call.input))
+            self.calls[call.id] = [call.name, shown, digest]
+            waiting.append(call.id)
+        while len(self.calls) > MAX_PENDING_CALLS:
+            del self.calls[next(iter(self.calls))]
+        u = rec.usage or vocab.Usage()
+        self.turn = {
+            "model": model,
+            "usage": [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost],
+            "stop_reason": rec.stop_reason,
+            "text_head": text,
+            "waiting": waiting,
+        }
+        if not waiting:
+            self._close_turn()
+
+    def _close_turn(self) -> None:
+        turn, self.turn = self.turn, None
+        if turn is None:
+            return
+        model = turn["model"]
+        if model is not None:
+            if self.last_model is not None and model != self.last_model:
+                self._emit(ModelChange(from_=Model(**self.last_model), to=Model(**model), reason="turn"))
+            self.last_model = model
+        i, o, cr, cw, total, cost = turn["usage"]
+        self._emit(
+            TurnEnd(
+                model=Model(**model) if model else None,
+                usage=UsageRecord(input=i, output=o, cacheRead=cr, cacheWrite=cw, totalTokens=total, cost=cost),
+                stop_reason=turn["stop_reason"],
+                text_head=turn["text_head"],
+            )
+        )
+
+    def _user(self, rec: vocab.UserMessage, out: list[dict[str, Any]]) -> None:
+        raw = normalize_mark(rec.text)
+        if is_dropped_command(raw) and not rec.skills:
+            return
+        self._close_turn()
+        if self.run_open:
+            self._emit(AgentEnd(turns=self.run_turns, is_terminal=True, yielded=False))
+        # A new run starts: what the previous one held back is final now.
+        self.input_at = None
+        if self.started:
+            self._flush(out)
+        digests = _token_digest(tokens(raw))
+        idle = not self.last_aborted
+        label = prelabel_tokens(raw, set(digests), self.prev_tokens_set(), not idle)
+        skills = skills_in(raw)
+        for s in rec.skills:
+            if s not in skills:
+                skills.append(s)
+        self._emit(
+            Input(
+                text=cut_utf8(_safe(self._redact(raw)), TEXT_LIMIT),
+                source=rec.source,
+                idle=idle,
+                after_deliverable=self.deliverable,
+                prelabel=label,
+                skills_invoked=skills,
+            )
+        )
+        self.input_at = len(self.buffer) - 1
+        self.prev_tokens = digests
+        self.last_aborted = False
+        self.run_open = True
+        self.run_turns = 0
+
+    def prev_tokens_set(self) -> set[str] | None:
+        """The previous input's token digests (the new input's tokens are digested alike)."""
+        return set(self.prev_tokens) if self.prev_tokens is not None else None
+
+    def _skill(self, name: str) -> None:
+        if self.input_at is None or not name:
+            return
+        skills = self.buffer[self.input_at][0]["skills_invoked"]
+        if name not in skills:
+            skills.append(name)
+
+    def _loaded(self, rec: vocab.EntryLoaded) -> None:
+        entry = {"id": rec.id, "version": rec.version, "sha": rec.sha}
+        if not self.started:
+            if entry not in self.loaded:
+                self.loaded.append(entry)
+            return
+        self._emit(Retrieval(entry_ids=[rec.id], units=[], bytes=0))

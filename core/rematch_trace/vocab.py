@@ -1,0 +1,252 @@
+"""The harness-neutral vocabulary a plugin translates its transcript into.
+
+A harness plugin never writes trace records. It reads its own format and yields
+the small records defined here, in the order the harness recorded them; the core
+(:mod:`rematch_trace.synth`) alone turns them into the trace, so every trace rule
+(seq, prelabels, agent_end placement, pairing, truncation, hashing, flags) is
+written once.
+
+Every record carries a ``stream``: the key of the session it belongs to inside
+one source file. Most files hold one session (stream ``""``); a Claude Code
+1.0 file holds its inline sidechains too, each its own stream. A stream starts
+with a :class:`Session` record, which the core requires before anything else of
+that stream.
+
+``t`` is unix milliseconds from the source's own timestamps, or ``None`` when
+the source gave none (the core then carries the previous time forward).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import attrs
+
+#: The closed vocabulary of ``tool_result.error_class`` (``None`` on success).
+ERROR_CLASSES: tuple[str, ...] = (
+    "exit_nonzero",  # a command ran and exited with a non-zero status
+    "timeout",  # the tool or command ran out of time
+    "interrupted",  # the user or harness aborted the call while it ran
+    "rejected",  # the user (or an approval policy) declined the call
+    "sandbox",  # the sandbox denied the action
+    "not_found",  # a file, path, command or tool that does not exist
+    "permission",  # the operating system refused access
+    "invalid_input",  # the call's arguments were malformed or failed validation
+    "tool_error",  # any other failure the tool reported
+)
+
+AgentKind = Literal["main", "sub"]
+
+
+@attrs.frozen(slots=True)
+class ModelRef:
+    """A model as ``{provider, id}``; ``provider`` is ``""`` when unknown."""
+
+    provider: str
+    id: str
+
+
+@attrs.frozen(slots=True)
+class Usage:
+    """Token usage of one assistant message (one model call)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total: int = 0
+    cost: float | None = None
+
+
+@attrs.frozen(slots=True)
+class Session:
+    """Opens a stream: the session's identity as the transcript states it.
+
+    :param session_id: the harness's session id (untrusted; the core encodes it
+        for file names).
+    :param cwd: the working directory the session ran in, or ``""``.
+    :param agent_kind: ``"main"``, or ``"sub"`` for a subagent's own session.
+    :param agent_name: the subagent's name or type, when the harness gives one.
+    :param harness_version: the version of the harness that wrote it
+        (``session_start.omp_version``), or ``None``.
+    :param parent_session_id: the spawning session of a subagent, if known.
+    """
+
+    stream: str
+    t: int | None
+    session_id: str
+    cwd: str = ""
+    agent_kind: AgentKind = "main"
+    agent_name: str | None = None
+    harness_version: str | None = None
+    parent_session_id: str | None = None
+
+
+@attrs.frozen(slots=True)
+class UserMessage:
+    """A message a person typed (never injected, meta or tool-result text).
+
+    Slash, ``!`` and ``%`` lines are passed through as typed: the core drops the
+    ones the trace drops. ``skills`` names skills this message invoked in a way
+    its text does not show (omp's skill-prompt messages, a Claude Code slash
+    command that is a skill); ``/skill:`` tokens in ``text`` are read by the
+    core itself.
+    """
+
+    stream: str
+    t: int | None
+    text: str
+    skills: tuple[str, ...] = ()
+    source: str = ""
+
+
+@attrs.frozen(slots=True)
+class ToolCall:
+    """One tool call inside an assistant message; ``input`` is the original input."""
+
+    id: str
+    name: str
+    input: Any
+
+
+@attrs.frozen(slots=True)
+class AssistantMessage:
+    """One model response (a Claude Code response split over lines is one message).
+
+    :param model: the model that answered, or ``None`` when the source omits it.
+    :param usage: its token usage, counted once, or ``None``.
+    :param stop_reason: the harness's stop reason as recorded, or ``None``.
+    :param aborted: the response was cut off by the user (an interrupt).
+    :param text: its visible text (no thinking), joined in order.
+    :param tool_calls: its tool calls in order.
+    """
+
+    stream: str
+    t: int | None
+    model: ModelRef | None = None
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    aborted: bool = False
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@attrs.frozen(slots=True)
+class ToolResult:
+    """The outcome of a tool call, paired by the core with its call by ``call_id``.
+
+    :param output_bytes: the size in UTF-8 bytes of the full output as recorded.
+    :param output_head: the start of the output (a few KiB), for the core's
+        fallback error classifier and the security stream; never the whole output.
+    :param is_error: the harness's own error flag, or ``None`` to let the core
+        decide from ``output_head``.
+    :param error_class: a structured class from :data:`ERROR_CLASSES`, when the
+        harness says why; ``None`` lets the core classify.
+    :param tool: the tool's name, for results whose call the stream never showed.
+    """
+
+    stream: str
+    t: int | None
+    call_id: str
+    output_bytes: int = 0
+    output_head: str = ""
+    is_error: bool | None = None
+    error_class: str | None = None
+    tool: str | None = None
+
+
+@attrs.frozen(slots=True)
+class Abort:
+    """The user aborted the previous assistant message (an Esc, an interrupt marker).
+
+    The next :class:`UserMessage` is then not idle, and so an ``interrupt``.
+    """
+
+    stream: str
+    t: int | None
+    reason: str = "interrupted"
+
+
+@attrs.frozen(slots=True)
+class Compaction:
+    """The harness compacted the context. No trace record; kept for consumers."""
+
+    stream: str
+    t: int | None
+    trigger: str = ""
+
+
+@attrs.frozen(slots=True)
+class Instructions:
+    """Text the harness injected as instructions (AGENTS.md, a skills catalog).
+
+    The core asks the ``visible_entries`` hook which entries the text offers.
+    ``path`` is the instruction file's path when the harness shows it being
+    loaded (a security ``instruction_loaded`` event).
+    """
+
+    stream: str
+    t: int | None
+    text: str = ""
+    path: str | None = None
+
+
+@attrs.frozen(slots=True)
+class SkillInvoked:
+    """A skill invoked by a tool call (Claude Code's Skill tool, Codex's skill tools).
+
+    Added to the ``skills_invoked`` of the input of the run it occurs in.
+    """
+
+    stream: str
+    t: int | None
+    name: str
+
+
+@attrs.frozen(slots=True)
+class EntryLoaded:
+    """A skill or rule entry loaded into the session, for ``loaded_entries``."""
+
+    stream: str
+    t: int | None
+    id: str
+    version: str | None = None
+    sha: str | None = None
+
+
+@attrs.frozen(slots=True)
+class MarkNote:
+    """An explicit mark the harness recorded outside the user's text."""
+
+    stream: str
+    t: int | None
+    cls: str
+    note: str = ""
+
+
+#: Everything a plugin's ``to_trace_records`` may yield.
+Neutral = Union[
+    Session,
+    UserMessage,
+    AssistantMessage,
+    ToolResult,
+    Abort,
+    Compaction,
+    Instructions,
+    SkillInvoked,
+    EntryLoaded,
+    MarkNote,
+]
+
+NEUTRAL_TYPES: tuple[type, ...] = (
+    Session,
+    UserMessage,
+    AssistantMessage,
+    ToolResult,
+    Abort,
+    Compaction,
+    Instructions,
+    SkillInvoked,
+    EntryLoaded,
+    MarkNote,
+)

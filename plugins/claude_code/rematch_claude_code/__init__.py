@@ -1,0 +1,59 @@
+"""rematch's Claude Code importer: the hooks of harness ``claude_code``.
+
+Reads the transcripts Claude Code writes under ``$CLAUDE_CONFIG_DIR/projects``
+(else ``~/.claude/projects``), versions 1.0 to 2.1, including the three
+subagent layouts, and translates them into the core's neutral vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rematch_trace.hookspecs import hookimpl
+from rematch_trace.source import Location, Problem, RawRecord, Source
+from rematch_trace.vocab import Neutral
+
+from . import actions, discover, reader, translate
+
+__version__ = "0.1.0"
+HARNESS = discover.HARNESS
+
+
+@hookimpl
+def default_locations() -> list[Location]:
+    """``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``."""
+    return discover.locations()
+
+
+@hookimpl
+def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
+    """Claim Claude Code transcripts; ``agent-*.jsonl`` files are subagent sessions."""
+    return discover.detect(path, head, hint)
+
+
+@hookimpl
+def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
+    """Stream a claimed file's records from byte ``start`` (plain, gzip or zstd)."""
+    if source.harness != HARNESS:
+        return None
+    return reader.read(source, start)
+
+
+@hookimpl
+def to_trace_records(
+    source: Source, records: Iterator[RawRecord], state: dict[str, Any]
+) -> Iterator[Neutral] | None:
+    """Translate a claimed file's records into neutral records."""
+    if source.harness != HARNESS:
+        return None
+    return translate.translate(source, records, state)
+
+
+@hookimpl
+def classify_action(source: Source, tool: str, tool_input: Any) -> str | None:
+    """The security action type of a Claude Code tool call."""
+    if source.harness != HARNESS:
+        return None
+    return actions.action_type(tool, tool_input)

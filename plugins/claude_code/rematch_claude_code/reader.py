@@ -1,0 +1,58 @@
+"""Opening a Claude Code transcript (plain, gzip or zstd) and streaming its lines."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from collections.abc import Iterator
+from typing import IO
+
+from rematch_trace.jsonl import read_jsonl, require_c_backend
+from rematch_trace.source import Problem, RawRecord, Source
+
+_SKIP_CHUNK = 1024 * 1024
+
+
+def _skip(stream: IO[bytes], n: int) -> None:
+    # Compressed streams cannot seek cheaply; read and drop up to the resume point.
+    while n > 0:
+        got = stream.read(min(n, _SKIP_CHUNK))
+        if not got:
+            return
+        n -= len(got)
+
+
+def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
+    """Check the ijson backend now, then stream the source's records from ``start``."""
+    require_c_backend()
+    return _records(source, start)
+
+
+def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
+    path = str(source.path)
+    try:
+        raw = open(source.path, "rb")  # noqa: SIM115 - closed by the with below, after the open can fail
+    except OSError as err:
+        # Claude Code deletes old transcripts on its own schedule; a file may vanish after discovery.
+        yield Problem(path, 0, f"cannot open: {err.strerror or err}", "unreadable")
+        return
+    with raw:
+        stream: IO[bytes]
+        if source.compression == "gz":
+            stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+        elif source.compression == "zst":
+            import zstandard
+
+            stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))  # type: ignore[arg-type]
+        else:
+            stream = raw
+        if start:
+            if source.compression:
+                _skip(stream, start)
+            else:
+                raw.seek(start)
+        try:
+            yield from read_jsonl(stream, path, start)
+        except (OSError, EOFError, ValueError) as err:
+            # A corrupt compressed stream ends the file, reported, not the import.
+            yield Problem(path, 0, f"cannot decompress: {err}", "unreadable")

@@ -1,0 +1,36 @@
+"""ISO-8601 timestamps as Claude Code writes them, to unix milliseconds."""
+
+from __future__ import annotations
+
+import calendar
+import re
+
+_ISO = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?\s*(Z|z|[+-]\d\d(?::?\d\d)?)?$"
+)
+
+
+def to_ms(value: object) -> int | None:
+    """Unix milliseconds of an ISO-8601 string, or ``None`` when it is not one.
+
+    A timestamp without a zone is read as UTC (Claude Code always writes ``Z``).
+    """
+    if not isinstance(value, str):
+        return None
+    m = _ISO.match(value.strip())
+    if m is None:
+        return None
+    year, month, day, hour, minute, second, frac, zone = m.groups()
+    try:
+        secs = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute), int(second), 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31 and int(hour) < 24 and int(minute) < 60):
+        return None
+    ms = int((frac or "0")[:3].ljust(3, "0"))
+    if zone and zone not in ("Z", "z"):
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        offset = int(digits[:2]) * 3600 + (int(digits[2:4]) * 60 if len(digits) >= 4 else 0)
+        secs -= sign * offset
+    return secs * 1000 + ms

@@ -1,0 +1,608 @@
+"""Claude Code transcript lines in, the core's neutral records out.
+
+One file can hold several sessions: a 1.0.x session file carries its
+subagents' lines inline (``isSidechain: true``), each chain of them its own
+stream and its own ``sub`` session. 2.0.x/2.1.x subagent files are one ``sub``
+session each, stream ``""``.
+
+Rules that need the next line wait in the ``state`` dict (JSON-able, bounded):
+
+* an API response is written as several lines sharing ``message.id``; they
+  form one open *group* until a line of another response, a typed input, an
+  interrupt or a compaction closes it. Tool results of the group's calls that
+  arrive meanwhile wait with it, so they follow their assistant message.
+* a slash command is held until the next line says whether it invoked a skill
+  (the skill body arrives as the following ``isMeta`` line).
+
+The end-of-input flush reads ``state`` without changing it: the core saves the
+state at the end of the input and runs the flush again when the file grows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rematch_trace.errors import RestartImport
+from rematch_trace.source import RawRecord, Source
+from rematch_trace.vocab import (
+    Abort,
+    AssistantMessage,
+    Compaction,
+    ModelRef,
+    Neutral,
+    Session,
+    SkillInvoked,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+
+from .discover import session_stem
+from .timestamps import to_ms
+from .usertext import INTERRUPT_PREFIX, SKILL_BODY_PREFIX, classify, is_context_block
+
+STATE_VERSION = 1
+PROVIDER = "anthropic"
+#: Characters of a tool output kept as ``output_head``.
+HEAD_CHARS = 4096
+#: Closed message ids remembered per stream, to drop a response written again.
+MAX_SEEN_IDS = 256
+#: Line uuids remembered, to drop a line written twice.
+MAX_RECENT_UUIDS = 64
+#: Sidechain line uuids remembered, to route a line to its parent's chain.
+MAX_SIDECHAIN_UUIDS = 4096
+#: Two spellings of one local command closer than this are one command.
+SAME_COMMAND_MS = 2000
+
+REJECT_PREFIX = "The user doesn't want to proceed with this tool use"
+SYNTHETIC_MODEL = "<synthetic>"
+_HANDLED = frozenset({"user", "assistant", "system", "attachment"})
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def translate(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral]:
+    """Translate one Claude Code file's records (see the module docstring)."""
+    return _Translator(source, state).run(records)
+
+
+def _int(value: Any) -> int:
+    """A token count: a non-negative int, anything else counts as 0."""
+    if type(value) is int:
+        return value if value > 0 else 0
+    if type(value) is float and 0 < value < 1e18:
+        return int(value)
+    return 0
+
+
+def _nbytes(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def measure(content: Any) -> tuple[int, str]:
+    """The size in UTF-8 bytes of a tool output as recorded, and its head.
+
+    Text blocks count their text; image and document blocks the base64 data
+    they carry.
+    """
+    if isinstance(content, str):
+        return _nbytes(content), content[:HEAD_CHARS]
+    if content is None:
+        return 0, ""
+    if isinstance(content, list):
+        n = 0
+        head: list[str] = []
+        room = HEAD_CHARS
+        for block in content:
+            text: Any = block.get("text") if isinstance(block, dict) else block
+            if isinstance(text, str):
+                n += _nbytes(text)
+                if room > 0:
+                    head.append(text[:room])
+                    room -= len(head[-1]) + 1
+                continue
+            if isinstance(block, dict):
+                src = block.get("source")
+                if isinstance(src, dict) and isinstance(src.get("data"), str):
+                    n += len(src["data"])
+        return n, "\n".join(head)[:HEAD_CHARS]
+    try:
+        raw = orjson.dumps(content)
+    except (TypeError, orjson.JSONEncodeError):
+        return 0, ""
+    return len(raw), raw[: HEAD_CHARS * 2].decode("utf-8", "replace")[:HEAD_CHARS]
+
+
+def _usage(u: dict[str, Any]) -> list[int]:
+    cache_write = _int(u.get("cache_creation_input_tokens"))
+    breakdown = u.get("cache_creation")
+    if isinstance(breakdown, dict):
+        # The nested breakdown is right where the flat field was once reported as 0 (2.1.152).
+        total = sum(_int(x) for x in breakdown.values())
+        if total > 0:
+            cache_write = total
+    return [
+        _int(u.get("input_tokens")),
+        _int(u.get("output_tokens")),
+        _int(u.get("cache_read_input_tokens")),
+        cache_write,
+    ]
+
+
+def _new_stream() -> dict[str, Any]:
+    return {"on": False, "g": None, "p": [], "seen": [], "hold": None, "lc": None}
+
+
+def _new_group(mid: str | None, t: int | None) -> dict[str, Any]:
+    # m model, u usage [in, out, cache_read, cache_write], o its output_tokens, $ cost,
+    # s stop_reason, x texts, c calls [id, name, input], k skills, r server-side results
+    return {"id": mid, "t": t, "m": None, "u": None, "o": -1, "$": None, "s": None, "x": [], "c": [], "k": [], "r": []}
+
+
+def _result(stream: str, r: list[Any]) -> ToolResult:
+    call_id, t, nbytes, head, is_error, error_class = r
+    return ToolResult(stream, t, call_id, nbytes, head, is_error, error_class)
+
+
+def group_records(stream: str, g: dict[str, Any], pending: list[list[Any]]) -> list[Neutral]:
+    """The records a closed group stands for: its message, its skills, then its results."""
+    usage = None
+    if g["u"] is not None:
+        i, o, cr, cw = g["u"]
+        usage = Usage(i, o, cr, cw, i + o + cr + cw, g["$"])
+    out: list[Neutral] = [
+        AssistantMessage(
+            stream,
+            g["t"],
+            model=ModelRef(PROVIDER, g["m"]) if g["m"] else None,
+            usage=usage,
+            stop_reason=g["s"],
+            text="\n".join(g["x"]),
+            tool_calls=tuple(ToolCall(c[0], c[1], c[2]) for c in g["c"]),
+        )
+    ]
+    for name in g["k"]:
+        out.append(SkillInvoked(stream, g["t"], name))
+    for r in g["r"]:
+        out.append(_result(stream, r))
+    for r in pending:
+        out.append(_result(stream, r))
+    return out
+
+
+class _Translator:
+    """The translation of one file; everything that must survive a pause lives in ``state``."""
+
+    def __init__(self, source: Source, state: dict[str, Any]) -> None:
+        self.source = source
+        self.sub = source.agent_kind == "sub"
+        self.stem = session_stem(source.path)
+        version = state.get("v")
+        if version is None:
+            state.update(self._fresh())
+        elif version != STATE_VERSION:
+            raise RestartImport(f"claude_code state version {version!r}")
+        self.st = state
+        self.streams: dict[str, dict[str, Any]] = state["streams"]
+
+    def _fresh(self) -> dict[str, Any]:
+        path = self.source.path
+        own: str | None = None
+        agent: str | None = None
+        name: str | None = None
+        if self.sub:
+            agent = self.stem[len("agent-") :] if self.stem.startswith("agent-") else self.stem
+            for folder in list(path.parents)[:3]:
+                if folder.name == "subagents":
+                    own = folder.parent.name
+                    break
+            name = _agent_type(path)
+        elif _UUID.match(self.stem):
+            own = self.stem
+        return {
+            "v": STATE_VERSION,
+            "own": own,  # the file's own session id (subagent files: their parent's)
+            "agent": agent,
+            "name": name,
+            "cwd": "",
+            "ver": None,
+            "streams": {},
+            "scn": 0,  # sidechain chains seen
+            "scm": {},  # sidechain line uuid -> stream
+            "scl": "",  # the latest sidechain stream
+            "ru": [],  # recent line uuids
+        }
+
+    # -- driving ------------------------------------------------------------------------
+
+    def run(self, records: Iterator[RawRecord]) -> Iterator[Neutral]:
+        """Translate ``records``, then flush what is still open."""
+        out: list[Neutral] = []
+        line = self.line
+        for rec in records:
+            value = rec.value
+            if type(value) is dict:
+                line(value, out)
+                if out:
+                    yield from out
+                    out.clear()
+        yield from self.flush()
+
+    def line(self, v: dict[str, Any], out: list[Neutral]) -> None:
+        """Translate one line into ``out``."""
+        typ = v.get("type")
+        if typ not in _HANDLED:
+            # progress lines carry copies of subagent messages: never counted.
+            return
+        st = self.st
+        sid = v.get("sessionId")
+        if type(sid) is str:
+            own = st["own"]
+            if own is None:
+                st["own"] = sid
+            elif sid != own:
+                # A resumed session's copy of another session's line.
+                return
+        uuid = v.get("uuid")
+        if type(uuid) is str:
+            recent = st["ru"]
+            if uuid in recent:
+                return
+            recent.append(uuid)
+            if len(recent) > MAX_RECENT_UUIDS:
+                del recent[0]
+        if not st["cwd"]:
+            cwd = v.get("cwd")
+            if type(cwd) is str:
+                st["cwd"] = cwd
+        if st["ver"] is None:
+            ver = v.get("version")
+            if type(ver) is str and ver:
+                st["ver"] = ver
+        key = self._stream_key(v, typ)
+        ss = self.streams.get(key)
+        if ss is None:
+            ss = self.streams[key] = _new_stream()
+        if typ == "assistant":
+            self._assistant(key, ss, v, out)
+        elif typ == "user":
+            self._user(key, ss, v, out)
+        elif typ == "system":
+            self._system(key, ss, v, out)
+        else:
+            self._attachment(key, ss, v, out)
+
+    def flush(self) -> list[Neutral]:
+        """What is still open, as records; leaves ``state`` as it is."""
+        out: list[Neutral] = []
+        main = self.streams.get("")
+        if main is None or not main["on"]:
+            out.append(self._session("", None))
+        for key, ss in self.streams.items():
+            hold = ss["hold"]
+            if hold is not None:
+                out.append(UserMessage(key, hold[1], hold[0]))
+            if ss["g"] is not None:
+                out.extend(group_records(key, ss["g"], ss["p"]))
+        return out
+
+    # -- streams and sessions -------------------------------------------------------------
+
+    def _stream_key(self, v: dict[str, Any], typ: Any) -> str:
+        if self.sub or v.get("isSidechain") is not True:
+            return ""
+        st = self.st
+        chains: dict[str, str] = st["scm"]
+        parent = v.get("parentUuid")
+        key = chains.get(parent) if type(parent) is str else None
+        if key is None:
+            message = v.get("message")
+            opens = parent is None or (
+                typ == "user" and isinstance(message, dict) and isinstance(message.get("content"), str)
+            )
+            if opens or not st["scl"]:
+                st["scn"] += 1
+                key = f"sidechain-{st['scn']}"
+            else:
+                # The parent was forgotten (or never shown): the latest chain is the best guess.
+                key = st["scl"]
+        st["scl"] = key
+        uuid = v.get("uuid")
+        if type(uuid) is str:
+            chains[uuid] = key
+            if len(chains) > MAX_SIDECHAIN_UUIDS:
+                del chains[next(iter(chains))]
+        return key
+
+    def _session(self, key: str, t: int | None) -> Session:
+        st = self.st
+        own = st["own"]
+        cwd = st["cwd"]
+        ver = st["ver"]
+        if key == "":
+            if self.sub:
+                sid = f"{own}.agent-{st['agent']}" if own else self.stem
+                return Session("", t, sid, cwd, "sub", st["name"], ver, own)
+            return Session("", t, own or self.stem, cwd, "main", None, ver, None)
+        main = own or self.stem
+        return Session(key, t, f"{main}.{key}", cwd, "sub", None, ver, main)
+
+    def _prep(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
+        """Make the stream ready for a new record: its Session first, a held command released."""
+        if not ss["on"]:
+            out.append(self._session(key, t))
+            ss["on"] = True
+        hold = ss["hold"]
+        if hold is not None:
+            ss["hold"] = None
+            out.append(UserMessage(key, hold[1], hold[0]))
+
+    def _close(self, key: str, ss: dict[str, Any], out: list[Neutral]) -> None:
+        g = ss["g"]
+        if g is None:
+            return
+        out.extend(group_records(key, g, ss["p"]))
+        ss["p"] = []
+        ss["g"] = None
+        if g["id"] is not None:
+            seen = ss["seen"]
+            seen.append(g["id"])
+            if len(seen) > MAX_SEEN_IDS:
+                del seen[0]
+
+    # -- assistant ------------------------------------------------------------------------
+
+    def _assistant(self, key: str, ss: dict[str, Any], v: dict[str, Any], out: list[Neutral]) -> None:
+        msg = v.get("message")
+        if type(msg) is not dict:
+            return
+        mid = msg.get("id")
+        if type(mid) is not str or not mid:
+            mid = None
+        g = ss["g"]
+        if g is None or mid is None or g["id"] != mid:
+            if mid is not None and mid in ss["seen"]:
+                # The same response written again (a replay after compaction or a resume).
+                return
+            self._close(key, ss, out)
+            t = to_ms(v.get("timestamp"))
+            self._prep(key, ss, t, out)
+            g = ss["g"] = _new_group(mid, t)
+        self._absorb(g, msg, v)
+        if mid is None:
+            self._close(key, ss, out)
+
+    def _absorb(self, g: dict[str, Any], msg: dict[str, Any], v: dict[str, Any]) -> None:
+        if g["m"] is None:
+            model = msg.get("model")
+            if type(model) is str and model and model != SYNTHETIC_MODEL:
+                g["m"] = model
+        stop = msg.get("stop_reason")
+        if type(stop) is str and stop:
+            g["s"] = stop
+        usage = msg.get("usage")
+        if type(usage) is dict:
+            # Early lines of a response carry a streaming placeholder; the largest count is final.
+            out_tokens = _int(usage.get("output_tokens"))
+            if out_tokens >= g["o"]:
+                g["u"] = _usage(usage)
+                g["o"] = out_tokens
+                cost = v.get("costUSD")
+                g["$"] = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+        content = msg.get("content")
+        if type(content) is str:
+            if content:
+                g["x"].append(content)
+            return
+        if type(content) is not list:
+            return
+        for block in content:
+            if type(block) is not dict:
+                continue
+            bt = block.get("type")
+            if bt == "text":
+                text = block.get("text")
+                if type(text) is str and text:
+                    g["x"].append(text)
+            elif bt == "tool_use" or bt == "server_tool_use":
+                call_id = block.get("id")
+                name = block.get("name")
+                if type(call_id) is str and call_id and type(name) is str:
+                    tool_input = block.get("input")
+                    g["c"].append([call_id, name, tool_input])
+                    if name == "Skill" and type(tool_input) is dict:
+                        skill = tool_input.get("skill") or tool_input.get("command")
+                        if type(skill) is str and skill.strip():
+                            g["k"].append(skill.strip().lstrip("/").split()[0])
+            elif type(bt) is str and bt.endswith("_tool_result"):
+                # Server-side tools (web search) answer inside the response itself.
+                call_id = block.get("tool_use_id")
+                if type(call_id) is str and call_id:
+                    body = block.get("content")
+                    failed = type(body) is dict and str(body.get("type", "")).endswith("_error")
+                    nbytes, head = measure(body)
+                    g["r"].append([call_id, g["t"], nbytes, head, failed, None])
+
+    # -- user -----------------------------------------------------------------------------
+
+    def _user(self, key: str, ss: dict[str, Any], v: dict[str, Any], out: list[Neutral]) -> None:
+        msg = v.get("message")
+        if type(msg) is not dict:
+            return
+        content = msg.get("content")
+        texts: list[str]
+        images = 0
+        if type(content) is str:
+            texts = [content]
+        elif type(content) is list:
+            texts = []
+            results: list[dict[str, Any]] = []
+            for block in content:
+                if type(block) is not dict:
+                    continue
+                bt = block.get("type")
+                if bt == "tool_result":
+                    results.append(block)
+                elif bt == "text":
+                    text = block.get("text")
+                    if type(text) is str:
+                        texts.append(text)
+                elif bt == "image" or bt == "document":
+                    images += 1
+            if results:
+                t = to_ms(v.get("timestamp"))
+                self._results(key, ss, v, results, t, out)
+                if any(x.lstrip().startswith(INTERRUPT_PREFIX) for x in texts):
+                    self._abort(key, ss, t, out)
+                return
+        else:
+            return
+        if v.get("isMeta") is True:
+            hold = ss["hold"]
+            if (
+                hold is not None
+                and not v.get("sourceToolUseID")
+                and any(x.lstrip().startswith(SKILL_BODY_PREFIX) for x in texts)
+            ):
+                # The command the user typed was a skill: its body follows as a meta line.
+                ss["hold"] = None
+                skill = hold[0].split()[0].lstrip("/")
+                out.append(UserMessage(key, hold[1], hold[0], skills=(skill,)))
+            return
+        if v.get("isCompactSummary") is True or v.get("isVisibleInTranscriptOnly") is True:
+            return
+        kept = [x for x in texts if not is_context_block(x)]
+        if not kept and not images:
+            return
+        kind, text = classify("\n".join(kept)) if kept else ("input", "")
+        if kind == "skip":
+            return
+        t = to_ms(v.get("timestamp"))
+        if kind == "abort":
+            self._abort(key, ss, t, out)
+        elif kind == "command":
+            self._command(key, ss, text, t, out)
+        else:
+            self._close(key, ss, out)
+            self._prep(key, ss, t, out)
+            out.append(UserMessage(key, t, text))
+
+    def _abort(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
+        self._close(key, ss, out)
+        self._prep(key, ss, t, out)
+        out.append(Abort(key, t))
+
+    def _command(self, key: str, ss: dict[str, Any], text: str, t: int | None, out: list[Neutral]) -> None:
+        last = ss["lc"]
+        if (
+            last is not None
+            and last[0] == text
+            and t is not None
+            and last[1] is not None
+            and abs(t - last[1]) <= SAME_COMMAND_MS
+        ):
+            # 2.1.x may write one local command both as a user line and a system line.
+            return
+        self._close(key, ss, out)
+        self._prep(key, ss, t, out)
+        ss["hold"] = [text, t]
+        ss["lc"] = [text, t]
+
+    def _results(
+        self,
+        key: str,
+        ss: dict[str, Any],
+        v: dict[str, Any],
+        results: list[dict[str, Any]],
+        t: int | None,
+        out: list[Neutral],
+    ) -> None:
+        g = ss["g"]
+        open_calls = {c[0] for c in g["c"]} if g is not None else None
+        # toolUseResult describes the line's one result; with several it is ambiguous.
+        detail = v.get("toolUseResult") if len(results) == 1 else None
+        for block in results:
+            call_id = block.get("tool_use_id")
+            if type(call_id) is not str or not call_id:
+                continue
+            nbytes, head = measure(block.get("content"))
+            is_error = block.get("is_error") is True
+            error_class: str | None = None
+            if type(detail) is dict:
+                if detail.get("interrupted") is True:
+                    is_error = True
+                    error_class = "interrupted"
+            elif type(detail) is str and is_error and detail.startswith("User rejected"):
+                error_class = "rejected"
+            if error_class is None and is_error and head.startswith(REJECT_PREFIX):
+                error_class = "rejected"
+            r = [call_id, t, nbytes, head, is_error, error_class]
+            if open_calls is not None and call_id in open_calls:
+                ss["p"].append(r)
+            else:
+                self._prep(key, ss, t, out)
+                out.append(_result(key, r))
+
+    # -- system and attachment lines ----------------------------------------------------------
+
+    def _system(self, key: str, ss: dict[str, Any], v: dict[str, Any], out: list[Neutral]) -> None:
+        subtype = v.get("subtype")
+        if subtype == "compact_boundary":
+            t = to_ms(v.get("timestamp"))
+            self._close(key, ss, out)
+            self._prep(key, ss, t, out)
+            meta = v.get("compactMetadata")
+            trigger = meta.get("trigger") if type(meta) is dict else None
+            out.append(Compaction(key, t, trigger if type(trigger) is str else ""))
+        elif subtype == "local_command":
+            content = v.get("content")
+            if type(content) is str:
+                kind, text = classify(content)
+                if kind == "command":
+                    self._command(key, ss, text, to_ms(v.get("timestamp")), out)
+
+    def _attachment(self, key: str, ss: dict[str, Any], v: dict[str, Any], out: list[Neutral]) -> None:
+        att = v.get("attachment")
+        if type(att) is not dict or att.get("type") != "queued_command":
+            return
+        origin = att.get("origin")
+        origin_kind = origin.get("kind") if type(origin) is dict else None
+        if att.get("commandMode", "prompt") != "prompt" or origin_kind not in (None, "human"):
+            return
+        prompt = att.get("prompt")
+        if type(prompt) is list:
+            prompt = "\n".join(
+                b["text"] for b in prompt if type(b) is dict and type(b.get("text")) is str
+            )
+        if type(prompt) is not str:
+            return
+        kind, text = classify(prompt)
+        if kind != "input":
+            return
+        t = to_ms(v.get("timestamp"))
+        # A prompt typed while Claude worked, delivered into the running turn: an interrupt.
+        self._close(key, ss, out)
+        self._prep(key, ss, t, out)
+        out.append(Abort(key, t, "queued"))
+        out.append(UserMessage(key, t, text))
+
+
+def _agent_type(path: Path) -> str | None:
+    """The subagent's type from its ``agent-<id>.meta.json`` sidecar (2.1.172+), if any."""
+    meta = path.with_name(session_stem(path) + ".meta.json")
+    try:
+        if meta.stat().st_size > 64 * 1024:
+            return None
+        value = orjson.loads(meta.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if type(value) is not dict:
+        return None
+    found = value.get("agentType") or value.get("subagentType")
+    return found if type(found) is str and found else None

@@ -1,0 +1,117 @@
+"""Where Codex keeps its rollouts, which files are rollouts, and how to stream them.
+
+Layout (``$CODEX_HOME``, else ``~/.codex``): live sessions under
+``sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl`` (flat
+``sessions/rollout-*.jsonl`` before v0.8), archived ones flat under
+``archived_sessions/``. Cold rollouts may be zstd-compressed to
+``rollout-*.jsonl.zst``; Codex itself reads the plain file when both exist, and
+so do we.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Literal
+
+import zstandard
+from rematch_trace.jsonl import read_jsonl
+from rematch_trace.source import Location, Problem, RawRecord, Source
+
+HARNESS = "codex"
+
+_ROLLOUT_NAME = re.compile(r"^rollout-.+\.jsonl(?:\.zst)?$")
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
+_CHUNK = 1 << 20
+
+
+def codex_home() -> Path:
+    """``$CODEX_HOME`` when set and non-empty, else ``~/.codex`` (as Codex resolves it)."""
+    env = os.environ.get("CODEX_HOME", "")
+    return Path(env).expanduser() if env.strip() else Path.home() / ".codex"
+
+
+def locations() -> list[Location]:
+    """The live and the archived rollout folders."""
+    home = codex_home()
+    return [Location(HARNESS, home / "sessions"), Location(HARNESS, home / "archived_sessions")]
+
+
+def thread_id_of(path: Path) -> str | None:
+    """The thread id in a rollout's file name (the last uuid in it), if any."""
+    found = _UUID.findall(path.name)
+    return found[-1].lower() if found else None
+
+
+def _plain_head(head: bytes) -> bytes:
+    """The decompressed start of a (possibly partial) zstd head; ``b""`` if unreadable."""
+    try:
+        out: bytes = zstandard.ZstdDecompressor().decompressobj().decompress(head)
+        return out
+    except zstandard.ZstdError:
+        return b""
+
+
+def _looks_like_rollout(first: bytes) -> bool:
+    """Whether the first line is a Codex rollout line of any generation."""
+    first = first.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not first.startswith(b"{"):
+        return False
+    if b'"type":"session_meta"' in first and b'"payload"' in first:
+        return True
+    # Legacy (<= v0.31): a bare meta line {"id","timestamp","instructions",...}.
+    return first.startswith(b'{"id":') and b'"timestamp"' in first and b'"instructions"' in first
+
+
+def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
+    """Claim ``path`` when its name or its first line says it is a Codex rollout."""
+    name = path.name
+    zst = name.endswith(".jsonl.zst")
+    if not (zst or name.endswith(".jsonl")):
+        return None
+    if zst:
+        if not head.startswith(_ZSTD_MAGIC):
+            return None
+        # Codex prefers the plain rollout when both exist; the plain file is the live one.
+        if path.with_name(name[: -len(".zst")]).exists():
+            return None
+        text = _plain_head(head)
+    else:
+        text = head
+    first = text.split(b"\n", 1)[0]
+    named = _ROLLOUT_NAME.match(name) is not None
+    if not _looks_like_rollout(first):
+        # A rollout's name is claim enough only where Codex keeps them (or for an empty head).
+        if not (named and (hint == HARNESS or not first.strip())):
+            return None
+    kind: Literal["main", "sub"] = "main"
+    if b'"source":{"subagent"' in first or b'"thread_source":"subagent"' in first:
+        kind = "sub"
+    return Source(HARNESS, path, agent_kind=kind, compression="zst" if zst else "")
+
+
+def _skip(f: IO[bytes], n: int) -> None:
+    """Read and drop ``n`` bytes (a decompressed stream cannot seek)."""
+    while n > 0:
+        chunk = f.read(min(n, _CHUNK))
+        if not chunk:
+            return
+        n -= len(chunk)
+
+
+def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
+    """Stream ``source``'s records from decompressed byte ``start``."""
+    with open(source.path, "rb") as raw:
+        if source.compression == "zst":
+            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+            # read_jsonl needs readline; the zstd reader only reads.
+            f: IO[bytes] = io.BufferedReader(reader, _CHUNK)  # type: ignore[arg-type]
+            _skip(f, start)
+        else:
+            raw.seek(start)
+            f = raw
+        yield from read_jsonl(f, str(source.path), start)

@@ -1,0 +1,59 @@
+"""rematch importer for omp (oh-my-pi) and upstream pi session transcripts.
+
+Registered under the ``rematch`` entry-point group as ``omp``. The hooks only
+translate: reading the active branch of a session tree (:mod:`.tree`), mapping
+its entries to the core's neutral vocabulary (:mod:`.translate`), finding the
+files (:mod:`.discover`) and typing tool calls (:mod:`.actions`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rematch_trace.hookspecs import hookimpl
+from rematch_trace.source import Location, Problem, RawRecord, Source
+from rematch_trace.vocab import Neutral
+
+from . import actions, discover, translate, tree
+
+__version__ = "0.1.0"
+HARNESS = discover.HARNESS
+
+
+@hookimpl
+def default_locations() -> Iterable[Location]:
+    """omp's session folders (with its env overrides and profiles), its archive, and pi's."""
+    return [Location(HARNESS, p) for p in discover.session_roots(os.environ, Path.home())]
+
+
+@hookimpl
+def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
+    """Claim ``.jsonl`` / ``.jsonl.gz`` files that start with omp's title slot or session header."""
+    return discover.detect(path, head, hint)
+
+
+@hookimpl
+def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
+    """The active branch of the session tree (a full read), or the lines after ``start``."""
+    if source.harness != HARNESS:
+        return None
+    return tree.read(source, start)
+
+
+@hookimpl
+def to_trace_records(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral] | None:
+    """Translate omp entries to neutral records; see :mod:`rematch_omp.translate`."""
+    if source.harness != HARNESS:
+        return None
+    return translate.translate(source, records, state)
+
+
+@hookimpl
+def classify_action(source: Source, tool: str) -> str | None:
+    """Type an omp tool call by its tool name."""
+    if source.harness != HARNESS:
+        return None
+    return actions.classify(tool)
