@@ -94,14 +94,16 @@ def canonical_json(value: Any) -> bytes:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
             pass  # lone surrogates: the exact path below handles them
+    exact = _exact(value)
     try:
-        return bytes(rfc8785.dumps(_exact(value)))
-    except rfc8785.CanonicalizationError as err:
-        raise NonExactNumber(str(err)) from None
-    except UnicodeEncodeError:
+        return bytes(rfc8785.dumps(exact))
+    except (rfc8785.CanonicalizationError, UnicodeEncodeError) as err:
+        safe = _surrogate_safe(exact)
+        if safe == exact:
+            raise NonExactNumber(str(err)) from None
         # Lone surrogates have no UTF-8 form. Escape them, and prefix a byte that
         # valid UTF-8 never holds, so the result collides with no valid input.
-        return b"\xff" + bytes(rfc8785.dumps(_exact(_surrogate_safe(value))))
+        return b"\xff" + bytes(rfc8785.dumps(safe))
 
 
 def _surrogate_safe(value: Any) -> Any:

@@ -96,7 +96,8 @@ def result(call_id: str, text: str, is_error: bool = False, tool: str = "read", 
 
 def write(path: Path, lines: list[Any], gz: bool = False) -> Path:
     """Write JSON values (or raw ``str`` lines as they are) one per line."""
-    body = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines).encode()
+    # Compact, as omp's JSON.stringify writes it.
+    body = "".join((x if isinstance(x, str) else json.dumps(x, separators=(",", ":"))) + "\n" for x in lines).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     if gz:
         with gzip.open(path, "wb") as f:

@@ -27,6 +27,7 @@ _ROLLOUT_NAME = re.compile(r"^rollout-.+\.jsonl(?:\.zst)?$")
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
 _CHUNK = 1 << 20
+_HEAD_BYTES = 64 * 1024
 
 
 def codex_home() -> Path:
@@ -47,12 +48,23 @@ def thread_id_of(path: Path) -> str | None:
     return found[-1].lower() if found else None
 
 
-def _plain_head(head: bytes) -> bytes:
-    """The decompressed start of a (possibly partial) zstd head; ``b""`` if unreadable."""
+def _plain_head(path: Path) -> bytes:
+    """The first :data:`_HEAD_BYTES` decompressed bytes of a zstd file; ``b""`` if unreadable.
+
+    The 4 KiB head the core hands over rarely decodes on its own (a zstd block is
+    up to 128 KiB), so the start of the first block is decoded from the file.
+    """
     try:
-        out: bytes = zstandard.ZstdDecompressor().decompressobj().decompress(head)
-        return out
-    except zstandard.ZstdError:
+        with open(path, "rb") as raw:
+            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_size=_HEAD_BYTES)
+            out = b""
+            while len(out) < _HEAD_BYTES:
+                chunk = reader.read(_HEAD_BYTES - len(out))
+                if not chunk:
+                    break
+                out += chunk
+            return out
+    except (OSError, zstandard.ZstdError):
         return b""
 
 
@@ -79,7 +91,7 @@ def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
         # Codex prefers the plain rollout when both exist; the plain file is the live one.
         if path.with_name(name[: -len(".zst")]).exists():
             return None
-        text = _plain_head(head)
+        text = _plain_head(path)
     else:
         text = head
     first = text.split(b"\n", 1)[0]

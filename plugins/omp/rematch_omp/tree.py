@@ -36,11 +36,14 @@ _BOM = b"\xef\xbb\xbf"
 _CHUNK = 1024 * 1024
 # omp >= 16 writes ``type``, ``id``, ``parentId`` first: read them off the line's start.
 # Anchored at ``{`` and with quote-free values, these can only be top-level keys.
-_HEAD_IDS = re.compile(rb'^\{"type":"[^"\\]*","id":"([^"\\]*)","parentId":(?:null|"([^"\\]*)")[,}]')
+_HEAD_IDS = re.compile(
+    rb'^\{\s*"type"\s*:\s*"[^"\\]*"\s*,\s*"id"\s*:\s*"([^"\\]*)"\s*,\s*"parentId"\s*:\s*(?:null|"([^"\\]*)")\s*[,}]'
+)
 # omp's migrations append ``id``, ``parentId`` (sometimes ``timestamp``) last. A value
 # ending right before the line's final ``}`` belongs to the top-level object.
 _TAIL_IDS = re.compile(
-    rb'[{,]"id":"([^"\\]*)","parentId":(?:null|"([^"\\]*)")(?:,"timestamp":"[^"\\]*")?\}\s*$'
+    rb'[{,]\s*"id"\s*:\s*"([^"\\]*)"\s*,\s*"parentId"\s*:\s*(?:null|"([^"\\]*)")'
+    rb'(?:\s*,\s*"timestamp"\s*:\s*"[^"\\]*")?\s*\}\s*$'
 )
 _TAIL_BYTES = 512
 _NO_LIMIT = 1 << 62

@@ -1,0 +1,69 @@
+"""rematch plugin for OpenAI Codex CLI rollouts (``$CODEX_HOME/sessions/**/rollout-*.jsonl``).
+
+The hooks below only dispatch; the rules live in :mod:`.discover` (where
+rollouts are and how to read them), :mod:`.translate` (lines to the neutral
+vocabulary), :mod:`.results` (tool errors), :mod:`.usage` (token counts),
+:mod:`.usertext` (typed versus injected user text), :mod:`.skills` (offered and
+loaded skills) and :mod:`.actions` (security action types).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rematch_trace.hookspecs import hookimpl
+from rematch_trace.source import Location, Problem, RawRecord, Source
+from rematch_trace.vocab import Neutral
+
+from . import actions, discover, skills, translate
+
+__version__ = "0.1.0"
+HARNESS = discover.HARNESS
+
+
+@hookimpl
+def default_locations() -> Iterable[Location]:
+    """``$CODEX_HOME/sessions`` and ``$CODEX_HOME/archived_sessions`` (``~/.codex`` by default)."""
+    return discover.locations()
+
+
+@hookimpl
+def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
+    """Claim Codex rollouts (``.jsonl`` or ``.jsonl.zst``) by name and first line."""
+    return discover.detect(path, head, hint)
+
+
+@hookimpl
+def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
+    """Stream a rollout, decompressing ``.zst`` on the fly, from byte ``start``."""
+    if source.harness != HARNESS:
+        return None
+    return discover.read(source, start)
+
+
+@hookimpl
+def to_trace_records(
+    source: Source, records: Iterator[RawRecord], state: dict[str, Any]
+) -> Iterator[Neutral] | None:
+    """Translate rollout lines into neutral records (see :mod:`.translate`)."""
+    if source.harness != HARNESS:
+        return None
+    return translate.translate(source, records, state)
+
+
+@hookimpl
+def visible_entries(source: Source, text: str) -> Iterable[str] | None:
+    """The skills a Codex catalog (AGENTS.md-era or ``<skills_instructions>``) offers."""
+    if source.harness != HARNESS:
+        return None
+    return skills.offered_skills(text)
+
+
+@hookimpl
+def classify_action(source: Source, tool: str, tool_input: Any) -> str | None:
+    """The security action type of a Codex tool call."""
+    if source.harness != HARNESS:
+        return None
+    return actions.classify(tool, tool_input)

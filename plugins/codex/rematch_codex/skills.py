@@ -1,0 +1,154 @@
+"""Skills: the catalog Codex offers a session, and the skills it injects.
+
+The catalog (v0.65+) is rendered as::
+
+    ## Skills
+    A skill is a set of local instructions ...
+    ### Available skills
+    - <name>: <description> (file: /abs/path/SKILL.md)
+    ### How to use skills
+    ...
+
+first inside the AGENTS.md user-instructions message, from v0.115 as a
+``<skills_instructions>`` block of the first developer message. Names may hold
+a plugin prefix (``box:box-content-api``), so an entry's name ends at the first
+``": "``, never at the first colon.
+
+An explicitly invoked skill (v0.69+) is injected as a user message
+``<skill>\\n<name>N</name>\\n<path>P</path>\\n[<resource_access>..</resource_access>\\n]CONTENT\\n</skill>``.
+Nothing in the rollout gives its version, so it comes from the content's front
+matter or a ``rematch.json`` beside the file, and the sha is computed here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+_LOCATOR = re.compile(r"\((?:file|[A-Za-z][\w ]*? (?:package|resource)|[A-Za-z][\w ]*?): [^()]*\)\s*$")
+_INJECTION = re.compile(
+    r"\s*<skill>\n<name>([^<\n]*)</name>\n<path>([^<\n]*)</path>\n(?:<resource_access>.*?</resource_access>\n)?",
+    re.S,
+)
+_MAX_SIDECAR = 64 * 1024
+
+
+def offered_skills(text: str) -> list[str]:
+    """The skill names a catalog text offers, in order, without repeats."""
+    if "## Skills" not in text and "<skills_instructions>" not in text:
+        return []
+    names: list[str] = []
+    in_section = False  # inside "## Skills" or <skills_instructions>
+    listing = False  # inside "### Available skills"
+    for line in text.splitlines():
+        if line.startswith("<skills_instructions>") or line.startswith("## Skills"):
+            in_section, listing = True, False
+            continue
+        if not in_section:
+            continue
+        if line.startswith("</skills_instructions>") or (line.startswith("## ") and not line.startswith("## Skills")):
+            in_section = listing = False
+            continue
+        if line.startswith("### "):
+            listing = line.startswith("### Available skills")
+            continue
+        if not line.startswith("- "):
+            continue
+        name, sep, _ = line[2:].partition(": ")
+        # Outside the listing (older catalogs had none) only lines ending in a locator count.
+        if not sep or not name.strip() or (not listing and not _LOCATOR.search(line)):
+            continue
+        name = name.strip().strip("`")
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
+@attrs.frozen(slots=True)
+class Injection:
+    """A skill injected into the conversation: its name, path, and content as injected."""
+
+    name: str
+    path: str
+    content: str
+
+    @property
+    def sha(self) -> str:
+        """sha256 (hex) of the content exactly as injected."""
+        return hashlib.sha256(self.content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def parse_injection(text: str) -> Injection | None:
+    """The skill a ``<skill>`` message injects, or ``None`` if it is not one."""
+    m = _INJECTION.match(text)
+    if m is None:
+        return None
+    content = text[m.end() :]
+    end = content.rfind("</skill>")
+    if end >= 0:
+        content = content[:end]
+        if content.endswith("\n"):
+            content = content[:-1]
+    name = m.group(1).strip()
+    return Injection(name, m.group(2).strip(), content) if name else None
+
+
+def front_matter_version(content: str) -> str | None:
+    """``version:`` (or ``metadata.version``) from a SKILL.md's YAML front matter."""
+    if not content.startswith("---"):
+        return None
+    end = content.find("\n---", 3)
+    if end < 0:
+        return None
+    in_metadata = False
+    nested: str | None = None
+    for line in content[3:end].splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indented = line[0] in " \t"
+        key, sep, value = line.strip().partition(":")
+        if not sep:
+            continue
+        if not indented:
+            in_metadata = key == "metadata"
+            if key == "version" and value.strip():
+                return _scalar(value)
+        elif in_metadata and key == "version" and value.strip() and nested is None:
+            nested = _scalar(value)
+    return nested
+
+
+def _scalar(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return value
+
+
+@lru_cache(maxsize=256)
+def _sidecar_version(skill_path: str) -> str | None:
+    """``version`` from the ``rematch.json`` beside a skill file on disk, if there is one."""
+    try:
+        sidecar = Path(skill_path).parent / "rematch.json"
+        if not sidecar.is_file() or sidecar.stat().st_size > _MAX_SIDECAR:
+            return None
+        doc: Any = orjson.loads(sidecar.read_bytes())
+    except (OSError, ValueError):
+        return None
+    version = doc.get("version") if isinstance(doc, dict) else None
+    if isinstance(version, bool) or not isinstance(version, (str, int, float)):
+        return None
+    return str(version)
+
+
+def skill_version(injection: Injection) -> str | None:
+    """The loaded skill's version: its front matter, else a ``rematch.json`` beside it."""
+    return front_matter_version(injection.content) or (
+        _sidecar_version(injection.path) if injection.path else None
+    )

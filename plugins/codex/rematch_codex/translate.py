@@ -1,0 +1,592 @@
+"""Codex rollout lines to the neutral vocabulary.
+
+One rollout file is one session (stream ``""``). The translation is a small
+state machine whose whole state lives in the core's ``state`` dict, so an
+import can pause after any line and resume with identical output.
+
+Three things shape it:
+
+* **A model response is not one line.** Its reasoning, messages and tool calls
+  are separate ``response_item`` lines, and its ``token_count`` event arrives
+  before the items (v0.3x-0.4x), after them (v0.6x-0.11x) or after the tool
+  outputs (v0.14x). So the open response (``pend``) is held until its
+  token_count or the next boundary (turn_context, task_started/complete, a user
+  message, compaction), and a token_count that finds no open response waits for
+  the next one (``pusage``). Tool outputs that arrive while their response is
+  still open wait inside it, so a result never precedes its call.
+* **Structured tool outcomes may trail the output.** Extended-history files add
+  ``exec_command_end``/``patch_apply_end``/``mcp_tool_call_end`` events, before
+  or after the output item. A result is therefore held (``held``) until the next
+  line that is not an event; an outcome that arrives before its output waits in
+  ``early``.
+* **Forks and subagents start with a copy of the parent's history**, re-stamped
+  and preceded by the parent's own ``session_meta``. That copy (``copy``) yields
+  no inputs, results or usage here; it only moves the cumulative token baseline.
+  It ends at the first turn whose (time-ordered, UUIDv7) turn id is newer than
+  this session's id, at the spawned agent's hand-over output, or, for files
+  without turn ids, at the first line written over a second after the copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from rematch_trace.errors import RestartImport
+from rematch_trace.source import RawRecord, Source
+from rematch_trace.vocab import (
+    Abort,
+    AssistantMessage,
+    Compaction,
+    EntryLoaded,
+    Instructions,
+    ModelRef,
+    Neutral,
+    Session,
+    SkillInvoked,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+
+from . import results, skills, usage, usertext
+from .discover import thread_id_of
+from .times import to_ms
+
+STREAM = ""
+#: Call names and early outcomes kept for pairing; the oldest are dropped past this.
+MAX_TRACKED = 1024
+#: A copied history is written in one burst; a gap this long (ms) means it has ended.
+COPY_GAP_MS = 1000
+SPAWN_HANDOVER = "You are the newly spawned agent"
+
+_ENVELOPE_TYPES = frozenset(
+    {
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "world_state",
+        "inter_agent_communication",
+        "inter_agent_communication_metadata",
+        "security_risk_score",
+    }
+)
+_CALL_ITEMS = frozenset(
+    {"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call", "image_generation_call"}
+)
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+_QUIET_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary", "context_compaction", "agent_message"})
+_BOUNDARY_EVENTS = frozenset({"task_started", "task_complete", "turn_started", "turn_complete"})
+_OUTCOME_EVENTS = frozenset({"exec_command_end", "patch_apply_end", "mcp_tool_call_end"})
+
+
+def _new_state() -> dict[str, Any]:
+    return {
+        "started": False,
+        "sid": None,
+        "v7": None,  # this session's UUIDv7 time prefix, to tell own turns from copied ones
+        "own": False,  # the session has done something of its own (a copy can no longer start)
+        "copy": False,
+        "copy_t": None,  # time of the last copied line
+        "model": None,
+        "provider": "openai",
+        "tot": None,
+        "last": None,
+        "pend": None,
+        "pusage": None,
+        "held": [],
+        "early": {},
+        "calls": {},
+        "abort": None,
+        "unknown": 0,
+    }
+
+
+def _v7_prefix(value: Any) -> str | None:
+    """The 48-bit millisecond prefix of a UUIDv7 (``xxxxxxxx-xxxx``), else ``None``."""
+    if isinstance(value, str) and len(value) >= 15 and value[8] == "-" and value[14] == "7":
+        return value[:13].lower()
+    return None
+
+
+class _Translator:
+    """The per-line rules; ``s`` is the core's state dict, mutated in place."""
+
+    def __init__(self, source: Source, state: dict[str, Any]) -> None:
+        self.source = source
+        if not state:
+            state.update(_new_state())
+        self.s = state
+        self.out: list[Neutral] = []
+
+    # -- entry ---------------------------------------------------------------------------
+
+    def line(self, rec: RawRecord) -> None:
+        v = rec.value
+        s = self.s
+        if rec.offset == 0 and s["started"]:
+            raise RestartImport("the rollout was rewritten from its start")
+        if "payload" in v:
+            payload = v["payload"]
+            if isinstance(payload, dict):
+                self.envelope(v.get("type"), payload, to_ms(v.get("timestamp")), rec)
+        elif "record_type" in v:
+            return  # legacy state line
+        elif "type" not in v and "id" in v:
+            self.legacy_meta(v)
+        else:
+            self.item(v, None, rec)
+
+    def envelope(self, kind: Any, payload: dict[str, Any], t: int | None, rec: RawRecord) -> None:
+        s = self.s
+        if kind == "event_msg":
+            if s["copy"]:
+                self.copied_event(payload, t)
+            else:
+                self.event(payload, t)
+            return
+        if kind == "session_meta":
+            self.meta(payload, t)
+            return
+        if s["copy"] and not self.copy_ends(kind, payload, t):
+            self.copied(kind, payload, t)
+            return
+        if kind == "response_item":
+            self.item(payload, t, rec)
+        elif kind == "turn_context":
+            self.boundary(t)
+            model = payload.get("model")
+            if isinstance(model, str) and model:
+                s["model"] = model
+        elif kind == "compacted":
+            self.boundary(t)
+            self.ensure_session(t)
+            self.out.append(Compaction(STREAM, t))
+        elif kind in _ENVELOPE_TYPES:
+            self.release()
+        else:
+            s["unknown"] += 1
+
+    # -- identity --------------------------------------------------------------------------
+
+    def ensure_session(self, t: int | None, meta: dict[str, Any] | None = None) -> None:
+        s = self.s
+        if s["started"]:
+            return
+        meta = meta or {}
+        sid = meta.get("id")
+        if not isinstance(sid, str) or not sid:
+            sid = thread_id_of(self.source.path) or self.source.path.name
+        cwd = meta.get("cwd")
+        src = meta.get("source")
+        sub = src.get("subagent") if isinstance(src, dict) else None
+        spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
+        spawn = spawn if isinstance(spawn, dict) else {}
+        is_sub = sub is not None or meta.get("thread_source") == "subagent"
+        parent = spawn.get("parent_thread_id") or meta.get("parent_thread_id")
+        name = (
+            meta.get("agent_role")
+            or meta.get("agent_type")
+            or spawn.get("agent_role")
+            or meta.get("agent_nickname")
+            or spawn.get("agent_nickname")
+            or (sub if isinstance(sub, str) else None)
+            or (next(iter(sub)) if isinstance(sub, dict) and len(sub) == 1 and "thread_spawn" not in sub else None)
+        )
+        version = meta.get("cli_version")
+        provider = meta.get("model_provider")
+        if isinstance(provider, str) and provider:
+            s["provider"] = provider
+        s["sid"] = sid
+        s["v7"] = _v7_prefix(sid)
+        s["started"] = True
+        self.out.append(
+            Session(
+                STREAM,
+                to_ms(meta.get("timestamp")) or t,
+                sid,
+                cwd=cwd if isinstance(cwd, str) else "",
+                agent_kind="sub" if is_sub or self.source.agent_kind == "sub" else "main",
+                agent_name=name if isinstance(name, str) and name else None,
+                harness_version=version if isinstance(version, str) and version else None,
+                parent_session_id=parent if isinstance(parent, str) and parent else None,
+            )
+        )
+
+    def meta(self, payload: dict[str, Any], t: int | None) -> None:
+        s = self.s
+        if not s["started"]:
+            self.ensure_session(t, payload)
+            return
+        sid = payload.get("id")
+        if isinstance(sid, str) and sid != s["sid"] and not s["own"] and not s["copy"]:
+            # Another thread's meta before any work of our own: a fork's copied history follows.
+            s["copy"] = True
+            s["copy_t"] = t
+        # The same id again is a resume or a metadata update: identity stays the first one's.
+
+    def legacy_meta(self, v: dict[str, Any]) -> None:
+        t = to_ms(v.get("timestamp"))
+        if not self.s["started"]:
+            self.ensure_session(t, v)
+        text = v.get("instructions")
+        if isinstance(text, str) and text.strip():
+            self.out.append(Instructions(STREAM, t, text))
+
+    # -- the copied prefix of a fork or subagent -------------------------------------------------
+
+    def copy_ends(self, kind: Any, payload: dict[str, Any], t: int | None) -> bool:
+        """Whether this (non-event) line is the session's own, ending the copy."""
+        s = self.s
+        if kind == "turn_context":
+            own = self.own_turn(payload.get("turn_id"), t)
+        else:
+            own = self.gap_after_copy(t)
+        if own:
+            s["copy"] = False
+        return own
+
+    def own_turn(self, turn_id: Any, t: int | None) -> bool:
+        s = self.s
+        prefix = _v7_prefix(turn_id)
+        if prefix is not None and s["v7"] is not None:
+            return prefix >= s["v7"]
+        return self.gap_after_copy(t)
+
+    def gap_after_copy(self, t: int | None) -> bool:
+        s = self.s
+        if t is None or s["copy_t"] is None:
+            return False
+        if t - s["copy_t"] > COPY_GAP_MS:
+            return True
+        s["copy_t"] = max(s["copy_t"], t)
+        return False
+
+    def copied(self, kind: Any, payload: dict[str, Any], t: int | None) -> None:
+        """A line of inherited history: only model and instructions carry over."""
+        s = self.s
+        if kind == "turn_context":
+            model = payload.get("model")
+            if isinstance(model, str) and model:
+                s["model"] = model
+        elif kind == "response_item":
+            typ = payload.get("type")
+            if typ == "message" and payload.get("role") in ("user", "developer"):
+                for text in _texts(payload.get("content")):
+                    kind_, _ = usertext.classify(text)
+                    if kind_ == "instructions" or (payload.get("role") == "developer" and usertext.is_catalog(text)):
+                        self.out.append(Instructions(STREAM, t, text))
+            elif typ in _OUTPUT_ITEMS:
+                text = results.output_text(payload.get("output"))
+                if text.startswith(SPAWN_HANDOVER):
+                    s["copy"] = False  # the hand-over is the copy's last line
+
+    def copied_event(self, payload: dict[str, Any], t: int | None) -> None:
+        s = self.s
+        typ = payload.get("type")
+        if typ == "token_count":
+            usage.advance(payload.get("info"), s)  # moves the baseline only
+        elif typ in ("task_started", "turn_started"):
+            if self.own_turn(payload.get("turn_id"), t):
+                s["copy"] = False
+                self.event(payload, t)
+
+    # -- events ----------------------------------------------------------------------------
+
+    def event(self, payload: dict[str, Any], t: int | None) -> None:
+        s = self.s
+        typ = payload.get("type")
+        if typ == "token_count":
+            vec = usage.advance(payload.get("info"), s)
+            if vec is None:
+                return
+            pend = s["pend"]
+            if pend is not None and pend["usage"] is None:
+                pend["usage"] = vec
+                self.close()
+            else:
+                s["pusage"] = usage.add(s["pusage"], vec)
+        elif typ in _BOUNDARY_EVENTS:
+            self.boundary(t)
+        elif typ == "turn_aborted":
+            pend = s["pend"]
+            if pend is not None:
+                pend["aborted"] = True
+                self.close()
+            # Held until the next boundary: v0.3x-0.4x write the aborted response's items after this event.
+            reason = payload.get("reason")
+            s["abort"] = reason if isinstance(reason, str) and reason else "interrupted"
+        elif typ in _OUTCOME_EVENTS:
+            self.outcome(typ, payload)
+
+    def outcome(self, typ: str, payload: dict[str, Any]) -> None:
+        s = self.s
+        cid = payload.get("call_id")
+        found = results.structured(typ, payload)
+        if not isinstance(cid, str) or found is None:
+            return
+        pend = s["pend"]
+        for bucket in (s["held"], pend["results"] if pend is not None else []):
+            for res in bucket:
+                if res["id"] == cid:
+                    res["err"], res["cls"] = found
+                    return
+        early = s["early"]
+        early[cid] = list(found)
+        while len(early) > MAX_TRACKED:
+            del early[next(iter(early))]
+
+    # -- response items --------------------------------------------------------------------
+
+    def item(self, p: dict[str, Any], t: int | None, rec: RawRecord) -> None:
+        s = self.s
+        typ = p.get("type")
+        self.release()
+        if typ == "message":
+            role = p.get("role")
+            if role == "assistant":
+                pend = self.open_response(t)
+                text = "\n".join(_texts(p.get("content")))
+                if text:
+                    pend["text"].append(text)
+            elif role == "user":
+                self.user(p, t)
+            elif role == "developer":
+                for text in _texts(p.get("content")):
+                    if usertext.is_catalog(text):
+                        self.ensure_session(t)
+                        self.out.append(Instructions(STREAM, t, text))
+        elif typ == "reasoning":
+            self.open_response(t)
+        elif typ in _CALL_ITEMS:
+            self.call(typ, p, t, rec)
+        elif typ in _OUTPUT_ITEMS:
+            self.output(p, t)
+        elif typ not in _QUIET_ITEMS:
+            s["unknown"] += 1
+
+    def open_response(self, t: int | None) -> dict[str, Any]:
+        """The open response, or a new one (a response item after an output starts a new call)."""
+        s = self.s
+        pend = s["pend"]
+        if pend is not None and len(pend["results"]) <= pend.get("inline", 0):
+            return pend
+        self.close()
+        self.ensure_session(t)
+        s["own"] = True
+        pend = {
+            "t": t,
+            "text": [],
+            "calls": [],
+            "usage": s["pusage"],
+            "results": [],
+            "aborted": s["abort"] is not None,
+        }
+        s["pusage"] = None
+        s["pend"] = pend
+        return pend
+
+    def call(self, typ: str, p: dict[str, Any], t: int | None, rec: RawRecord) -> None:
+        s = self.s
+        name = p.get("name")
+        immediate: dict[str, Any] | None = None
+        if typ == "function_call":
+            namespace = p.get("namespace")
+            if isinstance(namespace, str) and namespace and isinstance(name, str):
+                name = namespace + name if namespace.endswith("_") else f"{namespace}.{name}"
+            args = p.get("arguments")
+            tool_input: Any = _parse_args(args)
+        elif typ == "custom_tool_call":
+            tool_input = p.get("input")
+        elif typ == "local_shell_call":
+            name = "local_shell"
+            tool_input = p.get("action")
+        elif typ == "tool_search_call":
+            name = "tool_search"
+            tool_input = _parse_args(p.get("arguments"))
+        else:
+            # Web searches and image generations run inside the model call: no output line follows.
+            name = "web_search" if typ == "web_search_call" else "image_generation"
+            tool_input = p.get("action") if typ == "web_search_call" else {"revised_prompt": p.get("revised_prompt")}
+            status = p.get("status")
+            failed = status in ("failed", "incomplete")
+            result = p.get("result")
+            nbytes = results.utf8_len(result) if isinstance(result, str) else 0
+            immediate = {"t": t, "id": "", "bytes": nbytes, "head": "", "err": failed, "cls": None, "tool": name}
+        cid = p.get("call_id") or p.get("id")
+        if not isinstance(cid, str) or not cid:
+            cid = f"{name}@{rec.offset}"
+        if not isinstance(name, str) or not name:
+            name = "unknown"
+        pend = self.open_response(t)
+        pend["calls"].append([cid, name, tool_input])
+        if name == "skills.read" and isinstance(tool_input, dict) and isinstance(tool_input.get("package"), str):
+            pend.setdefault("skills", []).append(tool_input["package"])
+        if immediate is not None:
+            immediate["id"] = cid
+            pend["results"].append(immediate)
+            # Its result is known at once; this must not split the response as a late output does.
+            pend["inline"] = pend.get("inline", 0) + 1
+        else:
+            calls = s["calls"]
+            calls[cid] = name
+            while len(calls) > MAX_TRACKED:
+                del calls[next(iter(calls))]
+
+    def output(self, p: dict[str, Any], t: int | None) -> None:
+        s = self.s
+        cid = p.get("call_id")
+        if not isinstance(cid, str) or not cid:
+            return
+        raw = p.get("output")
+        text = results.output_text(raw)
+        tool = s["calls"].pop(cid, None)
+        found = s["early"].pop(cid, None)
+        err, cls = found if found is not None else results.classify_output(text, raw)
+        res = {
+            "t": t,
+            "id": cid,
+            "bytes": results.utf8_len(text),
+            "head": text[: results.HEAD_CHARS],
+            "err": err,
+            "cls": cls,
+            "tool": tool,
+        }
+        pend = s["pend"]
+        if pend is not None and any(c[0] == cid for c in pend["calls"]):
+            pend["results"].append(res)
+        else:
+            self.ensure_session(t)
+            s["held"].append(res)
+
+    # -- user messages -----------------------------------------------------------------------
+
+    def user(self, p: dict[str, Any], t: int | None) -> None:
+        typed: list[str] = []
+        image = False
+        deferred: list[Neutral] = []
+        content = p.get("content")
+        for item in content if isinstance(content, list) else []:
+            if not isinstance(item, dict):
+                continue
+            kind = item.get("type")
+            if kind in ("input_image", "local_image", "image"):
+                image = True
+                continue
+            text = item.get("text")
+            if not isinstance(text, str):
+                continue
+            what, body = usertext.classify(text)
+            if what == "typed":
+                typed.append(body)
+            elif what == "instructions":
+                deferred.append(Instructions(STREAM, t, text))
+            elif what == "skill":
+                inj = skills.parse_injection(text)
+                if inj is not None:
+                    deferred.append(EntryLoaded(STREAM, t, inj.name, skills.skill_version(inj), inj.sha))
+                    deferred.append(SkillInvoked(STREAM, t, inj.name))
+        self.boundary(t)
+        self.ensure_session(t)
+        if typed or image:
+            self.s["own"] = True
+            self.out.append(UserMessage(STREAM, t, "\n".join(typed)))
+        self.out.extend(deferred)
+
+    # -- flushing --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Emit the open response; its results wait in ``held`` for trailing outcomes."""
+        s = self.s
+        pend = s["pend"]
+        if pend is None:
+            return
+        s["pend"] = None
+        model = s["model"]
+        vec = pend["usage"]
+        self.out.append(
+            AssistantMessage(
+                STREAM,
+                pend["t"],
+                model=ModelRef(s["provider"], model) if model else None,
+                usage=usage.to_usage(vec) if vec is not None else None,
+                aborted=pend["aborted"],
+                text="\n".join(pend["text"]),
+                tool_calls=tuple(ToolCall(c[0], c[1], c[2]) for c in pend["calls"]),
+            )
+        )
+        for name in pend.get("skills", ()):
+            self.out.append(SkillInvoked(STREAM, pend["t"], name))
+        s["held"].extend(pend["results"])
+
+    def release(self) -> None:
+        """Emit the held results: a non-event line means no outcome event can follow them."""
+        held = self.s["held"]
+        if not held:
+            return
+        for r in held:
+            self.out.append(
+                ToolResult(
+                    STREAM,
+                    r["t"],
+                    r["id"],
+                    output_bytes=r["bytes"],
+                    output_head=r["head"],
+                    is_error=r["err"],
+                    error_class=r["cls"],
+                    tool=r["tool"],
+                )
+            )
+        held.clear()
+
+    def boundary(self, t: int | None) -> None:
+        """A turn edge: the open response, its results, then a pending abort."""
+        s = self.s
+        self.close()
+        self.release()
+        if s["abort"] is not None:
+            self.ensure_session(t)
+            self.out.append(Abort(STREAM, t, s["abort"]))
+            s["abort"] = None
+
+    def finish(self) -> None:
+        """Flush everything held (the core snapshots the state before this runs)."""
+        if self.s["started"]:
+            self.boundary(None)
+
+
+def _texts(content: Any) -> list[str]:
+    """The texts of a message's content items (input_text/output_text/text)."""
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
+
+
+def _parse_args(args: Any) -> Any:
+    """A function call's arguments: a JSON string parsed, else as recorded."""
+    if isinstance(args, str):
+        try:
+            return orjson.loads(args)
+        except orjson.JSONDecodeError:
+            return args
+    return args
+
+
+def translate(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral]:
+    """Yield the neutral records of ``records`` (see the module docstring)."""
+    tr = _Translator(source, state)
+    out = tr.out
+    for rec in records:
+        if isinstance(rec.value, dict):
+            tr.line(rec)
+        if out:
+            yield from out
+            out.clear()
+    tr.finish()
+    yield from out
+    out.clear()

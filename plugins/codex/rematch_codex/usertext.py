@@ -1,0 +1,57 @@
+"""Which user-role texts a person typed, and which the harness injected.
+
+Codex sends its own context as *user* messages too (codex-rs
+``contextual_user_message.rs``), told apart by how they open. Only what is left
+is a prompt (the same texts Codex mirrors as ``event_msg/user_message``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Kind = Literal["typed", "instructions", "skill", "context"]
+
+#: Openers of injected instruction files (AGENTS.md, v0.54+; user instructions before).
+INSTRUCTION_OPENERS = ("# AGENTS.md instructions for", "<user_instructions>")
+#: Openers of other harness context a user message may carry.
+CONTEXT_OPENERS = (
+    "<environment_context>",
+    "<turn_aborted>",
+    "<subagent_notification>",
+    "<user_shell_command>",
+    "<INSTRUCTIONS>",
+    "<permissions instructions>",
+    "<collaboration_mode>",
+    "<model_switch>",
+    "<realtime_conversation>",
+)
+IDE_OPENER = "# Context from my IDE setup:"
+IDE_REQUEST = "## My request for Codex:"
+
+
+def classify(text: str) -> tuple[Kind, str]:
+    """The kind of one user-role text, and the typed part of it (``""`` if none).
+
+    An IDE context block keeps only what follows its ``## My request for Codex:``
+    heading; without that heading it is all context.
+    """
+    s = text.lstrip()
+    if not s.startswith(("<", "#")):
+        return "typed", text
+    if s.startswith(INSTRUCTION_OPENERS):
+        return "instructions", ""
+    if s.startswith("<skill>"):
+        return "skill", ""
+    if s.startswith(CONTEXT_OPENERS):
+        return "context", ""
+    if s.startswith(IDE_OPENER):
+        i = s.find(IDE_REQUEST)
+        if i < 0:
+            return "context", ""
+        return "typed", s[i + len(IDE_REQUEST) :].strip()
+    return "typed", text
+
+
+def is_catalog(text: str) -> bool:
+    """Whether a developer-message text carries instructions worth recording."""
+    return "<skills_instructions>" in text or text.lstrip().startswith(INSTRUCTION_OPENERS)

@@ -1,0 +1,65 @@
+"""Canonical JSON (RFC 8785) and args_hash."""
+
+from __future__ import annotations
+
+import hashlib
+from decimal import Decimal
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rematch_trace import args_hash, canonical_json
+from rematch_trace.errors import NonExactNumber
+
+
+def test_key_order_and_spacing() -> None:
+    assert canonical_json({"b": 1, "a": [True, None, "x"]}) == b'{"a":[true,null,"x"],"b":1}'
+    assert args_hash({"b": 1, "a": 2}) == args_hash({"a": 2, "b": 1})
+    assert args_hash({"a": 1}) == hashlib.sha256(b'{"a":1}').hexdigest()
+
+
+def test_numbers_in_es6_form() -> None:
+    assert canonical_json([1e21, 0.1, 100.0, -0.0]) == b"[1e+21,0.1,100,0]"
+
+
+def test_utf16_key_order() -> None:
+    # U+FFFF sorts after U+1F600 by code point but before it in UTF-16
+    value = {"\U0001f600": 1, "\uffff": 2}
+    assert canonical_json(value) == rfc8785.dumps(value)
+
+
+@pytest.mark.parametrize("bad", [2**53, -(2**53), 10**30, float("nan"), float("inf"), Decimal("1e400"),
+                                 Decimal("0.1000000000000000000000001")])
+def test_inexact_numbers_rejected(bad: object) -> None:
+    with pytest.raises(NonExactNumber):
+        canonical_json({"n": bad})
+
+
+def test_exact_decimal_accepted() -> None:
+    assert canonical_json({"n": Decimal("0.5")}) == b'{"n":0.5}'
+
+
+def test_lone_surrogates_do_not_collide() -> None:
+    a = args_hash({"s": "\ud800"})
+    b = args_hash({"s": "\\ud800"})
+    assert a != b
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda c: st.lists(c, max_size=5) | st.dictionaries(st.text(max_size=8), c, max_size=5),
+    max_leaves=25,
+)
+
+
+@given(json_values)
+@settings(max_examples=300)
+def test_matches_reference_implementation(value: object) -> None:
+    try:
+        expected = rfc8785.dumps(value)
+    except UnicodeEncodeError:
+        return  # lone surrogates: no canonical UTF-8 form exists
+    assert canonical_json(value) == expected

@@ -1,0 +1,59 @@
+"""Flag rules, the error-cluster window at its edges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rematch_trace import flag_reasons
+from rematch_trace.flags import FlagTracker
+
+
+def results(pattern: str) -> list[dict[str, Any]]:
+    return [{"seq": i, "ev": "tool_result", "is_error": c == "x"} for i, c in enumerate(pattern)]
+
+
+def test_three_errors_in_six() -> None:
+    assert flag_reasons(results("x....xx")) == []  # spans 7
+    assert flag_reasons(results("x...xx")) == ["error_cluster"]  # exactly 6
+    assert flag_reasons(results("xx")) == []
+    assert flag_reasons(results("xxx")) == ["error_cluster"]
+    assert flag_reasons(results("x.x.x.x")) == ["error_cluster"]
+    assert flag_reasons(results("x..x..x..x")) == []
+
+
+def test_window_counts_only_tool_results() -> None:
+    recs = results("xx") + [{"seq": 2, "ev": "turn_end"}] * 10 + [{"seq": 13, "ev": "tool_result", "is_error": True}]
+    assert flag_reasons(recs) == ["error_cluster"]
+
+
+def test_cluster_seqs() -> None:
+    t = FlagTracker()
+    for r in results("..x.xx..x"):
+        t.observe(r)
+    assert t.seqs() == {"error_cluster": [2, 4, 5, 8]}
+
+
+def test_redirect_and_mark() -> None:
+    recs = [
+        {"seq": 1, "ev": "input", "prelabel": "none"},
+        {"seq": 2, "ev": "input", "prelabel": "negation"},
+        {"seq": 3, "ev": "input", "prelabel": "mark:scope"},
+        {"seq": 4, "ev": "mark", "class": "correction"},
+    ]
+    t = FlagTracker()
+    for r in recs:
+        t.observe(r)
+    assert t.reasons() == ["redirect", "mark"]
+    assert t.seqs() == {"redirect": [2], "mark": [3, 4]}
+    for label in ("interrupt", "revert", "reprompt"):
+        assert flag_reasons([{"seq": 0, "ev": "input", "prelabel": label}]) == ["redirect"]
+    assert flag_reasons([{"seq": 0, "ev": "input", "prelabel": "none"}]) == []
+
+
+def test_state_round_trip() -> None:
+    t = FlagTracker()
+    for r in results("x.x"):
+        t.observe(r)
+    t2 = FlagTracker.from_state(t.to_state())
+    t2.observe({"seq": 3, "ev": "tool_result", "is_error": True})
+    assert t2.reasons() == ["error_cluster"]
