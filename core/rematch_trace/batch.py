@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import multiprocessing
 import os
 import sys
 import time
@@ -23,6 +24,7 @@ from .domain import decide_domain
 from .errors import RematchError
 from .host import Host, PluginFailure
 from .importer import import_source, remove_outputs
+from .jsonl import require_c_backend
 from .ledger import Ledger
 from .output import DataDir, clean_temporaries
 from .source import Problem
@@ -304,7 +306,11 @@ def run_import(
     progress: Callable[[int, int], None] | None = None,
 ) -> Summary:
     """Import every source under ``paths`` (or the default locations) into ``data``."""
+    global _worker_host
     started = time.monotonic()
+    require_c_backend()
+    if host is not None:
+        _worker_host = host  # forked workers inherit it
     data.ensure()
     summary = Summary()
     with ImportLock(data.lock):
@@ -344,7 +350,9 @@ def _run(
         return
     # Larger files first keeps both workers busy to the end; results come back in order.
     order = sorted(range(total), key=lambda i: -_size(todo[i][0]))
-    with ProcessPoolExecutor(max_workers=options.jobs) as pool:
+    # fork: workers start at once with the parent's plugins already loaded.
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=options.jobs, mp_context=ctx) as pool:
         futures = {
             i: pool.submit(import_file, str(todo[i][0]), todo[i][1], todo[i][2], str(data.root), options)
             for i in order

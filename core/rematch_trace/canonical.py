@@ -26,11 +26,11 @@ def _fast_ok(value: Any, depth: int = 0) -> bool:
         return False
     t = type(value)
     if t is str:
-        return value.isascii() or _bmp_ok(value)
+        return bool(value.isascii() or _utf8_ok(value))
     if t is bool or value is None:
         return True
     if t is int:
-        return -_MAX_SAFE <= value <= _MAX_SAFE
+        return bool(-_MAX_SAFE <= value <= _MAX_SAFE)
     if t is list:
         return all(_fast_ok(v, depth + 1) for v in value)
     if t is dict:
@@ -43,7 +43,7 @@ def _fast_ok(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _bmp_ok(s: str) -> bool:
+def _utf8_ok(s: str) -> bool:
     try:
         s.encode("utf-8")
     except UnicodeEncodeError:
@@ -52,7 +52,7 @@ def _bmp_ok(s: str) -> bool:
 
 
 def _key_ok(k: str) -> bool:
-    return _bmp_ok(k) and all(ord(c) <= 0xFFFF for c in k)
+    return _utf8_ok(k) and all(ord(c) <= 0xFFFF for c in k)
 
 
 def _exact(value: Any) -> Any:

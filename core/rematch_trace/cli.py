@@ -160,8 +160,8 @@ def show_cmd(session: str, out: str | None, as_json: bool) -> None:
     path = _find_trace(_data(out), session)
     if as_json:
         with open(path, "rb") as f:
-            for line in f:
-                click.echo(line.rstrip(b"\n").decode())
+            for raw in f:
+                click.echo(raw.rstrip(b"\n").decode())
         return
     for line in render(path):
         click.echo(line)

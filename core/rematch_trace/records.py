@@ -179,7 +179,7 @@ RECORD_TYPES: tuple[type, ...] = (
     SessionStart, Input, ToolResultRecord, ToolBlocked, TurnEnd, AgentEnd, ModelChange,
     MarkRecord, Retrieval, SessionShutdown,
 )
-BY_EV: dict[str, type] = {cls.EV: cls for cls in RECORD_TYPES}
+BY_EV: dict[str, type] = {cls.EV: cls for cls in RECORD_TYPES}  # type: ignore[attr-defined]
 
 converter = cattrs.Converter()
 converter.register_unstructure_hook(

@@ -18,7 +18,7 @@ the source gave none (the core then carries the previous time forward).
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import attrs
 
@@ -225,18 +225,18 @@ class MarkNote:
 
 
 #: Everything a plugin's ``to_trace_records`` may yield.
-Neutral = Union[
-    Session,
-    UserMessage,
-    AssistantMessage,
-    ToolResult,
-    Abort,
-    Compaction,
-    Instructions,
-    SkillInvoked,
-    EntryLoaded,
-    MarkNote,
-]
+Neutral = (
+    Session
+    | UserMessage
+    | AssistantMessage
+    | ToolResult
+    | Abort
+    | Compaction
+    | Instructions
+    | SkillInvoked
+    | EntryLoaded
+    | MarkNote
+)
 
 NEUTRAL_TYPES: tuple[type, ...] = (
     Session,

@@ -47,7 +47,13 @@ class Lines:
         return self._base("user", message={"role": "user", "content": content}, **extra)
 
     def result(
-        self, call_id: str, content: Any = "ok", *, is_error: bool | None = None, detail: Any = None, **extra: Any
+        self,
+        call_id: str,
+        content: Any = "ok",
+        *,
+        is_error: bool | None = None,
+        detail: Any = None,
+        **extra: Any,
     ) -> dict[str, Any]:
         """A user line carrying one tool result."""
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}

@@ -69,8 +69,12 @@ def test_other_harness_hint_and_empty_files_are_not_claimed(tmp_path: Path) -> N
 
 def test_a_named_file_is_claimed_by_its_content_only(tmp_path: Path) -> None:
     ours = _one_line(tmp_path / "short.jsonl")
-    snapshot = write(tmp_path / "snap.jsonl", [{"type": "file-history-snapshot", "messageId": "x", "snapshot": {}}])
-    codex = write(tmp_path / "rollout.jsonl", [{"timestamp": "t", "type": "session_meta", "payload": {"id": "x"}}])
+    snapshot = write(
+        tmp_path / "snap.jsonl", [{"type": "file-history-snapshot", "messageId": "x", "snapshot": {}}]
+    )
+    codex = write(
+        tmp_path / "rollout.jsonl", [{"timestamp": "t", "type": "session_meta", "payload": {"id": "x"}}]
+    )
     omp = write(tmp_path / "omp.jsonl", [{"type": "session", "version": 3, "id": "x", "cwd": "/"}])
     assert _detect(ours, None) is not None
     assert _detect(snapshot, None) is not None

@@ -65,7 +65,9 @@ class _Snapshotting:
             raise
 
 
-def _run_part(src: Source, records: list[RawRecord], state: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+def _run_part(
+    src: Source, records: list[RawRecord], state: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
     out: list[Any] = []
     feed = _Snapshotting(records, state, out)
     it = plugin.to_trace_records(src, feed, state)
@@ -92,7 +94,11 @@ def test_state_stays_bounded_over_a_long_session(tmp_path: Path) -> None:
     b = Lines()
     lines: list[dict[str, Any]] = []
     for i in range(3000):
-        lines += [b.user(f"prompt {i}"), b.assistant(f"m{i}", call(f"toolu_{i}")), b.result(f"toolu_{i}", "ok")]
+        lines += [
+            b.user(f"prompt {i}"),
+            b.assistant(f"m{i}", call(f"toolu_{i}")),
+            b.result(f"toolu_{i}", "ok"),
+        ]
     path = write(session_path(tmp_path), lines)
     src = source_of(path)
     state: dict[str, Any] = {}
@@ -108,14 +114,26 @@ def test_malformed_lines_are_skipped_without_crashing(tmp_path: Path) -> None:
         {"type": "user"},
         {"type": "user", "message": None},
         {"type": "user", "message": {"content": 5}},
-        {"type": "user", "message": {"content": [None, 3, {"type": "tool_result"}, {"type": "text", "text": 7}]}},
+        {
+            "type": "user",
+            "message": {"content": [None, 3, {"type": "tool_result"}, {"type": "text", "text": 7}]},
+        },
         {"type": "assistant", "message": "x"},
-        {"type": "assistant", "message": {"id": 5, "content": [{"type": "tool_use", "id": None}], "usage": []}},
+        {
+            "type": "assistant",
+            "message": {"id": 5, "content": [{"type": "tool_use", "id": None}], "usage": []},
+        },
         {"type": "assistant", "message": {"id": "mx", "content": "plain", "usage": {"output_tokens": "9"}}},
         {"type": "system", "subtype": "compact_boundary", "compactMetadata": 3},
         {"type": "system", "subtype": "local_command", "content": ["x"]},
         {"type": "attachment", "attachment": {"type": "queued_command", "prompt": 3}},
-        {"type": "user", "sessionId": 7, "uuid": [], "timestamp": "not a time", "message": {"content": "typed"}},
+        {
+            "type": "user",
+            "sessionId": 7,
+            "uuid": [],
+            "timestamp": "not a time",
+            "message": {"content": "typed"},
+        },
         {"type": "brand-new-type", "sessionId": "11111111-2222-3333-4444-555555555555"},
     ]
     path = write(session_path(tmp_path), [b.user("first"), *odd, b.user("last")])
@@ -127,13 +145,27 @@ def test_malformed_lines_are_skipped_without_crashing(tmp_path: Path) -> None:
 
 _scalar = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8))
 _value = st.recursive(
-    _scalar, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    _scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 _block = st.fixed_dictionaries(
-    {"type": st.sampled_from(["text", "tool_use", "tool_result", "thinking", "image", "web_search_tool_result"])},
-    optional={"text": _value, "id": _value, "name": _value, "input": _value, "tool_use_id": _value,
-              "content": _value, "is_error": _value},
+    {
+        "type": st.sampled_from(
+            ["text", "tool_use", "tool_result", "thinking", "image", "web_search_tool_result"]
+        )
+    },
+    optional={
+        "text": _value,
+        "id": _value,
+        "name": _value,
+        "input": _value,
+        "tool_use_id": _value,
+        "content": _value,
+        "is_error": _value,
+    },
 )
 _line = st.fixed_dictionaries(
     {"type": st.sampled_from(["user", "assistant", "system", "attachment", "progress", "summary"])},
@@ -148,8 +180,14 @@ _line = st.fixed_dictionaries(
         "toolUseResult": _value,
         "attachment": _value,
         "message": st.fixed_dictionaries(
-            {}, optional={"id": _value, "model": _value, "usage": _value, "stop_reason": _value,
-                          "content": st.one_of(_value, st.lists(_block, max_size=3))}
+            {},
+            optional={
+                "id": _value,
+                "model": _value,
+                "usage": _value,
+                "stop_reason": _value,
+                "content": st.one_of(_value, st.lists(_block, max_size=3)),
+            },
         ),
     },
 )

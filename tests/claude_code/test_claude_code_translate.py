@@ -92,7 +92,11 @@ def test_slash_command_becomes_the_command_as_typed(tmp_path: Path) -> None:
     old_order = "<command-message>orchestrator is running…</command-message>\n<command-name>/orchestrator</command-name>\n<command-args>build it</command-args>"
     no_args = "<command-name>/exit</command-name>\n<command-message>exit</command-message>\n<command-args></command-args>"
     out = _run(tmp_path, [b.user(new_order), b.user(old_order), b.user(no_args)])
-    assert [m.text for m in records_of(out, UserMessage)] == ["/review src/a.py", "/orchestrator build it", "/exit"]
+    assert [m.text for m in records_of(out, UserMessage)] == [
+        "/review src/a.py",
+        "/orchestrator build it",
+        "/exit",
+    ]
 
 
 def test_mark_command_passes_through_for_the_core(tmp_path: Path) -> None:
@@ -104,7 +108,9 @@ def test_mark_command_passes_through_for_the_core(tmp_path: Path) -> None:
 
 def test_bash_mode_input_becomes_bang_command(tmp_path: Path) -> None:
     b = Lines()
-    out = _run(tmp_path, [b.user("<bash-input>git status</bash-input>"), b.user("<bash-stdout>clean</bash-stdout>")])
+    out = _run(
+        tmp_path, [b.user("<bash-input>git status</bash-input>"), b.user("<bash-stdout>clean</bash-stdout>")]
+    )
     assert [m.text for m in records_of(out, UserMessage)] == ["!git status"]
 
 
@@ -120,7 +126,9 @@ def test_typed_skill_command_names_its_skill(tmp_path: Path) -> None:
 def test_plain_command_names_no_skill(tmp_path: Path) -> None:
     b = Lines()
     cmd = "<command-name>/orchestrator</command-name>\n<command-args>go</command-args>"
-    out = _run(tmp_path, [b.user(cmd), b.user("Split complex tasks ...", isMeta=True), b.assistant("m1", text("ok"))])
+    out = _run(
+        tmp_path, [b.user(cmd), b.user("Split complex tasks ...", isMeta=True), b.assistant("m1", text("ok"))]
+    )
     [msg] = records_of(out, UserMessage)
     assert msg.skills == ()
     assert _kinds(out) == ["Session", "UserMessage", "AssistantMessage"]
@@ -157,14 +165,24 @@ def test_interrupt_markers_abort_after_the_message_they_cut(tmp_path: Path) -> N
             b.user([text("[Request interrupted by user]")]),
             b.user("again"),
             b.assistant("m2", call("toolu_1")),
-            b.result("toolu_1", "The user doesn't want to proceed with this tool use.", is_error=True,
-                     detail="User rejected tool use"),
+            b.result(
+                "toolu_1",
+                "The user doesn't want to proceed with this tool use.",
+                is_error=True,
+                detail="User rejected tool use",
+            ),
             b.user([text("[Request interrupted by user for tool use]")]),
         ],
     )
     assert _kinds(out) == [
-        "Session", "UserMessage", "AssistantMessage", "Abort",
-        "UserMessage", "AssistantMessage", "ToolResult", "Abort",
+        "Session",
+        "UserMessage",
+        "AssistantMessage",
+        "Abort",
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResult",
+        "Abort",
     ]
     assert [m.text for m in records_of(out, UserMessage)] == ["do it", "again"]
 
@@ -175,8 +193,12 @@ def test_rejected_tool_use_is_a_rejected_error(tmp_path: Path) -> None:
         tmp_path,
         [
             b.assistant("m1", call("toolu_1", "Edit", {"file_path": "a"})),
-            b.result("toolu_1", "The user doesn't want to proceed with this tool use. The tool use was rejected",
-                     is_error=True, detail="User rejected tool use"),
+            b.result(
+                "toolu_1",
+                "The user doesn't want to proceed with this tool use. The tool use was rejected",
+                is_error=True,
+                detail="User rejected tool use",
+            ),
         ],
     )
     [r] = records_of(out, ToolResult)
@@ -217,10 +239,17 @@ def test_output_bytes_count_utf8_bytes_of_the_whole_output(tmp_path: Path) -> No
 
 def test_queued_prompt_is_an_input_delivered_mid_run(tmp_path: Path) -> None:
     b = Lines()
-    queued = {"type": "queued_command", "prompt": "also check the logs", "commandMode": "prompt",
-              "origin": {"kind": "human"}}
-    notification = {"type": "queued_command", "prompt": "<task-notification>x</task-notification>",
-                    "commandMode": "task-notification"}
+    queued = {
+        "type": "queued_command",
+        "prompt": "also check the logs",
+        "commandMode": "prompt",
+        "origin": {"kind": "human"},
+    }
+    notification = {
+        "type": "queued_command",
+        "prompt": "<task-notification>x</task-notification>",
+        "commandMode": "task-notification",
+    }
     out = _run(
         tmp_path,
         [
@@ -234,7 +263,13 @@ def test_queued_prompt_is_an_input_delivered_mid_run(tmp_path: Path) -> None:
         ],
     )
     assert _kinds(out) == [
-        "Session", "UserMessage", "AssistantMessage", "ToolResult", "Abort", "UserMessage", "AssistantMessage",
+        "Session",
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResult",
+        "Abort",
+        "UserMessage",
+        "AssistantMessage",
     ]
     assert records_of(out, UserMessage)[1].text == "also check the logs"
 
@@ -244,8 +279,12 @@ def test_queued_prompt_is_an_input_delivered_mid_run(tmp_path: Path) -> None:
 
 def test_split_response_is_one_message_with_its_final_usage(tmp_path: Path) -> None:
     b = Lines()
-    early = {"input_tokens": 3, "output_tokens": 10, "cache_read_input_tokens": 100,
-             "cache_creation_input_tokens": 50}
+    early = {
+        "input_tokens": 3,
+        "output_tokens": 10,
+        "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 50,
+    }
     final = {**early, "output_tokens": 299}
     out = _run(
         tmp_path,
@@ -262,7 +301,12 @@ def test_split_response_is_one_message_with_its_final_usage(tmp_path: Path) -> N
         ],
     )
     assert _kinds(out) == [
-        "Session", "UserMessage", "AssistantMessage", "ToolResult", "ToolResult", "AssistantMessage",
+        "Session",
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResult",
+        "ToolResult",
+        "AssistantMessage",
     ]
     m1 = records_of(out, AssistantMessage)[0]
     assert m1.text == "part one\npart two"
@@ -276,8 +320,12 @@ def test_split_response_is_one_message_with_its_final_usage(tmp_path: Path) -> N
 
 def test_cache_creation_breakdown_is_preferred(tmp_path: Path) -> None:
     b = Lines()
-    usage = {"input_tokens": 1, "output_tokens": 2, "cache_creation_input_tokens": 0,
-             "cache_creation": {"ephemeral_5m_input_tokens": 7, "ephemeral_1h_input_tokens": 5}}
+    usage = {
+        "input_tokens": 1,
+        "output_tokens": 2,
+        "cache_creation_input_tokens": 0,
+        "cache_creation": {"ephemeral_5m_input_tokens": 7, "ephemeral_1h_input_tokens": 5},
+    }
     out = _run(tmp_path, [b.assistant("m1", text("x"), usage=usage)])
     [m] = records_of(out, AssistantMessage)
     assert m.usage is not None and (m.usage.cache_write, m.usage.total) == (12, 15)
@@ -307,14 +355,25 @@ def test_skill_tool_call_invokes_its_skill_right_after_the_message(tmp_path: Pat
 
 def test_progress_copies_are_never_counted(tmp_path: Path) -> None:
     b = Lines()
-    copy = {"type": "assistant", "message": {"id": "m-sub", "role": "assistant", "model": MODEL,
-                                              "content": [text("sub")], "usage": {"output_tokens": 500}}}
+    copy = {
+        "type": "assistant",
+        "message": {
+            "id": "m-sub",
+            "role": "assistant",
+            "model": MODEL,
+            "content": [text("sub")],
+            "usage": {"output_tokens": 500},
+        },
+    }
     out = _run(
         tmp_path,
         [
             b.user("go"),
-            b.line("progress", data={"type": "agent_progress", "agentId": "a1", "message": copy},
-                   parentToolUseID="toolu_1"),
+            b.line(
+                "progress",
+                data={"type": "agent_progress", "agentId": "a1", "message": copy},
+                parentToolUseID="toolu_1",
+            ),
             b.assistant("m1", text("done")),
         ],
     )
@@ -355,8 +414,11 @@ def test_compact_boundary_is_a_compaction(tmp_path: Path) -> None:
         [
             b.user("go"),
             b.assistant("m1", text("a")),
-            b.system("compact_boundary", content="Conversation compacted",
-                     compactMetadata={"trigger": "auto", "preTokens": 1000}),
+            b.system(
+                "compact_boundary",
+                content="Conversation compacted",
+                compactMetadata={"trigger": "auto", "preTokens": 1000},
+            ),
             b.user("This session is being continued", isCompactSummary=True, isVisibleInTranscriptOnly=True),
         ],
     )
@@ -375,7 +437,9 @@ def _sidechain(b: Lines, parent: str | None, **extra: object) -> dict:
 
 def test_inline_sidechains_are_sub_sessions_and_stay_out_of_the_main_stream(tmp_path: Path) -> None:
     b = Lines()
-    main_call = b.assistant("m1", call("toolu_t1", "Task", {"prompt": "a"}), call("toolu_t2", "Task", {"prompt": "b"}))
+    main_call = b.assistant(
+        "m1", call("toolu_t1", "Task", {"prompt": "a"}), call("toolu_t2", "Task", {"prompt": "b"})
+    )
     root1 = _sidechain(b, None, content="task one")
     root2 = _sidechain(b, None, content="task two")
     # The two chains interleave; each line follows its parentUuid to its chain.
@@ -385,7 +449,16 @@ def test_inline_sidechains_are_sub_sessions_and_stay_out_of_the_main_stream(tmp_
     s2.update(isSidechain=True, parentUuid=root2["uuid"])
     out = _run(
         tmp_path,
-        [b.user("fan out"), main_call, root1, root2, s1, s2, b.result("toolu_t1", "one"), b.result("toolu_t2", "two")],
+        [
+            b.user("fan out"),
+            main_call,
+            root1,
+            root2,
+            s1,
+            s2,
+            b.result("toolu_t1", "one"),
+            b.result("toolu_t2", "two"),
+        ],
     )
     sessions = records_of(out, Session, None)
     assert [(s.stream, s.session_id, s.agent_kind, s.parent_session_id) for s in sessions] == [

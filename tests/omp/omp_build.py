@@ -39,7 +39,7 @@ class Tree:
         self._n = 0
         self._sec = 0
 
-    def add(self, type_: str, parent: str | None | bool = True, **payload: Any) -> str:
+    def add(self, type_: str, parent: str | bool | None = True, **payload: Any) -> str:
         """Append an entry; ``parent=True`` hangs it off the current leaf. Returns its id."""
         self._n += 1
         self._sec += 1
@@ -51,7 +51,7 @@ class Tree:
         self.leaf = eid
         return eid
 
-    def msg(self, message: dict[str, Any], parent: str | None | bool = True) -> str:
+    def msg(self, message: dict[str, Any], parent: str | bool | None = True) -> str:
         """Append a ``message`` entry."""
         return self.add("message", parent, message=message)
 

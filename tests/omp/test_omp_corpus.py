@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import rematch_omp
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "omp"

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import rematch_omp
 from omp_build import SID, Tree, assistant, header, result, title_slot, user, write
+
+import rematch_omp
 from rematch_trace.importer import import_source
 from rematch_trace.output import DataDir
 from rematch_trace.testing import make_host, synthesize_file, validate_trace

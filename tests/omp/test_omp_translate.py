@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from omp_build import (
     user,
     write,
 )
+
 from rematch_trace.errors import RestartImport
 from rematch_trace.vocab import (
     AssistantMessage,
@@ -269,11 +271,13 @@ def test_malformed_lines_and_unknown_entry_types_are_tolerated(tmp_path: Path) -
     t.add("message", message="not an object")
     t.add("message", message={"role": "alien"})
     t.msg(assistant("fine"))
+    t.add("unknown_future_entry_type")  # reported once per file
     t.add("mystery")  # the last line: an unknown type is still the leaf
     path = write(tmp_path / "p" / "s.jsonl", [header(), *t.entries[:2], "not json {", "[1, 2]", *t.entries[2:]])
     src = source_of(path)
     recs, probs = read(src)
-    assert len(probs) == 2 and all(p.kind == "malformed" for p in probs)
+    assert sorted((p.kind, p.line) for p in probs) == [("malformed", 4), ("malformed", 5), ("unknown_type", 3), ("unknown_type", 11)]
+    assert "unknown_future_entry_type" in next(p.message for p in probs if p.line == 3)
     out = translate(src, recs)
     assert [u.text for u in of(out, UserMessage)] == ["one", "two"]
     assert len(of(out, AssistantMessage)) == 1
@@ -331,8 +335,6 @@ def test_index_fast_path_agrees_with_full_parsing(tmp_path: Path) -> None:
     # payload-first key order (custom_message), and a nested "id" that must not be taken for the entry's
     payload_first = {"customType": "x", "content": [{"id": "decoy", "parentId": None}], "type": "custom_message", "id": "cm", "parentId": t.leaf, "timestamp": "2026-08-21T15:00:00Z"}
     t.entries.append(payload_first)
-    import json
-
     body = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in [header(), *t.entries]).encode()
     idx = index(io.BytesIO(body))
     assert idx.path_lines == {2, 3, 4, 5}
@@ -420,3 +422,34 @@ def test_v1_appends_resume_linearly(tmp_path: Path) -> None:
     full = neutral(path)
     for cut in range(1, len(lines)):
         assert _resume(path, cut) == full
+
+
+def test_lines_appended_between_the_two_passes_wait_for_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rematch_omp.tree as tree
+
+    t = Tree()
+    t.msg(user("one"))
+    t.msg(assistant("a"))
+    path = session_file(tmp_path, t)
+    before = path.read_bytes()
+    t.msg(user("two"))
+    t.msg(user("sibling"), parent=t.entries[0]["id"])  # would change the active branch
+    appended = b"".join((json.dumps(e, separators=(",", ":")) + "\n").encode() for e in t.entries[2:])
+    real_index = tree.index
+
+    def growing_index(f: Any) -> Any:
+        idx = real_index(f)
+        with open(path, "ab") as out:
+            out.write(appended)
+        return idx
+
+    monkeypatch.setattr(tree, "index", growing_index)
+    src = source_of(path)
+    recs, _ = read(src)
+    assert recs[-1].end == len(before)
+    state: dict[str, Any] = {}
+    assert [u.text for u in of(translate(src, recs, state), UserMessage)] == ["one"]
+    monkeypatch.setattr(tree, "index", real_index)
+    more, _ = read(src, start=recs[-1].end)
+    with pytest.raises(RestartImport):
+        translate(src, more, state)  # the sibling switched branch: the core re-imports whole

@@ -23,7 +23,17 @@ from typing import Any
 from rematch_trace import hookimpl
 from rematch_trace.jsonl import read_jsonl
 from rematch_trace.source import Location, Problem, RawRecord, Source
-from rematch_trace.vocab import Abort, AssistantMessage, ModelRef, Neutral, Session, ToolCall, ToolResult, Usage, UserMessage
+from rematch_trace.vocab import (
+    Abort,
+    AssistantMessage,
+    ModelRef,
+    Neutral,
+    Session,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 
 __version__ = "0.1.0"
 HARNESS = "toy"

@@ -22,7 +22,9 @@ def to_ms(value: object) -> int | None:
         return None
     year, month, day, hour, minute, second, frac, zone = m.groups()
     try:
-        secs = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute), int(second), 0, 0, 0))
+        secs = calendar.timegm(
+            (int(year), int(month), int(day), int(hour), int(minute), int(second), 0, 0, 0)
+        )
     except (ValueError, OverflowError):
         return None
     if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31 and int(hour) < 24 and int(minute) < 60):

@@ -79,6 +79,38 @@ def _int(value: Any) -> int:
     return 0
 
 
+def clean(text: str) -> str:
+    """``text`` without lone surrogates (they come from JSON escapes; state must encode as UTF-8)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def clean_value(value: Any) -> Any:
+    """A JSON value that orjson can write: lone surrogates replaced, huge ints as strings."""
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return _walk(value)
+    return value
+
+
+def _walk(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(str(k)): _walk(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk(v) for v in value]
+    if type(value) is int and not -(2**63) <= value < 2**64:
+        return str(value)
+    return value
+
+
 def _nbytes(text: str) -> int:
     if text.isascii():
         return len(text)
@@ -92,7 +124,7 @@ def measure(content: Any) -> tuple[int, str]:
     they carry.
     """
     if isinstance(content, str):
-        return _nbytes(content), content[:HEAD_CHARS]
+        return _nbytes(content), clean(content[:HEAD_CHARS])
     if content is None:
         return 0, ""
     if isinstance(content, list):
@@ -111,7 +143,7 @@ def measure(content: Any) -> tuple[int, str]:
                 src = block.get("source")
                 if isinstance(src, dict) and isinstance(src.get("data"), str):
                     n += len(src["data"])
-        return n, "\n".join(head)[:HEAD_CHARS]
+        return n, clean("\n".join(head)[:HEAD_CHARS])
     try:
         raw = orjson.dumps(content)
     except (TypeError, orjson.JSONEncodeError):
@@ -142,7 +174,19 @@ def _new_stream() -> dict[str, Any]:
 def _new_group(mid: str | None, t: int | None) -> dict[str, Any]:
     # m model, u usage [in, out, cache_read, cache_write], o its output_tokens, $ cost,
     # s stop_reason, x texts, c calls [id, name, input], k skills, r server-side results
-    return {"id": mid, "t": t, "m": None, "u": None, "o": -1, "$": None, "s": None, "x": [], "c": [], "k": [], "r": []}
+    return {
+        "id": mid,
+        "t": t,
+        "m": None,
+        "u": None,
+        "o": -1,
+        "$": None,
+        "s": None,
+        "x": [],
+        "c": [],
+        "k": [],
+        "r": [],
+    }
 
 
 def _result(stream: str, r: list[Any]) -> ToolResult:
@@ -243,6 +287,7 @@ class _Translator:
         st = self.st
         sid = v.get("sessionId")
         if type(sid) is str:
+            sid = clean(sid)
             own = st["own"]
             if own is None:
                 st["own"] = sid
@@ -251,6 +296,7 @@ class _Translator:
                 return
         uuid = v.get("uuid")
         if type(uuid) is str:
+            uuid = clean(uuid)
             recent = st["ru"]
             if uuid in recent:
                 return
@@ -260,11 +306,11 @@ class _Translator:
         if not st["cwd"]:
             cwd = v.get("cwd")
             if type(cwd) is str:
-                st["cwd"] = cwd
+                st["cwd"] = clean(cwd)
         if st["ver"] is None:
             ver = v.get("version")
             if type(ver) is str and ver:
-                st["ver"] = ver
+                st["ver"] = clean(ver)
         key = self._stream_key(v, typ)
         ss = self.streams.get(key)
         if ss is None:
@@ -300,7 +346,7 @@ class _Translator:
         st = self.st
         chains: dict[str, str] = st["scm"]
         parent = v.get("parentUuid")
-        key = chains.get(parent) if type(parent) is str else None
+        key = chains.get(clean(parent)) if type(parent) is str else None
         if key is None:
             message = v.get("message")
             opens = parent is None or (
@@ -315,7 +361,7 @@ class _Translator:
         st["scl"] = key
         uuid = v.get("uuid")
         if type(uuid) is str:
-            chains[uuid] = key
+            chains[clean(uuid)] = key
             if len(chains) > MAX_SIDECHAIN_UUIDS:
                 del chains[next(iter(chains))]
         return key
@@ -363,8 +409,7 @@ class _Translator:
         if type(msg) is not dict:
             return
         mid = msg.get("id")
-        if type(mid) is not str or not mid:
-            mid = None
+        mid = clean(mid) if type(mid) is str and mid else None
         g = ss["g"]
         if g is None or mid is None or g["id"] != mid:
             if mid is not None and mid in ss["seen"]:
@@ -382,10 +427,10 @@ class _Translator:
         if g["m"] is None:
             model = msg.get("model")
             if type(model) is str and model and model != SYNTHETIC_MODEL:
-                g["m"] = model
+                g["m"] = clean(model)
         stop = msg.get("stop_reason")
         if type(stop) is str and stop:
-            g["s"] = stop
+            g["s"] = clean(stop)
         usage = msg.get("usage")
         if type(usage) is dict:
             # Early lines of a response carry a streaming placeholder; the largest count is final.
@@ -394,11 +439,13 @@ class _Translator:
                 g["u"] = _usage(usage)
                 g["o"] = out_tokens
                 cost = v.get("costUSD")
-                g["$"] = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+                g["$"] = (
+                    float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+                )
         content = msg.get("content")
         if type(content) is str:
             if content:
-                g["x"].append(content)
+                g["x"].append(clean(content))
             return
         if type(content) is not list:
             return
@@ -409,17 +456,17 @@ class _Translator:
             if bt == "text":
                 text = block.get("text")
                 if type(text) is str and text:
-                    g["x"].append(text)
+                    g["x"].append(clean(text))
             elif bt == "tool_use" or bt == "server_tool_use":
                 call_id = block.get("id")
                 name = block.get("name")
                 if type(call_id) is str and call_id and type(name) is str:
                     tool_input = block.get("input")
-                    g["c"].append([call_id, name, tool_input])
+                    g["c"].append([clean(call_id), clean(name), clean_value(tool_input)])
                     if name == "Skill" and type(tool_input) is dict:
                         skill = tool_input.get("skill") or tool_input.get("command")
                         if type(skill) is str and skill.strip():
-                            g["k"].append(skill.strip().lstrip("/").split()[0])
+                            g["k"].append(clean(skill.strip().lstrip("/").split()[0]))
             elif type(bt) is str and bt.endswith("_tool_result"):
                 # Server-side tools (web search) answer inside the response itself.
                 call_id = block.get("tool_use_id")
@@ -427,7 +474,7 @@ class _Translator:
                     body = block.get("content")
                     failed = type(body) is dict and str(body.get("type", "")).endswith("_error")
                     nbytes, head = measure(body)
-                    g["r"].append([call_id, g["t"], nbytes, head, failed, None])
+                    g["r"].append([clean(call_id), g["t"], nbytes, head, failed, None])
 
     # -- user -----------------------------------------------------------------------------
 
@@ -499,6 +546,7 @@ class _Translator:
         out.append(Abort(key, t))
 
     def _command(self, key: str, ss: dict[str, Any], text: str, t: int | None, out: list[Neutral]) -> None:
+        text = clean(text)
         last = ss["lc"]
         if (
             last is not None
@@ -542,7 +590,7 @@ class _Translator:
                 error_class = "rejected"
             if error_class is None and is_error and head.startswith(REJECT_PREFIX):
                 error_class = "rejected"
-            r = [call_id, t, nbytes, head, is_error, error_class]
+            r = [clean(call_id), t, nbytes, head, is_error, error_class]
             if open_calls is not None and call_id in open_calls:
                 ss["p"].append(r)
             else:
@@ -577,9 +625,7 @@ class _Translator:
             return
         prompt = att.get("prompt")
         if type(prompt) is list:
-            prompt = "\n".join(
-                b["text"] for b in prompt if type(b) is dict and type(b.get("text")) is str
-            )
+            prompt = "\n".join(b["text"] for b in prompt if type(b) is dict and type(b.get("text")) is str)
         if type(prompt) is not str:
             return
         kind, text = classify(prompt)

@@ -96,10 +96,9 @@ def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
         text = head
     first = text.split(b"\n", 1)[0]
     named = _ROLLOUT_NAME.match(name) is not None
-    if not _looks_like_rollout(first):
-        # A rollout's name is claim enough only where Codex keeps them (or for an empty head).
-        if not (named and (hint == HARNESS or not first.strip())):
-            return None
+    # A rollout's name is claim enough only where Codex keeps them (or for an empty head).
+    if not _looks_like_rollout(first) and not (named and (hint == HARNESS or not first.strip())):
+        return None
     kind: Literal["main", "sub"] = "main"
     if b'"source":{"subagent"' in first or b'"thread_source":"subagent"' in first:
         kind = "sub"

@@ -241,10 +241,7 @@ class _Translator:
     def copy_ends(self, kind: Any, payload: dict[str, Any], t: int | None) -> bool:
         """Whether this (non-event) line is the session's own, ending the copy."""
         s = self.s
-        if kind == "turn_context":
-            own = self.own_turn(payload.get("turn_id"), t)
-        else:
-            own = self.gap_after_copy(t)
+        own = self.own_turn(payload.get("turn_id"), t) if kind == "turn_context" else self.gap_after_copy(t)
         if own:
             s["copy"] = False
         return own
@@ -252,8 +249,9 @@ class _Translator:
     def own_turn(self, turn_id: Any, t: int | None) -> bool:
         s = self.s
         prefix = _v7_prefix(turn_id)
-        if prefix is not None and s["v7"] is not None:
-            return prefix >= s["v7"]
+        own_prefix: str | None = s["v7"]
+        if prefix is not None and own_prefix is not None:
+            return prefix >= own_prefix
         return self.gap_after_copy(t)
 
     def gap_after_copy(self, t: int | None) -> bool:
@@ -289,10 +287,9 @@ class _Translator:
         typ = payload.get("type")
         if typ == "token_count":
             usage.advance(payload.get("info"), s)  # moves the baseline only
-        elif typ in ("task_started", "turn_started"):
-            if self.own_turn(payload.get("turn_id"), t):
-                s["copy"] = False
-                self.event(payload, t)
+        elif typ in ("task_started", "turn_started") and self.own_turn(payload.get("turn_id"), t):
+            s["copy"] = False
+            self.event(payload, t)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -371,7 +368,7 @@ class _Translator:
     def open_response(self, t: int | None) -> dict[str, Any]:
         """The open response, or a new one (a response item after an output starts a new call)."""
         s = self.s
-        pend = s["pend"]
+        pend: dict[str, Any] | None = s["pend"]
         if pend is not None and len(pend["results"]) <= pend.get("inline", 0):
             return pend
         self.close()

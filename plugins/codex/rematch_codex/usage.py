@@ -59,12 +59,12 @@ def advance(info: Any, state: dict[str, Any]) -> list[int] | None:
         return None
     if total[4] < prev_total[4]:
         return last
-    return [max(0, a - b) for a, b in zip(total, prev_total)]
+    return [max(0, a - b) for a, b in zip(total, prev_total, strict=True)]
 
 
 def add(a: list[int] | None, b: list[int]) -> list[int]:
     """The sum of two usage vectors (``a`` may be ``None``)."""
-    return list(b) if a is None else [x + y for x, y in zip(a, b)]
+    return list(b) if a is None else [x + y for x, y in zip(a, b, strict=True)]
 
 
 def to_usage(vec: list[int]) -> Usage:

@@ -24,16 +24,20 @@ CONTEXT_OPENERS = (
     "<collaboration_mode>",
     "<model_switch>",
     "<realtime_conversation>",
+    # Desktop clients wrap an attached image's item in <image name=...> ... </image> texts.
+    "<image name=",
+    "</image>",
 )
-IDE_OPENER = "# Context from my IDE setup:"
+#: Headings of client-added context that ends at :data:`IDE_REQUEST` (all context without it).
+CONTEXT_HEADINGS = ("# Context from my IDE setup:", "# Files mentioned by the user:")
 IDE_REQUEST = "## My request for Codex:"
 
 
 def classify(text: str) -> tuple[Kind, str]:
     """The kind of one user-role text, and the typed part of it (``""`` if none).
 
-    An IDE context block keeps only what follows its ``## My request for Codex:``
-    heading; without that heading it is all context.
+    A client context block (IDE tabs, mentioned files) keeps only what follows
+    its ``## My request for Codex:`` heading; without that heading it is all context.
     """
     s = text.lstrip()
     if not s.startswith(("<", "#")):
@@ -44,11 +48,14 @@ def classify(text: str) -> tuple[Kind, str]:
         return "skill", ""
     if s.startswith(CONTEXT_OPENERS):
         return "context", ""
-    if s.startswith(IDE_OPENER):
+    if s.startswith("# "):
+        # IDE and desktop clients put context headings ("# Context from my IDE setup:",
+        # "# Files mentioned by the user:") before the prompt's own heading.
         i = s.find(IDE_REQUEST)
-        if i < 0:
+        if i >= 0:
+            return "typed", s[i + len(IDE_REQUEST) :].strip()
+        if s.startswith(CONTEXT_HEADINGS):
             return "context", ""
-        return "typed", s[i + len(IDE_REQUEST) :].strip()
     return "typed", text
 
 

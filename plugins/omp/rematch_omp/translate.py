@@ -63,6 +63,8 @@ _OLD_SKILL = re.compile(r"\n\n---\n\nSkill: ([^\n]+?)(?:\nUser: (.*))?\Z", re.S)
 _USER_ARGS = "\nUser: "
 # Synthetic results omp writes for calls an interrupt cut off.
 _INTERRUPTED_SOURCES = frozenset({"assistant_stop_aborted", "interrupt_skipped"})
+#: The entry types that can yield something.
+_TRANSLATED = frozenset({"message", "custom_message", "compaction", "session_init"})
 
 
 def iso_ms(value: Any) -> int | None:
@@ -316,6 +318,8 @@ def translate(source: Source, records: Iterator[RawRecord], state: dict[str, Any
                 state["hv"] = True
                 # The core takes a later version until session_start is written.
                 yield Session("", None, session_id=state["sid"], agent_kind=source.agent_kind, harness_version=hv)
+        if typ not in _TRANSLATED:
+            continue  # settings, labels, custom entries, unknown types: tree nodes only
         t = iso_ms(v.get("timestamp"))
         if typ == "message":
             m = v.get("message")

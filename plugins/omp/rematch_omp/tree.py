@@ -172,8 +172,35 @@ def index(f: IO[bytes]) -> Index:
     return idx
 
 
+#: Entry types omp (to 18.2) and pi write; others are reported once per file and skipped.
+KNOWN_TYPES = frozenset({
+    "title", "session", "message", "thinking_level_change", "model_change", "service_tier_change",
+    "compaction", "branch_summary", "reset_boundary", "custom", "custom_message", "label",
+    "title_change", "ttsr_injection", "credential_pin", "session_init", "mode_change",
+    "model_usage", "archive", "session_info",
+})
+
+
+def _with_unknown_types(items: Iterator[RawRecord | Problem], name: str) -> Iterator[RawRecord | Problem]:
+    """Pass records through, reporting each entry type omp does not write once."""
+    reported: set[str] = set()
+    for item in items:
+        if isinstance(item, RawRecord):
+            typ = item.value.get("type")
+            if typ not in KNOWN_TYPES:
+                label = typ if isinstance(typ, str) else repr(typ)[:40]
+                if label not in reported and len(reported) < 100:
+                    reported.add(label)
+                    yield Problem(name, item.line, f"unknown omp entry type {label!r} (skipped)", "unknown_type")
+        yield item
+
+
 def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream a source's records: the active branch on a full read, new lines on a resume."""
+    return _with_unknown_types(_read(source, start), str(source.path))
+
+
+def _read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     name = str(source.path)
     if start > 0:
         with open_source(source) as f:

@@ -1,0 +1,98 @@
+"""Exact action binding: the SHA-256 fingerprint of one observed tool call.
+
+The digest is taken over the RFC 8785 canonical JSON
+(:func:`rematch_trace.canonical.canonical_json`) of one object with fixed keys::
+
+    {
+      "v": 1,                       # the container's version
+      "provider": "claude_code",    # the harness that recorded the call
+      "session": "<session id>",
+      "agent_sub_id": null,         # the subagent's session id, or null for the main agent
+      "turn": null,                 # the source's turn id, or null when unknown
+      "tool_call_id": "<call id>",
+      "tool_name": "Bash",
+      "cwd": "/work/dir",
+      "tool_input": <the original, unredacted, untruncated input>
+    }
+
+and ``"nonce"`` (a live invocation's fresh random nonce) only when one is
+given: imports bind recorded invocations, which have none, and so stay
+deterministic. Canonical JSON makes key order and whitespace irrelevant; every
+field is inside one JSON object, so no two distinct tuples share an encoding.
+A number with no exact canonical form (an integer beyond ±(2^53-1), a
+non-finite or inexact decimal) raises
+:class:`~rematch_trace.errors.NonExactNumber` rather than being rounded into
+another action's fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .canonical import canonical_json
+from .errors import NonExactNumber
+
+#: The version of the fingerprint container (the ``"v"`` key).
+FINGERPRINT_VERSION = 1
+
+
+def fingerprint_container(
+    provider: str,
+    session: str,
+    turn: str | None,
+    tool_call_id: str,
+    tool_name: str,
+    cwd: str,
+    tool_input: Any,
+    agent_sub_id: str | None = None,
+    nonce: str | None = None,
+) -> dict[str, Any]:
+    """The object whose canonical JSON is hashed (see the module docstring)."""
+    container: dict[str, Any] = {
+        "v": FINGERPRINT_VERSION,
+        "provider": provider,
+        "session": session,
+        "agent_sub_id": agent_sub_id,
+        "turn": turn,
+        "tool_call_id": tool_call_id,
+        "tool_name": tool_name,
+        "cwd": cwd,
+        "tool_input": tool_input,
+    }
+    if nonce is not None:
+        container["nonce"] = nonce
+    return container
+
+
+def action_fingerprint(
+    provider: str,
+    session: str,
+    turn: str | None,
+    tool_call_id: str,
+    tool_name: str,
+    cwd: str,
+    tool_input: Any,
+    agent_sub_id: str | None = None,
+    nonce: str | None = None,
+) -> str:
+    """SHA-256 (lowercase hex) binding one tool call to its exact original input.
+
+    :raises NonExactNumber: when ``tool_input`` holds a number with no exact
+        canonical representation, or a value that is not JSON.
+    """
+    container = fingerprint_container(
+        provider, session, turn, tool_call_id, tool_name, cwd, tool_input, agent_sub_id, nonce
+    )
+    try:
+        data = canonical_json(container)
+    except RecursionError:
+        raise NonExactNumber("tool input is nested too deeply to canonicalise") from None
+    except (TypeError, ValueError) as err:
+        if isinstance(err, NonExactNumber):
+            raise
+        raise NonExactNumber("tool input holds a value that is not JSON") from None
+    return hashlib.sha256(data).hexdigest()
+
+
+__all__ = ["FINGERPRINT_VERSION", "NonExactNumber", "action_fingerprint", "fingerprint_container"]

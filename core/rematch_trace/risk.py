@@ -1,0 +1,295 @@
+"""Risk features: a closed list of facts about an action, each computed by a rule.
+
+A feature says what an action *does or touches*, not whether it was wrong:
+``rm -rf build/`` is a ``destructive_command`` in every session. The list is
+closed (:data:`RISK_FEATURES`); each has a one-line description and a severity
+(:data:`SEVERITY`, higher is worse) that ``rematch audit`` sorts by.
+
+Rules read the action's original input in memory (it is never stored): for a
+shell call the command text, for file calls the paths, for network calls the
+URL and method, and for any call every string of the input (``text``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+#: The closed list of features, most severe first, each with what it means.
+RISK_FEATURES: tuple[tuple[str, str], ...] = (
+    ("remote_code_fetch_exec", "downloads code from the network and runs it in one step (curl … | sh)"),
+    ("outbound_upload", "sends local data (a file, a form, a body) to a remote host"),
+    ("credential_in_args", "a credential, or a variable holding one, appears in the action's arguments"),
+    ("privilege_escalation", "gains or grants elevated privileges (sudo, su, setuid, sudoers)"),
+    ("destructive_command", "deletes or overwrites data irreversibly (rm -rf, mkfs, dd, DROP TABLE)"),
+    ("git_history_rewrite", "rewrites or discards git history (force push, reset --hard, rebase, amend)"),
+    ("security_bypass", "switches off a safety check (--no-verify, TLS verification off, setenforce 0)"),
+    ("persistence", "installs something that runs again later (cron, shell rc files, services, authorized_keys)"),
+    ("agent_config_change", "writes the agent's own instructions or settings (CLAUDE.md, AGENTS.md, .claude/, MCP config)"),
+    ("sensitive_file_reference", "names a file that usually holds secrets (.env, ~/.ssh, ~/.aws/credentials, *.pem)"),
+    ("permission_weakening", "opens file permissions to everyone (chmod 777, a+w)"),
+    ("network_egress", "contacts a network host (a fetch, curl, wget, ssh, git push)"),
+)
+
+#: Feature names, in severity order (most severe first).
+FEATURE_NAMES: tuple[str, ...] = tuple(name for name, _ in RISK_FEATURES)
+#: Severity of each feature: higher is more severe.
+SEVERITY: dict[str, int] = {name: len(FEATURE_NAMES) - i for i, name in enumerate(FEATURE_NAMES)}
+
+
+def severity(features: Iterable[str]) -> int:
+    """The severity of a set of features: that of the most severe one (0 for none)."""
+    return max((SEVERITY.get(f, 0) for f in features), default=0)
+
+
+def sort_features(features: Iterable[str]) -> list[str]:
+    """Features deduplicated, most severe first."""
+    return sorted(set(features), key=lambda f: -SEVERITY.get(f, 0))
+
+
+_I = re.I
+
+_SENSITIVE = re.compile(
+    r"(?:^|[\s\"'=:/\\(])(?:"
+    r"\.env(?:\.[A-Za-z0-9_.-]+)?"
+    r"|\.ssh/|id_(?:rsa|dsa|ecdsa|ed25519)\b|authorized_keys|known_hosts"
+    r"|\.aws/(?:credentials|config)|\.azure/|\.config/gcloud|application_default_credentials\.json"
+    r"|\.kube/config|kubeconfig|\.docker/config\.json|\.netrc|_netrc|\.pgpass|\.my\.cnf|\.npmrc|\.pypirc"
+    r"|\.git-credentials|\.gnupg/|\.password-store|keychain|\.vault-token|\.terraformrc|terraform\.tfstate"
+    r"|/etc/shadow|/etc/sudoers|/etc/gshadow|/etc/master\.passwd"
+    r"|[\w.-]*credentials?\.json|service[-_]?account[\w.-]*\.json|client_secrets?\.json|secrets?\.(?:ya?ml|json|toml)"
+    r"|[\w.-]+\.(?:pem|key|p12|pfx|jks|keystore|ppk|kdbx|asc)"
+    r"|\.bash_history|\.zsh_history|Login Data|Cookies\.binarycookies|cookies\.sqlite"
+    r")(?=$|[\s\"'`;|&)/\\,:])",
+    _I,
+)
+_FETCHERS = r"(?:curl|wget|fetch|http|xh|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)"
+_REMOTE_EXEC = re.compile(
+    r"\b" + _FETCHERS + r"\b[^|;&\n]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+\S+\s+)*"
+    r"(?:ba|z|da|k|fi)?sh\b|\b" + _FETCHERS + r"\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node|php|iex|pwsh|powershell)\b"
+    r"|(?:ba|z)?sh\s+(?:-\w+\s+)*<\(\s*" + _FETCHERS + r"\b"
+    r"|(?:ba|z)?sh\s+-c\s+[\"']?\$\(\s*" + _FETCHERS + r"\b"
+    r"|\b(?:eval|source|\.)\s+[\"']?\$\(\s*" + _FETCHERS + r"\b"
+    r"|\biex\s*\(?\s*(?:\(?\s*New-Object\s+Net\.WebClient\)?\.DownloadString|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)",
+    _I,
+)
+_UPLOAD = re.compile(
+    r"\bcurl\b[^\n;|&]*?(?:\s(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file|--json)[\s=]"
+    r"|\s-X\s*(?:POST|PUT|PATCH)\b|\s--request\s+(?:POST|PUT|PATCH)\b)"
+    r"|\bwget\b[^\n;|&]*--(?:post|put|body)-(?:file|data)"
+    r"|\b(?:scp|rsync|sftp)\b[^\n;|&]*\s[\w.-]*@?[\w.-]+:(?!//)"
+    r"|\b(?:nc|ncat|netcat|socat)\b[^\n;|&]*(?:<|\s\S+\s+\d+\s*<)"
+    r"|\|\s*(?:nc|ncat|netcat)\s"
+    r"|\b(?:aws\s+s3\s+(?:cp|sync|mv)|gsutil\s+(?:-m\s+)?(?:cp|rsync|mv)|gcloud\s+storage\s+cp|azcopy\s+(?:copy|sync)"
+    r"|rclone\s+(?:copy|sync|move))\b[^\n;|&]*\s(?:s3|gs|https?|az|\w+)://?"
+    r"|\bInvoke-(?:WebRequest|RestMethod)\b[^\n;|&]*-(?:InFile|Body)\b"
+    r"|\bgh\s+gist\s+create\b",
+    _I,
+)
+_CRED_VAR = re.compile(r"\$\{?[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)\b", _I)
+_DESTRUCTIVE = re.compile(
+    r"\brm\s+(?:-[A-Za-z]*[rR][A-Za-z]*\s+(?:-\S+\s+)*|-[A-Za-z]*f[A-Za-z]*\s+-[A-Za-z]*[rR]|--recursive\b|-rf\b|-fr\b)"
+    r"|\brm\s+(?:-\S+\s+)*(?:/|~|\*|/\*|~/\*?|\$HOME/?)(?:\s|$)"
+    r"|\bfind\b[^\n;|&]*\s-delete\b|\bfind\b[^\n;|&]*-exec\s+rm\b"
+    r"|\bmkfs(?:\.\w+)?\b|\bdd\b[^\n;|&]*\bof=/dev/|>\s*/dev/(?:sd|nvme|hd|disk)\w*"
+    r"|\bshred\b|\bwipefs\b|\btruncate\s+(?:-\S+\s+)*-s\s*0\b"
+    r"|\bgit\s+clean\s+(?:-\S*\s+)*-\S*[fdx]"
+    r"|\bgit\s+reset\s+(?:\S+\s+)*--hard\b|\bgit\s+checkout\s+(?:-f\s+)?--\s+\.(?:\s|$)|\bgit\s+restore\s+(?:--\S+\s+)*\.(?:\s|$)"
+    r"|\b(?:DROP\s+(?:TABLE|DATABASE|SCHEMA)|TRUNCATE\s+TABLE)\b|\bDELETE\s+FROM\s+\w+\s*(?:;|$)"
+    r"|\bkubectl\s+delete\b|\bterraform\s+destroy\b|\bdocker\s+(?:system|volume|image)\s+prune\b"
+    r"|\bdropdb\b|\bredis-cli\b[^\n;|&]*\bflush(?:all|db)\b"
+    r"|:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:",
+    _I,
+)
+_PRIV = re.compile(
+    r"(?:^|[\s;&|(`]|\$\()(?:sudo|doas|pkexec|su|runas)(?:\s|$)"
+    r"|\bchmod\s+(?:-\S+\s+)*(?:[ugoa]*\+[rwx]*s|[2467][0-7]{3})\b|\bsetcap\b|\bchown\s+(?:-\S+\s+)*root\b"
+    r"|/etc/sudoers|\bvisudo\b|\busermod\s+(?:-\S+\s+)*-a?G\s*(?:sudo|wheel|admin|docker)\b"
+    r"|--privileged\b",
+    _I,
+)
+_EGRESS = re.compile(
+    r"(?:^|[\s;&|(`]|\$\()(?:curl|wget|nc|ncat|netcat|socat|ssh|scp|sftp|ftp|telnet|xh|httpie|http|https|rsync\s[^\n;|&]*:"
+    r"|Invoke-WebRequest|Invoke-RestMethod|iwr|irm)(?:\s|$)"
+    r"|\bgit\s+(?:push|fetch|pull|clone|ls-remote)\b|\b(?:aws|gsutil|gcloud|az)\s+\w+",
+    _I,
+)
+_HISTORY = re.compile(
+    r"\bgit\s+push\b[^\n;|&]*(?:\s--force(?:-with-lease)?\b|\s-f\b|\s\+\S+|--mirror\b|--delete\b|\s:\S)"
+    r"|\bgit\s+reset\s+(?:\S+\s+)*--hard\b|\bgit\s+rebase\b|\bgit\s+commit\b[^\n;|&]*--amend\b"
+    r"|\bgit\s+filter-(?:branch|repo)\b|\bgit\s+reflog\s+(?:expire|delete)\b|\bgit\s+gc\b[^\n;|&]*--prune"
+    r"|\bgit\s+branch\s+(?:\S+\s+)*-D\b|\bgit\s+update-ref\s+-d\b|\bgit\s+replace\b|\bgit\s+stash\s+(?:drop|clear)\b",
+)
+_BYPASS = re.compile(
+    r"--no-verify\b|--dangerously-skip-permissions\b|--dangerously-bypass-approvals-and-sandbox\b"
+    r"|\bcurl\b[^\n;|&]*\s(?:-k|--insecure)\b|--no-check-certificate\b|GIT_SSL_NO_VERIFY\s*=\s*(?:1|true)"
+    r"|NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['\"]?0|PYTHONHTTPSVERIFY\s*=\s*0|\bsetenforce\s+0\b"
+    r"|\b(?:ufw|firewall-cmd)\s+(?:disable|--state\s*=\s*off)|\bsystemctl\s+(?:stop|disable)\s+(?:firewalld|apparmor|auditd)"
+    r"|\bspctl\s+--master-disable\b|\bcsrutil\s+disable\b|--trusted-host\b|\bsslVerify\s*=?\s*false\b"
+    r"|http\.sslVerify\s+false",
+    _I,
+)
+_PERSIST = re.compile(
+    r"\bcrontab\b(?!\s+-l\b)|/etc/cron|\bsystemctl\s+(?:--user\s+)?enable\b|\blaunchctl\s+(?:load|bootstrap|submit)\b"
+    r"|LaunchAgents/|LaunchDaemons/|/etc/systemd/system/|\.config/systemd/user/|/etc/rc\.local|/etc/init\.d/"
+    r"|(?:^|[\s\"'/~])\.(?:bashrc|bash_profile|zshrc|zprofile|profile|zshenv)\b|authorized_keys|\bat\s+now\b"
+    r"|\.git/hooks/",
+    _I,
+)
+_AGENT_CONFIG = re.compile(
+    r"(?:^|[\s\"'/\\])(?:CLAUDE(?:\.local)?\.md|AGENTS(?:\.override)?\.md|GEMINI\.md|\.cursorrules"
+    r"|\.claude/(?:settings[\w.-]*\.json|commands/|agents/|hooks/|skills/)|\.mcp\.json|\.codex/(?:config\.toml|AGENTS\.md)"
+    r"|\.omp/|copilot-instructions\.md)",
+)
+_PERMS = re.compile(r"\bchmod\s+(?:-\S+\s+)*(?:0?[0-7]?77[0-7]|a\+[rwx]*w|o\+[rwx]*w|\+w\b)", _I)
+
+_FILE_KEYS = ("file_path", "path", "filePath", "notebook_path", "file", "filename", "target", "target_file", "paths")
+_SHELL_KEYS = ("command", "cmd", "script", "commands", "input")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
+_WRITES = frozenset({"file_write", "file_edit"})
+# A shell command that writes: a redirection, tee, in-place sed, a copy or move, crontab, an enable.
+_WRITE_VERB = re.compile(r">|\btee\b|\bsed\s+-i|\b(?:cp|mv|install|ln|crontab|systemctl|launchctl|at)\b")
+
+
+def command_text(tool_input: Any) -> str:
+    """The command line of a shell call's input (a string, an argv list, or a dict holding one)."""
+    value = tool_input
+    if isinstance(tool_input, dict):
+        for k in _SHELL_KEYS:
+            if k in tool_input:
+                value = tool_input[k]
+                break
+        else:
+            return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        # ["bash", "-lc", "<script>"]: the script is the command.
+        if len(value) == 3 and value[1] in ("-c", "-lc", "-lic", "-ic") and value[0].rsplit("/", 1)[-1] in (
+            "bash", "sh", "zsh", "dash", "fish", "pwsh", "powershell"
+        ):
+            return value[2]
+        return " ".join(value)
+    return ""
+
+
+def file_paths(tool_input: Any) -> list[str]:
+    """The file paths a file call names (its path keys, or the files of an apply_patch text)."""
+    out: list[str] = []
+    if isinstance(tool_input, dict):
+        for k in _FILE_KEYS:
+            v = tool_input.get(k)
+            if isinstance(v, str) and v:
+                out.append(v)
+            elif isinstance(v, list):
+                out.extend(x for x in v if isinstance(x, str))
+        edits = tool_input.get("edits") or tool_input.get("changes")
+        if isinstance(edits, dict):
+            out.extend(k for k in edits if isinstance(k, str))
+        patch = tool_input.get("input") or tool_input.get("patch")
+        if isinstance(patch, str) and "*** " in patch:
+            out.extend(_patch_files(patch))
+    elif isinstance(tool_input, str) and "*** " in tool_input:
+        out.extend(_patch_files(tool_input))
+    return out
+
+
+def _patch_files(patch: str) -> list[str]:
+    return [(m.group(1) or m.group(2) or "").strip() for m in _PATCH_FILE.finditer(patch[:1 << 20])]
+
+
+def strings_of(value: Any, limit: int = 64 * 1024) -> str:
+    """Every string (and key) of a JSON value joined by newlines, cut at ``limit`` characters."""
+    parts: list[str] = []
+    size = 0
+    stack = [value]
+    while stack and size < limit:
+        v = stack.pop()
+        if isinstance(v, str):
+            parts.append(v)
+            size += len(v) + 1
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(k, str):
+                    parts.append(k)
+                    size += len(k) + 1
+                stack.append(x)
+        elif isinstance(v, list | tuple):
+            stack.extend(reversed(v))
+    return "\n".join(parts)[:limit]
+
+
+def risk_features(
+    action_type: str, tool: str, tool_input: Any, text: str, *, redactions: int | None = None
+) -> list[str]:
+    """The risk features of one action, most severe first.
+
+    :param action_type: the action type (``shell_exec``, ``file_read``...).
+    :param tool: the tool's name.
+    :param tool_input: the original input.
+    :param text: the action's text to scan: its strings (:func:`strings_of`),
+        or the prompt for a non-tool event; the command of a shell call is
+        always scanned too.
+    :param redactions: credentials the redactor found in the input; counted
+        here with the shared redactor when not given.
+    """
+    found: set[str] = set()
+    command = command_text(tool_input) if action_type in ("shell_exec", "other", "mcp") else ""
+    scan = f"{command}\n{text}" if command and command not in text else (text or command)
+    if redactions is None:
+        from .redact import default_redactor
+
+        redactions = default_redactor().redact(scan)[1]
+    if redactions > 0 or _CRED_VAR.search(scan):
+        found.add("credential_in_args")
+    paths = "\n".join(file_paths(tool_input)) if action_type not in ("shell_exec", "network") else ""
+    # A file call is judged by the paths it touches, not by the text it writes.
+    if _SENSITIVE.search(paths if action_type.startswith("file_") else scan):
+        found.add("sensitive_file_reference")
+    if action_type == "network":
+        found.add("network_egress")
+        if isinstance(tool_input, dict):
+            method = str(tool_input.get("method", "")).upper()
+            if method in ("POST", "PUT", "PATCH") or tool_input.get("body") or tool_input.get("data"):
+                found.add("outbound_upload")
+    if paths and action_type in _WRITES:
+        if _AGENT_CONFIG.search(paths):
+            found.add("agent_config_change")
+        if _PERSIST.search(paths):
+            found.add("persistence")
+    if command:
+        if _REMOTE_EXEC.search(command):
+            found.add("remote_code_fetch_exec")
+        if _UPLOAD.search(command):
+            found.add("outbound_upload")
+        if _DESTRUCTIVE.search(command):
+            found.add("destructive_command")
+        if _PRIV.search(command):
+            found.add("privilege_escalation")
+        if _HISTORY.search(command):
+            found.add("git_history_rewrite")
+        if _BYPASS.search(command):
+            found.add("security_bypass")
+        if _PERMS.search(command):
+            found.add("permission_weakening")
+        if _EGRESS.search(command):
+            found.add("network_egress")
+        if _PERSIST.search(command) and _WRITE_VERB.search(command):
+            found.add("persistence")
+        if _AGENT_CONFIG.search(command) and _WRITE_VERB.search(command):
+            found.add("agent_config_change")
+    return sort_features(found)
+
+
+__all__ = [
+    "FEATURE_NAMES",
+    "RISK_FEATURES",
+    "SEVERITY",
+    "command_text",
+    "file_paths",
+    "risk_features",
+    "severity",
+    "sort_features",
+    "strings_of",
+]
