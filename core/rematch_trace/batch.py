@@ -58,6 +58,7 @@ class FileResult:
     sessions: list[dict[str, Any]] = attrs.field(factory=list)
     problems: list[str] = attrs.field(factory=list)
     problem_count: int = 0
+    skipped_lines: int = 0
     malformed: int = 0
 
 
@@ -75,7 +76,7 @@ class Summary:
     @property
     def failed(self) -> bool:
         """Whether any file failed or any line was skipped."""
-        return any(f.outcome == "failed" or f.problem_count for f in self.files)
+        return any(f.outcome == "failed" or f.skipped_lines for f in self.files)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able report."""
@@ -90,6 +91,7 @@ class Summary:
             "sessions_flagged": sum(1 for s in sessions if s["flagged"]),
             "flag_reasons": reasons,
             "problems": sum(f.problem_count for f in self.files),
+            "lines_skipped": sum(f.skipped_lines for f in self.files),
             "failures": [{"path": f.path, "reason": f.reason} for f in self.files if f.outcome == "failed"],
             "seconds": round(self.seconds, 3),
         }
@@ -157,9 +159,11 @@ def _fingerprint(path: Path, start: int, length: int) -> str | None:
         return None
 
 
-def _fps(path: Path, offset: int) -> tuple[str | None, str | None]:
-    head = _fingerprint(path, 0, min(_HEAD_FP, offset))
-    tail = _fingerprint(path, offset - _TAIL_FP, min(_TAIL_FP, offset))
+def _fps(path: Path, offset: int, skip: int = 0) -> tuple[str | None, str | None]:
+    skip = min(max(0, skip), offset)
+    head = _fingerprint(path, skip, min(_HEAD_FP, offset - skip))
+    tail_start = max(skip, offset - _TAIL_FP)
+    tail = _fingerprint(path, tail_start, offset - tail_start)
     return head, tail
 
 
@@ -226,12 +230,14 @@ def import_file(
         )
     saved_out = dict(outcome.saved)
     saved_out["harness"] = source.harness
+    saved_out["head_skip"] = source.mutable_prefix
     return {
         "outcome": "resumed" if outcome.resumed and saved else "imported",
         "harness": source.harness,
         "sessions": sessions,
         "problems": [str(pr) for pr in outcome.problems],
         "problem_count": outcome.problem_count,
+        "skipped_lines": sum(1 for pr in outcome.problems if pr.skipped_data),
         "malformed": outcome.malformed,
         "offset": outcome.offset,
         "saved": saved_out,
@@ -284,14 +290,15 @@ def _plan(ledger: Ledger, path: Path) -> tuple[str, dict[str, Any] | None]:
         racy = abs(row["imported_at"] - st.st_mtime_ns / 1e9) < _RACY_SECONDS
         if not racy:
             return "skip", None
-        head, tail = _fps(path, row["offset"] or st.st_size)
+        skip = (row["saved"] or {}).get("head_skip", 0)
+        head, tail = _fps(path, row["offset"] or st.st_size, skip)
         if head == row["head_fp"] and tail == row["tail_fp"]:
             return "skip", None
         return "full", None
     saved = row["saved"]
     offset = row["offset"] or 0
     if row["outcome"] in ("imported", "resumed") and saved and st.st_size > offset >= 0 and st.st_size >= row["size"]:
-        head, tail = _fps(path, offset)
+        head, tail = _fps(path, offset, saved.get("head_skip", 0))
         if head == row["head_fp"] and tail == row["tail_fp"]:
             return "resume", saved
     return "full", None
@@ -383,11 +390,12 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
         sessions=res.get("sessions", []),
         problems=res.get("problems", []),
         problem_count=res.get("problem_count", 0),
+        skipped_lines=res.get("skipped_lines", 0),
         malformed=res.get("malformed", 0),
     )
     if outcome in ("imported", "resumed"):
         offset = res["offset"]
-        head, tail = _fps(path, offset)
+        head, tail = _fps(path, offset, res["saved"].get("head_skip", 0))
         before = set(ledger.session_ids_of(str(path)))
         after = {(res["harness"], s["session_id"]) for s in res["sessions"]}
         gone = sorted(before - after)

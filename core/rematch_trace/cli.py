@@ -79,8 +79,8 @@ def import_cmd(
         )
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(report["flag_reasons"].items()))
         click.echo(f"{report['sessions_flagged']} flagged" + (f" ({reasons})" if reasons else ""))
-        if report["problems"]:
-            click.echo(f"{report['problems']} lines skipped (see above)")
+        if report["lines_skipped"]:
+            click.echo(f"{report['lines_skipped']} lines skipped (see above)")
         click.echo(f"data: {data.root}")
     sys.exit(1 if summary.failed else 0)
 
@@ -165,6 +165,21 @@ def show_cmd(session: str, out: str | None, as_json: bool) -> None:
         return
     for line in render(path):
         click.echo(line)
+
+
+@cli.command("audit")
+@click.argument("session", required=False)
+@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def audit_cmd(session: str | None, out: str | None, as_json: bool) -> None:
+    """List the risky actions of SESSION (or of every session), most severe first."""
+    from .audit import audit, format_audit
+
+    rows = audit(_data(out).root, session)
+    if as_json:
+        _echo_json(rows)
+        return
+    click.echo(format_audit(rows))
 
 
 @cli.group("lake")

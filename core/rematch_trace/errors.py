@@ -20,29 +20,24 @@ class NonExactNumber(ValueError):
     """A number in a tool input that has no exact canonical representation."""
 
 
-# Ordered: the first pattern that matches the head of a failed result decides.
-_CLASSIFIERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("rejected", re.compile(
-        r"rejected by user|user rejected|doesn't want to proceed|declined by user"
-        r"|user denied|permission to use \S+ (?:has been|was) denied|rejected by user approval",
-        re.I)),
-    ("interrupted", re.compile(
-        r"aborted by user|interrupted by user|tool execution was aborted|request was aborted"
-        r"|\binterrupted\b|cancelled by user|canceled by user", re.I)),
-    ("timeout", re.compile(r"timed out|timeout|deadline exceeded|exit code:? 124\b", re.I)),
-    ("sandbox", re.compile(r"sandbox|seatbelt|landlock", re.I)),
-    ("permission", re.compile(r"permission denied|operation not permitted|EACCES|EPERM|access is denied", re.I)),
-    ("not_found", re.compile(
-        r"no such file|not found|does not exist|ENOENT|cannot find|could not find|unknown tool|unsupported call",
-        re.I)),
-    ("invalid_input", re.compile(
-        r"invalid (?:input|argument|parameter|params)|failed to parse|validation (?:error|failed)"
-        r"|inputvalidationerror|must be|missing required|unexpected (?:argument|parameter)"
-        r"|has not been read yet|string to replace not found|old_string", re.I)),
-    ("exit_nonzero", re.compile(
-        r"exit(?:ed)? (?:with )?code:? *-?[1-9]\d*|exit status -?[1-9]\d*"
-        r"|process exited with code -?[1-9]\d*|\"exit_code\": *-?[1-9]\d*", re.I)),
+# Ordered: the first class with a phrase in the (lowercased) head decides.
+# Plain substring tests: this runs on every failed result, so no regex scans.
+_PHRASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("rejected", ("rejected by user", "user rejected", "doesn't want to proceed", "declined by user",
+                  "user denied", "has been denied", "was denied", "rejected by user approval")),
+    ("interrupted", ("aborted by user", "interrupted by user", "tool execution was aborted",
+                     "request was aborted", "interrupted", "cancelled by user", "canceled by user")),
+    ("timeout", ("timed out", "timeout", "deadline exceeded")),
+    ("sandbox", ("sandbox", "seatbelt", "landlock")),
+    ("permission", ("permission denied", "operation not permitted", "eacces", "eperm", "access is denied")),
+    ("not_found", ("no such file", "not found", "does not exist", "enoent", "cannot find", "could not find",
+                   "unknown tool", "unsupported call")),
+    ("invalid_input", ("invalid input", "invalid argument", "invalid parameter", "invalid params",
+                       "failed to parse", "validation error", "validation failed", "inputvalidationerror",
+                       "must be", "missing required", "unexpected argument", "unexpected parameter",
+                       "has not been read yet", "string to replace not found", "old_string")),
 )
+_TIMEOUT_EXIT = re.compile(r"exit code:? 124\b")
 
 _EXIT_CODE = re.compile(
     r"(?:exit code:?|exited with code|exit status|process exited with code|\"exit_code\":) *(-?\d+)", re.I
@@ -61,8 +56,14 @@ def classify_error(text: str) -> str:
     The fallback when a plugin gives no structured class: always one of
     :data:`rematch_trace.vocab.ERROR_CLASSES`, ``tool_error`` when nothing matches.
     """
-    head = text[:4096]
-    for cls, pattern in _CLASSIFIERS:
-        if pattern.search(head):
+    head = text[:4096].lower()
+    for cls, phrases in _PHRASES:
+        if cls == "timeout" and _TIMEOUT_EXIT.search(head):
             return cls
+        for phrase in phrases:
+            if phrase in head:
+                return cls
+    code = exit_code_of(head)
+    if code is not None and code != 0:
+        return "exit_nonzero"
     return "tool_error"

@@ -11,6 +11,7 @@ file truncates them away, restores the snapshot and continues.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -78,12 +79,29 @@ class SourceOutcome:
     saved: dict[str, Any] = attrs.field(factory=dict)
 
 
+def state_dumps(value: Any) -> bytes:
+    """JSON of a saved state; lone surrogates (which orjson refuses) are escaped."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+def state_loads(data: bytes) -> Any:
+    """Read back :func:`state_dumps`."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
 def _dumps(rec: dict[str, Any]) -> bytes:
     try:
         return orjson.dumps(rec) + b"\n"
     except orjson.JSONEncodeError:
-        # A value orjson refuses (an integer past 64 bits): write it as text.
-        return orjson.dumps(rec, default=str) + b"\n"
+        # What orjson refuses (an integer past 64 bits, a lone surrogate in an id
+        # from a hostile file): plain json writes it, ASCII-escaped.
+        return json.dumps(rec, ensure_ascii=True, separators=(",", ":"), default=str).encode() + b"\n"
 
 
 class _Out:
@@ -166,7 +184,7 @@ class SourceImport:
         self.result = SourceOutcome(source)
         self.snapshot: dict[str, Any] | None = None
         self.offset = int(self.saved.get("offset", 0))
-        self.plugin_state: dict[str, Any] = orjson.loads(orjson.dumps(self.saved.get("plugin", {})))
+        self.plugin_state: dict[str, Any] = state_loads(state_dumps(self.saved.get("plugin", {})))
 
     def _raw(self) -> Iterator[RawRecord]:
         for item in self.host.read(self.source, self.offset):
@@ -193,9 +211,7 @@ class SourceImport:
                 "events_len": out.events.size if out.events is not None else 0,
             }
         # A round trip through JSON is both the deep copy and the proof it saves.
-        self.snapshot = orjson.loads(
-            orjson.dumps({"offset": self.offset, "plugin": self.plugin_state, "streams": streams})
-        )
+        self.snapshot = state_loads(state_dumps({"offset": self.offset, "plugin": self.plugin_state, "streams": streams}))
 
     def _open(self, rec: vocab.Session) -> _Out:
         saved = self.saved.get("streams", {}).get(rec.stream)

@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from .importer import state_dumps, state_loads
+
 # Each migration takes the schema from its index to the next version.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -116,7 +118,7 @@ class Ledger:
         if row is None:
             return None
         d = dict(row)
-        d["saved"] = orjson.loads(d["saved"]) if d["saved"] else None
+        d["saved"] = state_loads(d["saved"]) if d["saved"] else None
         return d
 
     def sources(self) -> Iterator[dict[str, Any]]:
@@ -142,7 +144,7 @@ class Ledger:
         sessions: list[dict[str, Any]] | None = None,
     ) -> None:
         """Record a source's outcome and, in the same transaction, its sessions."""
-        blob = orjson.dumps(saved) if saved else None
+        blob = state_dumps(saved) if saved else None
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute(

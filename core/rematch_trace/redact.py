@@ -428,14 +428,36 @@ class Redactor:
             counter[0] += n
             return red
         if t is dict:
-            if depth > 400:  # deeper than any real input: redact its text form whole
-                return self._value(str(value), None, counter, 0)
+            if depth > _MAX_DEPTH:  # deeper than any real input: redact its strings, joined, whole
+                return self._value(_joined(value), None, counter, 0)
             return {k: self._value(v, k if isinstance(k, str) else None, counter, depth + 1) for k, v in value.items()}
         if t is list or t is tuple:
-            if depth > 400:
-                return self._value(str(value), None, counter, 0)
+            if depth > _MAX_DEPTH:
+                return self._value(_joined(value), None, counter, 0)
             return [self._value(v, None, counter, depth + 1) for v in value]
         return value
+
+
+_MAX_DEPTH = 200
+
+
+def _joined(value: Any) -> str:
+    """Every string (and key) under ``value``, newline-joined, without recursion."""
+    parts: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            parts.append(v)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                parts.append(str(k))
+                stack.append(x)
+        elif isinstance(v, list | tuple):
+            stack.extend(reversed(v))
+        else:
+            parts.append(repr(v))
+    return "\n".join(parts)
 
 
 def _apply(rule: Rule, text: str) -> tuple[str, int]:

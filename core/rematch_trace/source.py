@@ -27,6 +27,8 @@ class Source:
     :param agent_kind: ``"sub"`` when the layout says the file is a subagent's.
     :param compression: ``"zst"`` or ``"gz"`` for compressed files, else ``""``.
     :param parent: the parent session's file, for subagent layouts that show it.
+    :param mutable_prefix: bytes at the start that the harness rewrites in place
+        (omp's title slot); change detection ignores them.
     """
 
     harness: str
@@ -34,6 +36,7 @@ class Source:
     agent_kind: Literal["main", "sub"] = "main"
     compression: Compression = ""
     parent: Path | None = None
+    mutable_prefix: int = 0
 
 
 @attrs.frozen(slots=True)
@@ -61,6 +64,11 @@ class Problem:
     line: int
     message: str
     kind: str = "malformed"
+
+    @property
+    def skipped_data(self) -> bool:
+        """Whether data was lost (a bad or oversized line), not merely noted."""
+        return self.kind in ("malformed", "oversized")
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path

@@ -235,7 +235,7 @@ class Synthesizer:
         elif isinstance(rec, vocab.UserMessage):
             self._user(rec, out)
         elif isinstance(rec, vocab.Abort):
-            self._close_turn()
+            # The aborted turn stays open: its (synthetic) results may still follow.
             self.last_aborted = True
         elif isinstance(rec, vocab.SkillInvoked):
             self._skill(rec.name)

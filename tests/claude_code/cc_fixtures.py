@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 import rematch_claude_code as plugin
 from rematch_trace.source import RawRecord, Source
 from rematch_trace.testing import SynthesizedSession, synthesize_file
@@ -144,7 +145,7 @@ def records_of(records: list[Neutral], kind: type, stream: str | None = "") -> l
 
 def synthesize(path: Path) -> list[SynthesizedSession]:
     """The file imported through the core: its sessions' traces."""
-    return synthesize_file(path, [plugin], hint="claude_code", events=False, redact=False)
+    return synthesize_file(path, [plugin], hint="claude_code")
 
 
 def evs(session: SynthesizedSession, ev: str) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from cc_fixtures import synthesize
+
 from rematch_trace.testing import validate_trace
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -164,6 +165,7 @@ def test_corpus_main_session_holds_none_of_its_subagents_lines(path: Path) -> No
 
 def _plugin_aborts(path: Path) -> int:
     from cc_fixtures import translate
+
     from rematch_trace.vocab import Abort
 
     return sum(isinstance(r, Abort) for r in translate(path))

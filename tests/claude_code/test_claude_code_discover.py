@@ -7,9 +7,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-import rematch_claude_code as plugin
 import zstandard
 from cc_fixtures import SID, Lines, raw_records, source_of, write
+
+import rematch_claude_code as plugin
 from rematch_trace.source import Problem, RawRecord, Source
 
 
@@ -104,16 +105,22 @@ def test_compressed_transcripts_are_read_whole(tmp_path: Path) -> None:
 
 def test_bad_lines_are_reported_and_the_rest_imports(tmp_path: Path) -> None:
     b = Lines()
-    path = write(tmp_path / f"{SID}.jsonl", [b.user("one"), "{not json", "[1, 2]", b.user("two")])
+    unknown = {"type": "hologram", "sessionId": SID}
+    path = write(tmp_path / f"{SID}.jsonl", [b.user("one"), "{not json", "[1, 2]", unknown, b.user("two")])
     with open(path, "ab") as f:
         f.write(b'{"type":"user","trunc')
     it = plugin.read_transcript(source_of(path), 0)
     assert it is not None
     items = list(it)
     problems = [p for p in items if isinstance(p, Problem)]
-    assert [p.line for p in problems] == [2, 3, 5]
-    assert problems[-1].kind == "truncated_tail"
-    assert [r.value["message"]["content"] for r in items if isinstance(r, RawRecord)] == ["one", "two"]
+    assert [(p.line, p.kind) for p in problems] == [
+        (2, "malformed"),
+        (3, "malformed"),
+        (4, "unknown_type"),
+        (6, "truncated_tail"),
+    ]
+    records = [r.value for r in items if isinstance(r, RawRecord)]
+    assert [v["message"]["content"] for v in records if v["type"] == "user"] == ["one", "two"]
 
 
 def test_a_vanished_file_is_a_problem_not_a_crash(tmp_path: Path) -> None:

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import rematch_claude_code as plugin
 from cc_fixtures import Lines, call, raw_records, session_path, source_of, text, translate, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import rematch_claude_code as plugin
 from rematch_trace.source import RawRecord, Source
 from rematch_trace.vocab import AssistantMessage, Session, UserMessage
 

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 from cc_fixtures import SID, Lines, call, evs, session_path, synthesize, text, write
-from rematch_trace.testing import validate_trace
+
+import rematch_claude_code as plugin
+from rematch_trace.testing import check_plugin, validate_trace
 
 
 def _mark(cls: str, spelling: str = "/rematch-mark") -> str:
@@ -106,8 +108,7 @@ def test_plugin_contract_over_every_fixture_shape(tmp_path: Path) -> None:
         write(project / "agent-90fa40b6.jsonl", [sub, b.assistant("m2", text("ready"))]),
         write(project / SID / "subagents" / "agent-a1.jsonl", [sub, b.assistant("m3", text("ready"))]),
     ]
-    sessions = [s for path in paths for s in synthesize(path)]
-    assert [validate_trace(s.records) for s in sessions] == [[], [], []]
+    sessions = check_plugin(plugin, paths, hint="claude_code")
     assert [(s.session_id, s.agent_kind) for s in sessions] == [
         (SID, "main"),
         (f"{SID}.agent-90fa40b6", "sub"),

@@ -15,6 +15,7 @@ from cc_fixtures import (
     translate,
     write,
 )
+
 from rematch_trace.vocab import (
     Abort,
     AssistantMessage,
@@ -64,9 +65,11 @@ def test_typed_text_is_a_user_message_in_both_content_shapes(tmp_path: Path) -> 
 
 def test_ide_context_blocks_are_not_part_of_the_typed_text(tmp_path: Path) -> None:
     b = Lines()
-    content = [text("<ide_opened_file>The user opened a.py</ide_opened_file>"), text("fix the bug")]
-    out = _run(tmp_path, [b.user(content)])
-    assert [m.text for m in records_of(out, UserMessage)] == ["fix the bug"]
+    blocks = [text("<ide_opened_file>The user opened a.py</ide_opened_file>"), text("fix the bug")]
+    inline = "<ide_selection>x = 1</ide_selection>\n<system-reminder>r</system-reminder>\nexplain this"
+    only_context = [text("<ide_opened_file>The user opened b.py</ide_opened_file>")]
+    out = _run(tmp_path, [b.user(blocks), b.user(inline), b.user(only_context)])
+    assert [m.text for m in records_of(out, UserMessage)] == ["fix the bug", "explain this"]
 
 
 def test_injected_user_lines_are_not_inputs(tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 import rematch_codex as plugin
-from rematch_codex import discover, translate as tr
+from rematch_codex import discover
+from rematch_codex import translate as tr
 from rematch_trace.source import RawRecord, Source
 from rematch_trace.testing import SynthesizedSession, synthesize_file
 from rematch_trace.vocab import Neutral

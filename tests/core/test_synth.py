@@ -206,3 +206,28 @@ def test_pause_anywhere_equals_one_pass(cut: int) -> None:
         out += second.feed(r)
     out += second.finish()
     assert out == whole
+
+
+@pytest.mark.parametrize(
+    "text,cls",
+    [
+        ("Exit code: 2\nboom", "exit_nonzero"),
+        ("Process exited with code 1", "exit_nonzero"),
+        ('{"output":"x","metadata":{"exit_code": 3}}', "exit_nonzero"),
+        ("command timed out after 10000 milliseconds", "timeout"),
+        ("Exit code: 124", "timeout"),
+        ("The user doesn't want to proceed with this tool use.", "rejected"),
+        ("exec command rejected by user", "rejected"),
+        ("Wall time: 1.0 seconds\naborted by user", "interrupted"),
+        ("failed in sandbox Seatbelt with execution error", "sandbox"),
+        ("bash: /etc/shadow: Permission denied", "permission"),
+        ("cat: x.py: No such file or directory", "not_found"),
+        ("<tool_use_error>File has not been read yet.</tool_use_error>", "invalid_input"),
+        ("something odd happened", "tool_error"),
+        ("Exit code: 0", "tool_error"),
+    ],
+)
+def test_fallback_error_classifier(text: str, cls: str) -> None:
+    from rematch_trace.errors import classify_error
+
+    assert classify_error(text) == cls

@@ -125,7 +125,7 @@ def trace_counts(records: list[dict[str, Any]]) -> dict[str, int]:
 def test_corpus_file_imports_with_the_counts_its_source_implies(path: Path) -> None:
     from rematch_trace.testing import synthesize_file, validate_trace
 
-    sessions = synthesize_file(path, [rematch_omp], hint="omp", events=False)
+    sessions = synthesize_file(path, [rematch_omp], hint="omp")
     want = expected_counts(path)
     assert [s.session_id for s in sessions] == [want.pop("session_id")]  # no lost session
     (s,) = sessions
@@ -138,7 +138,7 @@ def test_corpus_file_imports_with_the_counts_its_source_implies(path: Path) -> N
         if key in path.name:
             assert {k: want[k] for k in counts} == counts
     # Re-importing gives the same trace, byte for byte.
-    again = synthesize_file(path, [rematch_omp], hint="omp", events=False)
+    again = synthesize_file(path, [rematch_omp], hint="omp")
     assert [json.dumps(r) for r in again[0].records] == [json.dumps(r) for r in s.records]
 
 

@@ -68,9 +68,8 @@ def test_claims_omp_and_pi_files_only(tmp_path: Path) -> None:
     codex = write(tmp_path / "d.jsonl", [{"timestamp": "2025", "type": "session_meta", "payload": {"id": "x"}}])
     slot_only = write(tmp_path / "e.jsonl", [title_slot(), {"type": "message"}])
     other_ext = write(tmp_path / "f.json", [header()])
-    for path in (omp, pi):
-        src = rematch_omp.detect_source(path=path, head=_head(path), hint=None)
-        assert src == Source("omp", path)
+    assert rematch_omp.detect_source(path=omp, head=_head(omp), hint=None) == Source("omp", omp, mutable_prefix=256)
+    assert rematch_omp.detect_source(path=pi, head=_head(pi), hint=None) == Source("omp", pi)
     for path in (claude, codex, slot_only, other_ext):
         assert rematch_omp.detect_source(path=path, head=_head(path), hint=None) is None
     assert rematch_omp.detect_source(path=omp, head=_head(omp), hint="codex") is None

@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import Literal
 
 import orjson
+
 from rematch_trace.source import Compression, Location, Source
 
 HARNESS = "claude_code"
 
 #: Folders whose files are never transcripts.
 _SKIP_DIRS = frozenset({"memory", "tool-results"})
-#: Line types only Claude Code writes with a camelCase ``sessionId``.
-_CC_TYPES = frozenset(
+#: Every line type Claude Code is known to write (1.0 to 2.1); others are reported.
+KNOWN_TYPES = frozenset(
     {
         "user",
         "assistant",
@@ -43,6 +44,7 @@ _CC_TYPES = frozenset(
         "agent-setting",
         "pr-link",
         "saved_hook_context",
+        "cost-state",
     }
 )
 #: Types that are Claude Code's even without a ``sessionId``.
@@ -102,7 +104,7 @@ def looks_like_claude_code(head: bytes) -> bool:
     first = _first_object(head)
     if first is not None:
         typ = first.get("type")
-        if typ not in _CC_TYPES:
+        if typ not in KNOWN_TYPES:
             return False
         return typ in _CC_BARE_TYPES or isinstance(first.get("sessionId"), str)
     # A first line longer than the head: fall back to the keys only Claude Code spells so.

@@ -10,6 +10,8 @@ from typing import IO
 from rematch_trace.jsonl import read_jsonl, require_c_backend
 from rematch_trace.source import Problem, RawRecord, Source
 
+from .discover import KNOWN_TYPES
+
 _SKIP_CHUNK = 1024 * 1024
 
 
@@ -41,8 +43,16 @@ def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
         if source.compression == "gz":
             stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         elif source.compression == "zst":
-            import zstandard
-
+            try:
+                import zstandard
+            except ImportError:
+                yield Problem(
+                    path,
+                    0,
+                    "a .zst transcript needs zstandard: pip install 'rematch-claude-code[zstd]'",
+                    "unreadable",
+                )
+                return
             stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))  # type: ignore[arg-type]
         else:
             stream = raw
@@ -52,7 +62,16 @@ def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
             else:
                 raw.seek(start)
         try:
-            yield from read_jsonl(stream, path, start)
+            for item in read_jsonl(stream, path, start):
+                if type(item) is RawRecord and item.value.get("type") not in KNOWN_TYPES:
+                    # Reported, and still passed on so the resume offset moves past it.
+                    yield Problem(
+                        path,
+                        item.line,
+                        f"unknown line type {item.value.get('type')!r}; skipped",
+                        "unknown_type",
+                    )
+                yield item
         except (OSError, EOFError, ValueError) as err:
             # A corrupt compressed stream ends the file, reported, not the import.
             yield Problem(path, 0, f"cannot decompress: {err}", "unreadable")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from rematch_trace.errors import RestartImport
 from rematch_trace.source import RawRecord, Source
 from rematch_trace.vocab import (
@@ -44,7 +45,7 @@ from rematch_trace.vocab import (
 
 from .discover import session_stem
 from .timestamps import to_ms
-from .usertext import INTERRUPT_PREFIX, SKILL_BODY_PREFIX, classify, is_context_block
+from .usertext import INTERRUPT_PREFIX, SKILL_BODY_PREFIX, classify, strip_context
 
 STATE_VERSION = 1
 PROVIDER = "anthropic"
@@ -52,6 +53,8 @@ PROVIDER = "anthropic"
 HEAD_CHARS = 4096
 #: Closed message ids remembered per stream, to drop a response written again.
 MAX_SEEN_IDS = 256
+#: The same for each inline subagent chain (a file may hold many; each is short).
+MAX_SEEN_IDS_SIDECHAIN = 32
 #: Line uuids remembered, to drop a line written twice.
 MAX_RECENT_UUIDS = 64
 #: Sidechain line uuids remembered, to route a line to its parent's chain.
@@ -399,7 +402,7 @@ class _Translator:
         if g["id"] is not None:
             seen = ss["seen"]
             seen.append(g["id"])
-            if len(seen) > MAX_SEEN_IDS:
+            if len(seen) > (MAX_SEEN_IDS if key == "" else MAX_SEEN_IDS_SIDECHAIN):
                 del seen[0]
 
     # -- assistant ------------------------------------------------------------------------
@@ -524,7 +527,7 @@ class _Translator:
             return
         if v.get("isCompactSummary") is True or v.get("isVisibleInTranscriptOnly") is True:
             return
-        kept = [x for x in texts if not is_context_block(x)]
+        kept = [x for x in map(strip_context, texts) if x]
         if not kept and not images:
             return
         kind, text = classify("\n".join(kept)) if kept else ("input", "")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 import zstandard
+
 from rematch_trace.jsonl import read_jsonl
 from rematch_trace.source import Location, Problem, RawRecord, Source
 
@@ -43,9 +44,13 @@ def locations() -> list[Location]:
 
 
 def thread_id_of(path: Path) -> str | None:
-    """The thread id in a rollout's file name (the last uuid in it), if any."""
+    """The thread id in a rollout's file name, if any.
+
+    A reverted thread's file is ``rollout-<time>-<thread id>_<rollout id>.jsonl``:
+    the thread id is the first uuid.
+    """
     found = _UUID.findall(path.name)
-    return found[-1].lower() if found else None
+    return found[0].lower() if found else None
 
 
 def _plain_head(path: Path) -> bytes:

@@ -103,7 +103,8 @@ def classify_output(text: str, raw: Any = None) -> Outcome:
     if _INTERRUPTED.match(stripped):
         return (True, "interrupted")
     first_line = lower.split("\n", 1)[0]
-    if "rejected by user" in first_line or "declined by user" in first_line:
+    # Rejections are a short fixed sentence; a long output merely quoting one is not.
+    if len(stripped) < 400 and ("rejected by user" in first_line or "declined by user" in first_line):
         return (True, "rejected")
     if lower.startswith("failed in sandbox"):
         return (True, "timeout" if "timed out" in first_line else "sandbox")

@@ -5,10 +5,25 @@ from __future__ import annotations
 import datetime as _dt
 
 _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
-# Every line of a rollout carries a timestamp and most share a day: caching the
-# day's epoch makes the common case a few slices and int() calls.
+# Every line of a rollout carries a timestamp and runs of lines share a second:
+# caching days and seconds makes the common case a dict hit and one int().
 _DAYS: dict[str, int] = {}
 _MAX_DAYS = 4096
+_SECONDS: dict[str, int] = {}
+_MAX_SECONDS = 4096
+
+
+def _second_ms(prefix: str) -> int:
+    """Milliseconds of ``YYYY-MM-DDTHH:MM:SS`` (raises ValueError when malformed)."""
+    ms = _SECONDS.get(prefix)
+    if ms is None:
+        if prefix[13] != ":" or prefix[16] != ":":
+            raise ValueError(prefix)
+        ms = _day_ms(prefix[:10]) + (int(prefix[11:13]) * 3600 + int(prefix[14:16]) * 60 + int(prefix[17:19])) * 1000
+        if len(_SECONDS) >= _MAX_SECONDS:
+            _SECONDS.clear()
+        _SECONDS[prefix] = ms
+    return ms
 
 
 def _day_ms(day: str) -> int:
@@ -30,9 +45,13 @@ def to_ms(value: object) -> int | None:
     """
     if not isinstance(value, str) or len(value) < 19 or value[10] not in "Tt ":
         return None
+    # The common shape, "...:SS.mmmZ", costs a cache hit on the second.
+    if len(value) == 24 and value[19] == "." and value[23] == "Z" and value[20:23].isdigit():
+        base = _SECONDS.get(value[:19])
+        if base is not None:
+            return base + int(value[20:23])
     try:
-        ms = _day_ms(value[:10])
-        ms += (int(value[11:13]) * 3600 + int(value[14:16]) * 60 + int(value[17:19])) * 1000
+        ms = _second_ms(value[:19])
         rest = value[19:]
         if rest.startswith("."):
             i = 1

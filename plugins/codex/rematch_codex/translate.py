@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
+
 from rematch_trace.errors import RestartImport
 from rematch_trace.source import RawRecord, Source
 from rematch_trace.vocab import (
@@ -86,6 +87,7 @@ _OUTCOME_EVENTS = frozenset({"exec_command_end", "patch_apply_end", "mcp_tool_ca
 def _new_state() -> dict[str, Any]:
     return {
         "started": False,
+        "meta": False,  # the identity came from a session_meta (not the file name)
         "sid": None,
         "v7": None,  # this session's UUIDv7 time prefix, to tell own turns from copied ones
         "own": False,  # the session has done something of its own (a copy can no longer start)
@@ -117,8 +119,9 @@ class _Translator:
 
     def __init__(self, source: Source, state: dict[str, Any]) -> None:
         self.source = source
-        if not state:
-            state.update(_new_state())
+        # setdefault, not update: a state saved by an older version gains the keys it lacks.
+        for key, value in _new_state().items():
+            state.setdefault(key, value)
         self.s = state
         self.out: list[Neutral] = []
 
@@ -203,6 +206,7 @@ class _Translator:
         s["sid"] = sid
         s["v7"] = _v7_prefix(sid)
         s["started"] = True
+        s["meta"] = bool(meta)
         self.out.append(
             Session(
                 STREAM,
@@ -220,6 +224,10 @@ class _Translator:
         s = self.s
         if not s["started"]:
             self.ensure_session(t, payload)
+            return
+        if not s["meta"]:
+            # The session opened on its file name before any meta: this one is its own.
+            s["meta"] = True
             return
         sid = payload.get("id")
         if isinstance(sid, str) and sid != s["sid"] and not s["own"] and not s["copy"]:
@@ -311,7 +319,6 @@ class _Translator:
         elif typ == "turn_aborted":
             pend = s["pend"]
             if pend is not None:
-                pend["aborted"] = True
                 self.close()
             # Held until the next boundary: v0.3x-0.4x write the aborted response's items after this event.
             reason = payload.get("reason")

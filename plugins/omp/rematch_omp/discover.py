@@ -153,6 +153,10 @@ def subagent_parent(path: Path, compression: Compression) -> Path | None:
     return None
 
 
+#: omp's fixed-width title slot, newline included.
+TITLE_SLOT_BYTES = 256
+
+
 def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
     """Claim ``path`` for omp when its name and first bytes say it is an omp/pi session."""
     if hint is not None and hint != HARNESS:
@@ -163,10 +167,12 @@ def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
     data = _decompressed_head(head, compression)
     if not data or not looks_like_session(data):
         return None
+    # omp rewrites its title slot in place: a retitled file has only grown.
+    slot = TITLE_SLOT_BYTES if not compression and data.startswith(b'{"type":"title"') else 0
     parent = subagent_parent(path, compression)
     if parent is not None:
-        return Source(HARNESS, path, agent_kind="sub", compression=compression, parent=parent)
-    return Source(HARNESS, path, compression=compression)
+        return Source(HARNESS, path, agent_kind="sub", compression=compression, parent=parent, mutable_prefix=slot)
+    return Source(HARNESS, path, compression=compression, mutable_prefix=slot)
 
 
 def stem(path: Path) -> str:

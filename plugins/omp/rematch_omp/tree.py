@@ -95,6 +95,14 @@ def _rest_of_line(f: IO[bytes], chunk: bytes) -> tuple[bytes, bool]:
     return tail, True
 
 
+def _add_node(nodes: dict[str, tuple[int, str | None]], m: re.Match[bytes], lineno: int) -> str:
+    """Record the entry whose ids a pattern read off line ``lineno``; return its id."""
+    eid = m.group(1).decode("utf-8", "replace")
+    parent = m.group(2)
+    nodes[eid] = (lineno, parent.decode("utf-8", "replace") if parent is not None else None)
+    return eid
+
+
 def index(f: IO[bytes]) -> Index:
     """The index pass over a stream at offset 0: find the header and the active path."""
     idx = Index()
@@ -117,9 +125,7 @@ def index(f: IO[bytes]) -> Index:
                 continue  # omp never writes a multi-MiB header; the header search goes on
             m = _HEAD_IDS.match(raw) or (_TAIL_IDS.search(tail) if complete else None)
             if m is not None:
-                last = m.group(1).decode("utf-8", "replace")
-                parent = m.group(2)
-                nodes[last] = (lineno, parent.decode("utf-8", "replace") if parent is not None else None)
+                last = _add_node(nodes, m, lineno)
             continue
         complete = raw.endswith(b"\n")
         body = raw.strip()
@@ -129,9 +135,7 @@ def index(f: IO[bytes]) -> Index:
             m = _HEAD_IDS.match(body) or _TAIL_IDS.search(body[-_TAIL_BYTES:])
             if m is not None:
                 idx.last_line = lineno
-                last = m.group(1).decode("utf-8", "replace")
-                parent = m.group(2)
-                nodes[last] = (lineno, parent.decode("utf-8", "replace") if parent is not None else None)
+                last = _add_node(nodes, m, lineno)
                 continue
         try:
             value = loads(body)

@@ -1,0 +1,117 @@
+"""The import benchmark: one command, one table.
+
+    python bench/run.py --size-mb 1024
+
+Generates (or reuses) an archive under ``bench/out/corpus``, then measures, in
+one run, wall time, throughput and the peak RSS of the largest process for:
+a parse-only reference (orjson over every line, one process), a cold import
+with ``--jobs 1``, a cold import with all cores, a rerun with nothing changed,
+and a rerun after appending about 1% to every file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from generate import append_percent, generate  # noqa: E402
+
+_MEASURE = r"""
+import resource, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+wall = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+sys.stdout.write(f"{wall} {rss} {p.returncode}\n")
+sys.stderr.write(p.stderr.decode(errors="replace")[-2000:])
+"""
+
+_PARSE = r"""
+import sys, os, orjson
+n = 0
+for root, _, files in os.walk(sys.argv[1]):
+    for name in files:
+        if name.endswith(".jsonl"):
+            with open(os.path.join(root, name), "rb") as f:
+                for line in f:
+                    if line.strip():
+                        try:
+                            orjson.loads(line)
+                        except orjson.JSONDecodeError:
+                            pass
+                        n += 1
+print(n)
+"""
+
+
+def measure(cmd: list[str]) -> tuple[float, float, int, str]:
+    """(wall seconds, peak RSS MiB of the largest process, exit code, stderr tail)."""
+    res = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True)
+    wall, rss_kb, code = res.stdout.split()
+    return float(wall), int(rss_kb) / 1024, int(code), res.stderr
+
+
+def rematch(corpus: Path, out: Path, jobs: int) -> list[str]:
+    exe = shutil.which("rematch", path=str(Path(sys.executable).parent)) or "rematch"
+    return [exe, "import", str(corpus), "--out", str(out), "--jobs", str(jobs), "--quiet", "--json"]
+
+
+def corpus_size(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*.jsonl"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--work", type=Path, default=HERE / "out")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--regenerate", action="store_true")
+    a = ap.parse_args()
+
+    corpus = a.work / "corpus"
+    stamp = a.work / "corpus.json"
+    if a.regenerate or not stamp.exists() or json.loads(stamp.read_text()).get("size_mb") != a.size_mb:
+        shutil.rmtree(a.work, ignore_errors=True)
+        corpus.mkdir(parents=True)
+        generate(corpus, a.size_mb)
+        stamp.write_text(json.dumps({"size_mb": a.size_mb}))
+    for d in ("out1", "outN"):
+        shutil.rmtree(a.work / d, ignore_errors=True)
+    size = corpus_size(corpus)
+    mb = size / 1e6
+    rows: list[tuple[str, float, float, int, float]] = []
+
+    def row(name: str, cmd: list[str], nbytes: float) -> float:
+        wall, rss, code, err = measure(cmd)
+        if code not in (0, 1):
+            sys.stderr.write(err)
+            raise SystemExit(f"{name}: exit {code}")
+        rows.append((name, wall, nbytes / 1e6 / wall if wall else 0.0, code, rss))
+        return wall
+
+    row("parse only (orjson, 1 process)", [sys.executable, "-c", _PARSE, str(corpus)], size)
+    cold1 = row("cold import, --jobs 1", rematch(corpus, a.work / "out1", 1), size)
+    coldn = row(f"cold import, --jobs {a.jobs}", rematch(corpus, a.work / "outN", a.jobs), size)
+    rerun = row("rerun, nothing changed", rematch(corpus, a.work / "outN", a.jobs), size)
+    added = append_percent(corpus, 1.0)
+    grown = row("rerun after +1% appended", rematch(corpus, a.work / "outN", a.jobs), added)
+
+    print(f"corpus: {mb:,.0f} MB in {sum(1 for _ in corpus.rglob('*.jsonl'))} files "
+          f"(+{added / 1e6:,.1f} MB appended); {os.cpu_count()} cores; python {sys.version.split()[0]}")
+    print(f"{'run':<34} {'wall s':>8} {'MB/s':>8} {'peak RSS MiB':>13}")
+    for name, wall, rate, _code, rss in rows:
+        print(f"{name:<34} {wall:>8.2f} {rate:>8.1f} {rss:>13.0f}")
+    print(f"rerun / cold: {rerun / coldn:.1%}   +1% rerun / cold: {grown / coldn:.1%}   "
+          f"speed-up 1->{a.jobs} jobs: {cold1 / coldn:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""``rematch audit``: the risky actions of one session or of all, most severe first.
+
+It reads the security event files (``events/*.jsonl``) a data folder holds; a
+row is one ``pre_tool_use`` event with risk features, joined with its
+outcome (the post event of the same call).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .output import safe_name
+from .risk import severity, sort_features
+
+#: Outcomes of an audited action.
+OUTCOMES = ("ok", "failed", "unknown")
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    ev = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(ev, dict):
+                    out.append(ev)
+    except OSError:
+        return []
+    return out
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    events = _events(path)
+    outcome: dict[str, str] = {}
+    for ev in events:
+        if ev.get("kind") in ("post_tool_use", "post_tool_failure") and ev.get("source_tool_call_id"):
+            outcome[ev["source_tool_call_id"]] = "ok" if ev["kind"] == "post_tool_use" else "failed"
+    rows: list[dict[str, Any]] = []
+    for ev in events:
+        features = ev.get("risk_features")
+        # A post event repeats its call's features: the pre event is the row.
+        if ev.get("kind") != "pre_tool_use" or not features or not isinstance(features, list):
+            continue
+        call = ev.get("source_tool_call_id")
+        feats = sort_features(f for f in features if isinstance(f, str))
+        meta = ev.get("metadata") if isinstance(ev.get("metadata"), dict) else {}
+        rows.append(
+            {
+                "severity": severity(feats),
+                "risk_features": feats,
+                "occurred_at": ev.get("occurred_at"),
+                "agent": ev.get("agent"),
+                "session": ev.get("source_session_id"),
+                "agent_sub_id": ev.get("agent_sub_id"),
+                "tool_name": ev.get("tool_name"),
+                "action_type": ev.get("action_type"),
+                "args_summary": ev.get("args_summary") or "",
+                "outcome": outcome.get(call, "unknown") if isinstance(call, str) else "unknown",
+                "error_class": (meta or {}).get("error_class"),
+                "event_id": ev.get("event_id"),
+                "action_fingerprint": ev.get("action_fingerprint"),
+                "events_file": path.name,
+            }
+        )
+    return rows
+
+
+def audit(data_dir: Path, session: str | None = None) -> list[dict[str, Any]]:
+    """The risky actions of ``session`` (its id) or of every session, most severe first.
+
+    Ties are broken by time, then event id, so the order is stable.
+    """
+    folder = Path(data_dir) / "events"
+    if session is not None:
+        paths = [folder / f"{safe_name(session)}.jsonl"]
+        paths = [p for p in paths if p.exists()]
+        if not paths:
+            # A subagent's events name their parent in source_session_id: find those too.
+            paths = sorted(folder.glob("*.jsonl"))
+    else:
+        paths = sorted(folder.glob("*.jsonl"))
+    rows: list[dict[str, Any]] = []
+    for p in paths:
+        for row in _rows(p):
+            if session is None or p.name == f"{safe_name(session)}.jsonl" or session in (
+                row["session"],
+                row["agent_sub_id"],
+            ):
+                rows.append(row)
+    rows.sort(key=lambda r: (-r["severity"], -len(r["risk_features"]), str(r["occurred_at"]), str(r["event_id"])))
+    return rows
+
+
+def format_audit(rows: list[dict[str, Any]]) -> str:
+    """The rows as a terminal table: time, session, tool, outcome, features, summary."""
+    if not rows:
+        return "no risky actions found"
+    lines = []
+    for r in rows:
+        who = str(r.get("session") or "")[:12]
+        if r.get("agent_sub_id"):
+            who += f"/{str(r['agent_sub_id'])[:8]}"
+        outcome = r["outcome"] + (f"({r['error_class']})" if r.get("error_class") else "")
+        summary = str(r.get("args_summary") or "").replace("\n", " ")
+        lines.append(
+            f"{str(r.get('occurred_at') or '')[:19]:19}  {who:21}  {r.get('tool_name') or ''!s:14.14}  "
+            f"{outcome:10}  {','.join(r['risk_features'])}\n    {summary[:160]}"
+        )
+    return "\n".join(lines) + f"\n{len(rows)} risky action(s)"
+
+
+__all__ = ["OUTCOMES", "audit", "format_audit"]

@@ -1,0 +1,313 @@
+"""The security event stream: normalized event v1, one session at a time.
+
+From the same neutral records that feed the trace, :class:`EventSink` makes the
+events of ``events/<session_id>.jsonl``: ``session_start``, ``user_prompt``,
+``pre_tool_use`` (one per tool call), ``post_tool_use`` / ``post_tool_failure``
+(one per result, paired with its call by id), ``instruction_loaded`` (an
+instruction file the harness shows being loaded) and ``session_end``.
+``docs/security-events.md`` documents every field; ``docs/event-v1.schema.json``
+is the schema of one line.
+
+The original input stays transient: it is read here to compute the action's
+fingerprint, summary and risk features, and then dropped. Neither an event nor
+the sink's saved state holds it; a pending call keeps only its name, action
+type, fingerprint, redacted summary and features.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+from . import vocab
+from .errors import NonExactNumber, classify_error
+from .fingerprint import action_fingerprint
+from .host import Host
+from .redact import PLACEHOLDER, Redactor
+from .risk import command_text, file_paths, risk_features, strings_of
+from .source import Source
+
+SCHEMA_VERSION = 1
+#: The longest ``args_summary``, in characters.
+SUMMARY_LIMIT = 200
+#: Calls still waiting for a result are forgotten past this many.
+MAX_PENDING_CALLS = 4096
+#: The namespace of event ids (UUIDv5 over agent, session, stream position).
+EVENT_NAMESPACE = uuid.UUID("6f1c2f0e-4d2b-5a8e-9c57-3e0b8d1a7c42")
+#: How much of an input's text the risk rules read.
+RISK_TEXT_LIMIT = 64 * 1024
+
+_PLACEHOLDER_START = PLACEHOLDER.split("{", 1)[0]
+_MIN_MS = -62135596800000  # 0001-01-01T00:00:00Z
+_MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+
+
+def rfc3339(ms: int) -> str:
+    """Unix milliseconds as RFC 3339 UTC with milliseconds and ``Z``."""
+    ms = min(max(int(ms), _MIN_MS), _MAX_MS)
+    moment = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _cut(text: str, limit: int = SUMMARY_LIMIT) -> tuple[str, bool]:
+    """``text`` cut to ``limit`` characters (never inside a placeholder), and whether it was."""
+    text = " ".join(text.split()) if ("\n" in text or "\t" in text or "  " in text) else text
+    if len(text) <= limit:
+        return text, False
+    cut = text[:limit]
+    open_at = cut.rfind(_PLACEHOLDER_START)
+    if open_at >= 0 and "]" not in cut[open_at:]:
+        close = text.find("]", open_at)
+        cut = text[: close + 1] if close >= 0 and close < limit + 40 else text[:open_at]
+    return cut + "…", True
+
+
+def _url_summary(url: str) -> str:
+    """A URL as host and path (no user info, no query or fragment, which carry tokens)."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return ""
+    if not parts.netloc:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return f"{host}{parts.path}"
+
+
+def summarize(action_type: str, tool: str, tool_input: Any) -> str:
+    """A short human-readable, not yet redacted, summary of one action."""
+    d = tool_input if isinstance(tool_input, dict) else {}
+    if action_type == "shell_exec":
+        cmd = command_text(tool_input)
+        if cmd:
+            return cmd
+    elif action_type in ("file_read", "file_write", "file_edit"):
+        paths = file_paths(tool_input)
+        if paths:
+            return ", ".join(paths)
+        pattern = d.get("pattern") or d.get("glob") or d.get("query")
+        if isinstance(pattern, str):
+            where = d.get("path")
+            return f"{pattern} in {where}" if isinstance(where, str) and where else pattern
+    elif action_type == "network":
+        url = d.get("url") or d.get("uri")
+        if isinstance(url, str) and url:
+            method = d.get("method")
+            prefix = f"{method.upper()} " if isinstance(method, str) and method else ""
+            return prefix + _url_summary(url)
+        query = d.get("query") or d.get("q")
+        if isinstance(query, str):
+            return f"search: {query}"
+    elif action_type == "subagent":
+        kind = d.get("subagent_type") or d.get("agent") or d.get("agent_type")
+        desc = d.get("description") or d.get("prompt") or d.get("task")
+        parts = [p for p in (kind, desc) if isinstance(p, str) and p]
+        if parts:
+            return ": ".join(parts)
+    if isinstance(tool_input, str):
+        return tool_input
+    if d:
+        return " ".join(f"{k}={_scalar(v)}" for k, v in list(d.items())[:8])
+    return ""
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, str):
+        return v if len(v) <= 80 else v[:80] + "…"
+    if isinstance(v, bool | int | float) or v is None:
+        return str(v)
+    return "[…]" if isinstance(v, list) else "{…}"
+
+
+class EventSink:
+    """Turns one stream of neutral records into normalized v1 events (see the module docstring).
+
+    :param source: the transcript the records come from.
+    :param session: the stream's :class:`~rematch_trace.vocab.Session` record.
+    :param host: gives action types (``classify_action``) and repository roots.
+    :param redactor: the shared redactor.
+    :param state: a state from :meth:`state` to continue from.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        session: vocab.Session,
+        *,
+        host: Host,
+        redactor: Redactor,
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        self.source = source
+        self.session = session
+        self.host = host
+        self.redactor = redactor
+        self.agent = source.harness
+        sub = session.agent_kind == "sub" or source.agent_kind == "sub"
+        self.agent_sub_id: str | None = session.session_id if sub else None
+        # A subagent's events belong to the session that spawned it, when known.
+        self.source_session_id = (session.parent_session_id or session.session_id) if sub else session.session_id
+        self.cwd = session.cwd or ""
+        self.repo_root: str | None = host.place(self.cwd).repo if self.cwd else None
+        s = state or {}
+        self.n: int = s.get("n", 0)
+        self.t: int | None = s.get("t", session.t)
+        self.started: bool = s.get("started", False)
+        self.calls: dict[str, list[Any]] = s.get("calls", {})
+
+    def state(self) -> dict[str, Any]:
+        """The state as JSON-able data (no original input); pass it back as ``state=``."""
+        return {"n": self.n, "t": self.t, "started": self.started, "calls": self.calls}
+
+    # -- events --------------------------------------------------------------------------
+
+    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        event_id = str(uuid.uuid5(EVENT_NAMESPACE, f"{self.agent}\x1f{self.session.session_id}\x1f{self.n}"))
+        self.n += 1
+        event: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "event_id": event_id,
+            "agent": self.agent,
+            "source_session_id": self.source_session_id,
+            "agent_sub_id": self.agent_sub_id,
+            "source_turn_id": None,
+            "source_tool_call_id": None,
+            "kind": kind,
+            "occurred_at": rfc3339(self.t or 0),
+            "cwd": self.cwd,
+            "repo_root": self.repo_root,
+            "tool_name": None,
+            "action_type": None,
+            "args_summary": None,
+            "risk_features": [],
+            "redaction_count": 0,
+            "raw_input_truncated": False,
+            "action_fingerprint": None,
+            "metadata": {},
+        }
+        event.update(fields)
+        return event
+
+    def _start(self, out: list[dict[str, Any]]) -> None:
+        self.started = True
+        meta: dict[str, Any] = {"agent_kind": "sub" if self.agent_sub_id else "main"}
+        if self.session.agent_name:
+            meta["agent_name"] = self._redact(self.session.agent_name)[0][:SUMMARY_LIMIT]
+        if self.session.harness_version:
+            meta["harness_version"] = self.session.harness_version[:64]
+        out.append(self._event("session_start", metadata=meta))
+
+    def _redact(self, text: str) -> tuple[str, int]:
+        if not isinstance(text, str):
+            return "", 0
+        return self.redactor.redact(text)
+
+    def feed(self, rec: vocab.Neutral) -> list[dict[str, Any]]:
+        """Take one neutral record; return the events it makes, in order."""
+        out: list[dict[str, Any]] = []
+        if rec.t is not None:
+            try:
+                self.t = int(rec.t)
+            except (TypeError, ValueError, OverflowError):
+                pass
+        if isinstance(rec, vocab.Session):
+            # session_start waits for a time when the Session record has none.
+            if not self.started and self.t is not None:
+                self._start(out)
+            return out
+        if not self.started:
+            self._start(out)
+        if isinstance(rec, vocab.UserMessage):
+            text, n = self._redact(rec.text)
+            summary, cut = _cut(text)
+            out.append(self._event("user_prompt", args_summary=summary, redaction_count=n, raw_input_truncated=cut))
+        elif isinstance(rec, vocab.AssistantMessage):
+            for call in rec.tool_calls:
+                out.append(self._pre(call))
+        elif isinstance(rec, vocab.ToolResult):
+            out.append(self._post(rec))
+        elif isinstance(rec, vocab.Instructions) and isinstance(rec.path, str) and rec.path:
+            path, n = self._redact(rec.path)
+            summary, cut = _cut(path)
+            out.append(
+                self._event("instruction_loaded", args_summary=summary, redaction_count=n, raw_input_truncated=cut)
+            )
+        return out
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The session's last events: ``session_end`` (and ``session_start`` if none was made)."""
+        out: list[dict[str, Any]] = []
+        if not self.started:
+            self._start(out)
+        out.append(self._event("session_end", metadata={"unanswered_calls": len(self.calls)}))
+        return out
+
+    def _pre(self, call: vocab.ToolCall) -> dict[str, Any]:
+        name = call.name if isinstance(call.name, str) else ""
+        call_id = call.id if isinstance(call.id, str) else str(call.id)
+        action = self.host.action_type(self.source, name, call.input)
+        meta: dict[str, Any] = {}
+        try:
+            fp: str | None = action_fingerprint(
+                self.agent, self.session.session_id, None, call_id, name, self.cwd, call.input, self.agent_sub_id
+            )
+        except NonExactNumber:
+            fp = None
+            meta["fingerprint_error"] = "tool input holds a number with no exact representation; not fingerprinted"
+        _, redactions = self.redactor.redact_value_counted(call.input)
+        text = strings_of(call.input, RISK_TEXT_LIMIT)
+        features = risk_features(action, name, call.input, text, redactions=redactions)
+        summary, cut = _cut(self._redact(summarize(action, name, call.input))[0])
+        self.calls[call_id] = [name, action, fp, summary, features, redactions, cut, meta.get("fingerprint_error")]
+        while len(self.calls) > MAX_PENDING_CALLS:
+            del self.calls[next(iter(self.calls))]
+        return self._event(
+            "pre_tool_use",
+            source_tool_call_id=call_id,
+            tool_name=name,
+            action_type=action,
+            args_summary=summary,
+            risk_features=features,
+            redaction_count=redactions,
+            raw_input_truncated=cut,
+            action_fingerprint=fp,
+            metadata=meta,
+        )
+
+    def _post(self, rec: vocab.ToolResult) -> dict[str, Any]:
+        call_id = rec.call_id if isinstance(rec.call_id, str) else str(rec.call_id)
+        pending = self.calls.pop(call_id, None)
+        meta: dict[str, Any] = {}
+        if pending is None:
+            name = rec.tool if isinstance(rec.tool, str) else ""
+            action = self.host.action_type(self.source, name, None) if name else "other"
+            fp, summary, features, redactions, cut = None, None, [], 0, False
+            meta["call_seen"] = False
+        else:
+            name, action, fp, summary, features, redactions, cut, fp_error = pending
+            if fp_error:
+                meta["fingerprint_error"] = fp_error
+        is_error = bool(rec.is_error) if rec.is_error is not None else bool(rec.error_class)
+        if is_error:
+            meta["error_class"] = (
+                rec.error_class if rec.error_class in vocab.ERROR_CLASSES else classify_error(rec.output_head or "")
+            )
+        return self._event(
+            "post_tool_failure" if is_error else "post_tool_use",
+            source_tool_call_id=call_id,
+            tool_name=name,
+            action_type=action,
+            args_summary=summary,
+            risk_features=list(features),
+            redaction_count=redactions,
+            raw_input_truncated=cut,
+            action_fingerprint=fp,
+            metadata=meta,
+        )
+
+
+__all__ = ["EVENT_NAMESPACE", "SCHEMA_VERSION", "EventSink", "rfc3339", "summarize"]

@@ -1,0 +1,129 @@
+"""The shared redactor: every supported kind fires, look-alikes do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from rematch_trace.redact import KINDS, default_redactor
+
+R = default_redactor()
+
+# (kind, text holding the secret, the secret itself)
+SECRETS: list[tuple[str, str, str]] = [
+    ("aws_access_key_id", "key id AKIAQ3EGRTYU7ZXCVBNM here", "AKIAQ3EGRTYU7ZXCVBNM"),
+    ("aws_secret_access_key", "aws_secret_access_key = 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", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lw3Tk9p"),
+    ("google_api_key", "key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
+    ("gcp_private_key_id", '"private_key_id": "0123456789abcdef0123456789abcdef01234567"', "0123456789abcdef0123456789abcdef01234567"),
+    ("private_key", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
+    ("private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU"),
+    ("azure_storage_key", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4MTIzNA==;", "Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4MTIzNA=="),
+    ("azure_sas_signature", "https://acct.blob.core.windows.net/c/b?sv=2022&sig=aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1v%3D", "aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1v%3D"),
+    ("azure_client_secret", "secret abc8Q~dEfGhIjKlMnOpQrStUvWxYz012345678_x end", "abc8Q~dEfGhIjKlMnOpQrStUvWxYz012345678_x"),
+    ("github_token", "token ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"),
+    ("github_token", "github_pat_11ABCDEFG0aB3dE5fG7hI9_jK1lM3nO5pQ7rS9tU1vW3xY5zA7", "github_pat_11ABCDEFG0aB3dE5fG7hI9_jK1lM3nO5pQ7rS9tU1vW3xY5zA7"),
+    ("gitlab_token", "glpat-aB3dE5fG7hI9jK1lM3nO", "glpat-aB3dE5fG7hI9jK1lM3nO"),
+    ("bitbucket_token", "ATBBaB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3", "ATBBaB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3"),
+    ("openai_api_key", "sk-proj-aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", "sk-proj-aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"),
+    ("anthropic_api_key", "sk-ant-api03-aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", "sk-ant-api03-aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"),
+    ("huggingface_token", "hf_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3x", "hf_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3x"),
+    ("slack_token", "xoxb-1234567890-0987654321-aB3dE5fG7hI9", "xoxb-1234567890-0987654321-aB3dE5fG7hI9"),
+    ("slack_webhook", "https://hooks.slack.com/services/T00000000/B00000000/aB3dE5fG7hI9jK1lM3nO5pQ7", "T00000000/B00000000/aB3dE5fG7hI9jK1lM3nO5pQ7"),
+    ("stripe_key", "sk_live_aB3dE5fG7hI9jK1lM3nO5pQ7", "sk_live_aB3dE5fG7hI9jK1lM3nO5pQ7"),
+    ("npm_token", "npm_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", "npm_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"),
+    ("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    ("bearer_token", "Authorization: Bearer aB3dE5fG7hI9jK1lM3nO5pQ7", "aB3dE5fG7hI9jK1lM3nO5pQ7"),
+    ("basic_auth", 'curl -H "Authorization: Basic dXNlcjpzM2NyM3RQYXNz"', "dXNlcjpzM2NyM3RQYXNz"),
+    ("basic_auth", "curl -u admin:s3cr3tPass https://x", "s3cr3tPass"),
+    ("url_password", "git clone https://bob:Tr0ub4dor3xyz@git.example.com/r.git", "Tr0ub4dor3xyz"),
+    ("url_password", "mongodb+srv://app:Pa55w0rdQz@cluster0.example.net/db", "Pa55w0rdQz"),
+    ("url_password", "redis://:R3disPassw0rd@cache:6379/0", "R3disPassw0rd"),
+    ("connection_string_password", "host=db user=app password=Qz9xLw2p dbname=prod", "Qz9xLw2p"),
+    ("secret_assignment", "export SERVICE_TOKEN=q8Zk2LmN4pR7sT1vX3yB6cD9", "q8Zk2LmN4pR7sT1vX3yB6cD9"),
+    ("secret_assignment", 'client_secret: "q8Zk2LmN4pR7sT1vX3yB6cD9"', "q8Zk2LmN4pR7sT1vX3yB6cD9"),
+    ("secret_assignment", '{"webhookSecret": "q8Zk2LmN4pR7sT1vX3yB6cD9"}', "q8Zk2LmN4pR7sT1vX3yB6cD9"),
+    ("secret_assignment", "DB_PASSWORD=hunter22x", "hunter22x"),
+    ("secret_assignment", "mytool --api-key q8Zk2LmN4pR7sT1vX3yB6cD9", "q8Zk2LmN4pR7sT1vX3yB6cD9"),
+]
+
+NOT_SECRETS = [
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+    "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "session 123e4567-e89b-12d3-a456-426614174000",
+    "request_id = 123e4567-e89b-12d3-a456-426614174000",
+    "the key is to use sk-learn for this",
+    "Basic configuration options are documented",
+    "password: str",
+    "max_tokens=4096",
+    "api_key = os.environ['API_KEY']",
+    "OPENAI_API_KEY=${OPENAI_API_KEY}",
+    "postgres://user@localhost:5432/db",
+    "http://localhost:8080/path",
+    "sort_key = 'a_rather_long_identifier_name'",
+    "Bearer tokens are documented in RFC 6750",
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), SECRETS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(SECRETS)])
+def test_each_kind_is_redacted(kind: str, text: str, secret: str) -> None:
+    out, n = R.redact(text)
+    assert secret not in out
+    assert f"[REDACTED:{kind}]" in out
+    assert n >= 1
+
+
+def test_every_kind_has_a_case() -> None:
+    covered = {k for k, _, _ in SECRETS}
+    # Provider formats without a dedicated case above share the token mechanics tested there.
+    untested = set(KINDS) - covered
+    assert untested <= {
+        "google_oauth_client_secret", "google_oauth_access_token", "atlassian_api_token", "pypi_token",
+        "sendgrid_api_key", "groq_api_key", "xai_api_key", "perplexity_api_key", "replicate_token",
+        "digitalocean_token", "shopify_token", "databricks_token",
+    }
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_look_alikes_are_kept(text: str) -> None:
+    assert R.redact(text) == (text, 0)
+
+
+def test_context_is_kept_around_the_placeholder() -> None:
+    out, _ = R.redact("Authorization: Bearer aB3dE5fG7hI9jK1lM3nO5pQ7 ok")
+    assert out == "Authorization: Bearer [REDACTED:bearer_token] ok"
+
+
+def test_counts_every_redaction() -> None:
+    text = "a AKIAQ3EGRTYU7ZXCVBNM b ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5 c AKIAQ3EGRTYU7ZXCVBNZ"
+    out, n = R.redact(text)
+    assert n == 3
+    assert out.count("[REDACTED:") == 3
+
+
+def test_redact_value_copies_and_keeps_keys() -> None:
+    value = {
+        "command": "curl -H 'Authorization: Bearer aB3dE5fG7hI9jK1lM3nO5pQ7' x",
+        "env": {"OPENAI_API_KEY": "q8Zk2LmN4pR7sT1vX3yB6cD9", "HOME": "/home/u"},
+        "list": ["ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", 3, None],
+    }
+    out, n = R.redact_value_counted(value)
+    assert n == 3
+    assert set(out) == set(value) and set(out["env"]) == {"OPENAI_API_KEY", "HOME"}
+    assert out["env"]["HOME"] == "/home/u"
+    assert out["list"][1:] == [3, None]
+    assert "q8Zk2LmN4pR7sT1vX3yB6cD9" not in str(out)
+    assert value["env"]["OPENAI_API_KEY"] == "q8Zk2LmN4pR7sT1vX3yB6cD9"  # the original is untouched
+    assert R.redact_value(value) == out
+
+
+def test_redaction_is_idempotent() -> None:
+    for _, text, _ in SECRETS:
+        once = R.redact_text(text)
+        assert R.redact(once) == (once, 0)
+
+
+def test_deep_values_do_not_crash() -> None:
+    value: object = "AKIAQ3EGRTYU7ZXCVBNM"
+    for _ in range(2000):
+        value = [value]
+    out = R.redact_value(value)
+    assert "AKIAQ3EGRTYU7ZXCVBNM" not in str(out)
