@@ -71,8 +71,15 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _matches(session: str, path: Path, row: dict[str, Any]) -> bool:
+    """The row belongs to ``session``: its file, its session or subagent id, or an id prefix of them."""
+    if path.stem.startswith(safe_name(session)):
+        return True
+    return any(isinstance(v, str) and v.startswith(session) for v in (row["session"], row["agent_sub_id"]))
+
+
 def audit(data_dir: Path, session: str | None = None) -> list[dict[str, Any]]:
-    """The risky actions of ``session`` (its id) or of every session, most severe first.
+    """The risky actions of ``session`` (an id or id prefix) or of every session, most severe first.
 
     Ties are broken by time, then event id, so the order is stable.
     """
@@ -88,10 +95,7 @@ def audit(data_dir: Path, session: str | None = None) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for p in paths:
         for row in _rows(p):
-            if session is None or p.name == f"{safe_name(session)}.jsonl" or session in (
-                row["session"],
-                row["agent_sub_id"],
-            ):
+            if session is None or _matches(session, p, row):
                 rows.append(row)
     rows.sort(key=lambda r: (-r["severity"], -len(r["risk_features"]), str(r["occurred_at"]), str(r["event_id"])))
     return rows

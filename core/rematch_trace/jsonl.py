@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import ijson
@@ -133,6 +133,7 @@ def read_jsonl(
     *,
     max_line: int | None = None,
     objects_only: bool = True,
+    skip: Callable[[bytes], bool] | None = None,
 ) -> Iterator[RawRecord | Problem]:
     """Yield a :class:`RawRecord` per parsed line and a :class:`Problem` per bad one.
 
@@ -143,6 +144,8 @@ def read_jsonl(
         resume the line numbers reported are relative to the resume point.
     :param max_line: the hard line limit (default :func:`max_line_bytes`).
     :param objects_only: report lines that are not JSON objects as problems.
+    :param skip: a cheap test on a line's raw bytes; lines it accepts are not
+        parsed at all (a plugin's prefilter for record kinds it ignores).
 
     A last line without a newline that does not parse is reported as a
     truncated tail and not consumed, so a later run picks it up once the
@@ -151,20 +154,22 @@ def read_jsonl(
     limit = max_line if max_line is not None else max_line_bytes()
     offset = start
     lineno = 0
-    first = start == 0
+    if start == 0:
+        head = f.peek(3)[:3] if hasattr(f, "peek") else b""
+        if head == _BOM:
+            f.read(3)
+            offset = 3
+    readline = f.readline
+    orjson_loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
     while True:
-        raw = f.readline(BIG_LINE)
+        raw = readline(BIG_LINE)
         if not raw:
             return
         lineno += 1
         line_start = offset
-        if first:
-            first = False
-            if raw.startswith(_BOM):
-                raw = raw[3:]
-                offset += 3
-                line_start = offset
-        if len(raw) == BIG_LINE and not raw.endswith(b"\n"):
+        n = len(raw)
+        if n == BIG_LINE and raw[-1] != 10:
             rec = _read_big(raw, f, path, lineno, line_start, limit, objects_only)
             if isinstance(rec, tuple):
                 problem, used = rec
@@ -177,21 +182,31 @@ def read_jsonl(
             offset = rec.end
             yield rec
             continue
-        offset += len(raw)
-        complete = raw.endswith(b"\n")
-        body = raw.strip()
-        if not body:
+        offset += n
+        if n > limit:
+            mib = limit / (1024 * 1024)
+            yield Problem(path, lineno, f"line longer than the {mib:g} MiB limit; skipped", "oversized")
+            continue
+        if skip is not None and skip(raw):
             continue
         try:
-            value = loads(body)
-        except ValueError as err:
-            if not complete:
-                offset -= len(raw)
-                yield Problem(path, lineno, "truncated last line (incomplete write); left for the next run", "truncated_tail")
-                return
-            yield Problem(path, lineno, str(err))
-            continue
-        if objects_only and not isinstance(value, dict):
+            value = orjson_loads(raw)  # orjson takes the newline, CR and spaces as they are
+        except decode_error:
+            if not raw.strip():
+                continue
+            if lineno == 1 and raw.startswith(_BOM):  # a stream that could not be peeked
+                raw = raw[3:]
+            try:
+                value = loads(raw)
+            except ValueError as err:
+                if raw[-1] != 10:
+                    offset -= n
+                    yield Problem(path, lineno, "truncated last line (incomplete write); left for the next run",
+                                  "truncated_tail")
+                    return
+                yield Problem(path, lineno, str(err))
+                continue
+        if objects_only and type(value) is not dict:
             yield Problem(path, lineno, f"not a JSON object ({type(value).__name__})")
             continue
         yield RawRecord(lineno, line_start, offset, value)

@@ -201,10 +201,13 @@ converter.register_structure_hook(
 )
 
 
+_HOOKS: dict[type, Any] = {cls: converter.get_unstructure_hook(cls) for cls in RECORD_TYPES}
+
+
 def to_dict(record: Any, seq: int, t: int) -> dict[str, Any]:
     """The JSON object of one record: ``seq``, ``t``, ``ev``, then its fields in order."""
     out: dict[str, Any] = {"seq": seq, "t": t, "ev": record.EV}
-    out.update(converter.unstructure(record))
+    out.update(_HOOKS[type(record)](record))
     return out
 
 

@@ -93,6 +93,11 @@ def truncate_input(value: Any, limit: int = INPUT_LIMIT) -> Any:
     Only if cutting every string to nothing still does not fit are long arrays
     shortened the same way (``"…[+N]"`` standing for N dropped elements).
     """
+    try:
+        if len(orjson.dumps(value)) <= limit:
+            return value  # the common case: small and plain, kept as it is
+    except (orjson.JSONEncodeError, TypeError):
+        pass
     value = _printable(value)
     if len(_dumps(value)) <= limit:
         return value

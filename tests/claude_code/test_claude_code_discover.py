@@ -163,3 +163,15 @@ def test_hooks_ignore_other_harnesses_sources(tmp_path: Path) -> None:
 def test_classify_action(tool: str, action: str, tmp_path: Path) -> None:
     src = Source("claude_code", tmp_path / "x.jsonl")
     assert plugin.classify_action(src, tool, {}) == action
+
+
+def test_prefilter_skips_only_top_level_progress_lines() -> None:
+    from rematch_claude_code.reader import ignorable
+
+    progress = b'{"parentUuid":null,"cwd":"/w","sessionId":"s","type":"progress","data":{"type":"x"}}\n'
+    snapshot = b'{"type":"file-history-snapshot","messageId":"m","snapshot":{}}\n'
+    nested = (b'{"parentUuid":"p","message":{"content":[{"type":"tool_use","input":{"type":"progress"}}]},'
+              b'"type":"assistant"}\n')
+    user = b'{"parentUuid":"p","type":"user","message":{"content":"the \\"type\\":\\"progress\\" key"}}\n'
+    assert ignorable(progress) and ignorable(snapshot)
+    assert not ignorable(nested) and not ignorable(user)

@@ -580,3 +580,14 @@ def test_session_without_meta_takes_its_id_from_the_file_name(tmp_path: Path) ->
     assert session.session_id == SID
     # A meta arriving after the session opened is its own, not the start of a copied history.
     assert [r.text for r in of(recs, UserMessage)] == ["typed"]
+
+
+def test_abort_while_the_response_is_open_marks_it_aborted(tmp_path: Path) -> None:
+    b = Lines()
+    lines = [b.meta(), b.user("go"), b.reasoning(), b.assistant("half an ans"), b.event("turn_aborted", reason="interrupted")]
+    lines += [b.user("no, stop")]
+    recs = run(tmp_path, lines)
+    (msg,) = of(recs, AssistantMessage)
+    assert msg.aborted and msg.text == "half an ans"
+    kinds = [type(r).__name__ for r in recs if not isinstance(r, Session)]
+    assert kinds == ["UserMessage", "AssistantMessage", "Abort", "UserMessage"]

@@ -119,7 +119,7 @@ def test_subagent_identity() -> None:
 
 def test_session_start_waits_for_a_time() -> None:
     s = vocab.Session(stream="", t=None, session_id="s")
-    out, sink = run([s, vocab.UserMessage(stream="", t=5000, text="hi")], session=s)
+    out, _ = run([s, vocab.UserMessage(stream="", t=5000, text="hi")], session=s)
     assert out[0]["kind"] == "session_start" and out[0]["occurred_at"] == "1970-01-01T00:00:05.000Z"
 
 

@@ -24,6 +24,24 @@ def _skip(stream: IO[bytes], n: int) -> None:
         n -= len(got)
 
 
+_IGNORED_TYPES = (b'"type":"progress"', b'"type":"file-history-snapshot"')
+
+
+def ignorable(raw: bytes) -> bool:
+    """Whether a raw line is a top-level progress or file-history line (never counted).
+
+    A third of a 2.1 transcript's bytes are progress lines; skipping them
+    unparsed is the cheapest way through. Only a ``"type"`` key that comes
+    before any nested object or array is the line's own, so a tool input that
+    happens to hold ``"type":"progress"`` is never mistaken for one.
+    """
+    for marker in _IGNORED_TYPES:
+        i = raw.find(marker, 0, 1024)
+        if i > 0 and raw.find(b"{", 1, i) < 0 and raw.find(b"[", 0, i) < 0:
+            return True
+    return False
+
+
 def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Check the ijson backend now, then stream the source's records from ``start``."""
     require_c_backend()
@@ -62,7 +80,7 @@ def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
             else:
                 raw.seek(start)
         try:
-            for item in read_jsonl(stream, path, start):
+            for item in read_jsonl(stream, path, start, skip=ignorable):
                 if type(item) is RawRecord and item.value.get("type") not in KNOWN_TYPES:
                     # Reported, and still passed on so the resume offset moves past it.
                     yield Problem(

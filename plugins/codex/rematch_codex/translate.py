@@ -319,6 +319,7 @@ class _Translator:
         elif typ == "turn_aborted":
             pend = s["pend"]
             if pend is not None:
+                pend["aborted"] = True
                 self.close()
             # Held until the next boundary: v0.3x-0.4x write the aborted response's items after this event.
             reason = payload.get("reason")
@@ -420,11 +421,12 @@ class _Translator:
             result = p.get("result")
             nbytes = results.utf8_len(result) if isinstance(result, str) else 0
             immediate = {"t": t, "id": "", "bytes": nbytes, "head": "", "err": failed, "cls": None, "tool": name}
-        cid = p.get("call_id") or p.get("id")
-        if not isinstance(cid, str) or not cid:
-            cid = f"{name}@{rec.offset}"
         if not isinstance(name, str) or not name:
             name = "unknown"
+        cid = p.get("call_id") or p.get("id")
+        if not isinstance(cid, str) or not cid:
+            # No id to pair by (web searches have none): the line's offset is stable across resumes.
+            cid = f"{name}@{rec.offset}"
         pend = self.open_response(t)
         pend["calls"].append([cid, name, tool_input])
         if name == "skills.read" and isinstance(tool_input, dict) and isinstance(tool_input.get("package"), str):
