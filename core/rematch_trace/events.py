@@ -222,7 +222,8 @@ class EventSink:
         if not self.started:
             self._start(out)
         if isinstance(rec, vocab.UserMessage):
-            text, n = self._redact(rec.text)
+            # Only the summary is written: redact what can reach it, with a margin.
+            text, n = self._redact(rec.text[: SUMMARY_LIMIT + 1024])
             summary, cut = _cut(text)
             out.append(self._event("user_prompt", args_summary=summary, redaction_count=n, raw_input_truncated=cut))
         elif isinstance(rec, vocab.AssistantMessage):

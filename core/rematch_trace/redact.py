@@ -363,6 +363,9 @@ class Redactor:
     assignments: bool = True
     _exact: tuple[tuple[str, tuple[Rule, ...]], ...] = attrs.field(init=False)
     _folded: tuple[tuple[str, tuple[Rule, ...]], ...] = attrs.field(init=False)
+    _memo: dict[int, tuple[Any, Any, int]] = attrs.field(init=False, factory=dict)
+    _exact_scan: re.Pattern[str] = attrs.field(init=False)
+    _exact_rules: dict[str, frozenset[int]] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         exact: dict[str, list[Rule]] = {}
@@ -372,12 +375,18 @@ class Redactor:
                 (folded if rule.fold else exact).setdefault(t, []).append(rule)
         self._exact = tuple((t, tuple(rs)) for t, rs in exact.items())
         self._folded = tuple((t, tuple(rs)) for t, rs in folded.items())
+        # One scan finds every case-sensitive trigger (longest first). A trigger
+        # found also stands for the shorter triggers inside it, whose matches it hides.
+        triggers = sorted(exact, key=len, reverse=True)
+        self._exact_scan = re.compile("|".join(re.escape(t) for t in triggers) or r"(?!)")
+        self._exact_rules = {
+            t: frozenset(id(r) for u, rs in exact.items() if u in t for r in rs) for t in triggers
+        }
 
     def _candidates(self, text: str) -> list[Rule]:
         hit: set[int] = set()
-        for t, rs in self._exact:
-            if t in text:
-                hit.update(id(r) for r in rs)
+        for t in set(self._exact_scan.findall(text)):
+            hit.update(self._exact_rules[t])
         if self._folded:
             low = text.lower() if not text.islower() else text
             for t, rs in self._folded:
@@ -415,8 +424,19 @@ class Redactor:
         ``"Authorization": "..."``) is redacted whole when it looks like a
         credential, since the key that says so is not part of the string.
         """
+        # The trace and the event stream redact the same tool input one after
+        # the other: remember the last few by identity (holding the object, so
+        # its id cannot be reused while it is remembered).
+        key = id(value)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is value:
+            return hit[1], hit[2]
         counter = [0]
-        return self._value(value, None, counter, 0), counter[0]
+        out = self._value(value, None, counter, 0)
+        if len(self._memo) >= 16:
+            self._memo.clear()
+        self._memo[key] = (value, out, counter[0])
+        return out, counter[0]
 
     def _value(self, value: Any, key: str | None, counter: list[int], depth: int) -> Any:
         t = type(value)

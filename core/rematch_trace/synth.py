@@ -66,6 +66,11 @@ def _identity(text: str) -> str:
     return text
 
 
+#: Text beyond a limit is cut before redaction, keeping this much past the
+#: limit so a credential that starts before the cut is still recognised whole.
+REDACT_MARGIN = 1024
+
+
 def _safe(text: str) -> str:
     """Text that encodes as UTF-8 (lone surrogates become U+FFFD)."""
     try:
@@ -248,7 +253,7 @@ class Synthesizer:
                         self.visible.append(entry)
         elif isinstance(rec, vocab.MarkNote):
             self._close_turn()
-            self._emit(MarkRecord(cls=rec.cls, note=cut_utf8(_safe(self._redact(rec.note)), HEAD_LIMIT)))
+            self._emit(MarkRecord(cls=rec.cls, note=self._clean(rec.note, HEAD_LIMIT)))
         self._settle(out)
         return out
 
@@ -310,7 +315,7 @@ class Synthesizer:
         self.run_open = True
         self.run_turns += 1
         self.last_aborted = bool(rec.aborted)
-        text = cut_utf8(_safe(self._redact(rec.text)), HEAD_LIMIT) if rec.text else ""
+        text = self._clean(rec.text, HEAD_LIMIT) if rec.text else ""
         if text:
             self.deliverable = text
         waiting: list[str] = []
@@ -374,7 +379,7 @@ class Synthesizer:
                 skills.append(s)
         self._emit(
             Input(
-                text=cut_utf8(_safe(self._redact(raw)), TEXT_LIMIT),
+                text=self._clean(raw, TEXT_LIMIT),
                 source=rec.source,
                 idle=idle,
                 after_deliverable=self.deliverable,
@@ -387,6 +392,10 @@ class Synthesizer:
         self.last_aborted = False
         self.run_open = True
         self.run_turns = 0
+
+    def _clean(self, text: str, limit: int) -> str:
+        """Redacted, valid UTF-8, cut to ``limit`` bytes (redacting only what can be kept)."""
+        return cut_utf8(_safe(self._redact(cut_utf8(text, limit + REDACT_MARGIN))), limit)
 
     def prev_tokens_set(self) -> set[str] | None:
         """The previous input's token digests (the new input's tokens are digested alike)."""

@@ -81,15 +81,20 @@ def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
                 raw.seek(start)
         try:
             for item in read_jsonl(stream, path, start, skip=ignorable):
-                if type(item) is RawRecord and item.value.get("type") not in KNOWN_TYPES:
+                if type(item) is RawRecord and not _known(item.value.get("type")):
                     # Reported, and still passed on so the resume offset moves past it.
                     yield Problem(
                         path,
                         item.line,
-                        f"unknown line type {item.value.get('type')!r}; skipped",
+                        f"unknown line type {item.value.get('type')!r:.60}; skipped",
                         "unknown_type",
                     )
                 yield item
         except (OSError, EOFError, ValueError) as err:
             # A corrupt compressed stream ends the file, reported, not the import.
             yield Problem(path, 0, f"cannot decompress: {err}", "unreadable")
+
+
+def _known(typ: object) -> bool:
+    """Whether ``typ`` is a line type Claude Code writes (a hostile list or object is not)."""
+    return isinstance(typ, str) and typ in KNOWN_TYPES
