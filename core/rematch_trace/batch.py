@@ -418,14 +418,14 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
         )
     else:
         try:
-            st = path.stat()
-            size, mtime = st.st_size, st.st_mtime_ns
+            size = path.stat().st_size
         except OSError:
-            size, mtime = 0, 0
-        # A failed file keeps the sessions it produced before: nothing is lost.
+            size = 0
+        # A failed file keeps the sessions it produced before: nothing is lost. Neither
+        # it nor an unclaimed file is remembered as done: the next run looks again
+        # (a plugin may have been installed or fixed meanwhile).
         ledger.record_source(
-            str(path), harness=res.get("harness"), size=size, mtime_ns=mtime if outcome == "skipped" else -1,
-            outcome=outcome, reason=res.get("reason"),
+            str(path), harness=res.get("harness"), size=size, mtime_ns=-1, outcome=outcome, reason=res.get("reason")
         )
     return fr
 

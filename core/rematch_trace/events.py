@@ -17,6 +17,7 @@ type, fingerprint, redacted summary and features.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import uuid
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ SUMMARY_LIMIT = 200
 MAX_PENDING_CALLS = 4096
 #: The namespace of event ids (UUIDv5 over agent, session, stream position).
 EVENT_NAMESPACE = uuid.UUID("6f1c2f0e-4d2b-5a8e-9c57-3e0b8d1a7c42")
+_NAMESPACE_BYTES = EVENT_NAMESPACE.bytes
 #: How much of an input's text the risk rules read.
 RISK_TEXT_LIMIT = 64 * 1024
 
@@ -44,11 +46,31 @@ _MIN_MS = -62135596800000  # 0001-01-01T00:00:00Z
 _MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
 
 
+_SECOND_TEXT: dict[int, str] = {}
+
+
 def rfc3339(ms: int) -> str:
     """Unix milliseconds as RFC 3339 UTC with milliseconds and ``Z``."""
     ms = min(max(int(ms), _MIN_MS), _MAX_MS)
-    moment = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    second, milli = divmod(ms, 1000)
+    # Events of a session crowd into the same seconds: format each second once.
+    text = _SECOND_TEXT.get(second)
+    if text is None:
+        moment = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=second)
+        text = moment.strftime("%Y-%m-%dT%H:%M:%S.")
+        if len(_SECOND_TEXT) >= 4096:
+            _SECOND_TEXT.clear()
+        _SECOND_TEXT[second] = text
+    return f"{text}{milli:03d}Z"
+
+
+def event_uuid(name: str) -> str:
+    """The UUIDv5 of ``name`` in :data:`EVENT_NAMESPACE`, as text (RFC 4122 section 4.3)."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8", "surrogatepass")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _cut(text: str, limit: int = SUMMARY_LIMIT) -> tuple[str, bool]:
@@ -166,7 +188,7 @@ class EventSink:
     # -- events --------------------------------------------------------------------------
 
     def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
-        event_id = str(uuid.uuid5(EVENT_NAMESPACE, f"{self.agent}\x1f{self.session.session_id}\x1f{self.n}"))
+        event_id = event_uuid(f"{self.agent}\x1f{self.session.session_id}\x1f{self.n}")
         self.n += 1
         event: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,

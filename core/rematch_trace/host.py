@@ -37,11 +37,15 @@ class Host:
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
         self._places: dict[str, Place] = {}
+        self._impl_cache: dict[str, list[Any]] = {}
 
     def _impls(self, hook: str) -> list[Any]:
-        caller = getattr(self.pm.hook, hook)
-        # pluggy calls the last registered (and tryfirst) implementations first.
-        return list(reversed(caller.get_hookimpls()))
+        impls = self._impl_cache.get(hook)
+        if impls is None:
+            caller = getattr(self.pm.hook, hook)
+            # pluggy calls the last registered (and tryfirst) implementations first.
+            impls = self._impl_cache[hook] = list(reversed(caller.get_hookimpls()))
+        return impls
 
     def _call(self, impl: Any, hook: str, kwargs: dict[str, Any]) -> Any:
         args = {k: kwargs[k] for k in impl.argnames}
