@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from .domain import decide_domain
 from .errors import RematchError
 from .host import Host, PluginFailure
-from .importer import import_source, remove_outputs
 from .jsonl import require_c_backend
 from .ledger import Ledger
 from .output import DataDir, clean_temporaries
@@ -186,6 +182,8 @@ def import_file(
     path: str, hint: str | None, saved: dict[str, Any] | None, data_root: str, options: Options
 ) -> dict[str, Any]:
     """Import one file (in a worker or in-process); return a JSON-able result."""
+    from .domain import decide_domain
+    from .importer import import_source
     from .pipeline import redactors, sink_factory_for
 
     host = _host()
@@ -357,6 +355,9 @@ def _run(
         return
     # Larger files first keeps both workers busy to the end; results come back in order.
     order = sorted(range(total), key=lambda i: -_size(todo[i][0]))
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     # fork: workers start at once with the parent's plugins already loaded.
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=options.jobs, mp_context=ctx) as pool:
@@ -399,6 +400,8 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
         before = set(ledger.session_ids_of(str(path)))
         after = {(res["harness"], s["session_id"]) for s in res["sessions"]}
         gone = sorted(before - after)
+        if gone:
+            from .importer import remove_outputs
         for _harness, sid in gone:
             remove_outputs(data, sid)
         ledger.forget_sessions(gone)

@@ -22,6 +22,7 @@ import orjson
 from . import vocab
 from .errors import RestartImport
 from .host import Host
+from .jsonstate import state_dumps, state_loads
 from .output import AtomicFile, DataDir, write_atomic
 from .source import Problem, RawRecord, Source
 from .synth import Synthesizer
@@ -77,22 +78,6 @@ class SourceOutcome:
     offset: int = 0
     resumed: bool = False
     saved: dict[str, Any] = attrs.field(factory=dict)
-
-
-def state_dumps(value: Any) -> bytes:
-    """JSON of a saved state; lone surrogates (which orjson refuses) are escaped."""
-    try:
-        return orjson.dumps(value)
-    except orjson.JSONEncodeError:
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
-
-
-def state_loads(data: bytes) -> Any:
-    """Read back :func:`state_dumps`."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
 
 
 def _dumps(rec: dict[str, Any]) -> bytes:

@@ -58,7 +58,8 @@ def loads(data: bytes) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError as first:
         try:
-            return json.loads(data)
+            # Decoded here, not by json: given bytes it guesses UTF-16/32 from NULs.
+            return json.loads(data.decode("utf-8"))
         except RecursionError:
             raise ValueError("JSON nested too deeply") from None
         except UnicodeDecodeError:

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .importer import state_dumps, state_loads
+from .jsonstate import state_dumps, state_loads
 
 # Each migration takes the schema from its index to the next version.
 MIGRATIONS: tuple[str, ...] = (
