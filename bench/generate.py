@@ -31,10 +31,10 @@ def blob(rng: random.Random, nbytes: int) -> str:
 
 
 def ts(i: int) -> str:
-    s = i % 60
-    m = (i // 60) % 60
-    h = (i // 3600) % 24
-    return f"2026-03-01T{h:02d}:{m:02d}:{s:02d}.000Z"
+    """The i-th line's time: lines 137 ms apart, as a harness writes them in bursts."""
+    ms = i * 137
+    s, ms = divmod(ms, 1000)
+    return f"2026-03-01T{(s // 3600) % 24:02d}:{(s // 60) % 60:02d}:{s % 60:02d}.{ms:03d}Z"
 
 
 def dumps(v: Any) -> bytes:

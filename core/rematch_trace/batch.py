@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -191,6 +192,9 @@ def import_file(
     p = Path(path)
     try:
         st = p.stat()
+        if not stat.S_ISREG(st.st_mode):
+            # A FIFO or device named on the command line would block or never end.
+            return {"outcome": "failed", "reason": "not a regular file", "harness": None}
         source = host.detect(p, hint)
         if source is None:
             return {"outcome": "skipped", "reason": "no plugin recognises this file", "harness": None}
@@ -264,7 +268,8 @@ class ImportLock:
             finally:
                 os.close(self.fd)
             raise RematchError(
-                f"another rematch import is running on {self.path.parent} (pid {holder}); try again when it ends"
+                f"another rematch import is running on {self.path.parent} (pid {holder} holds the lock {self.path}); "
+                "try again when it ends"
             ) from None
         os.ftruncate(self.fd, 0)
         os.write(self.fd, str(os.getpid()).encode())

@@ -82,6 +82,33 @@ def _exact(value: Any) -> Any:
     raise NonExactNumber(f"value of type {t.__name__} is not JSON")
 
 
+# The trace's args_hash and the event's fingerprint canonicalise the same tool
+# input one after the other: remember the last few results by identity (holding
+# the object, so its id cannot be reused while remembered).
+_MEMO: dict[int, tuple[Any, bytes | NonExactNumber]] = {}
+
+
+def canonical_input(value: Any) -> bytes:
+    """:func:`canonical_json` of a tool input, computed once per input object."""
+    key = id(value)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is value:
+        result = hit[1]
+    else:
+        try:
+            result = canonical_json(value)
+        except NonExactNumber as err:
+            result = err
+        except (RecursionError, TypeError, ValueError) as err:
+            result = NonExactNumber(f"tool input cannot be canonicalised: {type(err).__name__}")
+        if len(_MEMO) >= 16:
+            _MEMO.clear()
+        _MEMO[key] = (value, result)
+    if isinstance(result, NonExactNumber):
+        raise result
+    return result
+
+
 def canonical_json(value: Any) -> bytes:
     """The RFC 8785 canonical JSON of ``value``.
 
@@ -118,4 +145,4 @@ def _surrogate_safe(value: Any) -> Any:
 
 def args_hash(value: Any) -> str:
     """sha256 (hex) of the canonical JSON of a tool's full, untruncated input."""
-    return hashlib.sha256(canonical_json(value)).hexdigest()
+    return hashlib.sha256(canonical_input(value)).hexdigest()

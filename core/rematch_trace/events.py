@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import time
 import uuid
 from typing import Any
 from urllib.parse import urlsplit
@@ -56,8 +57,12 @@ def rfc3339(ms: int) -> str:
     # Events of a session crowd into the same seconds: format each second once.
     text = _SECOND_TEXT.get(second)
     if text is None:
-        moment = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=second)
-        text = moment.strftime("%Y-%m-%dT%H:%M:%S.")
+        try:
+            g = time.gmtime(second)
+            text = f"{g.tm_year:04d}-{g.tm_mon:02d}-{g.tm_mday:02d}T{g.tm_hour:02d}:{g.tm_min:02d}:{g.tm_sec:02d}."
+        except (OverflowError, OSError, ValueError):  # beyond the platform's time_t
+            moment = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=second)
+            text = moment.strftime("%Y-%m-%dT%H:%M:%S.")
         if len(_SECOND_TEXT) >= 4096:
             _SECOND_TEXT.clear()
         _SECOND_TEXT[second] = text

@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .canonical import canonical_json
+from .canonical import canonical_input, canonical_json
 from .errors import NonExactNumber
 
 #: The version of the fingerprint container (the ``"v"`` key).
@@ -82,10 +82,14 @@ def action_fingerprint(
         canonical representation, or a value that is not JSON.
     """
     container = fingerprint_container(
-        provider, session, turn, tool_call_id, tool_name, cwd, tool_input, agent_sub_id, nonce
+        provider, session, turn, tool_call_id, tool_name, cwd, None, agent_sub_id, nonce
     )
     try:
-        data = canonical_json(container)
+        # The canonical form of an object is its members in key order: the input's
+        # own canonical bytes (computed once, shared with args_hash) take the
+        # place of the null that stands in for them.
+        frame = canonical_json(container)
+        data = frame.replace(b'"tool_input":null', b'"tool_input":' + canonical_input(tool_input), 1)
     except RecursionError:
         raise NonExactNumber("tool input is nested too deeply to canonicalise") from None
     except (TypeError, ValueError) as err:

@@ -219,7 +219,8 @@ def _read_big(
     """Parse a line longer than :data:`BIG_LINE` straight from the stream with ijson."""
     rest = _LineRest(head, f, limit)
     try:
-        value = next(ijson.items(io.BufferedReader(rest, _CHUNK), "", use_float=True))
+        # yajl re-copies a token split across reads, so small reads make a long string quadratic.
+        value = next(ijson.items(io.BufferedReader(rest, _CHUNK), "", use_float=True, buf_size=BIG_LINE))
         error: str | None = None
     except StopIteration:
         value, error = None, "empty line"

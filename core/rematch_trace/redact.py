@@ -394,6 +394,16 @@ class Redactor:
                     hit.update(id(r) for r in rs)
         return [r for r in self.rules if id(r) in hit] if hit else []
 
+    def _may_hold(self, text: str) -> bool:
+        """Whether any rule's or secret name's trigger occurs in ``text`` at all."""
+        if self._exact_scan.search(text):
+            return True
+        low = text.lower()
+        for t, _rules in self._folded:
+            if t in low:
+                return True
+        return any(t in low for t in _ASSIGN_TRIGGERS)
+
     def redact(self, text: str) -> tuple[str, int]:
         """``text`` with every credential replaced, and how many were."""
         if not isinstance(text, str) or len(text) < 8:
@@ -432,7 +442,10 @@ class Redactor:
         if hit is not None and hit[0] is value:
             return hit[1], hit[2]
         counter = [0]
-        out = self._value(value, None, counter, 0)
+        if isinstance(value, dict | list | tuple) and not self._may_hold(_joined(value)):
+            out = value  # no trigger anywhere, keys included: nothing to redact, nothing to copy
+        else:
+            out = self._value(value, None, counter, 0)
         if len(self._memo) >= 16:
             self._memo.clear()
         self._memo[key] = (value, out, counter[0])

@@ -120,7 +120,8 @@ class Synthesizer:
         self.run_turns: int = s.get("run_turns", 0)
         self.last_aborted: bool = s.get("last_aborted", False)
         self.deliverable: str | None = s.get("deliverable")
-        self.prev_tokens: list[str] | None = s.get("prev_tokens")
+        self.prev_tokens: list[str] | None = s.get("prev_tokens")  # digests, as restored
+        self._prev_raw: set[str] | None = None  # the previous input's tokens, in memory only
         self.calls: dict[str, list[Any]] = s.get("calls", {})
         self.turn: dict[str, Any] | None = s.get("turn")
         self.last_model: dict[str, str] | None = s.get("last_model")
@@ -145,7 +146,7 @@ class Synthesizer:
             "run_turns": self.run_turns,
             "last_aborted": self.last_aborted,
             "deliverable": self.deliverable,
-            "prev_tokens": self.prev_tokens,
+            "prev_tokens": _token_digest(self._prev_raw) if self._prev_raw is not None else self.prev_tokens,
             "calls": self.calls,
             "turn": self.turn,
             "last_model": self.last_model,
@@ -370,9 +371,12 @@ class Synthesizer:
         self.input_at = None
         if self.started:
             self._flush(out)
-        digests = _token_digest(tokens(raw))
+        words = tokens(raw)
         idle = not self.last_aborted
-        label = prelabel_tokens(raw, set(digests), self.prev_tokens_set(), not idle)
+        if self._prev_raw is not None:
+            label = prelabel_tokens(raw, words, self._prev_raw, not idle)
+        else:  # continuing from a saved state, which keeps only digests
+            label = prelabel_tokens(raw, set(_token_digest(words)), self.prev_tokens_set(), not idle)
         skills = skills_in(raw)
         for s in rec.skills:
             if s not in skills:
@@ -388,7 +392,8 @@ class Synthesizer:
             )
         )
         self.input_at = len(self.buffer) - 1
-        self.prev_tokens = digests
+        self._prev_raw = words
+        self.prev_tokens = None
         self.last_aborted = False
         self.run_open = True
         self.run_turns = 0
