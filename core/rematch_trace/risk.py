@@ -182,7 +182,7 @@ _GATES: dict[str, tuple[str, ...]] = {
 
 
 def _gate(name: str, low: str) -> bool:
-    for g in _GATES[name]:  # a plain loop: no generator to set up per call
+    for g in _GATES[name]:  # noqa: SIM110 - a plain loop: no generator to set up per call
         if g in low:
             return True
     return False
