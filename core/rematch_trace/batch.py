@@ -212,6 +212,12 @@ def import_file(
         return {"outcome": "failed", "reason": str(err), "harness": None}
     except (OSError, RematchError) as err:
         return {"outcome": "failed", "reason": f"{type(err).__name__}: {err}", "harness": None}
+    except Exception as err:  # a bug must cost one file, never the batch
+        if os.environ.get("REMATCH_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return {"outcome": "failed", "reason": f"internal error: {type(err).__name__}: {err}", "harness": None}
     sessions = []
     for s in outcome.sessions:
         sessions.append(

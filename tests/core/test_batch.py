@@ -171,3 +171,54 @@ def test_domain_decision(tmp_path: Path) -> None:
     assert decide_domain(str(tmp_path / "work" / "x"), None, None, table) == "work"
     (repo / "domain.yml").write_text("domain: payments\n")
     assert decide_domain(str(repo), str(repo), "git@github.com:acme/api.git", table) == "payments"
+
+
+class Boom:
+    """A plugin that claims *.boom.jsonl files and fails while translating them."""
+
+    __name__ = "boom"
+
+    from rematch_trace.hookspecs import hookimpl as _impl
+
+    @_impl
+    def detect_source(self, path: Path) -> object:
+        from rematch_trace.source import Source
+
+        return Source("boom", path) if path.name.endswith(".boom.jsonl") else None
+
+    @_impl
+    def read_transcript(self, source: object, start: int) -> object:
+        from rematch_trace.source import RawRecord
+
+        if getattr(source, "harness", None) != "boom":
+            return None
+        return iter([RawRecord(1, 0, 3, {})])
+
+    @_impl
+    def to_trace_records(self, source: object, records: object) -> object:
+        if getattr(source, "harness", None) != "boom":
+            return None
+
+        def gen() -> object:
+            for _ in records:  # type: ignore[attr-defined]
+                raise KeyError("missing field")
+            yield
+
+        return gen()
+
+
+def test_failing_plugin_costs_one_file(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.boom.jsonl").write_text("{}\n")
+    (src / "b.jsonl").write_bytes(toy_lines("ok", 2))
+    host = make_host([rematch_toy, Boom()])
+    try:
+        summary = run_import([src], DataDir(tmp_path / "out"), OPTS, host=host)
+    finally:
+        batch._worker_host = None
+    outcomes = {Path(f.path).name: f for f in summary.files}
+    assert outcomes["b.jsonl"].outcome == "imported"
+    assert outcomes["a.boom.jsonl"].outcome == "failed"
+    assert "plugin 'boom' failed in to_trace_records: KeyError" in (outcomes["a.boom.jsonl"].reason or "")
+    assert summary.failed
