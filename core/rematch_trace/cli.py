@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,8 @@ def import_cmd(
         raise click.ClickException(str(err)) from None
     except OSError as err:
         raise click.ClickException(f"{err.filename or data.root}: {err.strerror or err}") from None
+    except sqlite3.Error as err:
+        raise click.ClickException(f"{data.ledger}: {err}") from None
     del bar
     print_problems(summary)
     report = summary.to_json()

@@ -230,6 +230,9 @@ class SourceImport:
             self._open(sess)
         try:
             for rec in self.host.translate(self.source, self._raw(), self.plugin_state):
+                if type(rec) is vocab.Session and not rec.session_id.isascii():
+                    # Lone surrogates (a hostile JSON escape) have no UTF-8 spelling for traces or ledger.
+                    rec = attrs.evolve(rec, session_id=rec.session_id.encode("utf-8", "replace").decode("utf-8"))
                 out = self.outs.get(rec.stream)
                 if out is None:
                     if not isinstance(rec, vocab.Session):

@@ -200,7 +200,7 @@ def read_jsonl(
             try:
                 value = loads(raw)
             except ValueError as err:
-                if raw[-1] != 10:
+                if raw[-1:] != b"\n":  # raw may be empty once a BOM is cut off
                     offset -= n
                     yield Problem(path, lineno, "truncated last line (incomplete write); left for the next run",
                                   "truncated_tail")

@@ -8,6 +8,7 @@ Migrations are versioned by ``PRAGMA user_version``.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -67,16 +68,30 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _text(value: Any) -> Any:
+    """``value``, with a string's lone surrogates spelled as backslash escapes."""
+    if type(value) is str and not value.isascii():
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
 class Ledger:
     """An open ledger. Use as a context manager; writes commit per call."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # Created private first: SQLite gives its -wal and -shm files the database's mode.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600))
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self._q("PRAGMA journal_mode=WAL")
+        self._q("PRAGMA synchronous=NORMAL")
         self.migrate()
+
+    def _q(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        """Execute with every text parameter made valid UTF-8 (SQLite refuses lone surrogates,
+        which undecodable file names and hostile ids carry)."""
+        return self.db.execute(sql, tuple(_text(p) for p in params))
 
     def __enter__(self) -> Ledger:
         return self
@@ -91,7 +106,7 @@ class Ledger:
     @property
     def version(self) -> int:
         """The schema version the file is at."""
-        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+        return int(self._q("PRAGMA user_version").fetchone()[0])
 
     def migrate(self) -> None:
         """Apply every migration the file has not had, each in its own transaction."""
@@ -101,20 +116,22 @@ class Ledger:
                 f"{self.path} is at schema {current}, newer than this rematch ({SCHEMA_VERSION}); upgrade rematch"
             )
         for i in range(current, SCHEMA_VERSION):
-            self.db.execute("BEGIN IMMEDIATE")
+            self._q("BEGIN IMMEDIATE")
             try:
                 for stmt in MIGRATIONS[i].split(";"):
                     if stmt.strip():
-                        self.db.execute(stmt)
-                self.db.execute(f"PRAGMA user_version={i + 1}")
-                self.db.execute("COMMIT")
+                        self._q(stmt)
+                self._q(f"PRAGMA user_version={i + 1}")
+                self._q("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                # SQLite has already rolled back after some failures (a full disk).
+                if self.db.in_transaction:
+                    self._q("ROLLBACK")
                 raise
 
     def source(self, path: str) -> dict[str, Any] | None:
         """The row of a source file, with ``saved`` decoded."""
-        row = self.db.execute("SELECT * FROM sources WHERE path = ?", (path,)).fetchone()
+        row = self._q("SELECT * FROM sources WHERE path = ?", (path,)).fetchone()
         if row is None:
             return None
         d = dict(row)
@@ -123,7 +140,7 @@ class Ledger:
 
     def sources(self) -> Iterator[dict[str, Any]]:
         """Every source row (``saved`` left encoded)."""
-        for row in self.db.execute("SELECT * FROM sources ORDER BY path"):
+        for row in self._q("SELECT * FROM sources ORDER BY path"):
             yield dict(row)
 
     def record_source(
@@ -145,9 +162,9 @@ class Ledger:
     ) -> None:
         """Record a source's outcome and, in the same transaction, its sessions."""
         blob = state_dumps(saved) if saved else None
-        self.db.execute("BEGIN IMMEDIATE")
+        self._q("BEGIN IMMEDIATE")
         try:
-            self.db.execute(
+            self._q(
                 """INSERT INTO sources (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome,
                        reason, malformed, problems, saved, imported_at)
                    VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
@@ -160,7 +177,7 @@ class Ledger:
                  problems, blob, int(time.time())),
             )
             for s in sessions or []:
-                self.db.execute(
+                self._q(
                     """INSERT OR REPLACE INTO sessions (harness, session_id, agent_kind, source_path,
                            source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
                            flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
@@ -177,9 +194,11 @@ class Ledger:
                         orjson.dumps(s.get("counts", {})).decode(),
                     ),
                 )
-            self.db.execute("COMMIT")
+            self._q("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            # SQLite has already rolled back after some failures (a full disk).
+            if self.db.in_transaction:
+                self._q("ROLLBACK")
             raise
 
     def sessions(self, *, flagged: bool | None = None) -> list[dict[str, Any]]:
@@ -188,7 +207,7 @@ class Ledger:
         if flagged is not None:
             sql += f" WHERE flagged = {int(flagged)}"
         out = []
-        for row in self.db.execute(sql + " ORDER BY harness, session_id"):
+        for row in self._q(sql + " ORDER BY harness, session_id"):
             d = dict(row)
             for key in ("reasons", "redirect_seqs", "error_cluster_seqs", "mark_seqs", "counts"):
                 d[key] = orjson.loads(d[key]) if d.get(key) else ([] if key != "counts" else {})
@@ -198,16 +217,16 @@ class Ledger:
 
     def session_ids_of(self, path: str) -> list[tuple[str, str]]:
         """(harness, session id) of the sessions a source produced."""
-        rows = self.db.execute("SELECT harness, session_id FROM sessions WHERE source_path = ?", (path,))
+        rows = self._q("SELECT harness, session_id FROM sessions WHERE source_path = ?", (path,))
         return [(r[0], r[1]) for r in rows]
 
     def forget_sessions(self, pairs: list[tuple[str, str]]) -> None:
         """Drop session rows (their source no longer produces them)."""
         for harness, sid in pairs:
-            self.db.execute("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness, sid))
+            self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness, sid))
 
     def set_domain(self, harness: str, session_id: str, domain: str | None) -> None:
         """Store a session's decided domain."""
-        self.db.execute(
+        self._q(
             "UPDATE sessions SET domain = ? WHERE harness = ? AND session_id = ?", (domain, harness, session_id)
         )

@@ -67,8 +67,8 @@ class Problem:
 
     @property
     def skipped_data(self) -> bool:
-        """Whether data was lost (a bad or oversized line), not merely noted."""
-        return self.kind in ("malformed", "oversized")
+        """Whether data was lost (a bad or oversized line, an unreadable rest of file), not merely noted."""
+        return self.kind in ("malformed", "oversized", "unreadable")
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path

@@ -104,7 +104,7 @@ def looks_like_claude_code(head: bytes) -> bool:
     first = _first_object(head)
     if first is not None:
         typ = first.get("type")
-        if typ not in KNOWN_TYPES:
+        if not isinstance(typ, str) or typ not in KNOWN_TYPES:
             return False
         return typ in _CC_BARE_TYPES or isinstance(first.get("sessionId"), str)
     # A first line longer than the head: fall back to the keys only Claude Code spells so.

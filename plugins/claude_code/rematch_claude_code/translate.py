@@ -284,7 +284,7 @@ class _Translator:
     def line(self, v: dict[str, Any], out: list[Neutral]) -> None:
         """Translate one line into ``out``."""
         typ = v.get("type")
-        if typ not in _HANDLED:
+        if type(typ) is not str or typ not in _HANDLED:
             # progress lines carry copies of subagent messages: never counted.
             return
         st = self.st

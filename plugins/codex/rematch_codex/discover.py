@@ -122,12 +122,16 @@ def _skip(f: IO[bytes], n: int) -> None:
 def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream ``source``'s records from decompressed byte ``start``."""
     with open(source.path, "rb") as raw:
-        if source.compression == "zst":
-            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-            # read_jsonl needs readline; the zstd reader only reads.
-            f: IO[bytes] = io.BufferedReader(reader, _CHUNK)  # type: ignore[arg-type]
-            _skip(f, start)
-        else:
-            raw.seek(start)
-            f = raw
-        yield from read_jsonl(f, str(source.path), start)
+        try:
+            if source.compression == "zst":
+                reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+                # read_jsonl needs readline; the zstd reader only reads.
+                f: IO[bytes] = io.BufferedReader(reader, _CHUNK)  # type: ignore[arg-type]
+                _skip(f, start)
+            else:
+                raw.seek(start)
+                f = raw
+            yield from read_jsonl(f, str(source.path), start)
+        except zstandard.ZstdError as err:
+            # A corrupt or cut-off archive ends the file, reported, not the import.
+            yield Problem(str(source.path), 0, f"cannot decompress: {err}", "unreadable")

@@ -132,9 +132,11 @@ class _Translator:
         s = self.s
         if rec.offset == 0 and s["started"]:
             raise RestartImport("the rollout was rewritten from its start")
+        if not isinstance(v.get("type"), (str, type(None))):
+            return  # a hostile list or object as the type: nothing to translate
         if "payload" in v:
             payload = v["payload"]
-            if isinstance(payload, dict):
+            if isinstance(payload, dict) and isinstance(payload.get("type"), (str, type(None))):
                 self.envelope(v.get("type"), payload, to_ms(v.get("timestamp")), rec)
         elif "record_type" in v:
             return  # legacy state line

@@ -85,10 +85,10 @@ def iso_ms(value: Any) -> int | None:
 
 
 def _num(value: Any) -> int:
-    # Token counts: anything but a finite number counts as 0.
+    # Token counts: anything but a finite, non-negative number counts as 0.
     if type(value) is int:
-        return value
-    if isinstance(value, float) and value == value and abs(value) < 1e18:
+        return value if value >= 0 else 0
+    if isinstance(value, float) and 0 <= value < 1e18:
         return int(value)
     return 0
 
@@ -318,7 +318,7 @@ def translate(source: Source, records: Iterator[RawRecord], state: dict[str, Any
                 state["hv"] = True
                 # The core takes a later version until session_start is written.
                 yield Session("", None, session_id=state["sid"], agent_kind=source.agent_kind, harness_version=hv)
-        if typ not in _TRANSLATED:
+        if type(typ) is not str or typ not in _TRANSLATED:
             continue  # settings, labels, custom entries, unknown types: tree nodes only
         t = iso_ms(v.get("timestamp"))
         if typ == "message":

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Iterator
 from typing import IO, cast
 
@@ -110,7 +111,10 @@ def index(f: IO[bytes]) -> Index:
     last: str | None = None
     lineno = 0
     while True:
-        raw = f.readline(BIG_LINE)
+        try:
+            raw = f.readline(BIG_LINE)
+        except (EOFError, zlib.error, gzip.BadGzipFile):
+            break  # a cut-off archive: index what came before; the read pass reports it
         if not raw:
             break
         lineno += 1
@@ -191,7 +195,7 @@ def _with_unknown_types(items: Iterator[RawRecord | Problem], name: str) -> Iter
     for item in items:
         if isinstance(item, RawRecord):
             typ = item.value.get("type")
-            if typ not in KNOWN_TYPES:
+            if not isinstance(typ, str) or typ not in KNOWN_TYPES:
                 label = typ if isinstance(typ, str) else repr(typ)[:40]
                 if label not in reported and len(reported) < 100:
                     reported.add(label)
@@ -201,7 +205,15 @@ def _with_unknown_types(items: Iterator[RawRecord | Problem], name: str) -> Iter
 
 def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream a source's records: the active branch on a full read, new lines on a resume."""
-    return _with_unknown_types(_read(source, start), str(source.path))
+    return _with_unknown_types(_undamaged(_read(source, start), str(source.path)), str(source.path))
+
+
+def _undamaged(items: Iterator[RawRecord | Problem], name: str) -> Iterator[RawRecord | Problem]:
+    """Pass ``items`` on; a corrupt or cut-off gzip stream ends them with a problem, not a failure."""
+    try:
+        yield from items
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+        yield Problem(name, 0, f"cannot decompress: {err}", "unreadable")
 
 
 def _read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
