@@ -411,11 +411,6 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
         before = set(ledger.session_ids_of(str(path)))
         after = {(res["harness"], s["session_id"]) for s in res["sessions"]}
         gone = sorted(before - after)
-        if gone:
-            from .importer import remove_outputs
-        for _harness, sid in gone:
-            remove_outputs(data, sid)
-        ledger.forget_sessions(gone)
         ledger.record_source(
             str(path),
             harness=res["harness"],
@@ -429,7 +424,15 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
             problems=res.get("problem_count", 0),
             saved=res.get("saved"),
             sessions=res["sessions"],
+            forget=gone,
         )
+        if gone:
+            # Only once the ledger no longer names them: a crash here leaves
+            # unreferenced files, never a ledger row without its trace.
+            from .importer import remove_outputs
+
+            for _harness, sid in gone:
+                remove_outputs(data, sid)
     else:
         try:
             size = path.stat().st_size

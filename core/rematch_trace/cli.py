@@ -213,8 +213,18 @@ def lake_migrate(out: str | None) -> None:
 
 
 def main() -> None:
-    """Entry point of the ``rematch`` console script."""
-    cli(prog_name="rematch")
+    """Entry point of the ``rematch`` console script.
+
+    Whatever escapes the commands' own handling is still one line, not a
+    traceback (``REMATCH_DEBUG=1`` shows it).
+    """
+    try:
+        cli(prog_name="rematch")
+    except Exception as err:
+        if os.environ.get("REMATCH_DEBUG"):
+            raise
+        click.echo(f"rematch: internal error: {type(err).__name__}: {err} (REMATCH_DEBUG=1 shows where)", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -159,8 +159,12 @@ class Ledger:
         problems: int = 0,
         saved: dict[str, Any] | None = None,
         sessions: list[dict[str, Any]] | None = None,
+        forget: list[tuple[str, str]] | None = None,
     ) -> None:
-        """Record a source's outcome and, in the same transaction, its sessions."""
+        """Record a source's outcome and, in the same transaction, its sessions.
+
+        ``forget`` names (harness, session id) rows the source no longer produces.
+        """
         blob = state_dumps(saved) if saved else None
         self._q("BEGIN IMMEDIATE")
         try:
@@ -176,6 +180,8 @@ class Ledger:
                 (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, reason, malformed,
                  problems, blob, int(time.time())),
             )
+            for harness_, sid in forget or []:
+                self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness_, sid))
             for s in sessions or []:
                 self._q(
                     """INSERT OR REPLACE INTO sessions (harness, session_id, agent_kind, source_path,

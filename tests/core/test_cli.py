@@ -57,7 +57,7 @@ def test_bad_input_exits_nonzero_with_one_line(tmp_path: Path) -> None:
     res = rematch("import", str(src), "--out", str(tmp_path / "d"), "--no-events")
     assert res.returncode == 1
     assert f"{src / 'bad.jsonl'}:2: invalid JSON" in res.stderr
-    assert "Traceback" not in res.stderr
+    assert "Traceback" not in res.stderr and "internal error" not in res.stderr
     assert "1 sessions imported" in res.stdout
 
 
@@ -69,3 +69,12 @@ def test_env_home_and_lake_migrate(tmp_path: Path) -> None:
     cfg.write_text("domains:\n  - path: /tmp/toy-*\n    domain: toys\n")
     res = rematch("lake", "migrate", env={"REMATCH_HOME": str(home), "REMATCH_CONFIG": str(cfg)})
     assert res.returncode == 0 and "1 domains changed" in res.stdout, res.stdout + res.stderr
+
+
+def test_unexpected_error_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    # The data folder's parent is a file: no traceback, one line.
+    res = rematch("flagged", "--out", str(blocker / "data"))
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1

@@ -113,3 +113,19 @@ def test_requires_c_backend(monkeypatch: object) -> None:
             jsonl.require_c_backend()
     finally:
         mp.undo()
+
+
+def test_zstd_stream_reports_a_cut_frame() -> None:
+    import pytest
+    import zstandard
+
+    from rematch_trace.streams import DamagedStream, open_zstd
+
+    body = b"".join(orjson.dumps({"n": i}) + b"\n" for i in range(2000))
+    two_frames = zstandard.ZstdCompressor().compress(body[:9000]) + zstandard.ZstdCompressor().compress(body[9000:])
+    assert open_zstd(io.BytesIO(two_frames)).read() == body
+    f = open_zstd(io.BytesIO(two_frames[:-7]))
+    with pytest.raises(DamagedStream, match="cut off"):
+        f.read()
+    with pytest.raises(DamagedStream, match=r"corrupt|cut off"):
+        open_zstd(io.BytesIO(two_frames[:4] + b"\x00" * 64)).read()

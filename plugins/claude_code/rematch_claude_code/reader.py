@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import io
+import importlib.util
 from collections.abc import Iterator
 from typing import IO
 
 from rematch_trace.jsonl import read_jsonl, require_c_backend
 from rematch_trace.source import Problem, RawRecord, Source
+from rematch_trace.streams import open_zstd
 
 from .discover import KNOWN_TYPES
 
@@ -61,9 +62,7 @@ def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
         if source.compression == "gz":
             stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         elif source.compression == "zst":
-            try:
-                import zstandard
-            except ImportError:
+            if importlib.util.find_spec("zstandard") is None:
                 yield Problem(
                     path,
                     0,
@@ -71,7 +70,7 @@ def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
                     "unreadable",
                 )
                 return
-            stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))  # type: ignore[arg-type]
+            stream = open_zstd(raw)
         else:
             stream = raw
         if start:

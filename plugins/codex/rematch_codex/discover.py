@@ -10,7 +10,6 @@ so do we.
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ import zstandard
 
 from rematch_trace.jsonl import read_jsonl
 from rematch_trace.source import Location, Problem, RawRecord, Source
+from rematch_trace.streams import DamagedStream, open_zstd
 
 HARNESS = "codex"
 
@@ -124,14 +124,12 @@ def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     with open(source.path, "rb") as raw:
         try:
             if source.compression == "zst":
-                reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-                # read_jsonl needs readline; the zstd reader only reads.
-                f: IO[bytes] = io.BufferedReader(reader, _CHUNK)  # type: ignore[arg-type]
+                f: IO[bytes] = open_zstd(raw)
                 _skip(f, start)
             else:
                 raw.seek(start)
                 f = raw
             yield from read_jsonl(f, str(source.path), start)
-        except zstandard.ZstdError as err:
+        except (zstandard.ZstdError, DamagedStream) as err:
             # A corrupt or cut-off archive ends the file, reported, not the import.
             yield Problem(str(source.path), 0, f"cannot decompress: {err}", "unreadable")
