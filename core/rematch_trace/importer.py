@@ -128,17 +128,10 @@ class _Out:
 
 def _copy_prefix(path: Path, out: AtomicFile, length: int) -> None:
     try:
-        with open(path, "rb") as f:
-            remaining = length
-            while remaining > 0:
-                chunk = f.read(min(remaining, 1 << 20))
-                if not chunk:
-                    break
-                out.write(chunk)
-                remaining -= len(chunk)
+        copied = out.copy_from(path, length)
     except OSError:
         raise RestartImport(f"{path} is gone") from None
-    if out.size != length:
+    if copied != length:
         raise RestartImport(f"{path} is shorter than recorded")
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import re
 import secrets
+import threading
 from pathlib import Path
 from typing import IO
 
@@ -83,13 +85,55 @@ class AtomicFile:
         self.f.write(data)
         self.size += len(data)
 
+    def copy_from(self, path: Path, length: int) -> int:
+        """Append the first ``length`` bytes of ``path``; return how many were there.
+
+        The kernel copies (``copy_file_range``) where it can: a resumed import
+        re-copies the kept part of a trace, and this keeps that cheap.
+        """
+        self.f.flush()
+        dst = self.f.fileno()
+        copied = 0
+        with open(path, "rb") as src:
+            fd = src.fileno()
+            try:
+                while copied < length:
+                    n = os.copy_file_range(fd, dst, length - copied)
+                    if n == 0:
+                        break
+                    copied += n
+            except (OSError, AttributeError):  # another file system, an old kernel
+                src.seek(copied)
+                os.lseek(dst, self.size + copied, os.SEEK_SET)
+                while copied < length:
+                    chunk = src.read(min(length - copied, 1 << 20))
+                    if not chunk:
+                        break
+                    os.write(dst, chunk)
+                    copied += len(chunk)
+        os.lseek(dst, self.size + copied, os.SEEK_SET)
+        self.size += copied
+        return copied
+
     def commit(self, fsync: bool = False) -> None:
-        """Close and move into place (atomic on one file system)."""
+        """Close and move into place (atomic on one file system).
+
+        The replaced file is first linked to a trash name and unlinked later, off
+        the critical path: freeing a large file's blocks inside the rename costs
+        more than writing it did. The target always exists, old or new.
+        """
         self.f.flush()
         if fsync:
             os.fsync(self.f.fileno())
         self.f.close()
+        trash: Path | None = self.target.with_name(f".{self.target.name}.{secrets.token_hex(6)}.trash")
+        try:
+            os.link(self.target, trash, follow_symlinks=False)  # type: ignore[arg-type]
+        except OSError:
+            trash = None  # no old file (or no hard links here): a plain replace
         os.replace(self.tmp, self.target)
+        if trash is not None:
+            reaper.discard(trash)
 
     def discard(self) -> None:
         """Close and remove the temporary file; the target stays as it was."""
@@ -113,12 +157,49 @@ def write_atomic(target: Path, data: bytes, fsync: bool = False) -> None:
         raise
 
 
+class Reaper:
+    """Unlinks replaced files in one background thread (``unlink`` releases the GIL)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Path] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+
+    def discard(self, path: Path) -> None:
+        """Unlink ``path`` soon."""
+        if self._pid != os.getpid():  # a forked worker: the parent's thread is not here
+            self.__init__()  # type: ignore[misc]
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="rematch-reaper", daemon=True)
+            self._thread.start()
+        self._queue.put(path)
+
+    def _run(self) -> None:
+        while True:
+            path = self._queue.get()
+            try:
+                os.unlink(path)
+            except OSError:
+                pass  # left for clean_temporaries
+            finally:
+                self._queue.task_done()
+
+    def drain(self) -> None:
+        """Wait until every queued file is gone."""
+        if self._thread is not None and self._pid == os.getpid():
+            self._queue.join()
+
+
+#: The process's reaper.
+reaper = Reaper()
+
+
 def clean_temporaries(folder: Path) -> int:
-    """Remove temporary files a killed import left behind; return how many."""
+    """Remove temporary and replaced files a killed import left behind; return how many."""
     n = 0
     if not folder.is_dir():
         return 0
-    for p in folder.glob(".*.tmp"):
+    for p in [*folder.glob(".*.tmp"), *folder.glob(".*.trash")]:
         try:
             p.unlink()
             n += 1
