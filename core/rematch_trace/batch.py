@@ -27,7 +27,7 @@ from .output import DataDir, clean_temporaries
 from .source import Problem
 
 SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
-_HEAD_FP = 64 * 1024
+_HEAD_FP = 16 * 1024
 _TAIL_FP = 4096
 # A file modified within this many seconds of its import may have changed
 # without its mtime showing it (coarse timestamps): check its fingerprint too.
@@ -147,20 +147,18 @@ def discover(host: Host, paths: list[Path]) -> list[tuple[Path, str | None]]:
     return unique
 
 
-def _fingerprint(path: Path, start: int, length: int) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, start))
-            return hashlib.sha256(f.read(length)).hexdigest()
-    except OSError:
-        return None
-
-
 def _fps(path: Path, offset: int, skip: int = 0) -> tuple[str | None, str | None]:
+    """sha256 of the first bytes after ``skip`` and of the last bytes before ``offset``."""
     skip = min(max(0, skip), offset)
-    head = _fingerprint(path, skip, min(_HEAD_FP, offset - skip))
     tail_start = max(skip, offset - _TAIL_FP)
-    tail = _fingerprint(path, tail_start, offset - tail_start)
+    try:
+        with open(path, "rb") as f:  # one open for both: this runs for every changed file
+            f.seek(skip)
+            head = hashlib.sha256(f.read(min(_HEAD_FP, offset - skip))).hexdigest()
+            f.seek(tail_start)
+            tail = hashlib.sha256(f.read(offset - tail_start)).hexdigest()
+    except OSError:
+        return None, None
     return head, tail
 
 
