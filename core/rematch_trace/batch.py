@@ -205,6 +205,7 @@ def import_file(
             sink_factory=sink_factory_for(host) if options.events else None,
             redact=r_text,
             redact_input=r_input,
+            fsync=options.fsync,
         )
     except PluginFailure as err:
         return {"outcome": "failed", "reason": str(err), "harness": None}

@@ -61,10 +61,6 @@ class Host:
                 return result, impl.plugin_name
         return None, ""
 
-    def harness_plugin(self, source: Source) -> str:
-        """The plugin name to blame for a source's failures."""
-        return source.harness
-
     def locations(self) -> list[Location]:
         """Every plugin's default transcript folders."""
         out: list[Location] = []

@@ -298,9 +298,12 @@ def import_source(
     sink_factory: SinkFactory | None = None,
     redact: Callable[[str], str] | None = None,
     redact_input: Callable[[Any], Any] | None = None,
+    fsync: bool = False,
 ) -> SourceOutcome:
     """Import one source; with ``saved``, continue a grown file (falling back to a full import)."""
-    kwargs: dict[str, Any] = {"sink_factory": sink_factory, "redact": redact, "redact_input": redact_input}
+    kwargs: dict[str, Any] = {
+        "sink_factory": sink_factory, "redact": redact, "redact_input": redact_input, "fsync": fsync
+    }
     if saved:
         try:
             return SourceImport(host, source, data, saved=saved, **kwargs).run()

@@ -226,11 +226,6 @@ class Ledger:
         rows = self._q("SELECT harness, session_id FROM sessions WHERE source_path = ?", (path,))
         return [(r[0], r[1]) for r in rows]
 
-    def forget_sessions(self, pairs: list[tuple[str, str]]) -> None:
-        """Drop session rows (their source no longer produces them)."""
-        for harness, sid in pairs:
-            self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness, sid))
-
     def set_domain(self, harness: str, session_id: str, domain: str | None) -> None:
         """Store a session's decided domain."""
         self._q(

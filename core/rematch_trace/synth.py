@@ -237,7 +237,7 @@ class Synthesizer:
         if isinstance(rec, vocab.ToolResult):
             self._tool_result(rec)
         elif isinstance(rec, vocab.AssistantMessage):
-            self._assistant(rec, out)
+            self._assistant(rec)
         elif isinstance(rec, vocab.UserMessage):
             self._user(rec, out)
         elif isinstance(rec, vocab.Abort):
@@ -306,7 +306,7 @@ class Synthesizer:
             if not self.turn["waiting"]:
                 self._close_turn()
 
-    def _assistant(self, rec: vocab.AssistantMessage, out: list[dict[str, Any]]) -> None:
+    def _assistant(self, rec: vocab.AssistantMessage) -> None:
         self._close_turn()
         model = _model(rec.model)
         if model is not None and self.first_model is None:
