@@ -21,6 +21,7 @@ import attrs
 
 from .errors import RematchError
 from .host import Host, PluginFailure
+from .journal import journal_path, recover, rollback
 from .jsonl import require_c_backend
 from .ledger import Ledger
 from .output import DataDir, clean_temporaries
@@ -238,6 +239,8 @@ def import_file(
     saved_out = dict(outcome.saved)
     saved_out["harness"] = source.harness
     saved_out["head_skip"] = source.mutable_prefix
+    # In the worker, while the file is fresh in the cache: the parent records serially.
+    head, tail = _fps(p, outcome.offset, source.mutable_prefix)
     return {
         "outcome": "resumed" if outcome.resumed and saved else "imported",
         "harness": source.harness,
@@ -247,6 +250,8 @@ def import_file(
         "skipped_lines": sum(1 for pr in outcome.problems if pr.skipped_data),
         "malformed": outcome.malformed,
         "offset": outcome.offset,
+        "head_fp": head,
+        "tail_fp": tail,
         "saved": saved_out,
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
@@ -332,8 +337,10 @@ def run_import(
         clean_temporaries(data.traces)
         clean_temporaries(data.events)
         clean_temporaries(data.pending)
+        clean_temporaries(data.journal)
         host = host or _host()
         with Ledger(data.ledger) as ledger:
+            recover(data, _committed(ledger), options.fsync)
             todo: list[tuple[Path, str | None, dict[str, Any] | None]] = []
             for path, hint in discover(host, paths):
                 plan, saved = _plan(ledger, path)
@@ -348,6 +355,32 @@ def run_import(
     summary.files.sort(key=lambda f: f.path)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _committed(ledger: Ledger) -> Callable[[str], str | None]:
+    """The generation of the last committed resume of a source (see :mod:`rematch_trace.journal`)."""
+
+    def committed(source: str) -> str | None:
+        row = ledger.source(source)
+        saved = (row or {}).get("saved") or {}
+        generation = saved.get("journal")
+        return generation if isinstance(generation, str) else None
+
+    return committed
+
+
+def settle(data: DataDir) -> int:
+    """Settle what a killed import left in place, unless an import is running (it settles them itself).
+
+    The reading commands call this first, so they never read half of a resumed trace.
+    """
+    if not data.journal.is_dir() or not any(data.journal.glob("*.json")) or not data.ledger.exists():
+        return 0
+    try:
+        with ImportLock(data.lock), Ledger(data.ledger) as ledger:
+            return recover(data, _committed(ledger))
+    except RematchError:
+        return 0
 
 
 def _run(
@@ -393,6 +426,7 @@ def _size(path: Path) -> int:
 
 def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> FileResult:
     outcome = res["outcome"]
+    entry = journal_path(data, str(path))
     fr = FileResult(
         str(path),
         res.get("harness"),
@@ -406,7 +440,7 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
     )
     if outcome in ("imported", "resumed"):
         offset = res["offset"]
-        head, tail = _fps(path, offset, res["saved"].get("head_skip", 0))
+        head, tail = res["head_fp"], res["tail_fp"]
         before = set(ledger.session_ids_of(str(path)))
         after = {(res["harness"], s["session_id"]) for s in res["sessions"]}
         gone = sorted(before - after)
@@ -425,6 +459,7 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
             sessions=res["sessions"],
             forget=gone,
         )
+        entry.unlink(missing_ok=True)  # committed with the row above
         if gone:
             # Only once the ledger no longer names them: a crash here leaves
             # unreferenced files, never a ledger row without its trace.
@@ -433,6 +468,8 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
             for _harness, sid in gone:
                 remove_outputs(data, sid)
     else:
+        if entry.exists():  # a worker that died mid-resume: put its files back
+            rollback(data, entry)
         try:
             size = path.stat().st_size
         except OSError:

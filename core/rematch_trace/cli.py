@@ -140,6 +140,18 @@ def flagged_cmd(out: str | None, as_json: bool) -> None:
         click.echo(f"{r['harness']:<12} {r['session_id']:<44} {', '.join(r['reasons'])}")
 
 
+def _settled(out: str | None) -> DataDir:
+    """The data folder, with whatever a killed import left half-done put right first."""
+    from .batch import settle
+
+    data = _data(out)
+    try:
+        settle(data)
+    except (OSError, sqlite3.Error):
+        pass  # a read-only folder, say: read what is there
+    return data
+
+
 def _find_trace(data: DataDir, session: str) -> Path:
     exact = data.trace_path(session)
     if exact.exists():
@@ -160,7 +172,7 @@ def show_cmd(session: str, out: str | None, as_json: bool) -> None:
     """Print one session's trace readably (SESSION may be an id prefix)."""
     from .show import render
 
-    path = _find_trace(_data(out), session)
+    path = _find_trace(_settled(out), session)
     if as_json:
         with open(path, "rb") as f:
             for raw in f:
@@ -178,7 +190,7 @@ def audit_cmd(session: str | None, out: str | None, as_json: bool) -> None:
     """List the risky actions of SESSION (or of every session), most severe first."""
     from .audit import audit, format_audit
 
-    rows = audit(_data(out).root, session)
+    rows = audit(_settled(out).root, session)
     if as_json:
         _echo_json(rows)
         return

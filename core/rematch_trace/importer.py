@@ -6,7 +6,8 @@ needed to continue is snapshotted (the plugin's state, each session's
 synthesizer state, the byte offset reached and the length of each output
 written so far); the final records (held-back records, ``agent_end``,
 ``session_shutdown``) are written after that point, so a later run on a grown
-file truncates them away, restores the snapshot and continues.
+file truncates them away, restores the snapshot and continues, in place, under
+the rollback journal of :mod:`rematch_trace.journal`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import orjson
 from . import vocab
 from .errors import RestartImport
 from .host import Host
+from .journal import AppendFile, new_generation, rollback, write_entry
 from .jsonstate import state_dumps, state_loads
 from .output import AtomicFile, DataDir, write_atomic
 from .source import Problem, RawRecord, Source
@@ -90,7 +92,11 @@ def _dumps(rec: dict[str, Any]) -> bytes:
 
 
 class _Out:
-    """One session's outputs while the import runs."""
+    """One session's outputs while the import runs.
+
+    A new session writes beside its targets (renamed over them at commit); a
+    resumed one continues its files in place past the kept length.
+    """
 
     def __init__(
         self,
@@ -106,12 +112,25 @@ class _Out:
         self.synth = synth
         self.sink = sink
         self.session_id = session.session_id
-        self.trace = AtomicFile(data.trace_path(self.session_id))
-        self.events = AtomicFile(data.events_path(self.session_id)) if sink is not None else None
+        self.trace: AtomicFile | AppendFile
+        self.events: AtomicFile | AppendFile | None = None
+        trace_path = data.trace_path(self.session_id)
+        events_path = data.events_path(self.session_id)
         if saved:
-            _copy_prefix(data.trace_path(self.session_id), self.trace, saved["trace_len"])
-            if self.events is not None:
-                _copy_prefix(data.events_path(self.session_id), self.events, saved.get("events_len", 0))
+            self.trace = AppendFile(trace_path, saved["trace_len"])
+            try:
+                if sink is not None:
+                    self.events = AppendFile(events_path, saved.get("events_len", 0))
+            except BaseException:
+                self.trace.discard()
+                raise
+        else:
+            self.trace = AtomicFile(trace_path)
+            self.events = AtomicFile(events_path) if sink is not None else None
+
+    def appended(self) -> list[AppendFile]:
+        """The files continued in place."""
+        return [f for f in (self.trace, self.events) if isinstance(f, AppendFile)]
 
     def write(self, recs: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
         for r in recs:
@@ -124,15 +143,6 @@ class _Out:
         self.trace.discard()
         if self.events is not None:
             self.events.discard()
-
-
-def _copy_prefix(path: Path, out: AtomicFile, length: int) -> None:
-    try:
-        copied = out.copy_from(path, length)
-    except OSError:
-        raise RestartImport(f"{path} is gone") from None
-    if copied != length:
-        raise RestartImport(f"{path} is shorter than recorded")
 
 
 class SourceImport:
@@ -161,6 +171,7 @@ class SourceImport:
         self.outs: dict[str, _Out] = {}
         self.result = SourceOutcome(source)
         self.snapshot: dict[str, Any] | None = None
+        self.generation: str | None = None
         self.offset = int(self.saved.get("offset", 0))
         self.plugin_state: dict[str, Any] = state_loads(state_dumps(self.saved.get("plugin", {})))
 
@@ -180,7 +191,7 @@ class SourceImport:
     def _take_snapshot(self) -> None:
         streams = {}
         for key, out in self.outs.items():
-            out.trace.f.flush()
+            out.trace.flush()
             streams[key] = {
                 "session": attrs.asdict(out.session),
                 "synth": out.synth.state(),
@@ -189,7 +200,10 @@ class SourceImport:
                 "events_len": out.events.size if out.events is not None else 0,
             }
         # A round trip through JSON is both the deep copy and the proof it saves.
-        self.snapshot = state_loads(state_dumps({"offset": self.offset, "plugin": self.plugin_state, "streams": streams}))
+        snap: dict[str, Any] = {"offset": self.offset, "plugin": self.plugin_state, "streams": streams}
+        if self.generation is not None:
+            snap["journal"] = self.generation  # the ledger holding it is what commits the resume
+        self.snapshot = state_loads(state_dumps(snap))
 
     def _open(self, rec: vocab.Session) -> _Out:
         saved = self.saved.get("streams", {}).get(rec.stream)
@@ -217,11 +231,19 @@ class SourceImport:
     def run(self) -> SourceOutcome:
         """Import the source; on any failure leave every earlier output as it was."""
         self.result.resumed = bool(self.saved)
-        # Reopen the sessions a resumed import had already started.
-        for stream, saved in self.saved.get("streams", {}).items():
-            sess = vocab.Session(**{**saved["session"], "stream": stream})
-            self._open(sess)
+        entry: Path | None = None
         try:
+            # Reopen the sessions a resumed import had already started, and make
+            # the in-place continuation undoable before a byte of them changes.
+            for stream, saved in self.saved.get("streams", {}).items():
+                sess = vocab.Session(**{**saved["session"], "stream": stream})
+                self._open(sess)
+            appended = [f for out in self.outs.values() for f in out.appended()]
+            if appended:
+                self.generation = new_generation()
+                entry = write_entry(self.data, str(self.source.path), self.generation, appended, self.fsync)
+                for f in appended:
+                    f.begin()
             for rec in self.host.translate(self.source, self._raw(), self.plugin_state):
                 if type(rec) is vocab.Session and not rec.session_id.isascii():
                     # Lone surrogates (a hostile JSON escape) have no UTF-8 spelling for traces or ledger.
@@ -242,6 +264,8 @@ class SourceImport:
         except BaseException:
             for out in self.outs.values():
                 out.discard()
+            if entry is not None:
+                rollback(self.data, entry, self.fsync)
             raise
         self.result.offset = self.offset
         self.result.saved = self.snapshot or {}
@@ -265,7 +289,9 @@ class SourceImport:
                     "seqs": seqs,
                     "trace": f"traces/{out.trace.target.name}",
                 }
-                write_atomic(pending, orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n", self.fsync)
+                text = orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n"
+                if _read_small(pending) != text:  # a resumed session's flags seldom change
+                    write_atomic(pending, text, self.fsync)
             else:
                 try:
                     pending.unlink()
@@ -287,6 +313,14 @@ class SourceImport:
                     repo_remote=place.repo_remote,
                 )
             )
+
+
+def _read_small(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(1 << 20)
+    except OSError:
+        return None
 
 
 def import_source(

@@ -39,19 +39,20 @@ def safe_name(session_id: str) -> str:
 
 
 class DataDir:
-    """The layout of a data folder: ``traces/``, ``events/``, ``pending/``, the ledger."""
+    """The layout of a data folder: ``traces/``, ``events/``, ``pending/``, ``journal/``, the ledger."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.traces = root / "traces"
         self.events = root / "events"
         self.pending = root / "pending"
+        self.journal = root / "journal"
         self.ledger = root / "ledger.sqlite"
         self.lock = root / "import.lock"
 
     def ensure(self) -> None:
         """Create the folders, private to the user (0700)."""
-        for d in (self.root, self.traces, self.events, self.pending):
+        for d in (self.root, self.traces, self.events, self.pending, self.journal):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
             if d.is_symlink():
                 raise OSError(f"{d} is a symbolic link; refusing to write through it")
@@ -85,35 +86,9 @@ class AtomicFile:
         self.f.write(data)
         self.size += len(data)
 
-    def copy_from(self, path: Path, length: int) -> int:
-        """Append the first ``length`` bytes of ``path``; return how many were there.
-
-        The kernel copies (``copy_file_range``) where it can: a resumed import
-        re-copies the kept part of a trace, and this keeps that cheap.
-        """
+    def flush(self) -> None:
+        """Hand the buffered bytes to the kernel."""
         self.f.flush()
-        dst = self.f.fileno()
-        copied = 0
-        with open(path, "rb") as src:
-            fd = src.fileno()
-            try:
-                while copied < length:
-                    n = os.copy_file_range(fd, dst, length - copied)
-                    if n == 0:
-                        break
-                    copied += n
-            except (OSError, AttributeError):  # another file system, an old kernel
-                src.seek(copied)
-                os.lseek(dst, self.size + copied, os.SEEK_SET)
-                while copied < length:
-                    chunk = src.read(min(length - copied, 1 << 20))
-                    if not chunk:
-                        break
-                    os.write(dst, chunk)
-                    copied += len(chunk)
-        os.lseek(dst, self.size + copied, os.SEEK_SET)
-        self.size += copied
-        return copied
 
     def commit(self, fsync: bool = False) -> None:
         """Close and move into place (atomic on one file system).

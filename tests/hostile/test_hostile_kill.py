@@ -34,6 +34,9 @@ from hostile_gen import (
     traces,
 )
 
+from rematch_trace.batch import settle
+from rematch_trace.output import DataDir
+
 SEED = 8
 KILLS = 54
 FILES_PER_HARNESS = 3
@@ -42,7 +45,7 @@ TURNS = 120
 VERSIONS = (0.5, 0.7, 0.85, 1.0)
 
 
-def build_corpus(root: Path) -> dict[Path, list[bytes]]:
+def build_corpus(root: Path, turns: int = TURNS) -> dict[Path, list[bytes]]:
     """Transcripts of the three harnesses: path -> their encoded lines."""
     corpus: dict[Path, list[bytes]] = {}
     for h in HARNESSES:
@@ -50,7 +53,7 @@ def build_corpus(root: Path) -> dict[Path, list[bytes]]:
             sid = sid_for(h, n)
             p = path_for(root, h, sid)
             p.parent.mkdir(parents=True, exist_ok=True)
-            corpus[p] = [dump(x) for x in lines_for(h, sid, turns=TURNS + n)]
+            corpus[p] = [dump(x) for x in lines_for(h, sid, turns=turns + n)]
     return corpus
 
 
@@ -94,6 +97,9 @@ def check_consistent(out: Path, src_sizes: dict[str, int], refs: dict[int, dict[
     """
     if not out.exists():
         return
+    # A resume continues its outputs in place; any rematch command first rolls
+    # back one that a kill left half-done (rematch_trace.journal). So does this.
+    settle(DataDir(out))
     found = traces(out)
     for name, body in found.items():
         check_trace(name, body)
@@ -129,6 +135,22 @@ def check_consistent(out: Path, src_sizes: dict[str, int], refs: dict[int, dict[
         db.close()
 
 
+def wait_unlocked(out: str, timeout: float = 20) -> None:
+    """Wait until every process of a killed run is gone: its forked workers hold the lock until they are."""
+    lock = Path(out) / "import.lock"
+    deadline = time.monotonic() + timeout
+    while lock.exists():
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            assert time.monotonic() < deadline, "the killed run's workers never went away"
+            time.sleep(0.01)
+        finally:
+            os.close(fd)
+
+
 def kill_after(cmd: list[str], delay: float) -> int | None:
     """Start ``cmd`` in its own process group and SIGKILL the whole group after ``delay`` s."""
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=cli_env(),
@@ -139,6 +161,7 @@ def kill_after(cmd: list[str], delay: float) -> int | None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        wait_unlocked(cmd[cmd.index("--out") + 1])
         if proc.stderr is not None:
             proc.stderr.close()
         return None
@@ -206,6 +229,45 @@ def test_kill_at_random_points(tmp_path: Path) -> None:
     assert traces(out) == refs[len(VERSIONS) - 1]
     again = report(run_import(out, src))
     assert again["files"]["unchanged"] == len(corpus)
+
+
+def test_kill_during_resumes(tmp_path: Path) -> None:
+    """Kills that land while grown transcripts are continued in place, under the journal."""
+    rnd = random.Random(SEED + 1)
+    src = tmp_path / "src"
+    corpus = build_corpus(src, turns=4 * TURNS)  # longer: the resumes have time to be killed
+    first, grown = 0, len(VERSIONS) - 1
+    sizes = {f"{p}@{v}": len(version_bytes(lines, v)) for p, lines in corpus.items() for v in (first, grown)}
+    refs: dict[int, dict[str, bytes]] = {}
+    for v in (first, grown):
+        scratch = tmp_path / f"scratch{v}"
+        for p in corpus:
+            (scratch / p.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+        write_version(corpus, scratch, src, v)
+        refs[v] = reference(scratch, tmp_path / f"ref{v}")
+    write_version(corpus, src, src, first)
+    base = tmp_path / "base"
+    assert run_import(base, src).returncode == 0
+    write_version(corpus, src, src, grown)
+    out = tmp_path / "data"
+    shutil.copytree(base, out)
+    started = time.monotonic()
+    proc = run_import(out, src)
+    resume_run = time.monotonic() - started
+    assert report(proc)["files"]["resumed"] == len(corpus)
+    assert traces(out) == refs[grown]
+    landed = 0
+    for _ in range(14):
+        shutil.rmtree(out)
+        shutil.copytree(base, out)
+        rc = kill_after(import_cmd(out, src, jobs=rnd.choice((1, 2))), rnd.uniform(0.4, 1.0) * resume_run)
+        landed += rc is None
+        check_consistent(out, sizes, refs)
+        proc = run_import(out, src)
+        assert_clean_stderr(proc)
+        assert proc.returncode == 0, proc.stderr
+        assert traces(out) == refs[grown]
+    assert landed >= 7, f"only {landed} kills landed"
 
 
 def hold_lock(out: Path) -> int:

@@ -1,0 +1,149 @@
+"""Resumes continue outputs in place under a rollback journal: old or new, never half."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from test_batch import import_, toy_lines, tree
+
+import rematch_toy
+from rematch_trace import batch, importer
+from rematch_trace.batch import settle
+from rematch_trace.journal import journal_path
+from rematch_trace.ledger import Ledger
+from rematch_trace.output import DataDir
+from rematch_trace.testing import make_host
+
+
+@pytest.fixture
+def host():  # type: ignore[no-untyped-def]
+    h = make_host([rematch_toy])
+    yield h
+    batch._worker_host = None
+
+
+def grown_source(tmp_path: Path, host) -> tuple[Path, Path, bytes]:  # type: ignore[no-untyped-def]
+    """A toy transcript imported at half its length, then grown: (source, data folder, trace before)."""
+    full = toy_lines("grow", 12)
+    lines = full.splitlines(keepends=True)
+    src = tmp_path / "src" / "g.jsonl"
+    src.parent.mkdir()
+    src.write_bytes(b"".join(lines[:17]))
+    os.utime(src, (time.time() - 100, time.time() - 100))
+    out = tmp_path / "out"
+    import_(src.parent, out, host)
+    before = (out / "traces" / "grow.jsonl").read_bytes()
+    src.write_bytes(full)
+    return src, out, before
+
+
+def clean_import(tmp_path: Path, src: Path, host) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+    fresh = tmp_path / "fresh" / src.name
+    fresh.parent.mkdir()
+    fresh.write_bytes(src.read_bytes())
+    import_(fresh.parent, tmp_path / "fresh_out", host)
+    return tree(tmp_path / "fresh_out")
+
+
+def test_resume_continues_the_trace_in_place(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    src, out, before = grown_source(tmp_path, host)
+    inode = (out / "traces" / "grow.jsonl").stat().st_ino
+    summary = import_(src.parent, out, host)
+    assert [f.outcome for f in summary.files] == ["resumed"]
+    after = (out / "traces" / "grow.jsonl").read_bytes()
+    assert (out / "traces" / "grow.jsonl").stat().st_ino == inode  # no copy, no rename
+    assert after == clean_import(tmp_path, src, host)["traces/grow.jsonl"]
+    # Only the final records are rewritten: everything before them is the old file's bytes.
+    kept = len(before) - len(before.splitlines(keepends=True)[-1])
+    assert after[: kept - 200] == before[: kept - 200]
+    assert list((out / "journal").iterdir()) == []
+
+
+def test_failed_resume_puts_the_old_bytes_back(tmp_path: Path, host, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    src, out, before = grown_source(tmp_path, host)
+
+    def boom(self: importer.SourceImport) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(importer.SourceImport, "_commit", boom)
+    summary = import_(src.parent, out, host)
+    assert [f.outcome for f in summary.files] == ["failed"]
+    assert (out / "traces" / "grow.jsonl").read_bytes() == before
+    assert list((out / "journal").iterdir()) == []
+    monkeypatch.undo()
+    # A failed file is not remembered as done: the next run imports it whole.
+    assert [f.outcome for f in import_(src.parent, out, host).files] == ["imported"]
+    assert tree(out)["traces/grow.jsonl"] == clean_import(tmp_path, src, host)["traces/grow.jsonl"]
+
+
+def test_crash_before_the_ledger_commit_is_rolled_back(tmp_path: Path, host, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    src, out, before = grown_source(tmp_path, host)
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # stands for a SIGKILL between the in-place writes and the ledger
+
+    monkeypatch.setattr(Ledger, "record_source", killed)
+    with pytest.raises(KeyboardInterrupt):
+        import_(src.parent, out, host)
+    monkeypatch.undo()
+    data = DataDir(out)
+    assert journal_path(data, str(src)).exists()
+    assert (out / "traces" / "grow.jsonl").read_bytes() != before  # half-done, in place
+    assert settle(data) == 1  # what any rematch command does first
+    assert (out / "traces" / "grow.jsonl").read_bytes() == before
+    assert not journal_path(data, str(src)).exists()
+    assert [f.outcome for f in import_(src.parent, out, host).files] == ["resumed"]
+    assert tree(out)["traces/grow.jsonl"] == clean_import(tmp_path, src, host)["traces/grow.jsonl"]
+
+
+def test_crash_after_the_ledger_commit_keeps_the_new_output(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    src, out, _before = grown_source(tmp_path, host)
+    import_(src.parent, out, host)
+    after = (out / "traces" / "grow.jsonl").read_bytes()
+    data = DataDir(out)
+    with Ledger(data.ledger) as ledger:
+        generation = ledger.source(str(src))["saved"]["journal"]  # type: ignore[index]
+    # The entry a kill between the ledger commit and its removal leaves behind.
+    entry = {"source": str(src), "generation": generation,
+             "files": [{"path": "traces/grow.jsonl", "keep": 10, "tail": ""}]}
+    journal_path(data, str(src)).write_bytes(orjson.dumps(entry))
+    assert settle(data) == 0
+    assert (out / "traces" / "grow.jsonl").read_bytes() == after
+    assert not journal_path(data, str(src)).exists()
+
+
+def test_torn_entry_is_dropped(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    src, out, before = grown_source(tmp_path, host)
+    data = DataDir(out)
+    journal_path(data, str(src)).write_bytes(b'{"source": "x", "generation": "ab", "fil')
+    assert settle(data) == 0
+    assert list(data.journal.iterdir()) == []
+    assert (out / "traces" / "grow.jsonl").read_bytes() == before
+
+
+def test_entry_never_writes_outside_the_data_folder(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    src, out, _before = grown_source(tmp_path, host)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"keep me")
+    data = DataDir(out)
+    entry = {"source": str(src), "generation": "forged",
+             "files": [{"path": "../victim.txt", "keep": 0, "tail": ""}]}
+    journal_path(data, str(src)).write_bytes(orjson.dumps(entry))
+    settle(data)
+    assert victim.read_bytes() == b"keep me"
+
+
+def test_settle_leaves_a_running_import_alone(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    src, out, before = grown_source(tmp_path, host)
+    data = DataDir(out)
+    entry = {"source": str(src), "generation": "running",
+             "files": [{"path": "traces/grow.jsonl", "keep": 0, "tail": ""}]}
+    journal_path(data, str(src)).write_bytes(orjson.dumps(entry))
+    with batch.ImportLock(data.lock):
+        assert settle(data) == 0
+    assert (out / "traces" / "grow.jsonl").read_bytes() == before
+    assert journal_path(data, str(src)).exists()
