@@ -196,7 +196,7 @@ def session_file(kind: str, rng: random.Random, target: int, result_bytes: int) 
         x.start(out)
         while size < target:
             before = len(out)
-            x.turn(out, result_bytes // 4)
+            x.turn(out, result_bytes)
             size += sum(len(b) for b in out[before:])
         day = rng.randint(1, 28)
         return f"codex/sessions/2026/02/{day:02d}/rollout-2026-02-{day:02d}T10-00-00-{sid}.jsonl", b"".join(out)
@@ -214,11 +214,11 @@ def generate(root: Path, size_mb: int, seed: int = 7, big: bool = True) -> int:
     rng = random.Random(seed)
     budget = size_mb * 1024 * 1024
     written = 0
-    mix = (("claude_code", 0.6, 9000), ("codex", 0.25, 3000), ("omp", 0.15, 6000))
+    mix = (("claude_code", 0.6), ("codex", 0.25), ("omp", 0.15))
     plan: list[tuple[str, int]] = []
     if big and size_mb >= 400:
         plan += [("claude_code", 120 * 1024 * 1024), ("codex", 110 * 1024 * 1024)]
-    for kind, share, _ in mix:
+    for kind, share in mix:
         left = int(budget * share) - sum(s for k, s in plan if k == kind)
         while left > 0:
             s = min(left, int(rng.lognormvariate(13.5, 1.2)))  # median ~0.7 MB
@@ -226,8 +226,7 @@ def generate(root: Path, size_mb: int, seed: int = 7, big: bool = True) -> int:
             plan.append((kind, s))
             left -= s
     for kind, target in plan:
-        rb = dict((k, r) for k, _, r in mix)[kind]
-        rel, data = session_file(kind, rng, target, rb)
+        rel, data = session_file(kind, rng, target, RESULT_BYTES[kind])
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
@@ -250,8 +249,16 @@ def generate(root: Path, size_mb: int, seed: int = 7, big: bool = True) -> int:
     return written
 
 
+#: Mean tool-output bytes per harness, for the archive and for what is appended to it.
+RESULT_BYTES = {"claude_code": 9000, "codex": 3000 // 4, "omp": 6000}
+
+
 def append_percent(root: Path, percent: float, seed: int = 11) -> int:
-    """Append about ``percent`` % more records to every file, in its own format."""
+    """Append about ``percent`` % more records to every file, in its own format and shape.
+
+    Whole exchanges are appended (a harness appends turns, not fractions of
+    them), so a small file grows by a little more than ``percent``.
+    """
     rng = random.Random(seed)
     added = 0
     for p in sorted(root.rglob("*.jsonl")):
@@ -264,20 +271,20 @@ def append_percent(root: Path, percent: float, seed: int = 11) -> int:
         if kind == "claude_code":
             c = Claude(rng, sid)
             while have < want:
-                c.exchange(out, 4000)
+                c.exchange(out, RESULT_BYTES[kind])
                 have = sum(len(x) for x in out)
         elif kind == "codex":
             x = Codex(rng, sid)
             x.total = 10**9
             while have < want:
-                x.turn(out, 1000)
+                x.turn(out, RESULT_BYTES[kind])
                 have = sum(len(b) for b in out)
         else:
             last = _last_omp_id(p)
             o = Omp(rng, sid)
             o.parent = last
             while have < want:
-                o.turn(out, 3000)
+                o.turn(out, RESULT_BYTES[kind])
                 have = sum(len(b) for b in out)
         with open(p, "ab") as f:
             f.write(b"".join(out))
