@@ -71,11 +71,13 @@ def rfc3339(ms: int) -> str:
 
 def event_uuid(name: str) -> str:
     """The UUIDv5 of ``name`` in :data:`EVENT_NAMESPACE`, as text (RFC 4122 section 4.3)."""
-    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8", "surrogatepass")).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50
-    digest[8] = (digest[8] & 0x3F) | 0x80
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return _uuid_text(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8", "surrogatepass")).digest())
+
+
+def _uuid_text(digest: bytes) -> str:
+    """A SHA-1 digest as UUIDv5 text: version nibble 5, variant bits 10."""
+    h = digest[:16].hex()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{'89ab'[(digest[8] >> 4) & 3]}{h[17:20]}-{h[20:]}"
 
 
 def _cut(text: str, limit: int = SUMMARY_LIMIT) -> tuple[str, bool]:
@@ -185,6 +187,12 @@ class EventSink:
         self.t: int | None = s.get("t", session.t)
         self.started: bool = s.get("started", False)
         self.calls: dict[str, list[Any]] = s.get("calls", {})
+        # Event ids are UUIDv5 of "<agent>\x1f<session>\x1f<n>": the same prefix for every event.
+        prefix = f"{self.agent}\x1f{session.session_id}\x1f".encode("utf-8", "surrogatepass")
+        self._id_hash = hashlib.sha1(_NAMESPACE_BYTES + prefix)
+        # Consecutive events mostly share a time: format it once.
+        self._t_ms: int | None = None
+        self._t_text = ""
 
     def state(self) -> dict[str, Any]:
         """The state as JSON-able data (no original input); pass it back as ``state=``."""
@@ -192,32 +200,49 @@ class EventSink:
 
     # -- events --------------------------------------------------------------------------
 
-    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
-        event_id = event_uuid(f"{self.agent}\x1f{self.session.session_id}\x1f{self.n}")
+    def _event(
+        self,
+        kind: str,
+        *,
+        source_tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        action_type: str | None = None,
+        args_summary: str | None = None,
+        risk_features: list[str] | None = None,
+        redaction_count: int = 0,
+        raw_input_truncated: bool = False,
+        action_fingerprint: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        # Every id of the session hashes the same prefix: hash it once, then copy.
+        h = self._id_hash.copy()
+        h.update(str(self.n).encode())
         self.n += 1
-        event: dict[str, Any] = {
+        t = self.t or 0
+        if t != self._t_ms:
+            self._t_ms = t
+            self._t_text = rfc3339(t)
+        return {
             "schema_version": SCHEMA_VERSION,
-            "event_id": event_id,
+            "event_id": _uuid_text(h.digest()),
             "agent": self.agent,
             "source_session_id": self.source_session_id,
             "agent_sub_id": self.agent_sub_id,
             "source_turn_id": None,
-            "source_tool_call_id": None,
+            "source_tool_call_id": source_tool_call_id,
             "kind": kind,
-            "occurred_at": rfc3339(self.t or 0),
+            "occurred_at": self._t_text,
             "cwd": self.cwd,
             "repo_root": self.repo_root,
-            "tool_name": None,
-            "action_type": None,
-            "args_summary": None,
-            "risk_features": [],
-            "redaction_count": 0,
-            "raw_input_truncated": False,
-            "action_fingerprint": None,
-            "metadata": {},
+            "tool_name": tool_name,
+            "action_type": action_type,
+            "args_summary": args_summary,
+            "risk_features": [] if risk_features is None else risk_features,
+            "redaction_count": redaction_count,
+            "raw_input_truncated": raw_input_truncated,
+            "action_fingerprint": action_fingerprint,
+            "metadata": {} if metadata is None else metadata,
         }
-        event.update(fields)
-        return event
 
     def _start(self, out: list[dict[str, Any]]) -> None:
         self.started = True
