@@ -14,6 +14,7 @@ from rematch_trace.streams import open_zstd
 from .discover import KNOWN_TYPES
 
 _SKIP_CHUNK = 1024 * 1024
+_READ_BUFFER = 1024 * 1024
 
 
 def _skip(stream: IO[bytes], n: int) -> None:
@@ -52,7 +53,8 @@ def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
 def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     path = str(source.path)
     try:
-        raw = open(source.path, "rb")  # noqa: SIM115 - closed by the with below, after the open can fail
+        # A large buffer: with the default 8 KiB, readline re-joins every longer line from pieces.
+        raw = open(source.path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by the with below, after the open can fail
     except OSError as err:
         # Claude Code deletes old transcripts on its own schedule; a file may vanish after discovery.
         yield Problem(path, 0, f"cannot open: {err.strerror or err}", "unreadable")

@@ -110,6 +110,9 @@ def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
     return Source(HARNESS, path, agent_kind=kind, compression="zst" if zst else "")
 
 
+_READ_BUFFER = 1024 * 1024
+
+
 def _skip(f: IO[bytes], n: int) -> None:
     """Read and drop ``n`` bytes (a decompressed stream cannot seek)."""
     while n > 0:
@@ -121,7 +124,8 @@ def _skip(f: IO[bytes], n: int) -> None:
 
 def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream ``source``'s records from decompressed byte ``start``."""
-    with open(source.path, "rb") as raw:
+    # A large buffer: with the default 8 KiB, readline re-joins every longer line from pieces.
+    with open(source.path, "rb", buffering=_READ_BUFFER) as raw:
         try:
             if source.compression == "zst":
                 f: IO[bytes] = open_zstd(raw)
