@@ -30,6 +30,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import orjson
+
 from .canonical import canonical_input, canonical_json
 from .errors import NonExactNumber
 
@@ -81,6 +83,10 @@ def action_fingerprint(
     :raises NonExactNumber: when ``tool_input`` holds a number with no exact
         canonical representation, or a value that is not JSON.
     """
+    if nonce is None:
+        digest = _fast_digest(provider, session, turn, tool_call_id, tool_name, cwd, tool_input, agent_sub_id)
+        if digest is not None:
+            return digest
     container = fingerprint_container(
         provider, session, turn, tool_call_id, tool_name, cwd, None, agent_sub_id, nonce
     )
@@ -98,5 +104,79 @@ def action_fingerprint(
         raise NonExactNumber("tool input holds a value that is not JSON") from None
     return hashlib.sha256(data).hexdigest()
 
+
+# The members before "tool_call_id" are the same for every call of a session:
+# their hash state is kept for the last session seen and copied per call.
+_PREFIX: dict[tuple[str, str, str | None, str], Any] = {}
+
+
+def _json_str(value: str | None) -> bytes | None:
+    """The canonical JSON of a string or null; ``None`` when a string has no UTF-8 form."""
+    if value is None:
+        return b"null"
+    try:
+        # orjson writes a string as RFC 8785 does (the same holds in canonical_json's fast path).
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:  # a lone surrogate: the general path escapes it
+        return None
+
+
+def _fast_digest(
+    provider: str,
+    session: str,
+    turn: str | None,
+    tool_call_id: str,
+    tool_name: str,
+    cwd: str,
+    tool_input: Any,
+    agent_sub_id: str | None,
+) -> str | None:
+    """The fingerprint of a nonce-less call, hashed member by member in key order.
+
+    Equal to hashing the canonical container when every member is a string (or
+    null where allowed) with a UTF-8 form; ``None`` otherwise, and the caller
+    takes the general path.
+    """
+    if (
+        type(provider) is not str
+        or type(session) is not str
+        or type(cwd) is not str
+        or type(tool_call_id) is not str
+        or type(tool_name) is not str
+        or not (turn is None or type(turn) is str)
+        or not (agent_sub_id is None or type(agent_sub_id) is str)
+    ):
+        return None
+    key = (provider, session, agent_sub_id, cwd)
+    base = _PREFIX.get(key)
+    if base is None:
+        sub_j, cwd_j = _json_str(agent_sub_id), _json_str(cwd)
+        provider_j, session_j = _json_str(provider), _json_str(session)
+        if sub_j is None or cwd_j is None or provider_j is None or session_j is None:
+            return None
+        base = hashlib.sha256(
+            b'{"agent_sub_id":' + sub_j + b',"cwd":' + cwd_j + b',"provider":' + provider_j
+            + b',"session":' + session_j + b',"tool_call_id":'
+        )
+        if len(_PREFIX) >= 64:
+            _PREFIX.clear()
+        _PREFIX[key] = base
+    call_j, name_j, turn_j = _json_str(tool_call_id), _json_str(tool_name), _json_str(turn)
+    if call_j is None or name_j is None or turn_j is None:
+        return None
+    try:
+        canon = canonical_input(tool_input)
+    except RecursionError:
+        raise NonExactNumber("tool input is nested too deeply to canonicalise") from None
+    except (TypeError, ValueError) as err:
+        if isinstance(err, NonExactNumber):
+            raise
+        raise NonExactNumber("tool input holds a value that is not JSON") from None
+    h = base.copy()
+    h.update(call_j + b',"tool_input":' + canon + b',"tool_name":' + name_j + b',"turn":' + turn_j + _V_TAIL)
+    return h.hexdigest()
+
+
+_V_TAIL = b',"v":' + str(FINGERPRINT_VERSION).encode() + b"}"
 
 __all__ = ["FINGERPRINT_VERSION", "NonExactNumber", "action_fingerprint", "fingerprint_container"]
