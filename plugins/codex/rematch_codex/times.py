@@ -43,13 +43,14 @@ def to_ms(value: object) -> int | None:
     Codex writes UTC with a ``Z`` and millisecond precision; other fractions and
     ``+hh:mm`` offsets are accepted too.
     """
+    # The common shape, "...:SS.mmmZ", costs a cache hit on the second (only a
+    # prefix that passed every check below is ever cached).
+    if type(value) is str and len(value) == 24 and value[23] == "Z" and value[19] == ".":
+        base = _SECONDS.get(value[:19])
+        if base is not None and value[20:23].isdigit():
+            return base + int(value[20:23])
     if not isinstance(value, str) or len(value) < 19 or value[10] not in "Tt ":
         return None
-    # The common shape, "...:SS.mmmZ", costs a cache hit on the second.
-    if len(value) == 24 and value[19] == "." and value[23] == "Z" and value[20:23].isdigit():
-        base = _SECONDS.get(value[:19])
-        if base is not None:
-            return base + int(value[20:23])
     try:
         ms = _second_ms(value[:19])
         rest = value[19:]

@@ -82,6 +82,7 @@ _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output", "t
 _QUIET_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary", "context_compaction", "agent_message"})
 _BOUNDARY_EVENTS = frozenset({"task_started", "task_complete", "turn_started", "turn_complete"})
 _OUTCOME_EVENTS = frozenset({"exec_command_end", "patch_apply_end", "mcp_tool_call_end"})
+_TYPE_OR_NONE = (str, type(None))
 
 
 def _new_state() -> dict[str, Any]:
@@ -132,12 +133,13 @@ class _Translator:
         s = self.s
         if rec.offset == 0 and s["started"]:
             raise RestartImport("the rollout was rewritten from its start")
-        if not isinstance(v.get("type"), (str, type(None))):
+        kind = v.get("type")
+        if not isinstance(kind, _TYPE_OR_NONE):
             return  # a hostile list or object as the type: nothing to translate
         if "payload" in v:
             payload = v["payload"]
-            if isinstance(payload, dict) and isinstance(payload.get("type"), (str, type(None))):
-                self.envelope(v.get("type"), payload, to_ms(v.get("timestamp")), rec)
+            if isinstance(payload, dict) and isinstance(payload.get("type"), _TYPE_OR_NONE):
+                self.envelope(kind, payload, to_ms(v.get("timestamp")), rec)
         elif "record_type" in v:
             return  # legacy state line
         elif "type" not in v and "id" in v:
@@ -351,7 +353,8 @@ class _Translator:
     def item(self, p: dict[str, Any], t: int | None, rec: RawRecord) -> None:
         s = self.s
         typ = p.get("type")
-        self.release()
+        if s["held"]:
+            self.release()
         if typ == "message":
             role = p.get("role")
             if role == "assistant":

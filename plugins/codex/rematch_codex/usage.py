@@ -17,22 +17,36 @@ from typing import Any
 
 from rematch_trace.vocab import Usage
 
-_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "cache_write_input_tokens", "total_tokens")
+
+
+def _count(v: Any) -> int:
+    """A token count as an int: negative, non-numeric and boolean values count as 0."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        return 0
+    return int(v)
 
 
 def vector(usage: Any) -> list[int] | None:
     """A TokenUsage object as a vector; ``None`` when it has no usable total."""
     if not isinstance(usage, dict):
         return None
-    out = []
-    for key in _FIELDS:
-        v = usage.get(key, 0)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            v = 0
-        out.append(int(v))
+    # Counts are nearly always plain non-negative ints: take those as they are.
+    get = usage.get
+    a = get("input_tokens", 0)
+    b = get("cached_input_tokens", 0)
+    c = get("output_tokens", 0)
+    d = get("cache_write_input_tokens", 0)
+    e = get("total_tokens", 0)
+    out = [
+        a if type(a) is int and a >= 0 else _count(a),
+        b if type(b) is int and b >= 0 else _count(b),
+        c if type(c) is int and c >= 0 else _count(c),
+        d if type(d) is int and d >= 0 else _count(d),
+        e if type(e) is int and e >= 0 else _count(e),
+    ]
     if not isinstance(usage.get("total_tokens"), (int, float)):
         out[4] = out[0] + out[2]
-    return out if any(out) else None
+    return out if out[0] or out[1] or out[2] or out[3] or out[4] else None
 
 
 def advance(info: Any, state: dict[str, Any]) -> list[int] | None:
