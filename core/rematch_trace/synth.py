@@ -38,11 +38,12 @@ from .records import (
     SessionStart,
     ToolResultRecord,
     TurnEnd,
-    UsageRecord,
     to_dict,
 )
 from .truncate import HEAD_LIMIT, TEXT_LIMIT, cut_utf8, truncate_input
 
+#: The records :class:`~rematch_trace.flags.FlagTracker` looks at (it passes over the rest).
+_FLAG_EVS = frozenset({"input", "mark", "tool_result"})
 #: A run's records wait at most this many before they are written anyway.
 RUN_BUFFER_RECORDS = 64
 #: Calls still waiting for a result are forgotten past this many.
@@ -161,10 +162,15 @@ class Synthesizer:
 
     # -- output ----------------------------------------------------------------------------
 
-    def _emit(self, record: Any, t: int | None = None) -> None:
-        d = to_dict(record, 0, self.t if t is None else t)
+    def _emit(self, record: Any) -> None:
+        d = to_dict(record, 0, self.t)
         del d["seq"]
-        self.buffer.append([d, d.pop("t")])
+        del d["t"]
+        self._push(d)
+
+    def _push(self, d: dict[str, Any]) -> None:
+        """Buffer one record as its ``ev`` and fields (what :func:`to_dict` makes of it), at ``t``."""
+        self.buffer.append([d, self.t])
         ev = d["ev"]
         self.counts[ev] = self.counts.get(ev, 0) + 1
 
@@ -172,7 +178,8 @@ class Synthesizer:
         for d, t in self.buffer:
             rec = {"seq": self.seq, "t": t, **d}
             self.seq += 1
-            self.flags.observe(rec)
+            if d["ev"] in _FLAG_EVS:
+                self.flags.observe(rec)
             out.append(rec)
         self.buffer = []
         self.input_at = None
@@ -290,16 +297,18 @@ class Synthesizer:
         error_class = None
         if is_error:
             error_class = rec.error_class if rec.error_class in vocab.ERROR_CLASSES else classify_error(head)
-        self._emit(
-            ToolResultRecord(
-                tool=tool,
-                call_id=rec.call_id,
-                input=shown,
-                args_hash=digest,
-                result_bytes=max(0, int(rec.output_bytes)),
-                is_error=is_error,
-                error_class=error_class,
-            )
+        # ToolResultRecord's fields, as to_dict gives them, built directly (one per result).
+        self._push(
+            {
+                "ev": ToolResultRecord.EV,
+                "tool": tool,
+                "call_id": rec.call_id,
+                "input": shown,
+                "args_hash": digest,
+                "result_bytes": max(0, int(rec.output_bytes)),
+                "is_error": is_error,
+                "error_class": error_class,
+            }
         )
         if self.turn is not None and rec.call_id in self.turn["waiting"]:
             self.turn["waiting"].remove(rec.call_id)
@@ -351,13 +360,22 @@ class Synthesizer:
                 self._emit(ModelChange(from_=Model(**self.last_model), to=Model(**model), reason="turn"))
             self.last_model = model
         i, o, cr, cw, total, cost = turn["usage"]
-        self._emit(
-            TurnEnd(
-                model=Model(**model) if model else None,
-                usage=UsageRecord(input=i, output=o, cacheRead=cr, cacheWrite=cw, totalTokens=total, cost=cost),
-                stop_reason=turn["stop_reason"],
-                text_head=turn["text_head"],
-            )
+        # TurnEnd's fields, as to_dict gives them, built directly (one per assistant message).
+        self._push(
+            {
+                "ev": TurnEnd.EV,
+                "model": {"provider": model["provider"], "id": model["id"]} if model else None,
+                "usage": {
+                    "input": i,
+                    "output": o,
+                    "cacheRead": cr,
+                    "cacheWrite": cw,
+                    "totalTokens": total,
+                    "cost": cost,
+                },
+                "stop_reason": turn["stop_reason"],
+                "text_head": turn["text_head"],
+            }
         )
 
     def _user(self, rec: vocab.UserMessage, out: list[dict[str, Any]]) -> None:

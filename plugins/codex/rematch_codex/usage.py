@@ -18,7 +18,6 @@ from typing import Any
 from rematch_trace.vocab import Usage
 
 
-
 def _count(v: Any) -> int:
     """A token count as an int: negative, non-numeric and boolean values count as 0."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
