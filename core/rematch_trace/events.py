@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import vocab
-from .errors import NonExactNumber, classify_error
+from .errors import NonExactNumber
 from .fingerprint import action_fingerprint
 from .host import Host
 from .redact import PLACEHOLDER, Redactor
@@ -346,9 +346,7 @@ class EventSink:
                 meta["fingerprint_error"] = fp_error
         is_error = bool(rec.is_error) if rec.is_error is not None else bool(rec.error_class)
         if is_error:
-            meta["error_class"] = (
-                rec.error_class if rec.error_class in vocab.ERROR_CLASSES else classify_error(rec.output_head or "")
-            )
+            meta["error_class"] = vocab.result_error_class(rec)
         return self._event(
             "post_tool_failure" if is_error else "post_tool_use",
             source_tool_call_id=call_id,

@@ -21,7 +21,7 @@ from typing import Any
 
 from . import vocab
 from .canonical import args_hash
-from .errors import NonExactNumber, classify_error
+from .errors import NonExactNumber
 from .flags import FlagTracker
 from .identity import Place
 from .prelabel import is_dropped_command, normalize_mark, prelabel_tokens, skills_in, tokens
@@ -292,11 +292,10 @@ class Synthesizer:
             tool, shown, digest = rec.tool or "", None, None
         else:
             tool, shown, digest = call
-        head = rec.output_head or ""
         is_error = bool(rec.is_error) if rec.is_error is not None else bool(rec.error_class)
         error_class = None
         if is_error:
-            error_class = rec.error_class if rec.error_class in vocab.ERROR_CLASSES else classify_error(head)
+            error_class = vocab.result_error_class(rec)
         # ToolResultRecord's fields, as to_dict gives them, built directly (one per result).
         self._push(
             {

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 import attrs
 
+from .errors import classify_error
+
 #: The closed vocabulary of ``tool_result.error_class`` (``None`` on success).
 ERROR_CLASSES: tuple[str, ...] = (
     "exit_nonzero",  # a command ran and exited with a non-zero status
@@ -153,6 +155,27 @@ class ToolResult:
     is_error: bool | None = None
     error_class: str | None = None
     tool: str | None = None
+
+
+# The trace and the event stream classify each failed result one after the
+# other: remember the last record classified (held, so its id cannot be reused).
+_CLASSIFIED: list[Any] = [None, ""]
+
+
+def result_error_class(rec: ToolResult) -> str:
+    """A failed result's error class: the plugin's own, else the core's fallback on its head.
+
+    The fallback is :func:`~rematch_trace.errors.classify_error` of ``output_head``.
+    """
+    given = rec.error_class
+    if given is not None and given in ERROR_CLASSES:
+        return given
+    if _CLASSIFIED[0] is rec:
+        return str(_CLASSIFIED[1])
+    cls = classify_error(rec.output_head or "")
+    _CLASSIFIED[0] = rec
+    _CLASSIFIED[1] = cls
+    return cls
 
 
 @attrs.frozen(slots=True)
