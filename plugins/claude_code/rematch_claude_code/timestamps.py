@@ -10,11 +10,35 @@ _ISO = re.compile(
 )
 
 
+# Lines crowd into the same seconds: the unix seconds of "YYYY-MM-DDTHH:MM:SS"
+# prefixes that parsed in the usual "...SS.mmmZ" shape.
+_SECONDS: dict[str, int] = {}
+_MAX_SECONDS = 4096
+
+
 def to_ms(value: object) -> int | None:
     """Unix milliseconds of an ISO-8601 string, or ``None`` when it is not one.
 
     A timestamp without a zone is read as UTC (Claude Code always writes ``Z``).
     """
+    if type(value) is not str:
+        return _parse(value)
+    usual = len(value) == 24 and value[23] == "Z" and value[19] == "."
+    frac = value[20:23]
+    if usual and frac.isascii() and frac.isdigit():
+        secs = _SECONDS.get(value[:19])
+        if secs is not None:
+            return secs * 1000 + int(frac)
+        ms = _parse(value)
+        if ms is not None:
+            if len(_SECONDS) >= _MAX_SECONDS:
+                _SECONDS.clear()
+            _SECONDS[value[:19]] = (ms - int(frac)) // 1000
+        return ms
+    return _parse(value)
+
+
+def _parse(value: object) -> int | None:
     if not isinstance(value, str):
         return None
     m = _ISO.match(value.strip())
