@@ -363,6 +363,7 @@ class Redactor:
     _exact: tuple[tuple[str, tuple[Rule, ...]], ...] = attrs.field(init=False)
     _folded: tuple[tuple[str, tuple[Rule, ...]], ...] = attrs.field(init=False)
     _memo: dict[int, tuple[Any, Any, int]] = attrs.field(init=False, factory=dict)
+    _text_memo: dict[str, tuple[str, int]] = attrs.field(init=False, factory=dict, eq=False, repr=False)
     _exact_scan: re.Pattern[str] = attrs.field(init=False)
     _exact_rules: dict[str, frozenset[int]] = attrs.field(init=False)
 
@@ -406,6 +407,19 @@ class Redactor:
         """``text`` with every credential replaced, and how many were."""
         if not isinstance(text, str) or len(text) < 8:
             return text, 0
+        # The trace and the events redact the same texts in turn (a prompt, a
+        # command and its summary): remember the last few results.
+        hit = self._text_memo.get(text)
+        if hit is not None:
+            return hit
+        result = self._redact(text)
+        if len(text) <= _TEXT_MEMO_CHARS:
+            if len(self._text_memo) >= _TEXT_MEMO_SIZE:
+                self._text_memo.clear()
+            self._text_memo[text] = result
+        return result
+
+    def _redact(self, text: str) -> tuple[str, int]:
         count = 0
         low = text.lower()
         for rule in self._candidates(text, low):
@@ -474,6 +488,8 @@ class Redactor:
 
 
 _MAX_DEPTH = 200
+_TEXT_MEMO_SIZE = 32
+_TEXT_MEMO_CHARS = 32 * 1024
 
 
 def _joined(value: Any) -> str:
