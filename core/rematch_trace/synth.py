@@ -275,7 +275,7 @@ class Synthesizer:
         if not self.started:
             self._start()
         if self.run_open:
-            self._emit(AgentEnd(turns=self.run_turns, is_terminal=True, yielded=False))
+            self._end_run()
             self.run_open = False
         self.input_at = None
         self._flush(out)
@@ -383,7 +383,7 @@ class Synthesizer:
             return
         self._close_turn()
         if self.run_open:
-            self._emit(AgentEnd(turns=self.run_turns, is_terminal=True, yielded=False))
+            self._end_run()
         # A new run starts: what the previous one held back is final now.
         self.input_at = None
         if self.started:
@@ -398,15 +398,17 @@ class Synthesizer:
         for s in rec.skills:
             if s not in skills:
                 skills.append(s)
-        self._emit(
-            Input(
-                text=self._clean(raw, TEXT_LIMIT),
-                source=rec.source,
-                idle=idle,
-                after_deliverable=self.deliverable,
-                prelabel=label,
-                skills_invoked=skills,
-            )
+        # Input's fields, as to_dict gives them, built directly (skills is this record's own list).
+        self._push(
+            {
+                "ev": Input.EV,
+                "text": self._clean(raw, TEXT_LIMIT),
+                "source": rec.source,
+                "idle": idle,
+                "after_deliverable": self.deliverable,
+                "prelabel": label,
+                "skills_invoked": skills,
+            }
         )
         self.input_at = len(self.buffer) - 1
         self._prev_raw = words
@@ -414,6 +416,10 @@ class Synthesizer:
         self.last_aborted = False
         self.run_open = True
         self.run_turns = 0
+
+    def _end_run(self) -> None:
+        """Buffer the run's agent_end (AgentEnd's fields, built directly)."""
+        self._push({"ev": AgentEnd.EV, "turns": self.run_turns, "is_terminal": True, "yielded": False})
 
     def _clean(self, text: str, limit: int) -> str:
         """Redacted, valid UTF-8, cut to ``limit`` bytes (redacting only what can be kept)."""
