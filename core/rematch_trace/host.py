@@ -48,9 +48,12 @@ class Host:
         return impls
 
     def _call(self, impl: Any, hook: str, kwargs: dict[str, Any]) -> Any:
-        args = {k: kwargs[k] for k in impl.argnames}
+        names = impl.argnames
         try:
-            return impl.function(**args)
+            # An implementation taking every argument (the usual case) gets them as they are.
+            if len(names) == len(kwargs):
+                return impl.function(**kwargs)
+            return impl.function(**{k: kwargs[k] for k in names})
         except Exception as err:
             raise PluginFailure(impl.plugin_name, hook, err) from err
 
