@@ -63,13 +63,30 @@ def prelabel_tokens(text: str, new_tokens: set[str], previous_tokens: Iterable[s
         return f"mark:{m.group(1).lower()}"
     if interrupted:
         return "interrupt"
-    if REVERT_RE.search(text):
+    if _may_revert(text) and REVERT_RE.search(text):
         return "revert"
     if NEGATION_RE.match(text.lstrip()):
         return "negation"
     if is_reprompt(new_tokens, previous_tokens):
         return "reprompt"
     return "none"
+
+
+# Every REVERT_RE match holds one of these, lowercased. Only for ASCII text is
+# that a safe test: Unicode case folding lets other letters match (the Kelvin
+# sign as "k", a long s as "s").
+_REVERT_WORDS = ("revert", "undo", "roll", "put it back", "git restore", "git checkout --")
+
+
+def _may_revert(text: str) -> bool:
+    """Whether :data:`REVERT_RE` can match ``text`` (a cheap test; ``True`` when unsure)."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    for word in _REVERT_WORDS:  # noqa: SIM110 - a plain loop: no generator to set up per call
+        if word in low:
+            return True
+    return False
 
 
 def prelabel(text: str, previous: str | None, interrupted: bool) -> str:
@@ -89,6 +106,8 @@ def prelabel(text: str, previous: str | None, interrupted: bool) -> str:
 def skills_in(text: str) -> list[str]:
     """The skill names of ``/skill:<name>`` tokens in ``text``, in order, once each."""
     seen: list[str] = []
+    if "/skill:" not in text:  # every match holds it (the pattern is case-sensitive)
+        return seen
     for name in SKILL_RE.findall(text):
         if name not in seen:
             seen.append(name)
