@@ -74,6 +74,8 @@ REDACT_MARGIN = 1024
 
 def _safe(text: str) -> str:
     """Text that encodes as UTF-8 (lone surrogates become U+FFFD)."""
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
         return text

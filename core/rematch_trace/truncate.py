@@ -18,6 +18,8 @@ def cut_utf8(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` UTF-8 bytes, never inside a character."""
     if len(text) <= limit // 4:
         return text  # even at 4 bytes a character it fits
+    if text.isascii():  # a byte a character: no encoding needed to find the cut
+        return text if len(text) <= limit else text[:limit]
     data = text.encode("utf-8", "surrogatepass")
     if len(data) <= limit:
         return text
