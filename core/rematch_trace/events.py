@@ -193,6 +193,9 @@ class EventSink:
         # Consecutive events mostly share a time: format it once.
         self._t_ms: int | None = None
         self._t_text = ""
+        # ...and the text of the last second formatted ("...T12:34:56."), from its first ms.
+        self._sec_ms = _MAX_MS + 1
+        self._sec_text = ""
 
     def state(self) -> dict[str, Any]:
         """The state as JSON-able data (no original input); pass it back as ``state=``."""
@@ -221,7 +224,13 @@ class EventSink:
         t = self.t or 0
         if t != self._t_ms:
             self._t_ms = t
-            self._t_text = rfc3339(t)
+            if type(t) is int and self._sec_ms <= t < self._sec_ms + 1000:
+                self._t_text = f"{self._sec_text}{t - self._sec_ms:03d}Z"
+            else:
+                self._t_text = rfc3339(t)
+                if type(t) is int and _MIN_MS <= t <= _MAX_MS:
+                    self._sec_ms = t - t % 1000
+                    self._sec_text = self._t_text[:-4]
         return {
             "schema_version": SCHEMA_VERSION,
             "event_id": _uuid_text(h.digest()),
