@@ -24,7 +24,7 @@ from .host import Host, PluginFailure
 from .journal import journal_path, recover, rollback
 from .jsonl import require_c_backend
 from .ledger import Ledger
-from .output import DataDir, clean_temporaries
+from .output import DataDir, clean_temporaries, reaper
 from .source import Problem
 
 SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
@@ -352,6 +352,12 @@ def run_import(
             results = _run(todo, data, options, progress)
             for (path, _hint, _saved), res in zip(todo, results, strict=False):
                 summary.files.append(_record(ledger, data, path, res))
+        # Replaced files still queued for unlinking: this process's now, and any
+        # a worker had queued when the pool shut it down.
+        reaper.drain()
+        if todo and options.jobs > 1:
+            for folder in (data.traces, data.events, data.pending):
+                clean_temporaries(folder)
     summary.files.sort(key=lambda f: f.path)
     summary.seconds = time.monotonic() - started
     return summary
