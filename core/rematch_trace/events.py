@@ -320,10 +320,15 @@ class EventSink:
         except NonExactNumber:
             fp = None
             meta["fingerprint_error"] = "tool input holds a number with no exact representation; not fingerprinted"
-        _, redactions = self.redactor.redact_value_counted(call.input)
+        redacted, redactions = self.redactor.redact_value_counted(call.input)
         text = strings_of(call.input, RISK_TEXT_LIMIT)
         features = risk_features(action, name, call.input, text, redactions=redactions)
-        summary, cut = _cut(self._redact(summarize(action, name, call.input))[0])
+        raw_summary = summarize(action, name, call.input)
+        if redacted is call.input and type(redacted) is dict and any(raw_summary is v for v in redacted.values()):
+            # The summary is one of the input's strings, and the input holds no trigger anywhere.
+            summary, cut = _cut(raw_summary)
+        else:
+            summary, cut = _cut(self._redact(raw_summary)[0])
         self.calls[call_id] = [name, action, fp, summary, features, redactions, cut, meta.get("fingerprint_error")]
         while len(self.calls) > MAX_PENDING_CALLS:
             del self.calls[next(iter(self.calls))]

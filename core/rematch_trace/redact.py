@@ -452,6 +452,10 @@ class Redactor:
         A string under a secret-like key (``"OPENAI_API_KEY": "..."``,
         ``"Authorization": "..."``) is redacted whole when it looks like a
         credential, since the key that says so is not part of the string.
+
+        A dict, list or tuple none of whose strings or keys holds any rule's or
+        secret name's trigger is returned itself (not a copy), so ``out is
+        value`` tells that no string inside it, alone, has anything to redact.
         """
         # The trace and the event stream redact the same tool input one after
         # the other: remember the last few by identity (holding the object, so
