@@ -21,7 +21,7 @@ import attrs
 
 from .errors import RematchError
 from .host import Host, PluginFailure
-from .journal import journal_path, recover, rollback
+from .journal import recover
 from .jsonl import require_c_backend
 from .ledger import Ledger
 from .output import DataDir, clean_temporaries, reaper
@@ -236,9 +236,6 @@ def import_file(
                 "domain": decide_domain(s.cwd, s.repo, s.repo_remote),
             }
         )
-    saved_out = dict(outcome.saved)
-    saved_out["harness"] = source.harness
-    saved_out["head_skip"] = source.mutable_prefix
     # In the worker, while the file is fresh in the cache: the parent records serially.
     head, tail = _fps(p, outcome.offset, source.mutable_prefix)
     return {
@@ -252,7 +249,7 @@ def import_file(
         "offset": outcome.offset,
         "head_fp": head,
         "tail_fp": tail,
-        "saved": saved_out,
+        "saved": outcome.saved_blob,
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
     }
@@ -337,7 +334,6 @@ def run_import(
         clean_temporaries(data.traces)
         clean_temporaries(data.events)
         clean_temporaries(data.pending)
-        clean_temporaries(data.journal)
         host = host or _host()
         with Ledger(data.ledger) as ledger:
             recover(data, _committed(ledger), options.fsync)
@@ -352,6 +348,9 @@ def run_import(
             results = _run(todo, data, options, progress)
             for (path, _hint, _saved), res in zip(todo, results, strict=False):
                 summary.files.append(_record(ledger, data, path, res))
+            # Every worker is gone and every result recorded: what the journal still
+            # holds uncommitted is a worker that died mid-resume. Put those back.
+            recover(data, _committed(ledger), options.fsync)
         # Replaced files still queued for unlinking: this process's now, and any
         # a worker had queued when the pool shut it down.
         reaper.drain()
@@ -380,7 +379,7 @@ def settle(data: DataDir) -> int:
 
     The reading commands call this first, so they never read half of a resumed trace.
     """
-    if not data.journal.is_dir() or not any(data.journal.glob("*.json")) or not data.ledger.exists():
+    if not data.journal.is_dir() or not any(data.journal.glob("*.jsonl")) or not data.ledger.exists():
         return 0
     try:
         with ImportLock(data.lock), Ledger(data.ledger) as ledger:
@@ -432,7 +431,6 @@ def _size(path: Path) -> int:
 
 def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> FileResult:
     outcome = res["outcome"]
-    entry = journal_path(data, str(path))
     fr = FileResult(
         str(path),
         res.get("harness"),
@@ -465,7 +463,6 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
             sessions=res["sessions"],
             forget=gone,
         )
-        entry.unlink(missing_ok=True)  # committed with the row above
         if gone:
             # Only once the ledger no longer names them: a crash here leaves
             # unreferenced files, never a ledger row without its trace.
@@ -474,8 +471,6 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
             for _harness, sid in gone:
                 remove_outputs(data, sid)
     else:
-        if entry.exists():  # a worker that died mid-resume: put its files back
-            rollback(data, entry)
         try:
             size = path.stat().st_size
         except OSError:

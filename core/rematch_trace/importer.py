@@ -79,7 +79,14 @@ class SourceOutcome:
     malformed: int = 0
     offset: int = 0
     resumed: bool = False
-    saved: dict[str, Any] = attrs.field(factory=dict)
+    #: The state to continue from, as the JSON the ledger keeps (see :attr:`saved`).
+    saved_blob: bytes = b""
+
+    @property
+    def saved(self) -> dict[str, Any]:
+        """The state to continue from (``saved=`` of a later :func:`import_source`)."""
+        value: dict[str, Any] = state_loads(self.saved_blob) if self.saved_blob else {}
+        return value
 
 
 def _dumps(rec: dict[str, Any]) -> bytes:
@@ -170,7 +177,7 @@ class SourceImport:
         self.fsync = fsync
         self.outs: dict[str, _Out] = {}
         self.result = SourceOutcome(source)
-        self.snapshot: dict[str, Any] | None = None
+        self.snapshot: bytes | None = None
         self.generation: str | None = None
         self.offset = int(self.saved.get("offset", 0))
         self.plugin_state: dict[str, Any] = state_loads(state_dumps(self.saved.get("plugin", {})))
@@ -200,10 +207,13 @@ class SourceImport:
                 "events_len": out.events.size if out.events is not None else 0,
             }
         # A round trip through JSON is both the deep copy and the proof it saves.
-        snap: dict[str, Any] = {"offset": self.offset, "plugin": self.plugin_state, "streams": streams}
+        snap: dict[str, Any] = {"offset": self.offset, "plugin": self.plugin_state, "streams": streams,
+                                "harness": self.source.harness, "head_skip": self.source.mutable_prefix}
         if self.generation is not None:
             snap["journal"] = self.generation  # the ledger holding it is what commits the resume
-        self.snapshot = state_loads(state_dumps(snap))
+        # Encoded now: the copy that later records cannot change, the proof it
+        # saves, and the very bytes the ledger stores.
+        self.snapshot = state_dumps(snap)
 
     def _open(self, rec: vocab.Session) -> _Out:
         saved = self.saved.get("streams", {}).get(rec.stream)
@@ -231,7 +241,7 @@ class SourceImport:
     def run(self) -> SourceOutcome:
         """Import the source; on any failure leave every earlier output as it was."""
         self.result.resumed = bool(self.saved)
-        entry: Path | None = None
+        entry: dict[str, Any] | None = None
         try:
             # Reopen the sessions a resumed import had already started, and make
             # the in-place continuation undoable before a byte of them changes.
@@ -268,7 +278,7 @@ class SourceImport:
                 rollback(self.data, entry, self.fsync)
             raise
         self.result.offset = self.offset
-        self.result.saved = self.snapshot or {}
+        self.result.saved_blob = self.snapshot or b""
         return self.result
 
     def _commit(self) -> None:

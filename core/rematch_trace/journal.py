@@ -23,7 +23,6 @@ ones, never half, as SQLite's own rollback journal guarantees for its pages.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import secrets
 from collections.abc import Callable
@@ -42,7 +41,10 @@ class AppendFile:
     """An existing output continued in place past its first ``keep`` bytes.
 
     Opening reads the bytes past ``keep`` (the undo information) and changes
-    nothing; :meth:`begin` truncates, once the journal holds those bytes.
+    nothing; :meth:`begin` starts writing at ``keep`` once the journal holds
+    those bytes. The new bytes overwrite the old ones and the file is cut only
+    if it ends up shorter (seldom: a grown transcript adds records), because
+    cutting a file costs a file-system transaction of its own.
     """
 
     def __init__(self, target: Path, keep: int) -> None:
@@ -57,6 +59,7 @@ class AppendFile:
             if end < keep:
                 raise RestartImport(f"{target} is shorter than recorded")
             self.tail = os.pread(fd, end - keep, keep) if end > keep else b""
+            self.end = end
         except BaseException:
             os.close(fd)
             raise
@@ -65,8 +68,7 @@ class AppendFile:
         self.size = keep
 
     def begin(self) -> None:
-        """Cut the file back to its kept length and start appending."""
-        os.ftruncate(self._fd, self.keep)
+        """Start writing at the kept length."""
         self.f = os.fdopen(self._fd, "r+b", buffering=256 * 1024)
         self.f.seek(self.keep)
 
@@ -85,6 +87,8 @@ class AppendFile:
         """Flush and close; the journal entry still decides until the ledger commits."""
         assert self.f is not None, "begin() first"
         self.f.flush()
+        if self.size < self.end:
+            os.ftruncate(self.f.fileno(), self.size)
         if fsync:
             os.fsync(self.f.fileno())
         self.f.close()
@@ -105,10 +109,46 @@ class AppendFile:
                 "tail": base64.b64encode(self.tail).decode("ascii")}
 
 
-def journal_path(data: DataDir, source: str) -> Path:
-    """The journal entry of one source file."""
-    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return data.journal / f"{digest}.json"
+class Journal:
+    """This process's journal file for the current run: one JSON line per resume.
+
+    Appending a line to an open file is cheap where creating a file per resume
+    is not (a file system transaction each). Each process (a forked worker too)
+    writes its own file, so lines never interleave; a line cut short by a kill
+    was never complete, and no output was touched after it.
+    """
+
+    def __init__(self) -> None:
+        self._fd = -1
+        self._pid = -1
+        self._folder: Path | None = None
+
+    def _open(self, folder: Path) -> int:
+        if self._fd < 0 or self._pid != os.getpid() or self._folder != folder:
+            # A forked worker must not share its parent's file offset.
+            self._fd = os.open(folder / f"{os.getpid()}-{secrets.token_hex(4)}.jsonl",
+                               os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL | _NOFOLLOW, 0o600)
+            self._pid, self._folder = os.getpid(), folder
+        return self._fd
+
+    def close(self) -> None:
+        """Close this process's file (the run that wrote it is over)."""
+        if self._fd >= 0 and self._pid == os.getpid():
+            os.close(self._fd)
+        self._fd, self._pid, self._folder = -1, -1, None
+
+    def append(self, folder: Path, record: dict[str, Any], fsync: bool) -> None:
+        """Write one line and return once the kernel (or, with ``fsync``, the disk) has it."""
+        fd = self._open(folder)
+        view = memoryview(orjson.dumps(record) + b"\n")
+        while view:
+            view = view[os.write(fd, view):]
+        if fsync:
+            os.fsync(fd)
+
+
+#: The process's journal.
+journal = Journal()
 
 
 def new_generation() -> str:
@@ -116,36 +156,28 @@ def new_generation() -> str:
     return secrets.token_hex(8)
 
 
-def write_entry(data: DataDir, source: str, generation: str, files: list[AppendFile], fsync: bool) -> Path:
-    """Record how to undo the resume of ``source`` before any of ``files`` changes."""
-    body = orjson.dumps({"source": source, "generation": generation, "files": [f.undo(data.root) for f in files]})
-    path = journal_path(data, source)
-    # Written in place, not renamed: recovery drops an entry that does not parse
-    # (killed mid-write, before any file changed), and a rename per resume costs.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600)
-    try:
-        view = memoryview(body)
-        while view:
-            view = view[os.write(fd, view):]
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    return path
+def write_entry(data: DataDir, source: str, generation: str, files: list[AppendFile], fsync: bool) -> dict[str, Any]:
+    """Record how to undo the resume of ``source`` before any of ``files`` changes; return the entry."""
+    entry = {"source": source, "generation": generation, "files": [f.undo(data.root) for f in files]}
+    journal.append(data.journal, entry, fsync)
+    return entry
 
 
 def _restore(data: DataDir, record: dict[str, Any], fsync: bool) -> None:
-    target = (data.root / record["path"]).resolve()
-    # An entry is our own file, but a data folder may have been tampered with.
+    target = (data.root / str(record["path"])).resolve()
+    # An entry is our own line, but a data folder may have been tampered with.
     if data.root.resolve() not in target.parents:
         return
+    try:
+        keep = int(record["keep"])
+        tail = base64.b64decode(str(record["tail"]), validate=True)
+    except (KeyError, ValueError, TypeError):
+        return  # not a line this code wrote
     try:
         fd = os.open(target, os.O_WRONLY | _NOFOLLOW)
     except FileNotFoundError:
         return
     try:
-        keep = int(record["keep"])
-        tail = base64.b64decode(record["tail"])
         os.ftruncate(fd, keep)
         if tail:
             os.pwrite(fd, tail, keep)
@@ -155,41 +187,59 @@ def _restore(data: DataDir, record: dict[str, Any], fsync: bool) -> None:
         os.close(fd)
 
 
-def rollback(data: DataDir, entry: Path, fsync: bool = False) -> None:
-    """Put every file of a journal entry back as it was, then drop the entry."""
-    try:
-        body = orjson.loads(entry.read_bytes())
-    except FileNotFoundError:
-        return
-    except (OSError, orjson.JSONDecodeError):
-        body = {"files": []}  # a torn entry: no file had been touched yet
-    for record in body.get("files", []):
+def rollback(data: DataDir, entry: dict[str, Any], fsync: bool = False) -> None:
+    """Put every file of an entry back as it was, and mark it settled.
+
+    The mark matters: the same run may then import the source whole, and a
+    later recovery must not put the old bytes back over that.
+    """
+    for record in entry.get("files", []):
         _restore(data, record, fsync)
-    entry.unlink(missing_ok=True)
+    journal.append(data.journal, {"settled": entry["generation"]}, fsync)
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return out
+    for line in raw.split(b"\n"):
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # the line a kill cut short (its resume had not touched a file yet)
+        if isinstance(value, dict):
+            out.append(value)
+    return out
 
 
 def recover(data: DataDir, committed: Callable[[str], str | None], fsync: bool = False) -> int:
-    """Settle every entry a crash left: drop the committed, roll back the rest.
+    """Settle every entry in the journal: drop the committed, roll back the rest; empty it.
 
     ``committed(source)`` gives the generation the ledger holds for a source.
-    Call only while holding the import lock. Returns how many were rolled back.
+    Call only while holding the import lock, with no import running. Returns
+    how many resumes were rolled back.
     """
+    journal.close()  # no import runs now, so this process's lines are all written
     if not data.journal.is_dir():
         return 0
+    files = sorted(data.journal.glob("*.jsonl"))
+    entries = [e for f in files for e in _lines(f)]
+    settled = {e["settled"] for e in entries if isinstance(e.get("settled"), str)}
     rolled = 0
-    for entry in sorted(data.journal.glob("*.json")):
-        try:
-            body = orjson.loads(entry.read_bytes())
-            source, generation = str(body["source"]), str(body["generation"])
-        except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
-            entry.unlink(missing_ok=True)  # torn while written: no file had been touched yet
+    for e in entries:
+        generation, source = e.get("generation"), e.get("source")
+        if not isinstance(generation, str) or not isinstance(source, str) or generation in settled:
             continue
-        if committed(source) == generation:
-            entry.unlink(missing_ok=True)
-        else:
-            rollback(data, entry, fsync)
+        if committed(source) != generation:
+            for record in e.get("files", []):
+                if isinstance(record, dict):
+                    _restore(data, record, fsync)
             rolled += 1
+    for f in files:
+        f.unlink(missing_ok=True)
     return rolled
 
 
-__all__ = ["AppendFile", "journal_path", "new_generation", "recover", "rollback", "write_entry"]
+__all__ = ["AppendFile", "Journal", "journal", "new_generation", "recover", "rollback", "write_entry"]

@@ -157,7 +157,7 @@ class Ledger:
         reason: str | None = None,
         malformed: int = 0,
         problems: int = 0,
-        saved: dict[str, Any] | None = None,
+        saved: dict[str, Any] | bytes | None = None,
         sessions: list[dict[str, Any]] | None = None,
         forget: list[tuple[str, str]] | None = None,
     ) -> None:
@@ -165,7 +165,7 @@ class Ledger:
 
         ``forget`` names (harness, session id) rows the source no longer produces.
         """
-        blob = state_dumps(saved) if saved else None
+        blob = saved if isinstance(saved, bytes) else state_dumps(saved) if saved else None
         self._q("BEGIN IMMEDIATE")
         try:
             self._q(

@@ -13,7 +13,6 @@ from test_batch import import_, toy_lines, tree
 import rematch_toy
 from rematch_trace import batch, importer
 from rematch_trace.batch import settle
-from rematch_trace.journal import journal_path
 from rematch_trace.ledger import Ledger
 from rematch_trace.output import DataDir
 from rematch_trace.testing import make_host
@@ -24,6 +23,16 @@ def host():  # type: ignore[no-untyped-def]
     h = make_host([rematch_toy])
     yield h
     batch._worker_host = None
+
+
+def journal_lines(out: Path) -> list[dict[str, object]]:
+    """Every line in the data folder's journal files."""
+    return [orjson.loads(x) for f in sorted((out / "journal").glob("*.jsonl")) for x in f.read_bytes().splitlines()]
+
+
+def plant(out: Path, entry: dict[str, object]) -> None:
+    """A journal file as a killed run leaves it."""
+    (out / "journal" / "4242-feed.jsonl").write_bytes(orjson.dumps(entry) + b"\n")
 
 
 def grown_source(tmp_path: Path, host) -> tuple[Path, Path, bytes]:  # type: ignore[no-untyped-def]
@@ -73,7 +82,7 @@ def test_failed_resume_puts_the_old_bytes_back(tmp_path: Path, host, monkeypatch
     summary = import_(src.parent, out, host)
     assert [f.outcome for f in summary.files] == ["failed"]
     assert (out / "traces" / "grow.jsonl").read_bytes() == before
-    assert list((out / "journal").iterdir()) == []
+    assert journal_lines(out) == []  # settled by the run itself
     monkeypatch.undo()
     # A failed file is not remembered as done: the next run imports it whole.
     assert [f.outcome for f in import_(src.parent, out, host).files] == ["imported"]
@@ -91,11 +100,11 @@ def test_crash_before_the_ledger_commit_is_rolled_back(tmp_path: Path, host, mon
         import_(src.parent, out, host)
     monkeypatch.undo()
     data = DataDir(out)
-    assert journal_path(data, str(src)).exists()
+    assert [e["source"] for e in journal_lines(out)] == [str(src)]
     assert (out / "traces" / "grow.jsonl").read_bytes() != before  # half-done, in place
     assert settle(data) == 1  # what any rematch command does first
     assert (out / "traces" / "grow.jsonl").read_bytes() == before
-    assert not journal_path(data, str(src)).exists()
+    assert journal_lines(out) == []
     assert [f.outcome for f in import_(src.parent, out, host).files] == ["resumed"]
     assert tree(out)["traces/grow.jsonl"] == clean_import(tmp_path, src, host)["traces/grow.jsonl"]
 
@@ -110,16 +119,16 @@ def test_crash_after_the_ledger_commit_keeps_the_new_output(tmp_path: Path, host
     # The entry a kill between the ledger commit and its removal leaves behind.
     entry = {"source": str(src), "generation": generation,
              "files": [{"path": "traces/grow.jsonl", "keep": 10, "tail": ""}]}
-    journal_path(data, str(src)).write_bytes(orjson.dumps(entry))
+    plant(out, entry)
     assert settle(data) == 0
     assert (out / "traces" / "grow.jsonl").read_bytes() == after
-    assert not journal_path(data, str(src)).exists()
+    assert journal_lines(out) == []
 
 
 def test_torn_entry_is_dropped(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
-    src, out, before = grown_source(tmp_path, host)
+    _src, out, before = grown_source(tmp_path, host)
     data = DataDir(out)
-    journal_path(data, str(src)).write_bytes(b'{"source": "x", "generation": "ab", "fil')
+    (out / "journal" / "4242-feed.jsonl").write_bytes(b'{"source": "x", "generation": "ab", "fil')
     assert settle(data) == 0
     assert list(data.journal.iterdir()) == []
     assert (out / "traces" / "grow.jsonl").read_bytes() == before
@@ -132,7 +141,7 @@ def test_entry_never_writes_outside_the_data_folder(tmp_path: Path, host) -> Non
     data = DataDir(out)
     entry = {"source": str(src), "generation": "forged",
              "files": [{"path": "../victim.txt", "keep": 0, "tail": ""}]}
-    journal_path(data, str(src)).write_bytes(orjson.dumps(entry))
+    plant(out, entry)
     settle(data)
     assert victim.read_bytes() == b"keep me"
 
@@ -142,8 +151,48 @@ def test_settle_leaves_a_running_import_alone(tmp_path: Path, host) -> None:  # 
     data = DataDir(out)
     entry = {"source": str(src), "generation": "running",
              "files": [{"path": "traces/grow.jsonl", "keep": 0, "tail": ""}]}
-    journal_path(data, str(src)).write_bytes(orjson.dumps(entry))
+    plant(out, entry)
     with batch.ImportLock(data.lock):
         assert settle(data) == 0
     assert (out / "traces" / "grow.jsonl").read_bytes() == before
-    assert journal_path(data, str(src)).exists()
+    assert journal_lines(out) == [entry]
+
+
+@pytest.mark.parametrize("new", [b"xy", b"xyz-and-more-than-before"])
+def test_append_file_ends_exactly_where_its_writes_end(tmp_path: Path, new: bytes) -> None:
+    from rematch_trace.journal import AppendFile
+
+    target = tmp_path / "t.jsonl"
+    target.write_bytes(b"keep|old tail")
+    f = AppendFile(target, 5)
+    assert f.tail == b"old tail"
+    assert target.read_bytes() == b"keep|old tail"  # opening changes nothing
+    f.begin()
+    f.write(new)
+    f.commit()
+    assert target.read_bytes() == b"keep|" + new
+
+
+def test_an_entry_rolled_back_in_its_run_is_never_rolled_back_again(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    # A resume that failed and fell back to a whole import in the same run: if that
+    # run is then killed, recovery must not put the resume's old bytes over the new file.
+    src, out, _before = grown_source(tmp_path, host)
+    import_(src.parent, out, host)
+    after = (out / "traces" / "grow.jsonl").read_bytes()
+    entry = {"source": str(src), "generation": "fell-back",
+             "files": [{"path": "traces/grow.jsonl", "keep": 10, "tail": ""}]}
+    (out / "journal" / "4242-feed.jsonl").write_bytes(orjson.dumps(entry) + b"\n" + orjson.dumps({"settled": "fell-back"}) + b"\n")
+    assert settle(DataDir(out)) == 0
+    assert (out / "traces" / "grow.jsonl").read_bytes() == after
+
+
+def test_each_run_journals_into_a_file_of_its_own(tmp_path: Path, host, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    # Two runs in one process (as tests and library callers do): the second's
+    # entries must land in a file that exists, not in the first run's deleted one.
+    src, out, _before = grown_source(tmp_path, host)
+    import_(src.parent, out, host)  # a run that resumed, journaled and emptied the journal
+    src.write_bytes(src.read_bytes() + toy_lines("grow", 13).splitlines(keepends=True)[-1])
+    monkeypatch.setattr(Ledger, "record_source", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        import_(src.parent, out, host)
+    assert [e["source"] for e in journal_lines(out)] == [str(src)]
