@@ -256,8 +256,9 @@ RESULT_BYTES = {"claude_code": 9000, "codex": 3000 // 4, "omp": 6000}
 def append_percent(root: Path, percent: float, seed: int = 11) -> int:
     """Append about ``percent`` % more records to every file, in its own format and shape.
 
-    Whole exchanges are appended (a harness appends turns, not fractions of
-    them), so a small file grows by a little more than ``percent``.
+    Whole exchanges are appended, as a harness appends turns; their tool
+    outputs are the archive's size, or smaller where a small file's share is
+    smaller than one such exchange, so that the total stays close to ``percent``.
     """
     rng = random.Random(seed)
     added = 0
@@ -271,25 +272,31 @@ def append_percent(root: Path, percent: float, seed: int = 11) -> int:
         if kind == "claude_code":
             c = Claude(rng, sid)
             while have < want:
-                c.exchange(out, RESULT_BYTES[kind])
+                c.exchange(out, _fit(kind, want - have))
                 have = sum(len(x) for x in out)
         elif kind == "codex":
             x = Codex(rng, sid)
             x.total = 10**9
             while have < want:
-                x.turn(out, RESULT_BYTES[kind])
+                x.turn(out, _fit(kind, want - have))
                 have = sum(len(b) for b in out)
         else:
             last = _last_omp_id(p)
             o = Omp(rng, sid)
             o.parent = last
             while have < want:
-                o.turn(out, RESULT_BYTES[kind])
+                o.turn(out, _fit(kind, want - have))
                 have = sum(len(b) for b in out)
         with open(p, "ab") as f:
             f.write(b"".join(out))
         added += have
     return added
+
+
+def _fit(kind: str, left: int) -> int:
+    """The mean tool-output size of the next appended exchange, for ``left`` bytes still wanted."""
+    # An exchange holds about three tool outputs on average plus ~1.5 KB of envelope.
+    return max(50, min(RESULT_BYTES[kind], (left - 1500) // 3))
 
 
 def _last_omp_id(p: Path) -> str | None:

@@ -8,6 +8,7 @@ many workers ran.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import stat
@@ -21,9 +22,11 @@ import attrs
 
 from .errors import RematchError
 from .host import Host, PluginFailure
+from .importer import SinkFactory
 from .journal import recover
 from .jsonl import require_c_backend
-from .ledger import Ledger
+from .jsonstate import state_loads
+from .ledger import Ledger, as_stored
 from .output import DataDir, clean_temporaries, reaper
 from .source import Problem
 
@@ -178,16 +181,28 @@ def _host() -> Host:
     return _worker_host
 
 
+@functools.lru_cache(maxsize=4)
+def _data_dir(root: str) -> DataDir:
+    return DataDir(Path(root))
+
+
+@functools.lru_cache(maxsize=4)
+def _sink_factory(host: Host) -> SinkFactory:
+    from .pipeline import sink_factory_for
+
+    return sink_factory_for(host)
+
+
 def import_file(
     path: str, hint: str | None, saved: dict[str, Any] | None, data_root: str, options: Options
 ) -> dict[str, Any]:
     """Import one file (in a worker or in-process); return a JSON-able result."""
     from .domain import decide_domain
     from .importer import import_source
-    from .pipeline import redactors, sink_factory_for
+    from .pipeline import redactors
 
     host = _host()
-    data = DataDir(Path(data_root))
+    data = _data_dir(data_root)
     p = Path(path)
     try:
         st = p.stat()
@@ -203,7 +218,7 @@ def import_file(
             source,
             data,
             saved=saved if saved and saved.get("harness") == source.harness else None,
-            sink_factory=sink_factory_for(host) if options.events else None,
+            sink_factory=_sink_factory(host) if options.events else None,
             redact=r_text,
             redact_input=r_input,
             fsync=options.fsync,
@@ -287,31 +302,33 @@ class ImportLock:
         os.close(self.fd)
 
 
-def _plan(ledger: Ledger, path: Path) -> tuple[str, dict[str, Any] | None]:
-    """``skip``, ``resume`` (with the saved state) or ``full`` for one file."""
-    row = ledger.source(str(path))
-    if row is None:
-        return "full", None
-    try:
-        st = path.stat()
-    except OSError:
+def _plan(row: dict[str, Any] | None, path: Path, st: os.stat_result | None) -> tuple[str, dict[str, Any] | None]:
+    """``skip``, ``resume`` (with the saved state) or ``full`` for one file, given its ledger row."""
+    if row is None or st is None:
         return "full", None
     if st.st_size == row["size"] and st.st_mtime_ns == row["mtime_ns"]:
         racy = abs(row["imported_at"] - st.st_mtime_ns / 1e9) < _RACY_SECONDS
         if not racy:
             return "skip", None
-        skip = (row["saved"] or {}).get("head_skip", 0)
+        skip = (state_loads(row["saved"]) if row["saved"] else {}).get("head_skip", 0)
         head, tail = _fps(path, row["offset"] or st.st_size, skip)
         if head == row["head_fp"] and tail == row["tail_fp"]:
             return "skip", None
         return "full", None
-    saved = row["saved"]
     offset = row["offset"] or 0
-    if row["outcome"] in ("imported", "resumed") and saved and st.st_size > offset >= 0 and st.st_size >= row["size"]:
+    if row["outcome"] in ("imported", "resumed") and row["saved"] and st.st_size > offset >= 0 and st.st_size >= row["size"]:
+        saved: dict[str, Any] = state_loads(row["saved"])
         head, tail = _fps(path, offset, saved.get("head_skip", 0))
         if head == row["head_fp"] and tail == row["tail_fp"]:
             return "resume", saved
     return "full", None
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
 
 
 def run_import(
@@ -337,16 +354,23 @@ def run_import(
         host = host or _host()
         with Ledger(data.ledger) as ledger:
             recover(data, _committed(ledger), options.fsync)
-            todo: list[tuple[Path, str | None, dict[str, Any] | None]] = []
-            for path, hint in discover(host, paths):
-                plan, saved = _plan(ledger, path)
-                if plan == "skip":
-                    row = ledger.source(str(path)) or {}
-                    summary.files.append(FileResult(str(path), row.get("harness"), "unchanged"))
-                    continue
-                todo.append((path, hint, saved))
-            results = _run(todo, data, options, progress)
-            for (path, _hint, _saved), res in zip(todo, results, strict=False):
+            rows = {row["path"]: row for row in ledger.sources()}
+
+            def planned() -> Iterator[tuple[Path, str | None, dict[str, Any] | None]]:
+                found = [(path, hint, _stat(path)) for path, hint in discover(host, paths)]
+                if options.jobs > 1:
+                    # Largest first keeps every worker busy to the end.
+                    found.sort(key=lambda f: -(f[2].st_size if f[2] is not None else 0))
+                for path, hint, st in found:
+                    row = rows.get(as_stored(str(path)))
+                    plan, saved = _plan(row, path, st)
+                    if plan == "skip":
+                        summary.files.append(FileResult(str(path), (row or {}).get("harness"), "unchanged"))
+                        continue
+                    yield path, hint, saved
+
+            # Planning feeds the workers as it goes; the loop ends when the pool has shut down.
+            for path, res in _run(planned(), data, options, progress):
                 summary.files.append(_record(ledger, data, path, res))
             # Every worker is gone and every result recorded: what the journal still
             # holds uncommitted is a worker that died mid-resume. Put those back.
@@ -354,7 +378,7 @@ def run_import(
         # Replaced files still queued for unlinking: this process's now, and any
         # a worker had queued when the pool shut it down.
         reaper.drain()
-        if todo and options.jobs > 1:
+        if options.jobs > 1:
             for folder in (data.traces, data.events, data.pending):
                 clean_temporaries(folder)
     summary.files.sort(key=lambda f: f.path)
@@ -389,44 +413,36 @@ def settle(data: DataDir) -> int:
 
 
 def _run(
-    todo: list[tuple[Path, str | None, dict[str, Any] | None]],
+    todo: Iterator[tuple[Path, str | None, dict[str, Any] | None]],
     data: DataDir,
     options: Options,
     progress: Callable[[int, int], None] | None,
-) -> Iterator[dict[str, Any]]:
-    total = len(todo)
-    if options.jobs <= 1 or total <= 1:
-        for i, (path, hint, saved) in enumerate(todo):
-            yield import_file(str(path), hint, saved, str(data.root), options)
+) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Import each planned file, in process or in workers; yield (path, result) as each ends."""
+    if options.jobs <= 1:
+        planned = list(todo)
+        for n, (path, hint, saved) in enumerate(planned, 1):
+            yield path, import_file(str(path), hint, saved, str(data.root), options)
             if progress:
-                progress(i + 1, total)
+                progress(n, len(planned))
         return
-    # Larger files first keeps both workers busy to the end; results come back in order.
-    order = sorted(range(total), key=lambda i: -_size(todo[i][0]))
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 
     # fork: workers start at once with the parent's plugins already loaded.
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=options.jobs, mp_context=ctx) as pool:
-        futures = {
-            i: pool.submit(import_file, str(todo[i][0]), todo[i][1], todo[i][2], str(data.root), options)
-            for i in order
-        }
-        for i in range(total):
+        futures: dict[Future[dict[str, Any]], Path] = {}
+        for path, hint, saved in todo:
+            futures[pool.submit(import_file, str(path), hint, saved, str(data.root), options)] = path
+        for n, future in enumerate(as_completed(futures), 1):
             try:
-                yield futures[i].result()
+                res = future.result()
             except Exception as err:  # a worker that died (killed, out of memory)
-                yield {"outcome": "failed", "reason": f"worker failed: {type(err).__name__}: {err}", "harness": None}
+                res = {"outcome": "failed", "reason": f"worker failed: {type(err).__name__}: {err}", "harness": None}
+            yield futures[future], res
             if progress:
-                progress(i + 1, total)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+                progress(n, len(futures))
 
 
 def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> FileResult:

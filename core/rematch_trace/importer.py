@@ -119,6 +119,7 @@ class _Out:
         self.synth = synth
         self.sink = sink
         self.session_id = session.session_id
+        self.session_fields = attrs.asdict(session)  # the record is frozen: once per session
         self.trace: AtomicFile | AppendFile
         self.events: AtomicFile | AppendFile | None = None
         trace_path = data.trace_path(self.session_id)
@@ -200,7 +201,7 @@ class SourceImport:
         for key, out in self.outs.items():
             out.trace.flush()
             streams[key] = {
-                "session": attrs.asdict(out.session),
+                "session": out.session_fields,
                 "synth": out.synth.state(),
                 "sink": out.sink.state() if out.sink is not None else None,
                 "trace_len": out.trace.size,

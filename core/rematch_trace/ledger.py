@@ -68,8 +68,8 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def _text(value: Any) -> Any:
-    """``value``, with a string's lone surrogates spelled as backslash escapes."""
+def as_stored(value: Any) -> Any:
+    """``value`` as the ledger stores it: a string's lone surrogates spelled as backslash escapes."""
     if type(value) is str and not value.isascii():
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
@@ -91,7 +91,7 @@ class Ledger:
     def _q(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         """Execute with every text parameter made valid UTF-8 (SQLite refuses lone surrogates,
         which undecodable file names and hostile ids carry)."""
-        return self.db.execute(sql, tuple(_text(p) for p in params))
+        return self.db.execute(sql, tuple(as_stored(p) for p in params))
 
     def __enter__(self) -> Ledger:
         return self
