@@ -22,7 +22,7 @@ import attrs
 
 from .errors import RematchError
 from .host import Host, PluginFailure
-from .importer import SinkFactory
+from .importer import SinkFactory, remove_outputs
 from .journal import recover
 from .jsonl import require_c_backend
 from .jsonstate import state_loads
@@ -36,6 +36,8 @@ _TAIL_FP = 4096
 # A file modified within this many seconds of its import may have changed
 # without its mtime showing it (coarse timestamps): check its fingerprint too.
 _RACY_SECONDS = 2
+#: How long ledger writes may wait to be committed together.
+_COMMIT_SECONDS = 0.5
 
 
 @attrs.frozen
@@ -194,9 +196,13 @@ def _sink_factory(host: Host) -> SinkFactory:
 
 
 def import_file(
-    path: str, hint: str | None, saved: dict[str, Any] | None, data_root: str, options: Options
+    path: str, hint: str | None, grown: dict[str, Any] | None, data_root: str, options: Options
 ) -> dict[str, Any]:
-    """Import one file (in a worker or in-process); return a JSON-able result."""
+    """Import one file (in a worker or in-process); return a JSON-able result.
+
+    ``grown`` is what the ledger holds of a file that has grown since: it is
+    continued when the part already imported is unchanged, else imported whole.
+    """
     from .domain import decide_domain
     from .importer import import_source
     from .pipeline import redactors
@@ -209,6 +215,7 @@ def import_file(
         if not stat.S_ISREG(st.st_mode):
             # A FIFO or device named on the command line would block or never end.
             return {"outcome": "failed", "reason": "not a regular file", "harness": None}
+        saved = _resumable(p, grown)
         source = host.detect(p, hint)
         if source is None:
             return {"outcome": "skipped", "reason": "no plugin recognises this file", "harness": None}
@@ -303,7 +310,7 @@ class ImportLock:
 
 
 def _plan(row: dict[str, Any] | None, path: Path, st: os.stat_result | None) -> tuple[str, dict[str, Any] | None]:
-    """``skip``, ``resume`` (with the saved state) or ``full`` for one file, given its ledger row."""
+    """``skip``, ``full``, or ``grown`` (with what the worker needs to check and continue) for one file."""
     if row is None or st is None:
         return "full", None
     if st.st_size == row["size"] and st.st_mtime_ns == row["mtime_ns"]:
@@ -317,11 +324,20 @@ def _plan(row: dict[str, Any] | None, path: Path, st: os.stat_result | None) -> 
         return "full", None
     offset = row["offset"] or 0
     if row["outcome"] in ("imported", "resumed") and row["saved"] and st.st_size > offset >= 0 and st.st_size >= row["size"]:
-        saved: dict[str, Any] = state_loads(row["saved"])
-        head, tail = _fps(path, offset, saved.get("head_skip", 0))
-        if head == row["head_fp"] and tail == row["tail_fp"]:
-            return "resume", saved
+        # Whether the kept part is unchanged is checked in the worker, in parallel.
+        return "grown", {"offset": offset, "head_fp": row["head_fp"], "tail_fp": row["tail_fp"], "saved": row["saved"]}
     return "full", None
+
+
+def _resumable(path: Path, grown: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The saved state to continue ``path`` from, if the part already imported is unchanged."""
+    if not grown:
+        return None
+    saved: dict[str, Any] = state_loads(grown["saved"])
+    head, tail = _fps(path, grown["offset"], saved.get("head_skip", 0))
+    if head == grown["head_fp"] and tail == grown["tail_fp"]:
+        return saved
+    return None
 
 
 def _stat(path: Path) -> os.stat_result | None:
@@ -356,22 +372,50 @@ def run_import(
             recover(data, _committed(ledger), options.fsync)
             rows = {row["path"]: row for row in ledger.sources()}
 
-            def planned() -> Iterator[tuple[Path, str | None, dict[str, Any] | None]]:
+            def planned() -> Iterator[tuple[Path, str | None, dict[str, Any] | None, int]]:
                 found = [(path, hint, _stat(path)) for path, hint in discover(host, paths)]
-                if options.jobs > 1:
-                    # Largest first keeps every worker busy to the end.
-                    found.sort(key=lambda f: -(f[2].st_size if f[2] is not None else 0))
+                todo = []
                 for path, hint, st in found:
                     row = rows.get(as_stored(str(path)))
-                    plan, saved = _plan(row, path, st)
+                    plan, grown = _plan(row, path, st)
                     if plan == "skip":
                         summary.files.append(FileResult(str(path), (row or {}).get("harness"), "unchanged"))
                         continue
-                    yield path, hint, saved
+                    size = st.st_size if st is not None else 0
+                    work = size - grown["offset"] if grown else size
+                    if options.jobs <= 1:
+                        yield path, hint, grown, work
+                    else:
+                        todo.append((path, hint, grown, work))
+                # The most work first keeps every worker busy to the end.
+                todo.sort(key=lambda t: -t[3])
+                yield from todo
+
+            known = ledger.session_keys()
+            # Results are committed a batch at a time (a commit per file costs more than
+            # the record); outputs of sessions a source no longer makes go once the
+            # rows naming them are committed away. A kill loses at most the batch,
+            # whose resumes the journal then rolls back: the next run redoes them.
+            removals: list[str] = []
+            committed_at = time.monotonic()
+
+            def commit() -> None:
+                ledger.commit()
+                for sid in removals:
+                    remove_outputs(data, sid)
+                removals.clear()
 
             # Planning feeds the workers as it goes; the loop ends when the pool has shut down.
             for path, res in _run(planned(), data, options, progress):
-                summary.files.append(_record(ledger, data, path, res))
+                if not ledger.db.in_transaction:
+                    ledger.begin()
+                fr, gone = _record(ledger, path, res, known.get(as_stored(str(path)), set()))
+                summary.files.append(fr)
+                removals.extend(gone)
+                if time.monotonic() - committed_at > _COMMIT_SECONDS:
+                    commit()
+                    committed_at = time.monotonic()
+            commit()
             # Every worker is gone and every result recorded: what the journal still
             # holds uncommitted is a worker that died mid-resume. Put those back.
             recover(data, _committed(ledger), options.fsync)
@@ -412,8 +456,36 @@ def settle(data: DataDir) -> int:
         return 0
 
 
+#: A worker task takes files until it holds this many, or this many bytes to read:
+#: one task per small file would leave the workers waiting on the parent to hand out work.
+_TASK_FILES = 32
+_TASK_BYTES = 2 << 20
+
+
+def import_files(
+    files: list[tuple[str, str | None, dict[str, Any] | None]], data_root: str, options: Options
+) -> list[dict[str, Any]]:
+    """:func:`import_file` for each of a task's files."""
+    return [import_file(path, hint, grown, data_root, options) for path, hint, grown in files]
+
+
+def _tasks(
+    todo: Iterator[tuple[Path, str | None, dict[str, Any] | None, int]],
+) -> Iterator[list[tuple[Path, str | None, dict[str, Any] | None]]]:
+    task: list[tuple[Path, str | None, dict[str, Any] | None]] = []
+    work = 0
+    for path, hint, grown, size in todo:
+        task.append((path, hint, grown))
+        work += size
+        if len(task) >= _TASK_FILES or work >= _TASK_BYTES:
+            yield task
+            task, work = [], 0
+    if task:
+        yield task
+
+
 def _run(
-    todo: Iterator[tuple[Path, str | None, dict[str, Any] | None]],
+    todo: Iterator[tuple[Path, str | None, dict[str, Any] | None, int]],
     data: DataDir,
     options: Options,
     progress: Callable[[int, int], None] | None,
@@ -421,8 +493,8 @@ def _run(
     """Import each planned file, in process or in workers; yield (path, result) as each ends."""
     if options.jobs <= 1:
         planned = list(todo)
-        for n, (path, hint, saved) in enumerate(planned, 1):
-            yield path, import_file(str(path), hint, saved, str(data.root), options)
+        for n, (path, hint, grown, _work) in enumerate(planned, 1):
+            yield path, import_file(str(path), hint, grown, str(data.root), options)
             if progress:
                 progress(n, len(planned))
         return
@@ -432,20 +504,30 @@ def _run(
     # fork: workers start at once with the parent's plugins already loaded.
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=options.jobs, mp_context=ctx) as pool:
-        futures: dict[Future[dict[str, Any]], Path] = {}
-        for path, hint, saved in todo:
-            futures[pool.submit(import_file, str(path), hint, saved, str(data.root), options)] = path
-        for n, future in enumerate(as_completed(futures), 1):
+        futures: dict[Future[list[dict[str, Any]]], list[Path]] = {}
+        for task in _tasks(todo):
+            files = [(str(path), hint, grown) for path, hint, grown in task]
+            futures[pool.submit(import_files, files, str(data.root), options)] = [path for path, _, _ in task]
+        total = sum(len(paths) for paths in futures.values())
+        n = 0
+        for future in as_completed(futures):
+            paths = futures[future]
             try:
-                res = future.result()
+                results = future.result()
             except Exception as err:  # a worker that died (killed, out of memory)
-                res = {"outcome": "failed", "reason": f"worker failed: {type(err).__name__}: {err}", "harness": None}
-            yield futures[future], res
-            if progress:
-                progress(n, len(futures))
+                failed = {"outcome": "failed", "reason": f"worker failed: {type(err).__name__}: {err}", "harness": None}
+                results = [dict(failed) for _ in paths]
+            for path, res in zip(paths, results, strict=True):
+                n += 1
+                yield path, res
+                if progress:
+                    progress(n, total)
 
 
-def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> FileResult:
+def _record(
+    ledger: Ledger, path: Path, res: dict[str, Any], before: set[tuple[str, str]]
+) -> tuple[FileResult, list[str]]:
+    """Write one file's outcome to the ledger; return it and the session ids whose outputs must go."""
     outcome = res["outcome"]
     fr = FileResult(
         str(path),
@@ -459,9 +541,6 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
         malformed=res.get("malformed", 0),
     )
     if outcome in ("imported", "resumed"):
-        offset = res["offset"]
-        head, tail = res["head_fp"], res["tail_fp"]
-        before = set(ledger.session_ids_of(str(path)))
         after = {(res["harness"], s["session_id"]) for s in res["sessions"]}
         gone = sorted(before - after)
         ledger.record_source(
@@ -470,34 +549,29 @@ def _record(ledger: Ledger, data: DataDir, path: Path, res: dict[str, Any]) -> F
             size=res["size"],
             mtime_ns=res["mtime_ns"],
             outcome=outcome,
-            head_fp=head,
-            tail_fp=tail,
-            offset=offset,
+            head_fp=res["head_fp"],
+            tail_fp=res["tail_fp"],
+            offset=res["offset"],
             malformed=res.get("malformed", 0),
             problems=res.get("problem_count", 0),
             saved=res.get("saved"),
             sessions=res["sessions"],
             forget=gone,
         )
-        if gone:
-            # Only once the ledger no longer names them: a crash here leaves
-            # unreferenced files, never a ledger row without its trace.
-            from .importer import remove_outputs
-
-            for _harness, sid in gone:
-                remove_outputs(data, sid)
-    else:
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0
-        # A failed file keeps the sessions it produced before: nothing is lost. Neither
-        # it nor an unclaimed file is remembered as done: the next run looks again
-        # (a plugin may have been installed or fixed meanwhile).
-        ledger.record_source(
-            str(path), harness=res.get("harness"), size=size, mtime_ns=-1, outcome=outcome, reason=res.get("reason")
-        )
-    return fr
+        # Only once the ledger no longer names them: a crash before that leaves
+        # unreferenced files, never a ledger row without its trace.
+        return fr, [sid for _harness, sid in gone]
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    # A failed file keeps the sessions it produced before: nothing is lost. Neither
+    # it nor an unclaimed file is remembered as done: the next run looks again
+    # (a plugin may have been installed or fixed meanwhile).
+    ledger.record_source(
+        str(path), harness=res.get("harness"), size=size, mtime_ns=-1, outcome=outcome, reason=res.get("reason")
+    )
+    return fr, []
 
 
 def print_problems(summary: Summary, limit: int = 10, stream: Any = None) -> None:

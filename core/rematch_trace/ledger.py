@@ -166,46 +166,67 @@ class Ledger:
         ``forget`` names (harness, session id) rows the source no longer produces.
         """
         blob = saved if isinstance(saved, bytes) else state_dumps(saved) if saved else None
+        if self.db.in_transaction:  # inside the caller's batch: it commits
+            self._write_source(path, harness, size, mtime_ns, outcome, head_fp, tail_fp, offset, reason, malformed,
+                               problems, blob, sessions or [], forget or [])
+            return
         self._q("BEGIN IMMEDIATE")
         try:
-            self._q(
-                """INSERT INTO sources (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome,
-                       reason, malformed, problems, saved, imported_at)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
-                   ON CONFLICT(path) DO UPDATE SET harness=excluded.harness, size=excluded.size,
-                       mtime_ns=excluded.mtime_ns, head_fp=excluded.head_fp, tail_fp=excluded.tail_fp,
-                       offset=excluded.offset, outcome=excluded.outcome, reason=excluded.reason,
-                       malformed=excluded.malformed, problems=excluded.problems, saved=excluded.saved,
-                       imported_at=excluded.imported_at""",
-                (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, reason, malformed,
-                 problems, blob, int(time.time())),
-            )
-            for harness_, sid in forget or []:
-                self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness_, sid))
-            for s in sessions or []:
-                self._q(
-                    """INSERT OR REPLACE INTO sessions (harness, session_id, agent_kind, source_path,
-                           source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
-                           flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
-                           repo, repo_remote, counts)
-                       VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
-                    (
-                        harness, s["session_id"], s["agent_kind"], path, size, mtime_ns, head_fp, offset,
-                        s["trace_path"], s.get("events_path"), int(s["flagged"]),
-                        orjson.dumps(s["reasons"]).decode(),
-                        orjson.dumps(s["seqs"].get("redirect", [])).decode(),
-                        orjson.dumps(s["seqs"].get("error_cluster", [])).decode(),
-                        orjson.dumps(s["seqs"].get("mark", [])).decode(),
-                        s.get("domain"), s.get("cwd"), s.get("repo"), s.get("repo_remote"),
-                        orjson.dumps(s.get("counts", {})).decode(),
-                    ),
-                )
+            self._write_source(path, harness, size, mtime_ns, outcome, head_fp, tail_fp, offset, reason, malformed,
+                               problems, blob, sessions or [], forget or [])
             self._q("COMMIT")
         except BaseException:
             # SQLite has already rolled back after some failures (a full disk).
             if self.db.in_transaction:
                 self._q("ROLLBACK")
             raise
+
+    def begin(self) -> None:
+        """Open a transaction that the following :meth:`record_source` calls join."""
+        self._q("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        """Commit the open transaction, if any."""
+        if self.db.in_transaction:
+            self._q("COMMIT")
+
+    def _write_source(
+        self, path: str, harness: str | None, size: int, mtime_ns: int, outcome: str, head_fp: str | None,
+        tail_fp: str | None, offset: int, reason: str | None, malformed: int, problems: int, blob: bytes | None,
+        sessions: list[dict[str, Any]], forget: list[tuple[str, str]],
+    ) -> None:
+        self._q(
+            """INSERT INTO sources (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome,
+                   reason, malformed, problems, saved, imported_at)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
+               ON CONFLICT(path) DO UPDATE SET harness=excluded.harness, size=excluded.size,
+                   mtime_ns=excluded.mtime_ns, head_fp=excluded.head_fp, tail_fp=excluded.tail_fp,
+                   offset=excluded.offset, outcome=excluded.outcome, reason=excluded.reason,
+                   malformed=excluded.malformed, problems=excluded.problems, saved=excluded.saved,
+                   imported_at=excluded.imported_at""",
+            (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, reason, malformed,
+             problems, blob, int(time.time())),
+        )
+        for harness_, sid in forget:
+            self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness_, sid))
+        for s in sessions:
+            self._q(
+                """INSERT OR REPLACE INTO sessions (harness, session_id, agent_kind, source_path,
+                       source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
+                       flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
+                       repo, repo_remote, counts)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                (
+                    harness, s["session_id"], s["agent_kind"], path, size, mtime_ns, head_fp, offset,
+                    s["trace_path"], s.get("events_path"), int(s["flagged"]),
+                    orjson.dumps(s["reasons"]).decode(),
+                    orjson.dumps(s["seqs"].get("redirect", [])).decode(),
+                    orjson.dumps(s["seqs"].get("error_cluster", [])).decode(),
+                    orjson.dumps(s["seqs"].get("mark", [])).decode(),
+                    s.get("domain"), s.get("cwd"), s.get("repo"), s.get("repo_remote"),
+                    orjson.dumps(s.get("counts", {})).decode(),
+                ),
+            )
 
     def sessions(self, *, flagged: bool | None = None) -> list[dict[str, Any]]:
         """Session rows, decoded, ordered by harness and id."""
@@ -219,6 +240,13 @@ class Ledger:
                 d[key] = orjson.loads(d[key]) if d.get(key) else ([] if key != "counts" else {})
             d["flagged"] = bool(d["flagged"])
             out.append(d)
+        return out
+
+    def session_keys(self) -> dict[str, set[tuple[str, str]]]:
+        """Source path -> the (harness, session id) of the sessions it produced, for every source."""
+        out: dict[str, set[tuple[str, str]]] = {}
+        for r in self._q("SELECT source_path, harness, session_id FROM sessions"):
+            out.setdefault(r[0], set()).add((r[1], r[2]))
         return out
 
     def session_ids_of(self, path: str) -> list[tuple[str, str]]:
