@@ -83,6 +83,7 @@ def main() -> None:
         corpus.mkdir(parents=True)
         generate(corpus, a.size_mb)
         stamp.write_text(json.dumps({"size_mb": a.size_mb}))
+    os.sync()  # no write-back of the archive competing with the runs
     for d in ("out1", "outN"):
         shutil.rmtree(a.work / d, ignore_errors=True)
     size = corpus_size(corpus)
@@ -102,10 +103,12 @@ def main() -> None:
     coldn = row(f"cold import, --jobs {a.jobs}", rematch(corpus, a.work / "outN", a.jobs), size)
     rerun = row("rerun, nothing changed", rematch(corpus, a.work / "outN", a.jobs), size)
     added = append_percent(corpus, 1.0)
+    os.sync()
     grown = row("rerun after +1% appended", rematch(corpus, a.work / "outN", a.jobs), added)
 
     print(f"corpus: {mb:,.0f} MB in {sum(1 for _ in corpus.rglob('*.jsonl'))} files "
-          f"(+{added / 1e6:,.1f} MB appended); {os.cpu_count()} cores; python {sys.version.split()[0]}")
+          f"(+{added / 1e6:,.1f} MB appended, {added / size:.2%}); {os.cpu_count()} cores; "
+          f"python {sys.version.split()[0]}")
     print(f"{'run':<34} {'wall s':>8} {'MB/s':>8} {'peak RSS MiB':>13}")
     for name, wall, rate, _code, rss in rows:
         print(f"{name:<34} {wall:>8.2f} {rate:>8.1f} {rss:>13.0f}")

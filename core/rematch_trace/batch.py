@@ -23,7 +23,7 @@ import attrs
 from .errors import RematchError
 from .host import Host, PluginFailure
 from .importer import SinkFactory, remove_outputs
-from .journal import recover
+from .journal import clear, recover
 from .jsonl import require_c_backend
 from .jsonstate import state_loads
 from .ledger import Ledger, as_stored
@@ -416,9 +416,13 @@ def run_import(
                     commit()
                     committed_at = time.monotonic()
             commit()
-            # Every worker is gone and every result recorded: what the journal still
-            # holds uncommitted is a worker that died mid-resume. Put those back.
-            recover(data, _committed(ledger), options.fsync)
+            # Every worker is gone and every result recorded. A file that failed may have
+            # left a resume uncommitted (its worker died, or its rollback failed): settle
+            # the journal entry by entry. Otherwise every resume is committed.
+            if any(f.outcome == "failed" for f in summary.files):
+                recover(data, _committed(ledger), options.fsync)
+            else:
+                clear(data)
         # Replaced files still queued for unlinking: this process's now, and any
         # a worker had queued when the pool shut it down.
         reaper.drain()

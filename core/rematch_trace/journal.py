@@ -242,4 +242,11 @@ def recover(data: DataDir, committed: Callable[[str], str | None], fsync: bool =
     return rolled
 
 
-__all__ = ["AppendFile", "Journal", "journal", "new_generation", "recover", "rollback", "write_entry"]
+def clear(data: DataDir) -> None:
+    """Empty the journal of a run whose every resume was committed or rolled back in its process."""
+    journal.close()
+    for f in data.journal.glob("*.jsonl"):
+        f.unlink(missing_ok=True)
+
+
+__all__ = ["AppendFile", "Journal", "clear", "journal", "new_generation", "recover", "rollback", "write_entry"]
