@@ -4,9 +4,10 @@
 
 Generates (or reuses) an archive under ``bench/out/corpus``, then measures, in
 one run, wall time, throughput and the peak RSS of the largest process for:
-a parse-only reference (orjson over every line, one process), a cold import
-with ``--jobs 1``, a cold import with all cores, a rerun with nothing changed,
-and a rerun after appending about 1% to every file.
+a parse-only reference (orjson over every line, one process), two stages of
+the import alone (``floor.py``: reading through the plugins, then reading and
+translating), a cold import with ``--jobs 1``, a cold import with all cores, a
+rerun with nothing changed, and a rerun after appending about 1% to every file.
 """
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ def main() -> None:
         return wall
 
     row("parse only (orjson, 1 process)", [sys.executable, "-c", _PARSE, str(corpus)], size)
+    floor = str(HERE / "floor.py")
+    row("  read through the plugins", [sys.executable, floor, str(corpus), "read"], size)
+    row("  read + plugin translation", [sys.executable, floor, str(corpus), "translate"], size)
     cold1 = row("cold import, --jobs 1", rematch(corpus, a.work / "out1", 1), size)
     coldn = row(f"cold import, --jobs {a.jobs}", rematch(corpus, a.work / "outN", a.jobs), size)
     rerun = row("rerun, nothing changed", rematch(corpus, a.work / "outN", a.jobs), size)

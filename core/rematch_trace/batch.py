@@ -405,7 +405,7 @@ def run_import(
                     remove_outputs(data, sid)
                 removals.clear()
 
-            # Planning feeds the workers as it goes; the loop ends when the pool has shut down.
+            # The loop ends when the pool has shut down.
             for path, res in _run(planned(), data, options, progress):
                 if not ledger.db.in_transaction:
                     ledger.begin()
@@ -502,6 +502,9 @@ def _run(
             if progress:
                 progress(n, len(planned))
         return
+    tasks = list(_tasks(todo))
+    if not tasks:
+        return  # nothing changed: no pool to start and stop
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 
@@ -509,7 +512,7 @@ def _run(
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=options.jobs, mp_context=ctx) as pool:
         futures: dict[Future[list[dict[str, Any]]], list[Path]] = {}
-        for task in _tasks(todo):
+        for task in tasks:
             files = [(str(path), hint, grown) for path, hint, grown in task]
             futures[pool.submit(import_files, files, str(data.root), options)] = [path for path, _, _ in task]
         total = sum(len(paths) for paths in futures.values())
