@@ -153,14 +153,18 @@ def discover(host: Host, paths: list[Path]) -> list[tuple[Path, str | None]]:
     return unique
 
 
-def _fps(path: Path, offset: int, skip: int = 0) -> tuple[str | None, str | None]:
-    """sha256 of the first bytes after ``skip`` and of the last bytes before ``offset``."""
+def _fps(path: Path, offset: int, skip: int = 0, head: str | None = None) -> tuple[str | None, str | None]:
+    """sha256 of the first bytes after ``skip`` and of the last bytes before ``offset``.
+
+    ``head``, when given, is the head fingerprint already known (not read again).
+    """
     skip = min(max(0, skip), offset)
     tail_start = max(skip, offset - _TAIL_FP)
     try:
         with open(path, "rb") as f:  # one open for both: this runs for every changed file
-            f.seek(skip)
-            head = hashlib.sha256(f.read(min(_HEAD_FP, offset - skip))).hexdigest()
+            if head is None:
+                f.seek(skip)
+                head = hashlib.sha256(f.read(min(_HEAD_FP, offset - skip))).hexdigest()
             f.seek(tail_start)
             tail = hashlib.sha256(f.read(offset - tail_start)).hexdigest()
     except OSError:
@@ -259,7 +263,11 @@ def import_file(
             }
         )
     # In the worker, while the file is fresh in the cache: the parent records serially.
-    head, tail = _fps(p, outcome.offset, source.mutable_prefix)
+    # A continued file's head was just checked, and lies wholly in the part kept.
+    skip = source.mutable_prefix
+    same_head = saved and grown and saved.get("head_skip", 0) == skip and grown["offset"] - skip >= _HEAD_FP
+    known = grown["head_fp"] if same_head and grown else None
+    head, tail = _fps(p, outcome.offset, skip, known)
     return {
         "outcome": "resumed" if outcome.resumed and saved else "imported",
         "harness": source.harness,

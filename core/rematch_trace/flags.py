@@ -60,8 +60,10 @@ class FlagTracker:
         return {r: list(getattr(self, r)) for r in self.reasons()}
 
     def to_state(self) -> dict[str, Any]:
-        """A JSON-serialisable snapshot."""
-        return attrs.asdict(self)
+        """A JSON-serialisable snapshot (copies: the tracker goes on changing)."""
+        # Spelled out: attrs.asdict walks every value generically, once per saved session.
+        return {"redirect": list(self.redirect), "error_cluster": list(self.error_cluster),
+                "mark": list(self.mark), "window": [list(w) for w in self.window]}
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> FlagTracker:

@@ -196,3 +196,19 @@ def test_each_run_journals_into_a_file_of_its_own(tmp_path: Path, host, monkeypa
     with pytest.raises(KeyboardInterrupt):
         import_(src.parent, out, host)
     assert [e["source"] for e in journal_lines(out)] == [str(src)]
+
+
+def test_fingerprints_recorded_after_a_resume_are_the_files_own(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    # A file past the 16 KiB head: the resume reuses the checked head fingerprint.
+    full = toy_lines("big", 300)
+    lines = full.splitlines(keepends=True)
+    src = tmp_path / "src" / "b.jsonl"
+    src.parent.mkdir()
+    src.write_bytes(b"".join(lines[:600]))
+    import_(src.parent, tmp_path / "out", host)
+    src.write_bytes(full)
+    assert [f.outcome for f in import_(src.parent, tmp_path / "out", host).files] == ["resumed"]
+    with Ledger(tmp_path / "out" / "ledger.sqlite") as ledger:
+        row = ledger.source(str(src))
+    assert row is not None and row["offset"] == len(full) > 16 * 1024
+    assert (row["head_fp"], row["tail_fp"]) == batch._fps(src, row["offset"], 0)
