@@ -125,7 +125,9 @@ class Journal:
 
     def _open(self, folder: Path) -> int:
         if self._fd < 0 or self._pid != os.getpid() or self._folder != folder:
-            # A forked worker must not share its parent's file offset.
+            # A forked worker must not share its parent's file offset; another data
+            # folder gets a file of its own.
+            self.close()
             self._fd = os.open(folder / f"{os.getpid()}-{secrets.token_hex(4)}.jsonl",
                                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL | _NOFOLLOW, 0o600)
             self._pid, self._folder = os.getpid(), folder
