@@ -212,3 +212,21 @@ def test_fingerprints_recorded_after_a_resume_are_the_files_own(tmp_path: Path, 
         row = ledger.source(str(src))
     assert row is not None and row["offset"] == len(full) > 16 * 1024
     assert (row["head_fp"], row["tail_fp"]) == batch._fps(src, row["offset"], 0)
+
+
+def test_show_reads_the_old_trace_after_a_killed_continuation(tmp_path: Path, host, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    src, out, before = grown_source(tmp_path, host)
+    monkeypatch.setattr(Ledger, "record_source", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        import_(src.parent, out, host)
+    monkeypatch.undo()
+    assert (out / "traces" / "grow.jsonl").read_bytes() != before
+    env = {**os.environ, "REMATCH_LOAD_PLUGINS": "toy"}
+    shown = subprocess.run([sys.executable, "-m", "rematch_trace.cli", "show", "grow", "--json", "--out", str(out)],
+                           capture_output=True, env=env, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == before
+    assert journal_lines(out) == []
