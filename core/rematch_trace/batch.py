@@ -266,7 +266,7 @@ def import_file(
     # A continued file's head was just checked, and lies wholly in the part kept.
     skip = source.mutable_prefix
     same_head = saved and grown and saved.get("head_skip", 0) == skip and grown["offset"] - skip >= _HEAD_FP
-    known = grown["head_fp"] if same_head and grown else None
+    known = grown["head_fp"] if grown and same_head else None
     head, tail = _fps(p, outcome.offset, skip, known)
     return {
         "outcome": "resumed" if outcome.resumed and saved else "imported",
@@ -415,8 +415,7 @@ def run_import(
 
             # The loop ends when the pool has shut down.
             for path, res in _run(planned(), data, options, progress):
-                if not ledger.db.in_transaction:
-                    ledger.begin()
+                ledger.begin()
                 fr, gone = _record(ledger, path, res, known.get(as_stored(str(path)), set()))
                 summary.files.append(fr)
                 removals.extend(gone)

@@ -207,7 +207,6 @@ class SourceImport:
                 "trace_len": out.trace.size,
                 "events_len": out.events.size if out.events is not None else 0,
             }
-        # A round trip through JSON is both the deep copy and the proof it saves.
         snap: dict[str, Any] = {"offset": self.offset, "plugin": self.plugin_state, "streams": streams,
                                 "harness": self.source.harness, "head_skip": self.source.mutable_prefix}
         if self.generation is not None:

@@ -189,14 +189,19 @@ def _restore(data: DataDir, record: dict[str, Any], fsync: bool) -> None:
         os.close(fd)
 
 
+def _restore_files(data: DataDir, entry: dict[str, Any], fsync: bool) -> None:
+    for record in entry.get("files", []):
+        if isinstance(record, dict):
+            _restore(data, record, fsync)
+
+
 def rollback(data: DataDir, entry: dict[str, Any], fsync: bool = False) -> None:
     """Put every file of an entry back as it was, and mark it settled.
 
     The mark matters: the same run may then import the source whole, and a
     later recovery must not put the old bytes back over that.
     """
-    for record in entry.get("files", []):
-        _restore(data, record, fsync)
+    _restore_files(data, entry, fsync)
     journal.append(data.journal, {"settled": entry["generation"]}, fsync)
 
 
@@ -235,9 +240,7 @@ def recover(data: DataDir, committed: Callable[[str], str | None], fsync: bool =
         if not isinstance(generation, str) or not isinstance(source, str) or generation in settled:
             continue
         if committed(source) != generation:
-            for record in e.get("files", []):
-                if isinstance(record, dict):
-                    _restore(data, record, fsync)
+            _restore_files(data, e, fsync)
             rolled += 1
     for f in files:
         f.unlink(missing_ok=True)

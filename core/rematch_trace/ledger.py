@@ -166,24 +166,24 @@ class Ledger:
         ``forget`` names (harness, session id) rows the source no longer produces.
         """
         blob = saved if isinstance(saved, bytes) else state_dumps(saved) if saved else None
-        if self.db.in_transaction:  # inside the caller's batch: it commits
-            self._write_source(path, harness, size, mtime_ns, outcome, head_fp, tail_fp, offset, reason, malformed,
-                               problems, blob, sessions or [], forget or [])
-            return
-        self._q("BEGIN IMMEDIATE")
+        own = not self.db.in_transaction  # else inside the caller's batch (begin): it commits
+        if own:
+            self._q("BEGIN IMMEDIATE")
         try:
             self._write_source(path, harness, size, mtime_ns, outcome, head_fp, tail_fp, offset, reason, malformed,
                                problems, blob, sessions or [], forget or [])
-            self._q("COMMIT")
+            if own:
+                self._q("COMMIT")
         except BaseException:
             # SQLite has already rolled back after some failures (a full disk).
-            if self.db.in_transaction:
+            if own and self.db.in_transaction:
                 self._q("ROLLBACK")
             raise
 
     def begin(self) -> None:
-        """Open a transaction that the following :meth:`record_source` calls join."""
-        self._q("BEGIN IMMEDIATE")
+        """Open a transaction that the following :meth:`record_source` calls join (unless one is open)."""
+        if not self.db.in_transaction:
+            self._q("BEGIN IMMEDIATE")
 
     def commit(self) -> None:
         """Commit the open transaction, if any."""
@@ -248,11 +248,6 @@ class Ledger:
         for r in self._q("SELECT source_path, harness, session_id FROM sessions"):
             out.setdefault(r[0], set()).add((r[1], r[2]))
         return out
-
-    def session_ids_of(self, path: str) -> list[tuple[str, str]]:
-        """(harness, session id) of the sessions a source produced."""
-        rows = self._q("SELECT harness, session_id FROM sessions WHERE source_path = ?", (path,))
-        return [(r[0], r[1]) for r in rows]
 
     def set_domain(self, harness: str, session_id: str, domain: str | None) -> None:
         """Store a session's decided domain."""

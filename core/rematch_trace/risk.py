@@ -284,33 +284,33 @@ def strings_of(value: Any, limit: int = 64 * 1024) -> str:
     return "\n".join(parts)[:limit]
 
 
+#: Each command rule: the gate that must be open, its pattern, the feature it finds.
+_COMMAND_RULES = (
+    ("remote_exec", _REMOTE_EXEC, "remote_code_fetch_exec"),
+    ("upload", _UPLOAD, "outbound_upload"),
+    ("destructive", _DESTRUCTIVE, "destructive_command"),
+    ("priv", _PRIV, "privilege_escalation"),
+    ("history", _HISTORY, "git_history_rewrite"),
+    ("bypass", _BYPASS, "security_bypass"),
+    ("perms", _PERMS, "permission_weakening"),
+    ("egress", _EGRESS, "network_egress"),
+)
+#: The rules that also need a writing command.
+_WRITE_RULES = (
+    ("persist", _PERSIST, "persistence"),
+    ("agent_config", _AGENT_CONFIG, "agent_config_change"),
+)
+
+
 def _command_features(command: str) -> set[str]:
-    found: set[str] = set()
     gates = _open_gates(command.lower())
     if not gates:
-        return found
-    if "remote_exec" in gates and _REMOTE_EXEC.search(command):
-        found.add("remote_code_fetch_exec")
-    if "upload" in gates and _UPLOAD.search(command):
-        found.add("outbound_upload")
-    if "destructive" in gates and _DESTRUCTIVE.search(command):
-        found.add("destructive_command")
-    if "priv" in gates and _PRIV.search(command):
-        found.add("privilege_escalation")
-    if "history" in gates and _HISTORY.search(command):
-        found.add("git_history_rewrite")
-    if "bypass" in gates and _BYPASS.search(command):
-        found.add("security_bypass")
-    if "perms" in gates and _PERMS.search(command):
-        found.add("permission_weakening")
-    if "egress" in gates and _EGRESS.search(command):
-        found.add("network_egress")
-    # Only these two need a writing command: test for one only when a gate is open.
-    if ("persist" in gates or "agent_config" in gates) and _WRITE_VERB.search(command) is not None:
-        if "persist" in gates and _PERSIST.search(command):
-            found.add("persistence")
-        if "agent_config" in gates and _AGENT_CONFIG.search(command):
-            found.add("agent_config_change")
+        return set()
+    found = {feature for gate, pattern, feature in _COMMAND_RULES if gate in gates and pattern.search(command)}
+    # Look for a writing verb only when one of its rules' gates is open.
+    write_rules = [rule for rule in _WRITE_RULES if rule[0] in gates]
+    if write_rules and _WRITE_VERB.search(command) is not None:
+        found.update(feature for _, pattern, feature in write_rules if pattern.search(command))
     return found
 
 
