@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rematch_trace.batch import _host, discover
-from rematch_trace.source import RawRecord
+from rematch_trace.host.source import RawRecord
+from rematch_trace.importing.batch import _host, discover
 
 
 def main() -> None:

@@ -9,15 +9,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # Eager: the submodule of the same name would otherwise shadow the function.
-from .prelabel import prelabel
+from rematch_trace.trace.prelabel import prelabel
 
 if TYPE_CHECKING:
-    from .canonical import args_hash, canonical_json
-    from .flags import flag_reasons
-    from .fold import FoldedSession, fold_trace
-    from .hookspecs import hookimpl, hookspec
-    from .identity import Place, identify, normalize_remote
-    from .records import (
+    from rematch_trace.host.hookspecs import hookimpl, hookspec
+    from rematch_trace.place.identity import Place, identify, normalize_remote
+    from rematch_trace.trace.canonical import args_hash, canonical_json
+    from rematch_trace.trace.flags import flag_reasons
+    from rematch_trace.trace.fold import FoldedSession, fold_trace
+    from rematch_trace.trace.records import (
         Agent,
         AgentEnd,
         Input,
@@ -36,30 +36,30 @@ if TYPE_CHECKING:
 
 # The public API loads on first use, so the command starts fast.
 _LAZY: dict[str, str] = {
-    "args_hash": "canonical",
-    "canonical_json": "canonical",
-    "flag_reasons": "flags",
-    "FoldedSession": "fold",
-    "fold_trace": "fold",
-    "hookimpl": "hookspecs",
-    "hookspec": "hookspecs",
-    "Place": "identity",
-    "identify": "identity",
-    "normalize_remote": "identity",
-    "Agent": "records",
-    "AgentEnd": "records",
-    "Input": "records",
-    "LoadedEntry": "records",
-    "MarkRecord": "records",
-    "Model": "records",
-    "ModelChange": "records",
-    "Retrieval": "records",
-    "SessionShutdown": "records",
-    "SessionStart": "records",
-    "ToolBlocked": "records",
-    "ToolResultRecord": "records",
-    "TurnEnd": "records",
-    "UsageRecord": "records",
+    "args_hash": "trace.canonical",
+    "canonical_json": "trace.canonical",
+    "flag_reasons": "trace.flags",
+    "FoldedSession": "trace.fold",
+    "fold_trace": "trace.fold",
+    "hookimpl": "host.hookspecs",
+    "hookspec": "host.hookspecs",
+    "Place": "place.identity",
+    "identify": "place.identity",
+    "normalize_remote": "place.identity",
+    "Agent": "trace.records",
+    "AgentEnd": "trace.records",
+    "Input": "trace.records",
+    "LoadedEntry": "trace.records",
+    "MarkRecord": "trace.records",
+    "Model": "trace.records",
+    "ModelChange": "trace.records",
+    "Retrieval": "trace.records",
+    "SessionShutdown": "trace.records",
+    "SessionStart": "trace.records",
+    "ToolBlocked": "trace.records",
+    "ToolResultRecord": "trace.records",
+    "TurnEnd": "trace.records",
+    "UsageRecord": "trace.records",
 }
 
 

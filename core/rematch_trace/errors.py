@@ -54,7 +54,7 @@ def classify_error(text: str) -> str:
     """Classify a failed tool result from the start of its output.
 
     The fallback when a plugin gives no structured class: always one of
-    :data:`rematch_trace.vocab.ERROR_CLASSES`, ``tool_error`` when nothing matches.
+    :data:`rematch_trace.host.vocab.ERROR_CLASSES`, ``tool_error`` when nothing matches.
     """
     head = text[:4096].lower()
     for cls, phrases in _PHRASES:

@@ -26,14 +26,14 @@ import attrs
 import orjson
 import pluggy
 
-from . import hookspecs
-from .host import Host
-from .importer import import_source
-from .output import DataDir
-from .records import from_dict
-from .source import Problem
+from rematch_trace.host import hookspecs
+from rematch_trace.host.facade import Host
+from rematch_trace.host.source import Problem
+from rematch_trace.importing.source_import import import_source
+from rematch_trace.store.datafolder import DataDir
+from rematch_trace.trace.records import from_dict
 
-DEFAULT_PLUGIN = "rematch_trace.default_plugins.place"
+DEFAULT_PLUGIN = "rematch_trace.host.default_plugins.place"
 
 
 class ContractError(AssertionError):
@@ -101,7 +101,7 @@ def synthesize_file(
     try:
         data = DataDir(Path(out))
         data.ensure()
-        from .pipeline import redactors, sink_factory_for
+        from rematch_trace.importing.pipeline import redactors, sink_factory_for
 
         r_text, r_input = redactors(redact)
         outcome = import_source(
@@ -132,7 +132,7 @@ def synthesize_file(
 @cache
 def trace_schema() -> dict[str, Any]:
     """The JSON Schema of one trace record, as shipped with the package."""
-    text = importlib.resources.files("rematch_trace").joinpath("schemas/trace.schema.json").read_bytes()
+    text = importlib.resources.files("rematch_trace.trace").joinpath("schemas/trace.schema.json").read_bytes()
     result: dict[str, Any] = orjson.loads(text)
     return result
 

@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 
 import rematch_claude_code as plugin
-from rematch_trace.source import RawRecord, Source
+from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.vocab import Neutral
 from rematch_trace.testing import SynthesizedSession, synthesize_file
-from rematch_trace.vocab import Neutral
 
 SID = "11111111-2222-3333-4444-555555555555"
 MODEL = "claude-sonnet-4-5-20250929"

@@ -166,7 +166,7 @@ def test_corpus_main_session_holds_none_of_its_subagents_lines(path: Path) -> No
 def _plugin_aborts(path: Path) -> int:
     from cc_fixtures import translate
 
-    from rematch_trace.vocab import Abort
+    from rematch_trace.host.vocab import Abort
 
     return sum(isinstance(r, Abort) for r in translate(path))
 

@@ -11,7 +11,7 @@ import zstandard
 from cc_fixtures import SID, Lines, raw_records, source_of, write
 
 import rematch_claude_code as plugin
-from rematch_trace.source import Problem, RawRecord, Source
+from rematch_trace.host.source import Problem, RawRecord, Source
 
 
 def test_default_location_honours_claude_config_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

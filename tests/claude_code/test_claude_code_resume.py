@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rematch_claude_code as plugin
-from rematch_trace.source import RawRecord, Source
-from rematch_trace.vocab import AssistantMessage, Session, UserMessage
+from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.vocab import AssistantMessage, Session, UserMessage
 
 
 def _rich_session(b: Lines) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from cc_fixtures import (
     write,
 )
 
-from rematch_trace.vocab import (
+from rematch_trace.host.vocab import (
     Abort,
     AssistantMessage,
     Compaction,

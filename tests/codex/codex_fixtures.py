@@ -13,9 +13,9 @@ import orjson
 import rematch_codex as plugin
 from rematch_codex import discover
 from rematch_codex import translate as tr
-from rematch_trace.source import RawRecord, Source
+from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.vocab import Neutral
 from rematch_trace.testing import SynthesizedSession, synthesize_file
-from rematch_trace.vocab import Neutral
 
 SID = "019a0000-1111-7222-8333-444444444444"
 PARENT = "0199ffff-0000-7000-8000-000000000000"
@@ -196,7 +196,7 @@ def split_run(source: Source, records: list[RawRecord], cut: int) -> list[Neutra
 
 def events_available() -> bool:
     """Whether the core's security-event sink exists yet (it is optional here)."""
-    return importlib.util.find_spec("rematch_trace.events") is not None
+    return importlib.util.find_spec("rematch_trace.security.events") is not None
 
 
 def synth(path: Path, out: Path | None = None) -> list[SynthesizedSession]:

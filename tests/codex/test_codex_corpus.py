@@ -18,7 +18,7 @@ import pytest
 from codex_fixtures import source_of, split_run, synth, translate
 
 from rematch_codex import discover
-from rematch_trace.source import RawRecord
+from rematch_trace.host.source import RawRecord
 from rematch_trace.testing import validate_trace
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "codex"

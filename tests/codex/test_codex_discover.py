@@ -12,8 +12,8 @@ from codex_fixtures import SID, Lines, of, rollout_path, split_run, synth, trans
 
 import rematch_codex as plugin
 from rematch_codex import discover
-from rematch_trace.source import RawRecord, Source
-from rematch_trace.vocab import UserMessage
+from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.vocab import UserMessage
 
 
 def _lines(n: int = 3) -> list[dict]:

@@ -8,7 +8,7 @@ import pytest
 
 import rematch_codex as plugin
 from rematch_codex.skills import front_matter_version, offered_skills, parse_injection
-from rematch_trace.source import Source
+from rematch_trace.host.source import Source
 
 CODEX = Source("codex", Path("rollout.jsonl"))
 OTHER = Source("claude_code", Path("x.jsonl"))

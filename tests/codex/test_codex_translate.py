@@ -26,7 +26,7 @@ from codex_fixtures import (
 
 from rematch_codex import translate as tr
 from rematch_trace.errors import RestartImport
-from rematch_trace.vocab import (
+from rematch_trace.host.vocab import (
     AssistantMessage,
     Compaction,
     EntryLoaded,

@@ -11,12 +11,12 @@ import orjson
 import pytest
 
 import rematch_toy
-from rematch_trace import batch
-from rematch_trace.batch import ImportLock, Options, run_import
-from rematch_trace.domain import decide_domain
 from rematch_trace.errors import RematchError
-from rematch_trace.ledger import MIGRATIONS, Ledger
-from rematch_trace.output import DataDir
+from rematch_trace.importing import batch
+from rematch_trace.importing.batch import ImportLock, Options, run_import
+from rematch_trace.place.domain import decide_domain
+from rematch_trace.store.datafolder import DataDir
+from rematch_trace.store.ledger import MIGRATIONS, Ledger
 from rematch_trace.testing import make_host
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,17 +178,17 @@ class Boom:
 
     __name__ = "boom"
 
-    from rematch_trace.hookspecs import hookimpl as _impl
+    from rematch_trace.host.hookspecs import hookimpl as _impl
 
     @_impl
     def detect_source(self, path: Path) -> object:
-        from rematch_trace.source import Source
+        from rematch_trace.host.source import Source
 
         return Source("boom", path) if path.name.endswith(".boom.jsonl") else None
 
     @_impl
     def read_transcript(self, source: object, start: int) -> object:
-        from rematch_trace.source import RawRecord
+        from rematch_trace.host.source import RawRecord
 
         if getattr(source, "harness", None) != "boom":
             return None

@@ -7,9 +7,9 @@ import hashlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rematch_trace.canonical import canonical_json
-from rematch_trace.events import rfc3339
-from rematch_trace.fingerprint import action_fingerprint, fingerprint_container
+from rematch_trace.security.events import rfc3339
+from rematch_trace.security.fingerprint import action_fingerprint, fingerprint_container
+from rematch_trace.trace.canonical import canonical_json
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.text(max_size=20),

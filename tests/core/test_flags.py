@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rematch_trace import flag_reasons
-from rematch_trace.flags import FlagTracker
+from rematch_trace.trace.flags import FlagTracker
 
 
 def results(pattern: str) -> list[dict[str, Any]]:

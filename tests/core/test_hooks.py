@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from rematch_trace import hookimpl, hookspecs
-from rematch_trace.host import Host, PluginFailure
-from rematch_trace.identity import Place
-from rematch_trace.source import Location, Problem, RawRecord, Source
+from rematch_trace import hookimpl
+from rematch_trace.host import hookspecs
+from rematch_trace.host.facade import Host, PluginFailure
+from rematch_trace.host.source import Location, Problem, RawRecord, Source
+from rematch_trace.host.vocab import Instructions, Neutral, Session, UserMessage
+from rematch_trace.place.identity import Place
 from rematch_trace.testing import make_host, synthesize_file
-from rematch_trace.vocab import Instructions, Neutral, Session, UserMessage
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = sorted(name for name, f in vars(hookspecs).items() if inspect.isfunction(f) and hasattr(f, "rematch_spec"))
@@ -55,7 +56,7 @@ class LinePlugin:
     def read_transcript(self, source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
         if source.harness != "line":
             return None
-        from rematch_trace.jsonl import read_jsonl
+        from rematch_trace.importing.reader import read_jsonl
 
         def gen() -> Iterator[RawRecord | Problem]:
             with open(source.path, "rb") as f:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rematch_trace import identify, normalize_remote
-from rematch_trace.identity import strip_credentials
+from rematch_trace.place.identity import strip_credentials
 
 SHA1 = "1" * 40
 SHA2 = "2" * 40

@@ -11,10 +11,11 @@ import pytest
 from test_batch import import_, toy_lines, tree
 
 import rematch_toy
-from rematch_trace import batch, importer
-from rematch_trace.batch import settle
-from rematch_trace.ledger import Ledger
-from rematch_trace.output import DataDir
+from rematch_trace.importing import batch
+from rematch_trace.importing import source_import as importer
+from rematch_trace.importing.batch import settle
+from rematch_trace.store.datafolder import DataDir
+from rematch_trace.store.ledger import Ledger
 from rematch_trace.testing import make_host
 
 
@@ -160,7 +161,7 @@ def test_settle_leaves_a_running_import_alone(tmp_path: Path, host) -> None:  # 
 
 @pytest.mark.parametrize("new", [b"xy", b"xyz-and-more-than-before"])
 def test_append_file_ends_exactly_where_its_writes_end(tmp_path: Path, new: bytes) -> None:
-    from rematch_trace.journal import AppendFile
+    from rematch_trace.store.journal import AppendFile
 
     target = tmp_path / "t.jsonl"
     target.write_bytes(b"keep|old tail")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import orjson
 
-from rematch_trace import jsonl
-from rematch_trace.jsonl import read_jsonl
-from rematch_trace.source import Problem, RawRecord
+from rematch_trace.host.source import Problem, RawRecord
+from rematch_trace.importing import reader as jsonl
+from rematch_trace.importing.reader import read_jsonl
 
 
 def read(data: bytes, **kw: object) -> list[RawRecord | Problem]:
@@ -119,7 +119,7 @@ def test_zstd_stream_reports_a_cut_frame() -> None:
     import pytest
     import zstandard
 
-    from rematch_trace.streams import DamagedStream, open_zstd
+    from rematch_trace.importing.streams import DamagedStream, open_zstd
 
     body = b"".join(orjson.dumps({"n": i}) + b"\n" for i in range(2000))
     two_frames = zstandard.ZstdCompressor().compress(body[:9000]) + zstandard.ZstdCompressor().compress(body[9000:])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rematch_trace import prelabel
-from rematch_trace.prelabel import is_dropped_command, normalize_mark, skills_in
+from rematch_trace.trace.prelabel import is_dropped_command, normalize_mark, skills_in
 
 
 @pytest.mark.parametrize(

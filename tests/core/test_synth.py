@@ -8,10 +8,7 @@ import orjson
 import pytest
 
 from rematch_trace import args_hash
-from rematch_trace.identity import Place
-from rematch_trace.synth import RUN_BUFFER_RECORDS, Synthesizer
-from rematch_trace.testing import validate_trace
-from rematch_trace.vocab import (
+from rematch_trace.host.vocab import (
     Abort,
     AssistantMessage,
     EntryLoaded,
@@ -26,6 +23,9 @@ from rematch_trace.vocab import (
     Usage,
     UserMessage,
 )
+from rematch_trace.place.identity import Place
+from rematch_trace.testing import validate_trace
+from rematch_trace.trace.synth import RUN_BUFFER_RECORDS, Synthesizer
 
 OPUS = ModelRef("anthropic", "opus")
 HAIKU = ModelRef("anthropic", "haiku")

@@ -8,7 +8,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rematch_trace.truncate import INPUT_LIMIT, TEXT_LIMIT, cut_utf8, truncate_input
+from rematch_trace.trace.truncate import INPUT_LIMIT, TEXT_LIMIT, cut_utf8, truncate_input
 
 
 def test_cut_exact_limits() -> None:

@@ -49,9 +49,9 @@ def _setup() -> Path:
 
 def fuzz_jsonl(data: bytes) -> None:
     """The line reader: never raises; records are objects at increasing, in-range offsets."""
-    import rematch_trace.jsonl as jsonl
-    from rematch_trace.jsonl import read_jsonl
-    from rematch_trace.source import Problem, RawRecord
+    import rematch_trace.importing.reader as jsonl
+    from rematch_trace.host.source import Problem, RawRecord
+    from rematch_trace.importing.reader import read_jsonl
 
     old = jsonl.BIG_LINE
     jsonl.BIG_LINE = 256  # reach the streaming (ijson) path with small inputs
@@ -80,9 +80,9 @@ def _import(harness: str, data: bytes) -> None:
     """Import ``data`` as a ``harness`` transcript through the real core; check every trace."""
     import orjson
 
-    from rematch_trace.importer import import_source
-    from rematch_trace.output import DataDir
-    from rematch_trace.pipeline import redactors, sink_factory_for
+    from rematch_trace.importing.pipeline import redactors, sink_factory_for
+    from rematch_trace.importing.source_import import import_source
+    from rematch_trace.store.datafolder import DataDir
     from rematch_trace.testing import validate_trace
 
     tmp = _setup()
@@ -145,9 +145,9 @@ def main(argv: list[str]) -> None:
         import rematch_claude_code  # noqa: F401
         import rematch_codex  # noqa: F401
         import rematch_omp  # noqa: F401
-        import rematch_trace.importer
-        import rematch_trace.jsonl
-        import rematch_trace.synth  # noqa: F401
+        import rematch_trace.importing.reader
+        import rematch_trace.importing.source_import
+        import rematch_trace.trace.synth  # noqa: F401
     _setup()
     atheris.Setup([f"{sys.executable} {Path(__file__).resolve()}", *rest], TARGETS[name])
     atheris.Fuzz()

@@ -302,9 +302,9 @@ def test_disk_full_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     import rematch_claude_code
     import rematch_codex
     import rematch_omp
-    import rematch_trace.batch as batch
-    import rematch_trace.output as output
-    from rematch_trace.output import DataDir
+    import rematch_trace.importing.batch as batch
+    import rematch_trace.store.datafolder as output
+    from rematch_trace.store.datafolder import DataDir
     from rematch_trace.testing import make_host
 
     src = tmp_path / "src"

@@ -30,9 +30,9 @@ from hostile_gen import (
 import rematch_claude_code
 import rematch_codex
 import rematch_omp
-from rematch_trace.host import PluginFailure
-from rematch_trace.importer import import_source
-from rematch_trace.output import DataDir
+from rematch_trace.host.facade import PluginFailure
+from rematch_trace.importing.source_import import import_source
+from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import make_host, validate_trace
 
 PLUGINS = [rematch_claude_code, rematch_codex, rematch_omp]

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 import rematch_claude_code
 import rematch_codex
 import rematch_omp
-from rematch_trace.host import Host
-from rematch_trace.importer import import_source
-from rematch_trace.output import DataDir
-from rematch_trace.pipeline import redactors, sink_factory_for
+from rematch_trace.host.facade import Host
+from rematch_trace.importing.pipeline import redactors, sink_factory_for
+from rematch_trace.importing.source_import import import_source
+from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import make_host, validate_trace
 
 HOST: Host = make_host([rematch_claude_code, rematch_codex, rematch_omp])

@@ -311,8 +311,8 @@ def test_file_disappears_mid_import(tmp_path: Path) -> None:
     import rematch_claude_code
     import rematch_codex
     import rematch_omp
-    import rematch_trace.batch as batch
-    from rematch_trace.output import DataDir
+    import rematch_trace.importing.batch as batch
+    from rematch_trace.store.datafolder import DataDir
     from rematch_trace.testing import make_host
 
     src = tmp_path / "src"

@@ -34,8 +34,8 @@ from hostile_gen import (
     traces,
 )
 
-from rematch_trace.batch import settle
-from rematch_trace.output import DataDir
+from rematch_trace.importing.batch import settle
+from rematch_trace.store.datafolder import DataDir
 
 SEED = 8
 KILLS = 54
@@ -98,7 +98,7 @@ def check_consistent(out: Path, src_sizes: dict[str, int], refs: dict[int, dict[
     if not out.exists():
         return
     # A resume continues its outputs in place; any rematch command first rolls
-    # back one that a kill left half-done (rematch_trace.journal). So does this.
+    # back one that a kill left half-done (rematch_trace.store.journal). So does this.
     settle(DataDir(out))
     found = traces(out)
     for name, body in found.items():

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import rematch_omp
-from rematch_trace.source import Problem, RawRecord, Source
+from rematch_trace.host.source import Problem, RawRecord, Source
 
 SID = "0198cc2a-0000-7000-8000-000000000001"
 CWD = "/home/dev/proj"

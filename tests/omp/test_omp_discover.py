@@ -11,7 +11,7 @@ from omp_build import header, title_slot, write
 
 import rematch_omp
 from rematch_omp.discover import session_roots
-from rematch_trace.source import Location, Source
+from rematch_trace.host.source import Location, Source
 
 HOME = Path("/home/u")
 

@@ -8,8 +8,8 @@ from typing import Any
 from omp_build import SID, Tree, assistant, header, result, title_slot, user, write
 
 import rematch_omp
-from rematch_trace.importer import import_source
-from rematch_trace.output import DataDir
+from rematch_trace.importing.source_import import import_source
+from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import make_host, synthesize_file, validate_trace
 
 

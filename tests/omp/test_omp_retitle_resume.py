@@ -8,9 +8,9 @@ from pathlib import Path
 from omp_build import Tree, assistant, header, result, title_slot, user
 
 import rematch_omp
-from rematch_trace import batch
-from rematch_trace.batch import Options, run_import
-from rematch_trace.output import DataDir
+from rematch_trace.importing import batch
+from rematch_trace.importing.batch import Options, run_import
+from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import make_host
 
 

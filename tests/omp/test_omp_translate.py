@@ -24,7 +24,7 @@ from omp_build import (
 )
 
 from rematch_trace.errors import RestartImport
-from rematch_trace.vocab import (
+from rematch_trace.host.vocab import (
     AssistantMessage,
     Compaction,
     Instructions,
@@ -307,7 +307,7 @@ def test_gzip_archives_import_like_plain_files(tmp_path: Path) -> None:
 
 def test_a_line_too_big_to_hold_is_placed_from_its_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import rematch_omp.tree as tree
-    import rematch_trace.jsonl as jsonl
+    import rematch_trace.importing.reader as jsonl
 
     monkeypatch.setattr(jsonl, "BIG_LINE", 512)
     monkeypatch.setattr(tree, "BIG_LINE", 512)

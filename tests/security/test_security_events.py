@@ -11,10 +11,10 @@ import orjson
 import pytest
 
 import rematch_claude_code
-from rematch_trace import vocab
-from rematch_trace.events import EventSink, rfc3339
-from rematch_trace.redact import default_redactor
-from rematch_trace.source import Source
+from rematch_trace.host import vocab
+from rematch_trace.host.source import Source
+from rematch_trace.security.events import EventSink, rfc3339
+from rematch_trace.security.redact import default_redactor
 from rematch_trace.testing import make_host
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "event-v1.schema.json").read_text())

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rematch_trace.errors import NonExactNumber
-from rematch_trace.fingerprint import action_fingerprint
+from rematch_trace.security.fingerprint import action_fingerprint
 
 BASE: dict[str, Any] = {
     "provider": "claude_code", "session": "s1", "turn": None, "tool_call_id": "c1",
@@ -86,7 +86,7 @@ def test_different_inputs_never_share(a: Any, b: Any) -> None:
         assert fp(tool_input=a) == fp(tool_input=b)
     elif repr(a) != repr(b):
         # Distinct JSON values (bools and ints compare equal in Python, not in JSON).
-        from rematch_trace.canonical import canonical_json
+        from rematch_trace.trace.canonical import canonical_json
 
         if canonical_json(a) != canonical_json(b):
             assert fp(tool_input=a) != fp(tool_input=b)

@@ -14,8 +14,8 @@ from test_security_redact import SECRETS
 import rematch_claude_code
 import rematch_codex
 import rematch_omp
-from rematch_trace.canonical import args_hash
 from rematch_trace.testing import synthesize_file
+from rematch_trace.trace.canonical import args_hash
 
 TEXTS = [text for _, text, _ in SECRETS]
 PLANTED = [secret for _, _, secret in SECRETS]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rematch_trace.redact import KINDS, default_redactor
+from rematch_trace.security.redact import KINDS, default_redactor
 
 R = default_redactor()
 

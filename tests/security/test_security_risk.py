@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from rematch_trace.risk import FEATURE_NAMES, RISK_FEATURES, SEVERITY, risk_features, severity, strings_of
+from rematch_trace.security.risk import (
+    FEATURE_NAMES,
+    RISK_FEATURES,
+    SEVERITY,
+    risk_features,
+    severity,
+    strings_of,
+)
 
 
 def feats(action: str, tool_input: Any, tool: str = "Bash") -> list[str]:

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from rematch_trace import hookimpl
-from rematch_trace.jsonl import read_jsonl
-from rematch_trace.source import Location, Problem, RawRecord, Source
-from rematch_trace.vocab import (
+from rematch_trace.host.source import Location, Problem, RawRecord, Source
+from rematch_trace.host.vocab import (
     Abort,
     AssistantMessage,
     ModelRef,
@@ -34,6 +33,7 @@ from rematch_trace.vocab import (
     Usage,
     UserMessage,
 )
+from rematch_trace.importing.reader import read_jsonl
 
 __version__ = "0.1.0"
 HARNESS = "toy"

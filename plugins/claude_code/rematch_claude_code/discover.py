@@ -18,7 +18,7 @@ from typing import Literal
 
 import orjson
 
-from rematch_trace.source import Compression, Location, Source
+from rematch_trace.host.source import Compression, Location, Source
 
 HARNESS = "claude_code"
 

@@ -7,9 +7,9 @@ import importlib.util
 from collections.abc import Iterator
 from typing import IO
 
-from rematch_trace.jsonl import read_jsonl, require_c_backend
-from rematch_trace.source import Problem, RawRecord, Source
-from rematch_trace.streams import open_zstd
+from rematch_trace.host.source import Problem, RawRecord, Source
+from rematch_trace.importing.reader import read_jsonl, require_c_backend
+from rematch_trace.importing.streams import open_zstd
 
 from .discover import KNOWN_TYPES
 

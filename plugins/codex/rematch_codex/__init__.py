@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rematch_trace.hookspecs import hookimpl
-from rematch_trace.source import Location, Problem, RawRecord, Source
-from rematch_trace.vocab import Neutral
+from rematch_trace.host.hookspecs import hookimpl
+from rematch_trace.host.source import Location, Problem, RawRecord, Source
+from rematch_trace.host.vocab import Neutral
 
 from . import actions, discover, skills, translate
 

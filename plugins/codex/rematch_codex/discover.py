@@ -18,9 +18,9 @@ from typing import IO, Literal
 
 import zstandard
 
-from rematch_trace.jsonl import read_jsonl
-from rematch_trace.source import Location, Problem, RawRecord, Source
-from rematch_trace.streams import DamagedStream, open_zstd
+from rematch_trace.host.source import Location, Problem, RawRecord, Source
+from rematch_trace.importing.reader import read_jsonl
+from rematch_trace.importing.streams import DamagedStream, open_zstd
 
 HARNESS = "codex"
 

@@ -35,8 +35,8 @@ from typing import Any
 import orjson
 
 from rematch_trace.errors import RestartImport
-from rematch_trace.source import RawRecord, Source
-from rematch_trace.vocab import (
+from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.vocab import (
     Abort,
     AssistantMessage,
     Compaction,

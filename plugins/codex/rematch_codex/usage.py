@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rematch_trace.vocab import Usage
+from rematch_trace.host.vocab import Usage
 
 
 def _count(v: Any) -> int:

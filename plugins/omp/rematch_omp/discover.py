@@ -19,8 +19,8 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from rematch_trace.jsonl import loads
-from rematch_trace.source import Compression, Source
+from rematch_trace.host.source import Compression, Source
+from rematch_trace.importing.reader import loads
 
 HARNESS = "omp"
 #: The suffixes omp writes: live sessions and ``omp gc`` archives.

@@ -3,7 +3,7 @@
 The records arrive already reduced to the active branch (see :mod:`.tree`), in
 file order. Each entry becomes at most a few neutral records:
 
-* the header -> :class:`~rematch_trace.vocab.Session`;
+* the header -> :class:`~rematch_trace.host.vocab.Session`;
 * a ``user`` message not attributed to the agent -> ``UserMessage`` (``developer``
   messages are agent prompts, never a person's);
 * a user-attributed ``skill-prompt`` custom message -> ``UserMessage`` carrying the
@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from rematch_trace.errors import RestartImport
-from rematch_trace.jsonl import loads
-from rematch_trace.source import RawRecord, Source
-from rematch_trace.vocab import (
+from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.vocab import (
     AssistantMessage,
     Compaction,
     Instructions,
@@ -48,6 +47,7 @@ from rematch_trace.vocab import (
     Usage,
     UserMessage,
 )
+from rematch_trace.importing.reader import loads
 
 from .discover import stem
 from .tree import format_version, is_header, open_source

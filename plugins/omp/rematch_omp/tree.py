@@ -11,7 +11,7 @@ the number of entries rather than their size:
 1. an index pass keeps only ``(id, parentId, line)`` per entry, reading the ids
    off the start (or end) of a line with an anchored pattern where omp's key order
    allows it and parsing the line otherwise, and walks the active path;
-2. the record pass streams the file through :func:`rematch_trace.jsonl.read_jsonl`
+2. the record pass streams the file through :func:`rematch_trace.importing.reader.read_jsonl`
    and yields the title slot, the header and the entries on the path.
 
 Format versions 1 (pi <= 0.30: entries without ids) are linear: omp's migration
@@ -30,8 +30,8 @@ import zlib
 from collections.abc import Iterator
 from typing import IO, cast
 
-from rematch_trace.jsonl import BIG_LINE, loads, read_jsonl
-from rematch_trace.source import Problem, RawRecord, Source
+from rematch_trace.host.source import Problem, RawRecord, Source
+from rematch_trace.importing.reader import BIG_LINE, loads, read_jsonl
 
 _BOM = b"\xef\xbb\xbf"
 _CHUNK = 1024 * 1024

@@ -1,7 +1,7 @@
 """Exact action binding: the SHA-256 fingerprint of one observed tool call.
 
 The digest is taken over the RFC 8785 canonical JSON
-(:func:`rematch_trace.canonical.canonical_json`) of one object with fixed keys::
+(:func:`rematch_trace.trace.canonical.canonical_json`) of one object with fixed keys::
 
     {
       "v": 1,                       # the container's version
@@ -32,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from .canonical import canonical_input, canonical_json
-from .errors import NonExactNumber
+from rematch_trace.errors import NonExactNumber
+from rematch_trace.trace.canonical import canonical_input, canonical_json
 
 #: The version of the fingerprint container (the ``"v"`` key).
 FINGERPRINT_VERSION = 1

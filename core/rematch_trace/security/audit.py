@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from .output import safe_name
-from .risk import severity, sort_features
+from rematch_trace.security.risk import severity, sort_features
+from rematch_trace.store.datafolder import safe_name
 
 #: Outcomes of an audited action.
 OUTCOMES = ("ok", "failed", "unknown")

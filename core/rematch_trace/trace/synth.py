@@ -19,13 +19,19 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from . import vocab
-from .canonical import args_hash
-from .errors import NonExactNumber
-from .flags import FlagTracker
-from .identity import Place
-from .prelabel import is_dropped_command, normalize_mark, prelabel_tokens, skills_in, tokens
-from .records import (
+from rematch_trace.errors import NonExactNumber
+from rematch_trace.host import vocab
+from rematch_trace.place.identity import Place
+from rematch_trace.trace.canonical import args_hash
+from rematch_trace.trace.flags import FlagTracker
+from rematch_trace.trace.prelabel import (
+    is_dropped_command,
+    normalize_mark,
+    prelabel_tokens,
+    skills_in,
+    tokens,
+)
+from rematch_trace.trace.records import (
     Agent,
     AgentEnd,
     Input,
@@ -40,9 +46,9 @@ from .records import (
     TurnEnd,
     to_dict,
 )
-from .truncate import HEAD_LIMIT, TEXT_LIMIT, cut_utf8, truncate_input
+from rematch_trace.trace.truncate import HEAD_LIMIT, TEXT_LIMIT, cut_utf8, truncate_input
 
-#: The records :class:`~rematch_trace.flags.FlagTracker` looks at (it passes over the rest).
+#: The records :class:`~rematch_trace.trace.flags.FlagTracker` looks at (it passes over the rest).
 _FLAG_EVS = frozenset({"input", "mark", "tool_result"})
 #: A run's records wait at most this many before they are written anyway.
 RUN_BUFFER_RECORDS = 64
@@ -87,7 +93,7 @@ class Synthesizer:
     """Turns one stream of neutral records into trace records.
 
     :param harness: the harness name (``agent.name``).
-    :param place_of: resolves a cwd to a :class:`~rematch_trace.identity.Place`.
+    :param place_of: resolves a cwd to a :class:`~rematch_trace.place.identity.Place`.
     :param visible_of: the entries an instruction text offers.
     :param redact: replaces credentials in text written to the trace.
     :param redact_input: replaces credentials in a tool input's strings.
@@ -159,7 +165,7 @@ class Synthesizer:
 
     @property
     def session_id(self) -> str | None:
-        """The session id, once the stream's :class:`~rematch_trace.vocab.Session` arrived."""
+        """The session id, once the stream's :class:`~rematch_trace.host.vocab.Session` arrived."""
         return self.session["session_id"] if self.session else None
 
     # -- output ----------------------------------------------------------------------------

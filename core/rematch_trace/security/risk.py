@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .redact import _trie_pattern
+from rematch_trace.security.redact import _trie_pattern
 
 #: The closed list of features, most severe first, each with what it means.
 RISK_FEATURES: tuple[tuple[str, str], ...] = (
@@ -332,7 +332,7 @@ def risk_features(
     command = command_text(tool_input) if action_type in ("shell_exec", "other", "mcp") else ""
     scan = f"{command}\n{text}" if command and command not in text else (text or command)
     if redactions is None:
-        from .redact import default_redactor
+        from rematch_trace.security.redact import default_redactor
 
         redactions = default_redactor().redact(scan)[1]
     if redactions > 0 or _CRED_VAR.search(scan):

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from .jsonstate import state_dumps, state_loads
+from rematch_trace.store.states import state_dumps, state_loads
 
 # Each migration takes the schema from its index to the next version.
 MIGRATIONS: tuple[str, ...] = (

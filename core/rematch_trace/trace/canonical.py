@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import rfc8785
 
-from .errors import NonExactNumber
+from rematch_trace.errors import NonExactNumber
 
 _MAX_SAFE = 2**53 - 1
 

@@ -2,7 +2,7 @@
 
 A harness plugin never writes trace records. It reads its own format and yields
 the small records defined here, in the order the harness recorded them; the core
-(:mod:`rematch_trace.synth`) alone turns them into the trace, so every trace rule
+(:mod:`rematch_trace.trace.synth`) alone turns them into the trace, so every trace rule
 (seq, prelabels, agent_end placement, pairing, truncation, hashing, flags) is
 written once.
 
@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .errors import classify_error
+from rematch_trace.errors import classify_error
 
 #: The closed vocabulary of ``tool_result.error_class`` (``None`` on success).
 ERROR_CLASSES: tuple[str, ...] = (

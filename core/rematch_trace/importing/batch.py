@@ -20,15 +20,15 @@ from typing import Any
 
 import attrs
 
-from .errors import RematchError
-from .host import Host, PluginFailure
-from .importer import SinkFactory, remove_outputs
-from .journal import clear, recover
-from .jsonl import require_c_backend
-from .jsonstate import state_loads
-from .ledger import Ledger, as_stored
-from .output import DataDir, clean_temporaries, reaper
-from .source import Problem
+from rematch_trace.errors import RematchError
+from rematch_trace.host.facade import Host, PluginFailure
+from rematch_trace.host.source import Problem
+from rematch_trace.importing.reader import require_c_backend
+from rematch_trace.importing.source_import import SinkFactory, remove_outputs
+from rematch_trace.store.datafolder import DataDir, clean_temporaries, reaper
+from rematch_trace.store.journal import clear, recover
+from rematch_trace.store.ledger import Ledger, as_stored
+from rematch_trace.store.states import state_loads
 
 SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
 _HEAD_FP = 16 * 1024
@@ -180,7 +180,7 @@ _worker_host: Host | None = None
 def _host() -> Host:
     global _worker_host
     if _worker_host is None:
-        from .plugins import load_plugins, pm
+        from rematch_trace.host.loading import load_plugins, pm
 
         load_plugins()
         _worker_host = Host(pm)
@@ -194,7 +194,7 @@ def _data_dir(root: str) -> DataDir:
 
 @functools.lru_cache(maxsize=4)
 def _sink_factory(host: Host) -> SinkFactory:
-    from .pipeline import sink_factory_for
+    from rematch_trace.importing.pipeline import sink_factory_for
 
     return sink_factory_for(host)
 
@@ -207,9 +207,9 @@ def import_file(
     ``grown`` is what the ledger holds of a file that has grown since: it is
     continued when the part already imported is unchanged, else imported whole.
     """
-    from .domain import decide_domain
-    from .importer import import_source
-    from .pipeline import redactors
+    from rematch_trace.importing.pipeline import redactors
+    from rematch_trace.importing.source_import import import_source
+    from rematch_trace.place.domain import decide_domain
 
     host = _host()
     data = _data_dir(data_root)
@@ -442,7 +442,7 @@ def run_import(
 
 
 def _committed(ledger: Ledger) -> Callable[[str], str | None]:
-    """The generation of the last committed resume of a source (see :mod:`rematch_trace.journal`)."""
+    """The generation of the last committed resume of a source (see :mod:`rematch_trace.store.journal`)."""
 
     def committed(source: str) -> str | None:
         row = ledger.source(source)

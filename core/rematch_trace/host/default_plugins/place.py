@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..hookspecs import hookimpl
-from ..identity import Place, identify
+from rematch_trace.host.hookspecs import hookimpl
+from rematch_trace.place.identity import Place, identify
 
 
 @hookimpl(trylast=True)

@@ -31,8 +31,8 @@ from typing import IO, Any
 
 import orjson
 
-from .errors import RestartImport
-from .output import DataDir
+from rematch_trace.errors import RestartImport
+from rematch_trace.store.datafolder import DataDir
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 

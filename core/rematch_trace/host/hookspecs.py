@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .identity import Place
-    from .source import Location, Problem, RawRecord, Source
-    from .vocab import Neutral
+    from rematch_trace.host.source import Location, Problem, RawRecord, Source
+    from rematch_trace.host.vocab import Neutral
+    from rematch_trace.place.identity import Place
 
 hookspec = pluggy.HookspecMarker("rematch")
 hookimpl = pluggy.HookimplMarker("rematch")
@@ -45,7 +45,7 @@ def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
         for compressed files).
     :param hint: the harness whose default location the file was found in, or
         ``None`` for a path the user named.
-    :return: a :class:`~rematch_trace.source.Source` for your harness, or
+    :return: a :class:`~rematch_trace.host.source.Source` for your harness, or
         ``None``. First result wins.
     """
 
@@ -54,7 +54,7 @@ def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
 def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
     """Stream the records of a source you claimed, in file order.
 
-    Use :func:`rematch_trace.jsonl.read_jsonl` (bounded memory, line numbers,
+    Use :func:`rematch_trace.importing.reader.read_jsonl` (bounded memory, line numbers,
     malformed-line reporting) over the decompressed stream. Never read the
     whole file into memory.
 
@@ -71,7 +71,7 @@ def to_trace_records(
 ) -> Iterator[Neutral] | None:
     """Translate your harness's records into the core's neutral vocabulary.
 
-    Yield :mod:`rematch_trace.vocab` records in source order. Keep everything
+    Yield :mod:`rematch_trace.host.vocab` records in source order. Keep everything
     you need across records in ``state`` (JSON-serialisable, bounded): the core
     saves it when the input runs out and hands it back when the file has grown,
     so the import continues where it stopped. Raise
@@ -95,7 +95,7 @@ def identify_place(cwd: str) -> Place | None:
     a git process. Implement it only to identify places another way.
 
     :param cwd: the session's working directory as the transcript states it.
-    :return: a :class:`~rematch_trace.identity.Place`, or ``None`` to defer.
+    :return: a :class:`~rematch_trace.place.identity.Place`, or ``None`` to defer.
         First result wins.
     """
 
@@ -104,7 +104,7 @@ def identify_place(cwd: str) -> Place | None:
 def visible_entries(source: Source, text: str) -> Iterable[str] | None:
     """Name the entries (skills, rules) that an injected instruction text offers.
 
-    Called for each :class:`~rematch_trace.vocab.Instructions` record; the
+    Called for each :class:`~rematch_trace.host.vocab.Instructions` record; the
     answers of all plugins are combined into ``session_start.visible_entries``.
 
     :param source: the source the text came from.

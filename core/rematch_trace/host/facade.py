@@ -12,10 +12,10 @@ from typing import Any
 
 import pluggy
 
-from .errors import RestartImport
-from .identity import Place
-from .source import Location, Problem, RawRecord, Source
-from .vocab import Neutral
+from rematch_trace.errors import RestartImport
+from rematch_trace.host.source import Location, Problem, RawRecord, Source
+from rematch_trace.host.vocab import Neutral
+from rematch_trace.place.identity import Place
 
 ACTION_TYPES = ("shell_exec", "file_read", "file_write", "file_edit", "network", "mcp", "subagent", "other")
 HEAD_BYTES = 4096

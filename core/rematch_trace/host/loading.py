@@ -15,11 +15,11 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
+from rematch_trace.host import hookspecs
 
 GROUP = "rematch"
 #: Built-in plugins, registered like any other.
-DEFAULT_PLUGINS = ("rematch_trace.default_plugins.place",)
+DEFAULT_PLUGINS = ("rematch_trace.host.default_plugins.place",)
 
 pm = pluggy.PluginManager(GROUP)
 pm.add_hookspecs(hookspecs)

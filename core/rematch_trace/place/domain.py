@@ -19,7 +19,7 @@ from typing import Any
 import platformdirs
 import yaml
 
-from .identity import normalize_remote
+from rematch_trace.place.identity import normalize_remote
 
 _MAX_YAML = 64 * 1024
 

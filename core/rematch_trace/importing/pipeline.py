@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import vocab
-from .host import Host
-from .importer import Sink, SinkFactory
-from .source import Source
+from rematch_trace.host import vocab
+from rematch_trace.host.facade import Host
+from rematch_trace.host.source import Source
+from rematch_trace.importing.source_import import Sink, SinkFactory
 
 
 def redactors(enabled: bool) -> tuple[Callable[[str], str] | None, Callable[[Any], Any] | None]:
     """The trace's text and tool-input redactors (``None`` when redaction is off)."""
     if not enabled:
         return None, None
-    from .redact import default_redactor
+    from rematch_trace.security.redact import default_redactor
 
     r = default_redactor()
     return r.redact_text, r.redact_value
@@ -23,8 +23,8 @@ def redactors(enabled: bool) -> tuple[Callable[[str], str] | None, Callable[[Any
 
 def sink_factory_for(host: Host) -> SinkFactory:
     """A factory of security-event sinks bound to ``host`` (for action types)."""
-    from .events import EventSink
-    from .redact import default_redactor
+    from rematch_trace.security.events import EventSink
+    from rematch_trace.security.redact import default_redactor
 
     redactor = default_redactor()
 

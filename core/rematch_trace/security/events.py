@@ -23,13 +23,13 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import vocab
-from .errors import NonExactNumber
-from .fingerprint import action_fingerprint
-from .host import Host
-from .redact import PLACEHOLDER, Redactor
-from .risk import command_text, file_paths, risk_features, strings_of
-from .source import Source
+from rematch_trace.errors import NonExactNumber
+from rematch_trace.host import vocab
+from rematch_trace.host.facade import Host
+from rematch_trace.host.source import Source
+from rematch_trace.security.fingerprint import action_fingerprint
+from rematch_trace.security.redact import PLACEHOLDER, Redactor
+from rematch_trace.security.risk import command_text, file_paths, risk_features, strings_of
 
 SCHEMA_VERSION = 1
 #: The longest ``args_summary``, in characters.
@@ -156,7 +156,7 @@ class EventSink:
     """Turns one stream of neutral records into normalized v1 events (see the module docstring).
 
     :param source: the transcript the records come from.
-    :param session: the stream's :class:`~rematch_trace.vocab.Session` record.
+    :param session: the stream's :class:`~rematch_trace.host.vocab.Session` record.
     :param host: gives action types (``classify_action``) and repository roots.
     :param redactor: the shared redactor.
     :param state: a state from :meth:`state` to continue from.

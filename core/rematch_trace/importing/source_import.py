@@ -7,7 +7,7 @@ synthesizer state, the byte offset reached and the length of each output
 written so far); the final records (held-back records, ``agent_end``,
 ``session_shutdown``) are written after that point, so a later run on a grown
 file truncates them away, restores the snapshot and continues, in place, under
-the rollback journal of :mod:`rematch_trace.journal`.
+the rollback journal of :mod:`rematch_trace.store.journal`.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from typing import Any, Protocol
 import attrs
 import orjson
 
-from . import vocab
-from .errors import RestartImport
-from .host import Host
-from .journal import AppendFile, new_generation, rollback, write_entry
-from .jsonstate import state_dumps, state_loads
-from .output import AtomicFile, DataDir, write_atomic
-from .source import Problem, RawRecord, Source
-from .synth import Synthesizer
+from rematch_trace.errors import RestartImport
+from rematch_trace.host import vocab
+from rematch_trace.host.facade import Host
+from rematch_trace.host.source import Problem, RawRecord, Source
+from rematch_trace.store.datafolder import AtomicFile, DataDir, write_atomic
+from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
+from rematch_trace.store.states import state_dumps, state_loads
+from rematch_trace.trace.synth import Synthesizer
 
 #: Problems kept per source for reporting (all are counted).
 MAX_PROBLEMS_KEPT = 200

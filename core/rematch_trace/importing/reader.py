@@ -19,8 +19,8 @@ from typing import IO, Any
 import ijson
 import orjson
 
-from .errors import RematchError
-from .source import Problem, RawRecord
+from rematch_trace.errors import RematchError
+from rematch_trace.host.source import Problem, RawRecord
 
 #: Lines up to this size are read whole and parsed by orjson.
 BIG_LINE = 4 * 1024 * 1024

@@ -8,9 +8,9 @@ from typing import Any
 import attrs
 import orjson
 
-from .flags import FlagTracker
-from .identity import normalize_remote
-from .records import LoadedEntry
+from rematch_trace.place.identity import normalize_remote
+from rematch_trace.trace.flags import FlagTracker
+from rematch_trace.trace.records import LoadedEntry
 
 
 @attrs.frozen

@@ -1,0 +1,62 @@
+"""The ``rematch`` command.
+
+Each command lives in a module of its own and is imported only when it runs,
+so ``rematch --help`` and a rerun that finds nothing to do start fast. A new
+command is one module and one line in :data:`COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+#: Command name -> ``module:attribute`` of its click command.
+COMMANDS: dict[str, str] = {
+    "import": "rematch_trace.cli.import_cmd:import_cmd",
+    "plugins": "rematch_trace.cli.plugins_cmd:plugins_cmd",
+    "flagged": "rematch_trace.cli.flagged:flagged_cmd",
+    "show": "rematch_trace.cli.show_cmd:show_cmd",
+    "audit": "rematch_trace.cli.audit_cmd:audit_cmd",
+    "lake": "rematch_trace.cli.lake:lake",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module only when it is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rematch-trace", prog_name="rematch")
+def cli() -> None:
+    """Import coding-agent transcripts into one trace schema and flag sessions worth reflecting on."""
+
+
+def main() -> None:
+    """Entry point of the ``rematch`` console script.
+
+    Whatever escapes the commands' own handling is still one line, not a
+    traceback (``REMATCH_DEBUG=1`` shows it).
+    """
+    try:
+        cli(prog_name="rematch")
+    except Exception as err:
+        if os.environ.get("REMATCH_DEBUG"):
+            raise
+        click.echo(f"rematch: internal error: {type(err).__name__}: {err} (REMATCH_DEBUG=1 shows where)", err=True)
+        sys.exit(2)
+

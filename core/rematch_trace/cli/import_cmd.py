@@ -1,0 +1,73 @@
+"""``rematch import``: transcripts in, traces, events and ledger rows out."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rematch_trace.cli.common import data_folder, echo_json
+from rematch_trace.errors import RematchError
+
+
+@click.command("import")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(), help="Data folder (default: $REMATCH_HOME, else the user data dir).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: cores).")
+@click.option("--no-events", is_flag=True, help="Do not write the security event stream.")
+@click.option("--no-redact", is_flag=True, help="Keep credentials in the trace (events are always redacted).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def import_cmd(
+    paths: tuple[Path, ...], out: str | None, jobs: int | None, no_events: bool, no_redact: bool, as_json: bool,
+    quiet: bool,
+) -> None:
+    """Import transcripts from PATHS (files or folders), or from every plugin's default location."""
+    from rematch_trace.importing.batch import Options, print_problems, run_import
+
+    data = data_folder(out)
+    options = Options(events=not no_events, redact=not no_redact, jobs=jobs or (os.cpu_count() or 1))
+    bar: Any = None
+    progress = None
+    if not quiet and not as_json and sys.stderr.isatty():
+        state: dict[str, Any] = {}
+
+        def progress(done: int, total: int) -> None:
+            if "bar" not in state:
+                state["bar"] = click.progressbar(length=total, label="importing", file=sys.stderr)
+                state["bar"].__enter__()
+            state["bar"].update(done - state["bar"].pos)
+            if done == total:
+                state["bar"].__exit__(None, None, None)
+
+    try:
+        summary = run_import(list(paths), data, options, progress=progress)
+    except RematchError as err:
+        raise click.ClickException(str(err)) from None
+    except OSError as err:
+        raise click.ClickException(f"{err.filename or data.root}: {err.strerror or err}") from None
+    except sqlite3.Error as err:
+        raise click.ClickException(f"{data.ledger}: {err}") from None
+    del bar
+    print_problems(summary)
+    report = summary.to_json()
+    report["data"] = str(data.root)
+    if as_json:
+        echo_json(report)
+    else:
+        files = report["files"]
+        click.echo(
+            f"{report['sessions_imported']} sessions imported from {files['imported'] + files['resumed']} files "
+            f"({files['resumed']} continued), {files['unchanged']} unchanged, {files['skipped']} skipped, "
+            f"{files['failed']} failed, in {report['seconds']:.2f}s"
+        )
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(report["flag_reasons"].items()))
+        click.echo(f"{report['sessions_flagged']} flagged" + (f" ({reasons})" if reasons else ""))
+        if report["lines_skipped"]:
+            click.echo(f"{report['lines_skipped']} lines skipped (see above)")
+        click.echo(f"data: {data.root}")
+    sys.exit(1 if summary.failed else 0)

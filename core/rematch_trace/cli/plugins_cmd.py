@@ -1,0 +1,27 @@
+"""``rematch plugins``: what is installed."""
+
+from __future__ import annotations
+
+import click
+
+from rematch_trace.cli.common import echo_json
+
+
+@click.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--all", "show_all", is_flag=True, help="Include the built-in plugins.")
+def plugins_cmd(as_json: bool, show_all: bool) -> None:
+    """List installed plugins with their versions and hooks."""
+    from rematch_trace.host.loading import get_plugins, load_errors
+
+    plugins = get_plugins(include_builtin=show_all)
+    if as_json:
+        echo_json(plugins)
+    else:
+        if not plugins:
+            click.echo("no plugins installed")
+        for p in plugins:
+            click.echo(f"{p['name']} {p.get('version', '')}".rstrip())
+            click.echo(f"  hooks: {', '.join(p['hooks'])}")
+    for name, err in load_errors:
+        click.echo(f"rematch: plugin {name!r} failed to load: {err}", err=True)

@@ -1,0 +1,25 @@
+"""``rematch show``: one trace, readably."""
+
+from __future__ import annotations
+
+import click
+
+from rematch_trace.cli.common import find_trace, settled
+
+
+@click.command("show")
+@click.argument("session")
+@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print the raw trace lines.")
+def show_cmd(session: str, out: str | None, as_json: bool) -> None:
+    """Print one session's trace readably (SESSION may be an id prefix)."""
+    from rematch_trace.cli.show import render
+
+    path = find_trace(settled(out), session)
+    if as_json:
+        with open(path, "rb") as f:
+            for raw in f:
+                click.echo(raw.rstrip(b"\n").decode())
+        return
+    for line in render(path):
+        click.echo(line)

@@ -1,0 +1,1 @@
+"""Where a session ran: repository identity from files, and its domain."""

@@ -1,0 +1,1 @@
+"""The trace rules: records, synthesis of imported sessions, pre-classification, truncation, flags, canonical JSON and folding a trace back."""
