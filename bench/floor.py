@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from rematch_trace.host.source import RawRecord
-from rematch_trace.importing.batch import _host, discover
+from rematch_trace.importing.discovery import discover
+from rematch_trace.importing.worker import worker_host as _host
 
 
 def main() -> None:

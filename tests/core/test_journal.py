@@ -11,9 +11,11 @@ import pytest
 from test_batch import import_, toy_lines, tree
 
 import rematch_toy
-from rematch_trace.importing import batch
 from rematch_trace.importing import source_import as importer
 from rematch_trace.importing.batch import settle
+from rematch_trace.importing.changes import fingerprints
+from rematch_trace.importing.lock import ImportLock
+from rematch_trace.importing.worker import use_host
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.store.ledger import Ledger
 from rematch_trace.testing import make_host
@@ -23,7 +25,7 @@ from rematch_trace.testing import make_host
 def host():  # type: ignore[no-untyped-def]
     h = make_host([rematch_toy])
     yield h
-    batch._worker_host = None
+    use_host(None)
 
 
 def journal_lines(out: Path) -> list[dict[str, object]]:
@@ -153,7 +155,7 @@ def test_settle_leaves_a_running_import_alone(tmp_path: Path, host) -> None:  # 
     entry = {"source": str(src), "generation": "running",
              "files": [{"path": "traces/grow.jsonl", "keep": 0, "tail": ""}]}
     plant(out, entry)
-    with batch.ImportLock(data.lock):
+    with ImportLock(data.lock):
         assert settle(data) == 0
     assert (out / "traces" / "grow.jsonl").read_bytes() == before
     assert journal_lines(out) == [entry]
@@ -212,7 +214,7 @@ def test_fingerprints_recorded_after_a_resume_are_the_files_own(tmp_path: Path, 
     with Ledger(tmp_path / "out" / "ledger.sqlite") as ledger:
         row = ledger.source(str(src))
     assert row is not None and row["offset"] == len(full) > 16 * 1024
-    assert (row["head_fp"], row["tail_fp"]) == batch._fps(src, row["offset"], 0)
+    assert (row["head_fp"], row["tail_fp"]) == fingerprints(src, row["offset"], 0)
 
 
 def test_show_reads_the_old_trace_after_a_killed_continuation(tmp_path: Path, host, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

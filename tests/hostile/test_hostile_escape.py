@@ -312,7 +312,7 @@ def test_disk_full_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         make(src, h, 1)
     data = DataDir(tmp_path / "data")
     host = make_host([rematch_claude_code, rematch_codex, rematch_omp])
-    assert batch.run_import([src], data, batch.Options(), host=host).count("imported") == 3
+    assert batch.run_import([src], data, batch.ImportSettings(), host=host).count("imported") == 3
     earlier = traces(data.root)
     for h in HARNESSES:
         make(src, h, 2)
@@ -321,7 +321,7 @@ def test_disk_full_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(output.AtomicFile, "write", no_space)
-    summary = batch.run_import([src], data, batch.Options(), host=host)
+    summary = batch.run_import([src], data, batch.ImportSettings(), host=host)
     assert summary.count("failed") == 3
     assert all("No space left on device" in (f.reason or "") for f in summary.files if f.outcome == "failed")
     assert traces(data.root) == earlier

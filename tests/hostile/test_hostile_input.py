@@ -319,27 +319,30 @@ def test_file_disappears_mid_import(tmp_path: Path) -> None:
     files = [write_raw(path_for(src, h, sid_for(h)), clean_lines(h)) for h in HARNESSES]
     data = DataDir(tmp_path / "data")
     host = make_host([rematch_claude_code, rematch_codex, rematch_omp])
-    first = batch.run_import([src], data, batch.Options(jobs=1), host=host)
+    first = batch.run_import([src], data, batch.ImportSettings(jobs=1), host=host)
     assert first.count("imported") == 3
     before = traces(data.root)
     for f in files:
         with open(f, "ab") as fh:
             fh.write(clean_lines("codex")[-1] + b"\n")
-    real_open = batch.import_file
+    from rematch_trace.importing import pool
+    from rematch_trace.importing.outcome import FileOutcome, WorkItem
 
-    def vanishing(path: str, *args: object, **kw: object) -> dict[str, object]:
-        if "omp" in path:
-            os.unlink(path)
-        return real_open(path, *args, **kw)  # type: ignore[arg-type]
+    real_open = pool.import_file
 
-    batch.import_file = vanishing  # type: ignore[assignment]
+    def vanishing(item: WorkItem, *args: object, **kw: object) -> FileOutcome:
+        if "omp" in item.path:
+            os.unlink(item.path)
+        return real_open(item, *args, **kw)  # type: ignore[arg-type]
+
+    pool.import_file = vanishing  # type: ignore[assignment]
     try:
-        second = batch.run_import([src], data, batch.Options(jobs=1), host=host)
+        second = batch.run_import([src], data, batch.ImportSettings(jobs=1), host=host)
     finally:
-        batch.import_file = real_open
+        pool.import_file = real_open
     outcomes = {Path(f.path).parts[-4]: f.outcome for f in second.files}
     omp = next(f for f in second.files if "omp" in f.path)
-    assert omp.outcome == "failed" and omp.reason and "No such file" in omp.reason
+    assert omp.outcome == "failed" and omp.reason and "no such file" in omp.reason.lower()
     assert sum(1 for f in second.files if f.outcome in ("imported", "resumed")) == 2, outcomes
     after = traces(data.root)
     omp_trace = f"{sid_for('omp')}.jsonl"

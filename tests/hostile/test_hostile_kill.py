@@ -256,8 +256,12 @@ def test_kill_during_resumes(tmp_path: Path) -> None:
     resume_run = time.monotonic() - started
     assert report(proc)["files"]["resumed"] == len(corpus)
     assert traces(out) == refs[grown]
-    landed = 0
-    for _ in range(14):
+    # At least 14 runs and 7 kills that landed: on a loaded machine a run can end
+    # before its kill, so keep going (as the test above does) up to a bound.
+    landed = runs = 0
+    while runs < 14 or landed < 7:
+        runs += 1
+        assert runs <= 42, f"only {landed} kills landed in {runs} runs"
         shutil.rmtree(out)
         shutil.copytree(base, out)
         rc = kill_after(import_cmd(out, src, jobs=rnd.choice((1, 2))), rnd.uniform(0.4, 1.0) * resume_run)
@@ -267,7 +271,6 @@ def test_kill_during_resumes(tmp_path: Path) -> None:
         assert_clean_stderr(proc)
         assert proc.returncode == 0, proc.stderr
         assert traces(out) == refs[grown]
-    assert landed >= 7, f"only {landed} kills landed"
 
 
 def hold_lock(out: Path) -> int:

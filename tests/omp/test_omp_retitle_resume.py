@@ -8,8 +8,9 @@ from pathlib import Path
 from omp_build import Tree, assistant, header, result, title_slot, user
 
 import rematch_omp
-from rematch_trace.importing import batch
-from rematch_trace.importing.batch import Options, run_import
+from rematch_trace.importing.batch import ImportSettings as Options
+from rematch_trace.importing.batch import run_import
+from rematch_trace.importing.worker import use_host
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import make_host
 
@@ -50,4 +51,4 @@ def test_retitled_and_grown_file_resumes(tmp_path: Path) -> None:
         [b] = (tmp_path / "out2" / "traces").glob("*.jsonl")
         assert a.read_bytes() == b.read_bytes()
     finally:
-        batch._worker_host = None
+        use_host(None)

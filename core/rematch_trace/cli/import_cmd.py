@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -27,11 +28,10 @@ def import_cmd(
     quiet: bool,
 ) -> None:
     """Import transcripts from PATHS (files or folders), or from every plugin's default location."""
-    from rematch_trace.importing.batch import Options, print_problems, run_import
+    from rematch_trace.importing.batch import ImportSettings, Interrupted, print_problems, run_import
 
     data = data_folder(out)
-    options = Options(events=not no_events, redact=not no_redact, jobs=jobs or (os.cpu_count() or 1))
-    bar: Any = None
+    settings = ImportSettings(events=not no_events, redact=not no_redact, jobs=jobs or (os.cpu_count() or 1))
     progress = None
     if not quiet and not as_json and sys.stderr.isatty():
         state: dict[str, Any] = {}
@@ -45,14 +45,20 @@ def import_cmd(
                 state["bar"].__exit__(None, None, None)
 
     try:
-        summary = run_import(list(paths), data, options, progress=progress)
+        summary = run_import(list(paths), data, settings, progress=progress)
+    except Interrupted as stop:
+        click.echo(
+            f"rematch: interrupted ({signal.Signals(stop.signum).name}); what finished is recorded, "
+            "the next run imports the rest",
+            err=True,
+        )
+        sys.exit(128 + stop.signum)
     except RematchError as err:
         raise click.ClickException(str(err)) from None
     except OSError as err:
         raise click.ClickException(f"{err.filename or data.root}: {err.strerror or err}") from None
     except sqlite3.Error as err:
         raise click.ClickException(f"{data.ledger}: {err}") from None
-    del bar
     print_problems(summary)
     report = summary.to_json()
     report["data"] = str(data.root)
@@ -66,8 +72,12 @@ def import_cmd(
             f"{files['failed']} failed, in {report['seconds']:.2f}s"
         )
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(report["flag_reasons"].items()))
-        click.echo(f"{report['sessions_flagged']} flagged" + (f" ({reasons})" if reasons else ""))
+        click.echo(
+            f"{report['sessions_flagged']} flagged this run" + (f" ({reasons})" if reasons else "")
+            + f"; {report['flagged_total']} of {report['sessions_total']} sessions flagged in all"
+        )
         if report["lines_skipped"]:
-            click.echo(f"{report['lines_skipped']} lines skipped (see above)")
+            n = report["lines_skipped"]
+            click.echo(f"{n} line{'s' if n != 1 else ''} skipped (see above)")
         click.echo(f"data: {data.root}")
     sys.exit(1 if summary.failed else 0)

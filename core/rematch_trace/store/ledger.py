@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from rematch_trace.store.states import state_dumps, state_loads
+from rematch_trace.store.rows import SessionRow, SourceRow
+from rematch_trace.store.states import state_loads
 
 # Each migration takes the schema from its index to the next version.
 MIGRATIONS: tuple[str, ...] = (
@@ -63,6 +64,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN repo TEXT;
     ALTER TABLE sessions ADD COLUMN repo_remote TEXT;
     ALTER TABLE sessions ADD COLUMN counts TEXT;
+    """,
+    # Every flag reason's seqs in one JSON object: a new reason needs no migration.
+    """
+    ALTER TABLE sessions ADD COLUMN seqs TEXT;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -143,35 +148,51 @@ class Ledger:
         for row in self._q("SELECT * FROM sources ORDER BY path"):
             yield dict(row)
 
+    def sources_brief(self) -> Iterator[sqlite3.Row]:
+        """Every source row in path order, without its saved state (``has_saved`` says if it has one).
+
+        Planning reads this for every file of an archive: the saved states, up to
+        hundreds of KB each, are read one at a time, and only for files that grew.
+        """
+        yield from self._q(
+            "SELECT path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, "
+            "saved IS NOT NULL AND length(saved) > 0 AS has_saved FROM sources ORDER BY path"
+        )
+
+    def saved_of(self, path: str) -> bytes | None:
+        """The encoded saved state of one source, if any."""
+        row = self._q("SELECT saved FROM sources WHERE path = ?", (path,)).fetchone()
+        return bytes(row[0]) if row is not None and row[0] else None
+
+    def session_keys_of(self, path: str) -> set[tuple[str, str]]:
+        """The (harness, session id) of the sessions a source produced."""
+        return {(r[0], r[1]) for r in self._q("SELECT harness, session_id FROM sessions WHERE source_path = ?", (path,))}
+
+    def session_source(self, harness: str, session_id: str) -> sqlite3.Row | None:
+        """Which source a session was recorded from, and how much that source held."""
+        row: sqlite3.Row | None = self._q(
+            "SELECT source_path, source_size, counts FROM sessions WHERE harness = ? AND session_id = ?",
+            (harness, session_id),
+        ).fetchone()
+        return row
+
+    def totals(self) -> tuple[int, int]:
+        """How many sessions the ledger holds, and how many of them are flagged."""
+        row = self._q("SELECT count(*), coalesce(sum(flagged), 0) FROM sessions").fetchone()
+        return int(row[0]), int(row[1])
+
     def record_source(
-        self,
-        path: str,
-        *,
-        harness: str | None,
-        size: int,
-        mtime_ns: int,
-        outcome: str,
-        head_fp: str | None = None,
-        tail_fp: str | None = None,
-        offset: int = 0,
-        reason: str | None = None,
-        malformed: int = 0,
-        problems: int = 0,
-        saved: dict[str, Any] | bytes | None = None,
-        sessions: list[dict[str, Any]] | None = None,
-        forget: list[tuple[str, str]] | None = None,
+        self, row: SourceRow, sessions: Sequence[SessionRow] = (), forget: Sequence[tuple[str, str]] = ()
     ) -> None:
         """Record a source's outcome and, in the same transaction, its sessions.
 
         ``forget`` names (harness, session id) rows the source no longer produces.
         """
-        blob = saved if isinstance(saved, bytes) else state_dumps(saved) if saved else None
         own = not self.db.in_transaction  # else inside the caller's batch (begin): it commits
         if own:
             self._q("BEGIN IMMEDIATE")
         try:
-            self._write_source(path, harness, size, mtime_ns, outcome, head_fp, tail_fp, offset, reason, malformed,
-                               problems, blob, sessions or [], forget or [])
+            self._write_source(row, sessions, forget)
             if own:
                 self._q("COMMIT")
         except BaseException:
@@ -191,9 +212,7 @@ class Ledger:
             self._q("COMMIT")
 
     def _write_source(
-        self, path: str, harness: str | None, size: int, mtime_ns: int, outcome: str, head_fp: str | None,
-        tail_fp: str | None, offset: int, reason: str | None, malformed: int, problems: int, blob: bytes | None,
-        sessions: list[dict[str, Any]], forget: list[tuple[str, str]],
+        self, r: SourceRow, sessions: Sequence[SessionRow], forget: Sequence[tuple[str, str]]
     ) -> None:
         self._q(
             """INSERT INTO sources (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome,
@@ -204,8 +223,8 @@ class Ledger:
                    offset=excluded.offset, outcome=excluded.outcome, reason=excluded.reason,
                    malformed=excluded.malformed, problems=excluded.problems, saved=excluded.saved,
                    imported_at=excluded.imported_at""",
-            (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, reason, malformed,
-             problems, blob, int(time.time())),
+            (r.path, r.harness, r.size, r.mtime_ns, r.head_fp, r.tail_fp, r.offset, r.outcome, r.reason,
+             r.malformed, r.problems, r.saved or None, int(time.time())),
         )
         for harness_, sid in forget:
             self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness_, sid))
@@ -214,17 +233,18 @@ class Ledger:
                 """INSERT OR REPLACE INTO sessions (harness, session_id, agent_kind, source_path,
                        source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
                        flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
-                       repo, repo_remote, counts)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                       repo, repo_remote, counts, seqs)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (
-                    harness, s["session_id"], s["agent_kind"], path, size, mtime_ns, head_fp, offset,
-                    s["trace_path"], s.get("events_path"), int(s["flagged"]),
-                    orjson.dumps(s["reasons"]).decode(),
-                    orjson.dumps(s["seqs"].get("redirect", [])).decode(),
-                    orjson.dumps(s["seqs"].get("error_cluster", [])).decode(),
-                    orjson.dumps(s["seqs"].get("mark", [])).decode(),
-                    s.get("domain"), s.get("cwd"), s.get("repo"), s.get("repo_remote"),
-                    orjson.dumps(s.get("counts", {})).decode(),
+                    r.harness, s.session_id, s.agent_kind, r.path, r.size, r.mtime_ns, r.head_fp, r.offset,
+                    s.trace_path, s.events_path, int(s.flagged),
+                    orjson.dumps(s.reasons).decode(),
+                    orjson.dumps(s.seqs.get("redirect", [])).decode(),
+                    orjson.dumps(s.seqs.get("error_cluster", [])).decode(),
+                    orjson.dumps(s.seqs.get("mark", [])).decode(),
+                    s.domain, s.cwd, s.repo, s.repo_remote,
+                    orjson.dumps(s.counts).decode(),
+                    orjson.dumps(s.seqs, option=orjson.OPT_SORT_KEYS).decode(),
                 ),
             )
 
@@ -238,6 +258,10 @@ class Ledger:
             d = dict(row)
             for key in ("reasons", "redirect_seqs", "error_cluster_seqs", "mark_seqs", "counts"):
                 d[key] = orjson.loads(d[key]) if d.get(key) else ([] if key != "counts" else {})
+            # Rows written before the seqs column hold the three first reasons' seqs only.
+            d["seqs"] = orjson.loads(d["seqs"]) if d.get("seqs") else {
+                "redirect": d["redirect_seqs"], "error_cluster": d["error_cluster_seqs"], "mark": d["mark_seqs"]
+            }
             d["flagged"] = bool(d["flagged"])
             out.append(d)
         return out

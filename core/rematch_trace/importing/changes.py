@@ -1,0 +1,79 @@
+"""Change detection: whether a file is unchanged, grown, or to be read whole.
+
+A file is identified by its size and mtime; a file modified within
+:data:`RACY_SECONDS` of its import is also checked by fingerprint (coarse
+timestamps can hide a change). A grown file is continued only when the part
+already imported is byte-for-byte what it was: its first and last bytes
+before the old end are fingerprinted again, in the worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+from rematch_trace.importing.outcome import Grown
+from rematch_trace.store.states import state_loads
+
+HEAD_FP = 16 * 1024
+TAIL_FP = 4096
+#: A file modified within this many seconds of its import may have changed without its mtime showing it.
+RACY_SECONDS = 2
+
+Plan = Literal["skip", "full", "grown"]
+
+
+def fingerprints(path: Path, offset: int, skip: int = 0, head: str | None = None) -> tuple[str | None, str | None]:
+    """sha256 of the first bytes after ``skip`` and of the last bytes before ``offset``.
+
+    ``head``, when given, is the head fingerprint already known (not read again).
+    """
+    skip = min(max(0, skip), offset)
+    tail_start = max(skip, offset - TAIL_FP)
+    try:
+        with open(path, "rb") as f:  # one open for both: this runs for every changed file
+            if head is None:
+                f.seek(skip)
+                head = hashlib.sha256(f.read(min(HEAD_FP, offset - skip))).hexdigest()
+            f.seek(tail_start)
+            tail = hashlib.sha256(f.read(offset - tail_start)).hexdigest()
+    except OSError:
+        return None, None
+    return head, tail
+
+
+def plan(row: Any, path: Path, size: int | None, mtime_ns: int, load_saved: Any) -> tuple[Plan, Grown | None]:
+    """``skip``, ``full``, or ``grown`` (with what the worker needs to check and continue) for one file.
+
+    ``row`` is the file's ledger row without its saved state (or ``None``);
+    ``load_saved()`` fetches that state, only in the rare case it is needed here.
+    """
+    if row is None or size is None:
+        return "full", None
+    if size == row["size"] and mtime_ns == row["mtime_ns"]:
+        racy = abs(row["imported_at"] - mtime_ns / 1e9) < RACY_SECONDS
+        if not racy:
+            return "skip", None
+        blob = load_saved() if row["has_saved"] else None
+        skip = (state_loads(blob) if blob else {}).get("head_skip", 0)
+        head, tail = fingerprints(path, row["offset"] or size, skip)
+        if head == row["head_fp"] and tail == row["tail_fp"]:
+            return "skip", None
+        return "full", None
+    offset = row["offset"] or 0
+    if row["outcome"] in ("imported", "resumed") and row["has_saved"] and size > offset >= 0 and size >= row["size"]:
+        # Whether the kept part is unchanged is checked in the worker, in parallel.
+        return "grown", Grown(offset, row["head_fp"], row["tail_fp"])
+    return "full", None
+
+
+def resumable(path: Path, grown: Grown | None) -> dict[str, Any] | None:
+    """The saved state to continue ``path`` from, if the part already imported is unchanged."""
+    if grown is None or not grown.saved:
+        return None
+    saved: dict[str, Any] = state_loads(grown.saved)
+    head, tail = fingerprints(path, grown.offset, saved.get("head_skip", 0))
+    if head == grown.head_fp and tail == grown.tail_fp:
+        return saved
+    return None

@@ -1,0 +1,101 @@
+"""What a file's import produced, typed: it crosses from a worker to the ledger writer.
+
+A worker (a local process, or a remote one) returns a :class:`FileOutcome`;
+the one process that writes the ledger records it. Across a process boundary
+it travels as plain data through :data:`converter` (``to_wire`` /
+``from_wire``), so any executor can carry it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+import cattrs
+
+from rematch_trace.store.rows import SessionRow, SourceRow
+
+#: How a file ended: read whole, continued from where the last run stopped,
+#: not claimed by any plugin, or failed (reason given).
+Outcome = Literal["imported", "resumed", "skipped", "failed"]
+
+
+@attrs.frozen(slots=True)
+class FileOutcome:
+    """The outcome of one source file, as a worker returns it."""
+
+    outcome: Outcome
+    harness: str | None = None
+    reason: str | None = None
+    sessions: list[SessionRow] = attrs.field(factory=list)
+    problems: list[str] = attrs.field(factory=list)
+    problem_count: int = 0
+    skipped_lines: int = 0
+    malformed: int = 0
+    #: Where reading stopped, the fingerprints of what was read, the state to continue from.
+    offset: int = 0
+    head_fp: str | None = None
+    tail_fp: str | None = None
+    saved: bytes | None = None
+    size: int = 0
+    mtime_ns: int = -1
+
+    @property
+    def ok(self) -> bool:
+        """Whether the file was imported (whole or continued)."""
+        return self.outcome in ("imported", "resumed")
+
+    def source_row(self, path: str) -> SourceRow:
+        """The ledger row of the source this outcome is of."""
+        return SourceRow(
+            path, self.harness, self.size, self.mtime_ns, self.outcome, self.head_fp, self.tail_fp, self.offset,
+            self.reason, self.malformed, self.problem_count, self.saved,
+        )
+
+
+@attrs.frozen(slots=True)
+class Grown:
+    """What the ledger holds of a file that has grown since its last import."""
+
+    offset: int
+    head_fp: str | None
+    tail_fp: str | None
+    #: The saved state; loaded just before the file is handed to a worker (never for every file at once).
+    saved: bytes | None = None
+
+
+@attrs.frozen(slots=True)
+class WorkItem:
+    """One file to import: its path, the harness its location hints at, and how much there is to read."""
+
+    path: str
+    hint: str | None
+    grown: Grown | None
+    work: int
+
+
+converter = cattrs.Converter()
+
+
+def to_wire(value: FileOutcome | WorkItem) -> dict[str, Any]:
+    """``value`` as plain data (dicts, lists, strings, numbers, bytes)."""
+    out: dict[str, Any] = converter.unstructure(value)
+    return out
+
+
+def outcome_from_wire(data: dict[str, Any]) -> FileOutcome:
+    """The :class:`FileOutcome` of :func:`to_wire`'s data."""
+    return converter.structure(data, FileOutcome)
+
+
+def item_from_wire(data: dict[str, Any]) -> WorkItem:
+    """The :class:`WorkItem` of :func:`to_wire`'s data."""
+    return converter.structure(data, WorkItem)
+
+
+__all__ = ["FileOutcome", "Grown", "SessionRow", "WorkItem", "failed", "item_from_wire", "outcome_from_wire", "to_wire"]
+
+
+def failed(reason: str, harness: str | None = None) -> FileOutcome:
+    """A failed file's outcome."""
+    return FileOutcome("failed", harness=harness, reason=reason)

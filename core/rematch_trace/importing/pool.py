@@ -1,0 +1,350 @@
+"""Executors: where the per-file imports run.
+
+Every executor takes the planned :class:`WorkItem` list (the most work
+first) and yields ``(item, FileOutcome)`` as each file ends; the caller, the
+one ledger writer, records them. :class:`InProcess` imports in this process;
+:class:`LocalPool` in worker processes of its own:
+
+- workers die with their parent (``PR_SET_PDEATHSIG`` on Linux, a watchdog
+  thread elsewhere), so a killed ``rematch`` leaves no worker holding the lock;
+- a worker that dies (the OOM killer, ``kill``) is replaced, and the files it
+  held are handed out again; the file it was importing is retried once, alone,
+  and reported as failed, by name, if it kills a second worker;
+- :meth:`Executor.stop` ends the run within about a second: workers are
+  terminated (what they were writing is crash-safe: a temporary file, or an
+  in-place continuation the journal rolls back), and the outcomes they had
+  already sent are still yielded, so finished work is recorded.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection, wait
+from typing import Any, Protocol
+
+from rematch_trace.importing.outcome import (
+    FileOutcome,
+    WorkItem,
+    failed,
+    item_from_wire,
+    outcome_from_wire,
+    to_wire,
+)
+from rematch_trace.importing.settings import ImportSettings, Progress
+from rematch_trace.importing.worker import import_file
+
+#: A task takes files until it holds this many, or this many bytes to read:
+#: one task per small file would leave the workers waiting on the parent to hand out work.
+TASK_FILES = 32
+TASK_BYTES = 2 << 20
+#: How long terminated workers get to exit before they are killed.
+STOP_GRACE = 0.5
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was asked to stop (Ctrl-C, SIGTERM); carries the signal number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class Executor(Protocol):
+    """Runs per-file imports; see the module docstring."""
+
+    def run(self, items: list[WorkItem], prepare: Callable[[WorkItem], WorkItem]) -> Iterator[tuple[WorkItem, FileOutcome]]:
+        """Import ``items`` (each passed through ``prepare`` just before it is handed out)."""
+
+    def stop(self) -> None:
+        """Ask the run to end soon; safe to call from a signal handler."""
+
+    def kill(self) -> None:
+        """End every worker now and reap it; safe to call from a signal handler."""
+
+
+class InProcess:
+    """Imports in this process, one file after another."""
+
+    def __init__(self, settings: ImportSettings, data_root: str, progress: Progress | None = None) -> None:
+        self.settings = settings
+        self.data_root = data_root
+        self.progress = progress
+        self._stopping = False
+        self._busy = False
+
+    def run(self, items: list[WorkItem], prepare: Callable[[WorkItem], WorkItem]) -> Iterator[tuple[WorkItem, FileOutcome]]:
+        """Import ``items`` in order."""
+        for n, item in enumerate(items, 1):
+            if self._stopping:
+                return
+            item = prepare(item)
+            self._busy = True
+            try:
+                outcome = import_file(item, self.settings, self.data_root)
+            finally:
+                self._busy = False
+            yield item, outcome
+            if self.progress:
+                self.progress(n, len(items))
+
+    def stop(self) -> None:
+        """Stop after the file being imported; the signal handler interrupts it (see :meth:`abortable`)."""
+        self._stopping = True
+
+    @property
+    def abortable(self) -> bool:
+        """Whether a file's import is running, and may be interrupted where it stands."""
+        return self._busy
+
+    def kill(self) -> None:
+        """Nothing to kill: there are no workers."""
+
+
+def tasks_of(items: list[WorkItem]) -> list[list[WorkItem]]:
+    """``items`` cut into worker tasks (see :data:`TASK_FILES`)."""
+    out: list[list[WorkItem]] = []
+    task: list[WorkItem] = []
+    work = 0
+    for item in items:
+        task.append(item)
+        work += item.work
+        if len(task) >= TASK_FILES or work >= TASK_BYTES:
+            out.append(task)
+            task, work = [], 0
+    if task:
+        out.append(task)
+    return out
+
+
+class _Worker:
+    def __init__(self, proc: Any, conn: Connection) -> None:
+        self.proc = proc
+        self.conn = conn
+        #: Files handed out and not yet reported, in the order the worker imports them.
+        self.outstanding: collections.deque[WorkItem] = collections.deque()
+        self.tasks = 0
+
+
+class LocalPool:
+    """Worker processes of this run (forked: they start with the plugins already loaded)."""
+
+    #: Tasks handed to a worker ahead of the one it is on, so it never waits for the parent.
+    AHEAD = 2
+
+    def __init__(self, settings: ImportSettings, data_root: str, progress: Progress | None = None) -> None:
+        self.settings = settings
+        self.data_root = data_root
+        self.progress = progress
+        self.workers: list[_Worker] = []
+        self._stopping = False
+        #: Files whose import killed a worker: path -> how many.
+        self.kills: dict[str, int] = {}
+        #: One line per worker that died, for the summary.
+        self.deaths: list[str] = []
+
+    # -- the worker process ----------------------------------------------------------------
+
+    def _start(self) -> _Worker:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        parent_end, child_end = ctx.Pipe(duplex=True)
+        proc = ctx.Process(
+            target=_worker_main, args=(child_end, self.settings, self.data_root, os.getpid()), daemon=True,
+            name="rematch-worker",
+        )
+        proc.start()
+        child_end.close()
+        worker = _Worker(proc, parent_end)
+        self.workers.append(worker)
+        return worker
+
+    # -- the parent ------------------------------------------------------------------------
+
+    def run(self, items: list[WorkItem], prepare: Callable[[WorkItem], WorkItem]) -> Iterator[tuple[WorkItem, FileOutcome]]:
+        """Import ``items`` in the workers; yield each outcome as it arrives."""
+        queue: collections.deque[list[WorkItem]] = collections.deque(tasks_of(items))
+        total = len(items)
+        done = 0
+        if not queue:
+            return
+        for _ in range(min(self.settings.jobs, len(queue))):
+            self._start()
+        try:
+            while self.workers:
+                if self._stopping:
+                    yield from self._wind_down()
+                    return
+                for worker in list(self.workers):
+                    while queue and worker.tasks < self.AHEAD and worker.proc.is_alive():
+                        task = [prepare(i) for i in queue.popleft()]
+                        try:
+                            worker.conn.send([to_wire(i) for i in task])
+                        except OSError:
+                            queue.appendleft(task)  # it died: its death is handled below
+                            break
+                        worker.outstanding.extend(task)
+                        worker.tasks += 1
+                    if not queue and not worker.outstanding:
+                        self._retire(worker)
+                ready = wait([w.conn for w in self.workers] + [w.proc.sentinel for w in self.workers], timeout=0.2)
+                for worker in list(self.workers):
+                    if worker.conn in ready:
+                        for item, outcome in self._drain(worker):
+                            done += 1
+                            yield item, outcome
+                            if self.progress:
+                                self.progress(done, total)
+                    if worker.proc.sentinel in ready or not worker.proc.is_alive():
+                        for item, outcome in self._drain(worker):
+                            done += 1
+                            yield item, outcome
+                        if worker.outstanding or worker.proc.exitcode not in (0, None):
+                            lost = self._buried(worker, queue)
+                            if lost is not None:
+                                done += 1
+                                yield lost
+                        else:
+                            self._forget(worker)
+                        if queue and not self._stopping and len(self.workers) < self.settings.jobs:
+                            self._start()
+                    if self.progress and done:
+                        self.progress(done, total)
+        finally:
+            self.kill()
+
+    def _drain(self, worker: _Worker) -> Iterator[tuple[WorkItem, FileOutcome]]:
+        """Every complete message the worker has sent."""
+        while True:
+            try:
+                if not worker.conn.poll():
+                    return
+                message = worker.conn.recv()
+            except (EOFError, OSError):
+                return
+            if message == "task-done":
+                worker.tasks -= 1
+                continue
+            path, data = message
+            item = worker.outstanding.popleft()
+            assert item.path == path, (item.path, path)
+            yield item, outcome_from_wire(data)
+
+    def _buried(self, worker: _Worker, queue: collections.deque[list[WorkItem]]) -> tuple[WorkItem, FileOutcome] | None:
+        """A worker died: hand its files out again; the one it was on is retried alone, once."""
+        worker.proc.join()
+        code = worker.proc.exitcode
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        self._forget(worker)
+        if not worker.outstanding:
+            return None
+        current = worker.outstanding.popleft()
+        rest = list(worker.outstanding)
+        worker.outstanding.clear()
+        if rest:
+            queue.appendleft(rest)
+        kills = self.kills[current.path] = self.kills.get(current.path, 0) + 1
+        if self._stopping:
+            return None
+        if kills >= 2:
+            self.deaths.append(f"a worker died ({how}) importing {current.path} again: not retried")
+            return current, failed(f"its import killed a worker twice ({how})")
+        self.deaths.append(f"a worker died ({how}) importing {current.path}: retried")
+        queue.appendleft([current])
+        return None
+
+    def _forget(self, worker: _Worker) -> None:
+        if worker in self.workers:
+            self.workers.remove(worker)
+        worker.conn.close()
+
+    def _retire(self, worker: _Worker) -> None:
+        try:
+            worker.conn.send(None)
+        except OSError:
+            pass
+
+    def _wind_down(self) -> Iterator[tuple[WorkItem, FileOutcome]]:
+        """Terminate every worker, then yield what they had finished and sent."""
+        for worker in self.workers:
+            _signal(worker.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE
+        for worker in self.workers:
+            worker.proc.join(max(0.0, deadline - time.monotonic()))
+        self.kill()
+        for worker in list(self.workers):
+            yield from self._drain(worker)
+            self._forget(worker)
+
+    def stop(self) -> None:
+        """Ask the run to end: no more files are handed out, workers are terminated."""
+        self._stopping = True
+
+    def kill(self) -> None:
+        """SIGKILL every worker still alive and reap it."""
+        for worker in self.workers:
+            if worker.proc.is_alive():
+                _signal(worker.proc.pid, signal.SIGKILL)
+        for worker in self.workers:
+            worker.proc.join()
+
+
+def _signal(pid: int | None, signum: int) -> None:
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _die_with_parent(parent: int) -> None:
+    """Make this process die when ``parent`` does (kill -9 of the parent included)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        if libc.prctl(pr_set_pdeathsig, signal.SIGKILL) != 0:
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (OSError, AttributeError):
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="rematch-parent-watch", daemon=True).start()
+    # The parent may have died before prctl took effect.
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _worker_main(conn: Connection, settings: ImportSettings, data_root: str, parent: int) -> None:
+    _die_with_parent(parent)
+    # Ctrl-C reaches the whole foreground group: stopping is the parent's decision.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    from rematch_trace.store.datafolder import reaper
+
+    try:
+        while True:
+            try:
+                task = conn.recv()
+            except (EOFError, OSError):
+                break
+            if task is None:
+                break
+            for data in task:
+                item = item_from_wire(data)
+                outcome = import_file(item, settings, data_root)
+                conn.send((item.path, to_wire(outcome)))
+            conn.send("task-done")
+    finally:
+        reaper.drain()
+        sys.stdout.flush()

@@ -1,0 +1,129 @@
+"""What a batch import did: counts, and the files worth naming.
+
+Unchanged files are counted, never listed, so a rerun over 100,000 files
+holds no per-file record of them.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import attrs
+
+from rematch_trace.importing.outcome import FileOutcome
+
+OUTCOMES = ("imported", "resumed", "unchanged", "skipped", "failed")
+#: Problems kept per file for the report (all are counted).
+PROBLEMS_PER_FILE = 10
+
+
+@attrs.define(slots=True)
+class FileResult:
+    """One file that was read (or could not be): how it ended and what went wrong."""
+
+    path: str
+    harness: str | None
+    outcome: str
+    reason: str | None = None
+    problems: list[str] = attrs.field(factory=list)
+    problem_count: int = 0
+    skipped_lines: int = 0
+    malformed: int = 0
+    sessions: int = 0
+
+
+@attrs.define
+class Summary:
+    """What a batch import did."""
+
+    files: list[FileResult] = attrs.field(factory=list)
+    counts: dict[str, int] = attrs.field(factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    #: harness -> {"files": n, "sessions": n, "flagged": n} of the files read this run.
+    harnesses: dict[str, dict[str, int]] = attrs.field(factory=dict)
+    sessions_imported: int = 0
+    sessions_flagged: int = 0
+    flag_reasons: dict[str, int] = attrs.field(factory=dict)
+    #: What the ledger holds after the run: every session, and the flagged ones.
+    sessions_total: int = 0
+    flagged_total: int = 0
+    #: One line per worker process that died during the run.
+    worker_deaths: list[str] = attrs.field(factory=list)
+    #: The signal that stopped the run early, if one did.
+    interrupted: int | None = None
+    seconds: float = 0.0
+
+    def count(self, outcome: str) -> int:
+        """How many files ended with ``outcome``."""
+        return self.counts.get(outcome, 0)
+
+    def unchanged(self, harness: str | None) -> None:
+        """Count a file skipped as unchanged."""
+        self.counts["unchanged"] += 1
+
+    def add(self, path: str, outcome: FileOutcome) -> FileResult:
+        """Count one file's outcome, and keep what is worth naming of it."""
+        self.counts[outcome.outcome] += 1
+        fr = FileResult(
+            path, outcome.harness, outcome.outcome, outcome.reason, outcome.problems[:PROBLEMS_PER_FILE],
+            outcome.problem_count, outcome.skipped_lines, outcome.malformed, len(outcome.sessions),
+        )
+        self.files.append(fr)
+        if outcome.ok and outcome.harness is not None:
+            h = self.harnesses.setdefault(outcome.harness, {"files": 0, "sessions": 0, "flagged": 0})
+            h["files"] += 1
+            h["sessions"] += len(outcome.sessions)
+            for s in outcome.sessions:
+                self.sessions_imported += 1
+                if s.flagged:
+                    h["flagged"] += 1
+                    self.sessions_flagged += 1
+                for r in s.reasons:
+                    self.flag_reasons[r] = self.flag_reasons.get(r, 0) + 1
+        return fr
+
+    @property
+    def failed(self) -> bool:
+        """Whether any file failed or any line was skipped."""
+        return any(f.outcome == "failed" or f.skipped_lines for f in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able report."""
+        return {
+            "files": dict(self.counts),
+            "harnesses": self.harnesses,
+            "sessions_imported": self.sessions_imported,
+            "sessions_flagged": self.sessions_flagged,
+            "flag_reasons": self.flag_reasons,
+            "sessions_total": self.sessions_total,
+            "flagged_total": self.flagged_total,
+            "problems": sum(f.problem_count for f in self.files),
+            "problem_lines": [printable(p) for f in self.files for p in f.problems],
+            "lines_skipped": sum(f.skipped_lines for f in self.files),
+            "failures": [{"path": printable(f.path), "reason": printable(f.reason or "")} for f in self.files if f.outcome == "failed"],
+            "skipped": [{"path": printable(f.path), "reason": printable(f.reason or "")} for f in self.files if f.outcome == "skipped"],
+            "worker_deaths": [printable(line) for line in self.worker_deaths],
+            "interrupted": self.interrupted,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def printable(text: str) -> str:
+    """``text`` with the lone surrogates of undecodable file names spelled as backslash escapes."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def print_problems(summary: Summary, limit: int = PROBLEMS_PER_FILE, stream: Any = None) -> None:
+    """One line per problem (file and line), at most ``limit`` per file; one per failed or skipped file."""
+    out = stream or sys.stderr
+    for f in summary.files:
+        for p in f.problems[:limit]:
+            print(f"rematch: {p}", file=out)
+        if f.problem_count > limit:
+            print(f"rematch: {f.path}: {f.problem_count - limit} more problems", file=out)
+        if f.outcome == "failed":
+            print(f"rematch: {f.path}: failed: {f.reason}", file=out)
+        elif f.outcome == "skipped":
+            print(f"rematch: {f.path}: skipped: {f.reason}", file=out)
+    for line in summary.worker_deaths:
+        print(f"rematch: {line}", file=out)

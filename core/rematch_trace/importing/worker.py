@@ -1,0 +1,124 @@
+"""The worker side: import one file and describe it as a :class:`FileOutcome`.
+
+The same function runs in this process (``--jobs 1``), in a local worker
+process, or on a cluster's worker: it touches only the source file and the
+data folder's output files, never the ledger.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+from pathlib import Path
+
+from rematch_trace.errors import RematchError
+from rematch_trace.host.facade import Host, PluginFailure
+from rematch_trace.importing.changes import HEAD_FP, fingerprints, resumable
+from rematch_trace.importing.outcome import FileOutcome, SessionRow, WorkItem, failed
+from rematch_trace.importing.settings import ImportSettings
+from rematch_trace.store.datafolder import DataDir
+
+_host: Host | None = None
+
+
+def worker_host() -> Host:
+    """This process's plugin host (plugins loaded on first use; forked workers inherit it)."""
+    global _host
+    if _host is None:
+        from rematch_trace.host.loading import load_plugins, pm
+
+        load_plugins()
+        _host = Host(pm)
+    return _host
+
+
+def use_host(host: Host | None) -> None:
+    """Make ``host`` this process's plugin host (``None``: the installed plugins, on next use)."""
+    global _host
+    _host = host
+
+
+@functools.lru_cache(maxsize=4)
+def _data_dir(root: str) -> DataDir:
+    return DataDir(Path(root))
+
+
+def import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
+    """Import one file; a grown one is continued when the part already imported is unchanged.
+
+    Every failure costs this file only: it is described, never raised.
+    """
+    from rematch_trace.importing.source_import import import_source
+    from rematch_trace.place.domain import decide_domain
+
+    host = worker_host()
+    data = _data_dir(data_root)
+    p = Path(item.path)
+    grown = item.grown
+    try:
+        st = p.stat()
+        if not stat.S_ISREG(st.st_mode):
+            # A FIFO or device named on the command line would block or never end.
+            return failed("not a regular file")
+        saved = resumable(p, grown)
+        source = host.detect(p, item.hint)
+        if source is None:
+            return FileOutcome("skipped", reason="no plugin recognises this file")
+        result = import_source(
+            host,
+            source,
+            data,
+            saved=saved if saved and saved.get("harness") == source.harness else None,
+            **settings.source_kwargs(host),
+        )
+    except FileNotFoundError:
+        return failed("no such file or folder")
+    except PluginFailure as err:
+        return failed(str(err))
+    except (OSError, RematchError) as err:
+        return failed(f"{type(err).__name__}: {err}")
+    except Exception as err:  # a bug must cost one file, never the batch
+        if os.environ.get("REMATCH_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return failed(f"internal error: {type(err).__name__}: {err}")
+    sessions = [
+        SessionRow(
+            session_id=s.session_id,
+            agent_kind=s.agent_kind,
+            trace_path=str(s.trace_path.relative_to(data.root)),
+            events_path=str(s.events_path.relative_to(data.root)) if s.events_path else None,
+            flagged=s.flagged,
+            reasons=s.reasons,
+            seqs=s.seqs,
+            counts=s.counts,
+            cwd=s.cwd,
+            repo=s.repo,
+            repo_remote=s.repo_remote,
+            domain=decide_domain(s.cwd, s.repo, s.repo_remote),
+        )
+        for s in result.sessions
+    ]
+    # Here, while the file is fresh in the cache: the ledger writer records serially.
+    # A continued file's head was just checked, and lies wholly in the part kept.
+    skip = source.mutable_prefix
+    same_head = saved and grown and saved.get("head_skip", 0) == skip and grown.offset - skip >= HEAD_FP
+    known = grown.head_fp if grown and same_head else None
+    head, tail = fingerprints(p, result.offset, skip, known)
+    return FileOutcome(
+        "resumed" if result.resumed and saved else "imported",
+        harness=source.harness,
+        sessions=sessions,
+        problems=[str(pr) for pr in result.problems],
+        problem_count=result.problem_count,
+        skipped_lines=sum(1 for pr in result.problems if pr.skipped_data),
+        malformed=result.malformed,
+        offset=result.offset,
+        head_fp=head,
+        tail_fp=tail,
+        saved=result.saved_blob or None,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+    )

@@ -1,0 +1,42 @@
+"""The ledger's rows, typed: what a source file and each of its sessions record."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen(slots=True)
+class SessionRow:
+    """One session a source produced: where its outputs are, its flags, its place."""
+
+    session_id: str
+    agent_kind: str
+    trace_path: str
+    events_path: str | None
+    flagged: bool
+    reasons: list[str]
+    #: Flag reason -> the trace seqs behind it.
+    seqs: dict[str, list[int]]
+    counts: dict[str, int]
+    cwd: str
+    repo: str | None
+    repo_remote: str | None
+    domain: str | None
+
+
+@attrs.frozen(slots=True)
+class SourceRow:
+    """One source file: what was read of it, how it ended, and the state to continue from."""
+
+    path: str
+    harness: str | None
+    size: int
+    mtime_ns: int
+    outcome: str
+    head_fp: str | None = None
+    tail_fp: str | None = None
+    offset: int = 0
+    reason: str | None = None
+    malformed: int = 0
+    problems: int = 0
+    saved: bytes | None = None
