@@ -20,16 +20,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import attrs
+
 from rematch_trace.errors import RematchError
 from rematch_trace.host.facade import Host
 from rematch_trace.importing.changes import plan
 from rematch_trace.importing.discovery import SUFFIXES, discover, walk
+from rematch_trace.importing.executor import Executor, Interrupted
 from rematch_trace.importing.lock import ImportLock
-from rematch_trace.importing.outcome import FileOutcome, WorkItem
-from rematch_trace.importing.pool import Executor, InProcess, Interrupted, LocalPool
+from rematch_trace.importing.outcome import FileOutcome, Grown, WorkItem
 from rematch_trace.importing.reader import require_c_backend
 from rematch_trace.importing.settings import ImportSettings, Progress
-from rematch_trace.importing.source_import import remove_outputs
 from rematch_trace.importing.summary import FileResult, Summary, print_problems
 from rematch_trace.importing.worker import use_host, worker_host
 from rematch_trace.store.datafolder import DataDir, clean_temporaries, reaper
@@ -98,12 +99,14 @@ class _Signals:
             os._exit(128 + signum)
         self.signum = signum
         self.executor.stop()
-        if isinstance(self.executor, InProcess) and self.executor.abortable:
+        if getattr(self.executor, "abortable", False):
             raise Interrupted(signum)
 
 
 def make_executor(settings: ImportSettings, data: DataDir, progress: Progress | None) -> Executor:
     """The executor for ``settings``: this process for one job, else a local pool."""
+    from rematch_trace.importing.pool import InProcess, LocalPool
+
     if settings.jobs <= 1:
         return InProcess(settings, str(data.root), progress)
     return LocalPool(settings, str(data.root), progress)
@@ -143,12 +146,10 @@ def run_import(
             todo = _plan_all(host, paths, ledger, summary, settings.jobs)
 
             def prepare(item: WorkItem) -> WorkItem:
-                # A grown file's saved state is read now, one file at a time.
+                # A grown file's fingerprints and saved state are read now, one file at a time.
                 if item.grown is not None and item.grown.saved is None:
-                    import attrs
-
-                    saved = ledger.saved_of(as_stored(item.path))
-                    return attrs.evolve(item, grown=attrs.evolve(item.grown, saved=saved))
+                    head, tail, saved = ledger.continuation_of(as_stored(item.path))
+                    return attrs.evolve(item, grown=Grown(item.grown.offset, head, tail, saved))
                 return item
 
             removals: list[str] = []
@@ -164,7 +165,7 @@ def run_import(
             # Workers are gone (the executor reaps them); what they finished is recorded.
             executor.kill()
             _commit(ledger, data, removals)
-            summary.worker_deaths.extend(getattr(executor, "deaths", []))
+            summary.worker_deaths.extend(executor.deaths)
             summary.interrupted = signals.signum
             # A file that failed, or a run that was stopped, may have left a resume
             # uncommitted: settle the journal entry by entry. Otherwise every resume
@@ -209,8 +210,11 @@ def _record_all(
 
 def _commit(ledger: Ledger, data: DataDir, removals: list[str]) -> None:
     ledger.commit()
-    for sid in removals:
-        remove_outputs(data, sid)
+    if removals:
+        from rematch_trace.importing.source_import import remove_outputs
+
+        for sid in removals:
+            remove_outputs(data, sid)
     removals.clear()
 
 

@@ -64,7 +64,7 @@ def plan(row: Any, path: Path, size: int | None, mtime_ns: int, load_saved: Any)
     offset = row["offset"] or 0
     if row["outcome"] in ("imported", "resumed") and row["has_saved"] and size > offset >= 0 and size >= row["size"]:
         # Whether the kept part is unchanged is checked in the worker, in parallel.
-        return "grown", Grown(offset, row["head_fp"], row["tail_fp"])
+        return "grown", Grown(offset)
     return "full", None
 
 

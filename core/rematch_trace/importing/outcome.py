@@ -8,10 +8,10 @@ it travels as plain data through :data:`converter` (``to_wire`` /
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import attrs
-import cattrs
 
 from rematch_trace.store.rows import SessionRow, SourceRow
 
@@ -58,9 +58,10 @@ class Grown:
     """What the ledger holds of a file that has grown since its last import."""
 
     offset: int
-    head_fp: str | None
-    tail_fp: str | None
-    #: The saved state; loaded just before the file is handed to a worker (never for every file at once).
+    #: The fingerprints of what was read and the saved state: loaded just before the
+    #: file is handed to a worker, never for every file of an archive at once.
+    head_fp: str | None = None
+    tail_fp: str | None = None
     saved: bytes | None = None
 
 
@@ -74,23 +75,31 @@ class WorkItem:
     work: int
 
 
-converter = cattrs.Converter()
+@functools.cache
+def converter() -> Any:
+    """The cattrs converter of outcomes and work items (made on first use: a rerun that
+    finds nothing to do never needs it)."""
+    import cattrs
+
+    return cattrs.Converter()
 
 
 def to_wire(value: FileOutcome | WorkItem) -> dict[str, Any]:
     """``value`` as plain data (dicts, lists, strings, numbers, bytes)."""
-    out: dict[str, Any] = converter.unstructure(value)
+    out: dict[str, Any] = converter().unstructure(value)
     return out
 
 
 def outcome_from_wire(data: dict[str, Any]) -> FileOutcome:
     """The :class:`FileOutcome` of :func:`to_wire`'s data."""
-    return converter.structure(data, FileOutcome)
+    out: FileOutcome = converter().structure(data, FileOutcome)
+    return out
 
 
 def item_from_wire(data: dict[str, Any]) -> WorkItem:
     """The :class:`WorkItem` of :func:`to_wire`'s data."""
-    return converter.structure(data, WorkItem)
+    out: WorkItem = converter().structure(data, WorkItem)
+    return out
 
 
 __all__ = ["FileOutcome", "Grown", "SessionRow", "WorkItem", "failed", "item_from_wire", "outcome_from_wire", "to_wire"]

@@ -1,9 +1,7 @@
-"""Executors: where the per-file imports run.
+"""The local executors (see :mod:`rematch_trace.importing.executor`).
 
-Every executor takes the planned :class:`WorkItem` list (the most work
-first) and yields ``(item, FileOutcome)`` as each file ends; the caller, the
-one ledger writer, records them. :class:`InProcess` imports in this process;
-:class:`LocalPool` in worker processes of its own:
+:class:`InProcess` imports in this process; :class:`LocalPool` in worker
+processes of its own:
 
 - workers die with their parent (``PR_SET_PDEATHSIG`` on Linux, a watchdog
   thread elsewhere), so a killed ``rematch`` leaves no worker holding the lock;
@@ -26,8 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, wait
-from typing import Any, Protocol
+from typing import Any
 
+from rematch_trace.importing.executor import tasks_of
 from rematch_trace.importing.outcome import (
     FileOutcome,
     WorkItem,
@@ -39,33 +38,8 @@ from rematch_trace.importing.outcome import (
 from rematch_trace.importing.settings import ImportSettings, Progress
 from rematch_trace.importing.worker import import_file
 
-#: A task takes files until it holds this many, or this many bytes to read:
-#: one task per small file would leave the workers waiting on the parent to hand out work.
-TASK_FILES = 32
-TASK_BYTES = 2 << 20
 #: How long terminated workers get to exit before they are killed.
 STOP_GRACE = 0.5
-
-
-class Interrupted(KeyboardInterrupt):
-    """The run was asked to stop (Ctrl-C, SIGTERM); carries the signal number."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-class Executor(Protocol):
-    """Runs per-file imports; see the module docstring."""
-
-    def run(self, items: list[WorkItem], prepare: Callable[[WorkItem], WorkItem]) -> Iterator[tuple[WorkItem, FileOutcome]]:
-        """Import ``items`` (each passed through ``prepare`` just before it is handed out)."""
-
-    def stop(self) -> None:
-        """Ask the run to end soon; safe to call from a signal handler."""
-
-    def kill(self) -> None:
-        """End every worker now and reap it; safe to call from a signal handler."""
 
 
 class InProcess:
@@ -77,6 +51,7 @@ class InProcess:
         self.progress = progress
         self._stopping = False
         self._busy = False
+        self.deaths: list[str] = []
 
     def run(self, items: list[WorkItem], prepare: Callable[[WorkItem], WorkItem]) -> Iterator[tuple[WorkItem, FileOutcome]]:
         """Import ``items`` in order."""
@@ -104,22 +79,6 @@ class InProcess:
 
     def kill(self) -> None:
         """Nothing to kill: there are no workers."""
-
-
-def tasks_of(items: list[WorkItem]) -> list[list[WorkItem]]:
-    """``items`` cut into worker tasks (see :data:`TASK_FILES`)."""
-    out: list[list[WorkItem]] = []
-    task: list[WorkItem] = []
-    work = 0
-    for item in items:
-        task.append(item)
-        work += item.work
-        if len(task) >= TASK_FILES or work >= TASK_BYTES:
-            out.append(task)
-            task, work = [], 0
-    if task:
-        out.append(task)
-    return out
 
 
 class _Worker:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rematch_trace.host.facade import Host
-from rematch_trace.importing.source_import import SinkFactory
+if TYPE_CHECKING:  # the import machinery loads only when a file is imported
+    from rematch_trace.host.facade import Host
+    from rematch_trace.importing.source_import import SinkFactory
 
 
 @attrs.frozen

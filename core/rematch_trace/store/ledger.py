@@ -161,8 +161,14 @@ class Ledger:
 
     def saved_of(self, path: str) -> bytes | None:
         """The encoded saved state of one source, if any."""
-        row = self._q("SELECT saved FROM sources WHERE path = ?", (path,)).fetchone()
-        return bytes(row[0]) if row is not None and row[0] else None
+        return self.continuation_of(path)[2]
+
+    def continuation_of(self, path: str) -> tuple[str | None, str | None, bytes | None]:
+        """What continuing a source needs: its head and tail fingerprints and its encoded saved state."""
+        row = self._q("SELECT head_fp, tail_fp, saved FROM sources WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return None, None, None
+        return row[0], row[1], bytes(row[2]) if row[2] else None
 
     def session_keys_of(self, path: str) -> set[tuple[str, str]]:
         """The (harness, session id) of the sessions a source produced."""
