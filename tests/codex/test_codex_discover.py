@@ -111,12 +111,6 @@ def test_plain_rollout_is_preferred_over_its_zst_sibling(tmp_path: Path) -> None
     assert plugin.detect_source(packed, packed.read_bytes()[:4096], "codex") is not None
 
 
-def test_hooks_ignore_other_harnesses(tmp_path: Path) -> None:
-    other = Source("omp", tmp_path / "x.jsonl")
-    assert plugin.read_transcript(other, 0) is None
-    assert plugin.to_trace_records(other, iter([]), {}) is None
-
-
 def test_plugin_is_installed_as_an_entry_point() -> None:
     eps = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="rematch")}
     assert eps.get("codex") == "rematch_codex"

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import rematch_codex as plugin
 from rematch_codex.skills import front_matter_version, offered_skills, parse_injection
-from rematch_trace.host.source import Source
-
-CODEX = Source("codex", Path("rollout.jsonl"))
-OTHER = Source("claude_code", Path("x.jsonl"))
 
 AGENTS_MD_ERA = """# AGENTS.md instructions for /w
 
@@ -47,14 +41,13 @@ These skills are discovered at startup.
 
 
 def test_visible_entries_from_both_catalog_forms() -> None:
-    assert plugin.visible_entries(CODEX, AGENTS_MD_ERA) == ["pdf", "box:box-content-api"]
-    assert plugin.visible_entries(CODEX, DEVELOPER_BLOCK) == ["imagegen", "rhwp-edit"]
+    assert plugin.visible_entries(AGENTS_MD_ERA) == ["pdf", "box:box-content-api"]
+    assert plugin.visible_entries(DEVELOPER_BLOCK) == ["imagegen", "rhwp-edit"]
     assert offered_skills(OLD_UNHEADED) == ["lint"]
 
 
-def test_visible_entries_ignores_other_text_and_harnesses() -> None:
-    assert plugin.visible_entries(CODEX, "# AGENTS.md instructions for /w\n- a: b (file: /x)") == []
-    assert plugin.visible_entries(OTHER, DEVELOPER_BLOCK) is None
+def test_visible_entries_ignores_other_text() -> None:
+    assert plugin.visible_entries("# AGENTS.md instructions for /w\n- a: b (file: /x)") == []
 
 
 def test_injection_parsing() -> None:
@@ -107,8 +100,4 @@ def test_front_matter_version(content: str, version: str | None) -> None:
     ],
 )
 def test_classify_action(tool: str, tool_input: object, action: str) -> None:
-    assert plugin.classify_action(CODEX, tool, tool_input) == action
-
-
-def test_classify_action_only_for_codex() -> None:
-    assert plugin.classify_action(OTHER, "shell", {}) is None
+    assert plugin.classify_action(tool, tool_input) == action

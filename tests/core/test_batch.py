@@ -193,15 +193,10 @@ class Boom:
     def read_transcript(self, source: object, start: int) -> object:
         from rematch_trace.host.source import RawRecord
 
-        if getattr(source, "harness", None) != "boom":
-            return None
         return iter([RawRecord(1, 0, 3, {})])
 
     @_impl
     def to_trace_records(self, source: object, records: object) -> object:
-        if getattr(source, "harness", None) != "boom":
-            return None
-
         def gen() -> object:
             for _ in records:  # type: ignore[attr-defined]
                 raise KeyError("missing field")
@@ -223,5 +218,5 @@ def test_failing_plugin_costs_one_file(tmp_path: Path) -> None:
     outcomes = {Path(f.path).name: f for f in summary.files}
     assert outcomes["b.jsonl"].outcome == "imported"
     assert outcomes["a.boom.jsonl"].outcome == "failed"
-    assert "plugin 'boom' failed in to_trace_records: KeyError" in (outcomes["a.boom.jsonl"].reason or "")
+    assert "plugin 'boom' failed in to_trace_records at line 1: KeyError" in (outcomes["a.boom.jsonl"].reason or "")
     assert summary.failed

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from rematch_trace import hookimpl
@@ -15,7 +19,9 @@ from rematch_trace.host import hookspecs
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
 from rematch_trace.host.vocab import Instructions, Neutral, Session, UserMessage
+from rematch_trace.importing.source_import import import_source
 from rematch_trace.place.identity import Place
+from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import make_host, synthesize_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,23 +59,14 @@ class LinePlugin:
         return Source("line", path) if path.name.endswith(".line.jsonl") and head.startswith(b"{") else None
 
     @hookimpl
-    def read_transcript(self, source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
-        if source.harness != "line":
-            return None
-        from rematch_trace.importing.reader import read_jsonl
+    def read_transcript(self, source: Source, start: int) -> Iterator[RawRecord | Problem]:
+        from rematch_trace.importing.reader import read_source
 
-        def gen() -> Iterator[RawRecord | Problem]:
-            with open(source.path, "rb") as f:
-                f.seek(start)
-                yield from read_jsonl(f, str(source.path), start)
-
-        return gen()
+        return read_source(source, start)
 
     @hookimpl
-    def to_trace_records(self, source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral] | None:
-        if source.harness != "line":
-            return None
-
+    def to_trace_records(self, source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral]:
+        # No "is this source mine?" guard: the core asks only the plugin that claimed it.
         def gen() -> Iterator[Neutral]:
             if not state.get("opened"):
                 state["opened"] = True
@@ -123,36 +120,210 @@ def test_hook_identify_place(tmp_path: Path) -> None:
     assert s.records[0]["repo"] == "/repo" and s.records[0]["subpath"] == "x"
 
 
+class Intruder:
+    """A plugin that answers every per-source hook for every source, were it asked."""
+
+    __name__ = "Intruder"
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    @hookimpl
+    def read_transcript(self, source: Source) -> Iterator[RawRecord | Problem]:
+        self.asked.append("read_transcript")
+        return iter(())
+
+    @hookimpl
+    def visible_entries(self, text: str) -> list[str]:
+        self.asked.append("visible_entries")
+        return ["intruded"]
+
+    @hookimpl
+    def classify_action(self, tool: str) -> str:
+        self.asked.append("classify_action")
+        return "network"
+
+
 def test_hook_visible_entries(tmp_path: Path) -> None:
-    class Offers:
-        __name__ = "Offers"
+    class LineOffers(LinePlugin):
+        __name__ = "LineOffers"
 
         @hookimpl
         def visible_entries(self, text: str) -> list[str]:
             return [w[1:] for w in text.split() if w.startswith("+")]
 
+    class AddsOne:
+        __name__ = "AddsOne"
+
+        @hookimpl(wrapper=True)
+        def visible_entries(self, text: str) -> Iterator[None]:
+            answers = yield
+            return [*answers, ["from-wrapper"]]
+
     p = write(tmp_path, "s3.line.jsonl", '{"who": "sys", "text": "+deploy +review"}', '{"text": "go"}')
-    [s] = synthesize_file(p, [LinePlugin(), Offers()], events=False, redact=False)
+    intruder = Intruder()
+    [s] = synthesize_file(p, [LineOffers(), intruder], events=False, redact=False)
+    # Only the claiming plugin is asked; another plugin's answer would be a wrong entry.
     assert s.records[0]["visible_entries"] == ["deploy", "review"]
+    assert intruder.asked == []
+    [s] = synthesize_file(p, [LineOffers(), AddsOne()], events=False, redact=False)
+    assert s.records[0]["visible_entries"] == ["deploy", "from-wrapper", "review"]
 
 
-def test_hook_classify_action() -> None:
-    class Actions:
-        __name__ = "Actions"
+def test_hook_classify_action(tmp_path: Path) -> None:
+    class LineActions(LinePlugin):
+        __name__ = "LineActions"
 
         @hookimpl
-        def classify_action(self, source: Source, tool: str) -> str | None:
-            return "shell_exec" if source.harness == "line" and tool == "run" else None
+        def classify_action(self, tool: str) -> str | None:
+            return "shell_exec" if tool == "run" else None
 
-    host = make_host([Actions()])
-    assert host.action_type(Source("line", Path("x")), "run", {}) == "shell_exec"
-    assert host.action_type(Source("other", Path("x")), "run", {}) == "other"
+    intruder = Intruder()
+    host = make_host([LineActions(), intruder])
+    source = host.detect(write(tmp_path, "a.line.jsonl", "{}"), None)
+    assert source is not None and source.plugin == "LineActions"
+    assert host.action_type(source, "run", {}) == "shell_exec"
+    # The claiming plugin's None is "other", not a question for the next plugin.
+    assert host.action_type(source, "fetch", {}) == "other"
+    assert intruder.asked == []
+    # A source no plugin claimed (made by hand) is asked of every plugin.
+    assert host.action_type(Source("other", Path("x")), "run", {}) == "network"
+
+
+def test_sources_go_to_their_own_plugin_only(tmp_path: Path) -> None:
+    class Second(LinePlugin):
+        """A second harness, also unguarded: claims *.two.jsonl and marks its sessions."""
+
+        __name__ = "Second"
+
+        @hookimpl
+        def detect_source(self, path: Path) -> Source | None:
+            return Source("two", path) if path.name.endswith(".two.jsonl") else None
+
+        @hookimpl
+        def to_trace_records(self, source: Source, records: Iterator[RawRecord]) -> Iterator[Neutral]:
+            yield Session("", 1, "second-" + source.path.name.split(".")[0], cwd="/")
+            for r in records:
+                yield UserMessage("", 2, "two: " + str(r.value.get("text", "")))
+
+    one = write(tmp_path, "a.line.jsonl", '{"text": "hello"}')
+    two = write(tmp_path, "b.two.jsonl", '{"text": "hello"}')
+    plugins = [LinePlugin(), Second()]
+    [s1] = synthesize_file(one, plugins, events=False, redact=False)
+    [s2] = synthesize_file(two, plugins, events=False, redact=False)
+    assert s1.session_id == "a" and s1.records[0]["agent"]["name"] == "line"
+    assert s2.session_id == "second-b" and s2.records[0]["agent"]["name"] == "two"
+    assert [r["text"] for r in s2.records if r["ev"] == "input"] == ["two: hello"]
+
+
+def test_tryfirst_plugin_claims_before_the_others(tmp_path: Path) -> None:
+    class Early(LinePlugin):
+        __name__ = "Early"
+
+        @hookimpl(tryfirst=True)
+        def detect_source(self, path: Path) -> Source | None:
+            return Source("early", path) if path.name.endswith(".line.jsonl") else None
+
+    p = write(tmp_path, "c.line.jsonl", '{"text": "hi"}')
+    # Registered first, so pluggy would call it last but for tryfirst.
+    host = make_host([Early(), LinePlugin()])
+    source = host.detect(p, None)
+    assert source is not None and (source.harness, source.plugin) == ("early", "Early")
+
+
+def test_wrapper_observes_and_changes_detect_source(tmp_path: Path) -> None:
+    seen: list[Any] = []
+
+    class Rename:
+        __name__ = "Rename"
+
+        @hookimpl(wrapper=True)
+        def detect_source(self, path: Path) -> Iterator[None]:
+            result = yield
+            seen.append(result)
+            return attrs.evolve(result, harness="line-wrapped") if isinstance(result, Source) else result
+
+    p = write(tmp_path, "d.line.jsonl", '{"text": "hi"}')
+    host = make_host([LinePlugin(), Rename()])
+    source = host.detect(p, None)
+    assert seen == [Source("line", p)]
+    # Changed by the wrapper, and still read by the plugin that claimed it.
+    assert source is not None and (source.harness, source.plugin) == ("line-wrapped", "LinePlugin")
+    [s] = synthesize_file(p, [LinePlugin(), Rename()], events=False, redact=False)
+    assert s.records[0]["agent"]["name"] == "line-wrapped" and s.session_id == "d"
+
+
+def test_hookcall_monitoring_sees_every_call(tmp_path: Path) -> None:
+    calls: list[tuple[str, list[str]]] = []
+    host = make_host([LinePlugin()])
+    host.pm.add_hookcall_monitoring(
+        lambda name, impls, kwargs: calls.append((name, [i.plugin_name for i in impls])),
+        lambda outcome, name, impls, kwargs: None,
+    )
+    p = write(tmp_path, "e.line.jsonl", '{"text": "hi"}')
+    source = host.detect(p, None)
+    assert source is not None
+    list(host.read(source, 0))
+    assert ("detect_source", ["LinePlugin"]) in calls
+    assert ("read_transcript", ["LinePlugin"]) in calls
+
+
+def test_tracing_prints_the_hook_calls(tmp_path: Path) -> None:
+    env = {**os.environ, "REMATCH_LOAD_PLUGINS": "toy", "REMATCH_TRACE_PLUGINS": "1"}
+    res = subprocess.run([sys.executable, "-m", "rematch_trace.cli", "import", str(ROOT / "examples" / "transcripts" / "toy"),
+                          "--out", str(tmp_path / "d"), "-j1"], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.splitlines()
+    assert any(line.startswith("rematch: detect_source(path, head, hint) -> [") and "toy" in line for line in lines)
+    assert "rematch: to_trace_records(source, records, state) -> [toy]" in lines
+    assert "rematch: classify_action returned 'shell_exec'" in lines
 
 
 def test_plugin_failure_names_plugin(tmp_path: Path) -> None:
-    p = write(tmp_path, "s4.line.jsonl", '{"text": "a"}', '{"boom": true}')
+    """A plugin that raises mid-file: named with the line, the file's old output kept, the host still usable."""
     host: Host = make_host([LinePlugin()])
+    data = DataDir(tmp_path / "data")
+    data.ensure()
+    p = write(tmp_path, "s4.line.jsonl", '{"text": "a"}')
+    source = host.detect(p, None)
+    assert source is not None
+    import_source(host, source, data)
+    before = data.trace_path("s4").read_bytes()
+    with open(p, "a") as f:
+        f.write('{"text": "b"}\n{"boom": true}\n')
     with pytest.raises(PluginFailure) as err:
-        synthesize_file(p, [LinePlugin()], events=False, redact=False)
-    assert err.value.plugin == "LinePlugin" and "boom" in str(err.value)
-    assert host is not None
+        import_source(host, source, data)
+    assert (err.value.plugin, err.value.hook) == ("LinePlugin", "to_trace_records")
+    assert "at line 3" in str(err.value) and "RuntimeError: boom" in str(err.value)
+    assert data.trace_path("s4").read_bytes() == before  # never half a new trace
+    assert sorted(x.name for x in data.traces.iterdir()) == ["s4.jsonl"]  # nor a stray temporary
+    other = host.detect(write(tmp_path, "s5.line.jsonl", '{"text": "fine"}'), None)
+    assert other is not None and [s.session_id for s in import_source(host, other, data).sessions] == ["s5"]
+
+
+def test_built_in_plugins_get_only_their_own_sources() -> None:
+    """With every harness plugin registered (none guards its hooks), each file goes to its claimer only."""
+    import rematch_claude_code
+    import rematch_codex
+    import rematch_omp
+    import rematch_toy
+
+    host = make_host([rematch_claude_code, rematch_codex, rematch_omp, rematch_toy])
+    calls: list[tuple[str, list[str]]] = []
+    host.pm.add_hookcall_monitoring(
+        lambda name, impls, kwargs: calls.append((name, [i.plugin_name for i in impls])),
+        lambda outcome, name, impls, kwargs: None,
+    )
+    examples = ROOT / "examples" / "transcripts"
+    files = sorted(p for p in examples.rglob("*.jsonl"))
+    claimed = {}
+    for path in files:
+        source = host.detect(path, None)
+        assert source is not None, path
+        claimed[source.harness] = source.plugin
+        calls.clear()
+        for _ in host.read(source, 0):
+            pass
+        assert calls == [("read_transcript", [source.plugin])]
+    assert claimed == {"claude_code": "rematch_claude_code", "codex": "rematch_codex", "omp": "rematch_omp",
+                       "toy": "rematch_toy"}

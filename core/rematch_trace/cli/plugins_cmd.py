@@ -11,8 +11,11 @@ from rematch_trace.cli.common import echo_json
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.option("--all", "show_all", is_flag=True, help="Include the built-in plugins.")
 def plugins_cmd(as_json: bool, show_all: bool) -> None:
-    """List installed plugins with their versions and hooks."""
-    from rematch_trace.host.loading import get_plugins, load_errors
+    """List installed plugins with their versions, hooks and default transcript folders.
+
+    A plugin that failed to load is said on stderr (by the loader, as for every command).
+    """
+    from rematch_trace.host.loading import get_plugins
 
     plugins = get_plugins(include_builtin=show_all)
     if as_json:
@@ -23,5 +26,5 @@ def plugins_cmd(as_json: bool, show_all: bool) -> None:
         for p in plugins:
             click.echo(f"{p['name']} {p.get('version', '')}".rstrip())
             click.echo(f"  hooks: {', '.join(p['hooks'])}")
-    for name, err in load_errors:
-        click.echo(f"rematch: plugin {name!r} failed to load: {err}", err=True)
+            for folder in p["locations"]:
+                click.echo(f"  looks in: {folder}")

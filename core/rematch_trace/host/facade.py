@@ -1,15 +1,29 @@
-"""A typed facade over the hooks, with a guard around every plugin call.
+"""A typed facade over the hooks: pluggy does the calling, the facade gives types and isolation.
 
-Call sites get types that ``pm.hook`` cannot give, and a plugin that raises is
-reported by name (:class:`PluginFailure`) instead of taking a batch down.
+Every call goes through ``pm.hook`` (or a subset of it), so hook wrappers,
+``tryfirst``/``trylast``, ``REMATCH_TRACE_PLUGINS`` tracing and
+``add_hookcall_monitoring`` behave as in any pluggy host. What the facade adds:
+
+* types that ``pm.hook`` cannot give;
+* **one plugin per source**: ``detect_source`` stamps the claiming plugin on the
+  :class:`~rematch_trace.host.source.Source`, and the per-source hooks
+  (:data:`PER_SOURCE_HOOKS`) go to that plugin only (plus every hook wrapper);
+* **isolation**: a plugin that raises is named (:class:`PluginFailure`). In a
+  hook every file goes through (``default_locations``, ``detect_source``,
+  ``identify_place``) the call is repeated without it, so every other plugin's
+  files still import; the failure is kept, once per plugin and hook, in
+  :attr:`Host.isolated` for the caller to report. In a per-source hook only
+  that plugin's file fails.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pluggy
 
 from rematch_trace.errors import RestartImport
@@ -19,102 +33,219 @@ from rematch_trace.place.identity import Place
 
 ACTION_TYPES = ("shell_exec", "file_read", "file_write", "file_edit", "network", "mcp", "subagent", "other")
 HEAD_BYTES = 4096
+#: Hooks asked only of the plugin that claimed the source (and the hook wrappers).
+PER_SOURCE_HOOKS = ("read_transcript", "to_trace_records", "visible_entries", "classify_action")
 
 
 class PluginFailure(Exception):
-    """A plugin raised; carries the plugin's name and what it raised."""
+    """A plugin raised; carries the plugin's name, the hook, what it raised and, when known, where.
 
-    def __init__(self, plugin: str, hook: str, error: BaseException) -> None:
-        super().__init__(f"plugin {plugin!r} failed in {hook}: {type(error).__name__}: {error}")
+    :param where: the place in the transcript the plugin was at (``"line 12"``), or ``""``.
+    """
+
+    def __init__(self, plugin: str, hook: str, error: BaseException, where: str = "") -> None:
+        at = f" at {where}" if where else ""
+        super().__init__(f"plugin {plugin!r} failed in {hook}{at}: {type(error).__name__}: {error}")
         self.plugin = plugin
         self.hook = hook
         self.error = error
+        self.where = where
+
+    def at(self, where: str) -> PluginFailure:
+        """The same failure, saying where in the transcript the plugin was."""
+        return PluginFailure(self.plugin, self.hook, self.error, where)
 
 
 class Host:
-    """Typed, guarded access to the plugin hooks of one plugin manager."""
+    """Typed, isolated access to the plugin hooks of one plugin manager.
+
+    The plugins are read once, when the host is made: register plugins before.
+    """
 
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
         self._places: dict[str, Place] = {}
-        self._impl_cache: dict[str, list[Any]] = {}
+        # (hook, plugins left out) -> caller; (hook, plugin) -> that plugin's caller.
+        self._callers: dict[tuple[str, frozenset[str]], pluggy.HookCaller] = {}
+        self._routes: dict[tuple[str, str], pluggy.HookCaller] = {}
+        #: harness -> the plugin that claims its files ("" when none does on its own).
+        self._owners: dict[str, str] = {}
+        # (hook, plugin) of the failures already reported.
+        self._reported: set[tuple[str, str]] = set()
+        #: Plugin failures isolated and not yet reported (see :meth:`drain_isolated`).
+        self.isolated: list[PluginFailure] = []
 
-    def _impls(self, hook: str) -> list[Any]:
-        impls = self._impl_cache.get(hook)
-        if impls is None:
-            caller = getattr(self.pm.hook, hook)
-            # pluggy calls the last registered (and tryfirst) implementations first.
-            impls = self._impl_cache[hook] = list(reversed(caller.get_hookimpls()))
-        return impls
+    # -- calling ---------------------------------------------------------------------------
 
-    def _call(self, impl: Any, hook: str, kwargs: dict[str, Any]) -> Any:
-        names = impl.argnames
+    def _caller(self, hook: str, without: frozenset[str] = frozenset()) -> pluggy.HookCaller:
+        """``pm.hook.<hook>``, less the plugins named in ``without``."""
+        key = (hook, without)
+        caller = self._callers.get(key)
+        if caller is None:
+            plugins = [self.pm.get_plugin(name) for name in without]
+            caller = self._callers[key] = self.pm.subset_hook_caller(hook, [p for p in plugins if p is not None])
+        return caller
+
+    def _route(self, hook: str, plugin: str) -> pluggy.HookCaller:
+        """The hook as only ``plugin`` (and every wrapper) answers it; all plugins when ``plugin`` is ""."""
+        if not plugin:
+            return self._caller(hook)
+        key = (hook, plugin)
+        caller = self._routes.get(key)
+        if caller is None:
+            full: pluggy.HookCaller = getattr(self.pm.hook, hook)
+            others = [i.plugin for i in full.get_hookimpls()
+                      if i.plugin_name != plugin and not (i.wrapper or i.hookwrapper)]
+            caller = self._routes[key] = self.pm.subset_hook_caller(hook, others)
+        return caller
+
+    def _culprit(self, hook: str, err: BaseException) -> str | None:
+        """The plugin whose implementation (or wrapper) the exception passed through, innermost."""
+        codes: dict[Any, str] = {}
+        for impl in getattr(self.pm.hook, hook).get_hookimpls():
+            code = getattr(inspect.unwrap(impl.function), "__code__", None)
+            if code is not None:
+                codes[code] = impl.plugin_name
+        name = None
+        tb = err.__traceback__
+        while tb is not None:
+            name = codes.get(tb.tb_frame.f_code, name)
+            tb = tb.tb_next
+        return name
+
+    def _isolated(self, hook: str, **kwargs: Any) -> Any:
+        """Call ``hook`` through pluggy; a plugin that raises is left out and the call repeated.
+
+        Each failing plugin is reported once per hook (:attr:`isolated`), and
+        left out of this call only: its other files may still import.
+        """
+        without: frozenset[str] = frozenset()
+        while True:
+            try:
+                return self._caller(hook, without)(**kwargs)
+            except (PluginFailure, RestartImport):
+                raise
+            except Exception as err:
+                name = self._culprit(hook, err)
+                if name is None or name in without:
+                    raise PluginFailure(name or "?", hook, err) from err
+                without |= {name}
+                if (hook, name) not in self._reported:
+                    self._reported.add((hook, name))
+                    self.isolated.append(PluginFailure(name, hook, err))
+
+    def _per_source(self, hook: str, source: Source, **kwargs: Any) -> Any:
+        """Call a per-source hook of the plugin that claimed ``source``."""
         try:
-            # An implementation taking every argument (the usual case) gets them as they are.
-            if len(names) == len(kwargs):
-                return impl.function(**kwargs)
-            return impl.function(**{k: kwargs[k] for k in names})
+            return self._route(hook, source.plugin)(source=source, **kwargs)
+        except (PluginFailure, RestartImport):
+            raise
         except Exception as err:
-            raise PluginFailure(impl.plugin_name, hook, err) from err
+            name = self._culprit(hook, err) or source.plugin or "?"
+            raise PluginFailure(name, hook, err) from err
 
-    def _first(self, hook: str, **kwargs: Any) -> tuple[Any, str]:
-        for impl in self._impls(hook):
-            result = self._call(impl, hook, kwargs)
-            if result is not None:
-                return result, impl.plugin_name
-        return None, ""
+    def drain_isolated(self) -> list[str]:
+        """The plugin failures isolated since the last call, as one-line messages."""
+        out = [f"{f} (left out; the other plugins went on)" for f in self.isolated]
+        self.isolated.clear()
+        return out
+
+    # -- the hooks -------------------------------------------------------------------------
 
     def locations(self) -> list[Location]:
-        """Every plugin's default transcript folders."""
+        """Every plugin's default transcript folders (a plugin that raises is left out)."""
         out: list[Location] = []
-        for impl in self._impls("default_locations"):
-            for loc in self._call(impl, "default_locations", {}) or []:
-                if isinstance(loc, Location):
-                    out.append(loc)
+        for answer in self._isolated("default_locations"):
+            try:
+                found = list(answer or [])
+            except Exception as err:  # a generator that raised after pluggy returned it
+                failure = PluginFailure(self._culprit("default_locations", err) or "?", "default_locations", err)
+                self.isolated.append(failure)
+                continue
+            out.extend(loc for loc in found if isinstance(loc, Location))
         return out
 
     def detect(self, path: Path, hint: str | None) -> Source | None:
-        """The source a plugin claims ``path`` as, reading at most its first 4 KiB."""
+        """The source a plugin claims ``path`` as, reading at most its first 4 KiB.
+
+        The source names the plugin that claimed it (:attr:`Source.plugin`).
+        """
         with open(path, "rb") as f:
             head = f.read(HEAD_BYTES)
-        result, _ = self._first("detect_source", path=path, head=head, hint=hint)
-        return result if isinstance(result, Source) else None
+        return self.detect_head(path, head, hint)
+
+    def detect_head(self, path: Path, head: bytes, hint: str | None) -> Source | None:
+        """:meth:`detect` with the head already read."""
+        result = self._isolated("detect_source", path=path, head=head, hint=hint)
+        if not isinstance(result, Source):
+            return None
+        if result.plugin and self.pm.get_plugin(result.plugin) is not None:
+            return result
+        return attrs.evolve(result, plugin=self._owner(result, path, head, hint))
+
+    def _owner(self, source: Source, path: Path, head: bytes, hint: str | None) -> str:
+        """The plugin that claims files of ``source.harness``.
+
+        pluggy returns the first result, not who gave it: ask each plugin in
+        pluggy's order, alone (without the wrappers, which have had their say),
+        which one claims this file, once per harness. A harness name belongs to
+        one plugin.
+        """
+        owner = self._owners.get(source.harness)
+        if owner is not None:
+            return owner
+        owner = ""
+        for impl in reversed(self.pm.hook.detect_source.get_hookimpls()):
+            if impl.wrapper or impl.hookwrapper:
+                continue
+            others = [p for p in self.pm.get_plugins() if p is not impl.plugin]
+            try:
+                alone = self.pm.subset_hook_caller("detect_source", others)(path=path, head=head, hint=hint)
+            except Exception:
+                continue  # it answered the full call without raising; a stray failure here decides nothing
+            if isinstance(alone, Source):  # even when a wrapper then changed what it claimed
+                owner = impl.plugin_name
+                break
+        self._owners[source.harness] = owner
+        return owner
 
     def read(self, source: Source, start: int) -> Iterator[RawRecord | Problem]:
         """The source's raw records from byte ``start``."""
-        result, name = self._first("read_transcript", source=source, start=start)
+        result = self._per_source("read_transcript", source, start=start)
         if result is None:
-            raise PluginFailure(source.harness, "read_transcript", LookupError("no plugin reads this source"))
-        return _guard(result, name, "read_transcript")
+            raise PluginFailure(source.plugin or source.harness, "read_transcript",
+                                LookupError("no plugin reads this source"))
+        return _guard(result, source.plugin or source.harness, "read_transcript")
 
     def translate(self, source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral]:
         """The source's neutral records."""
-        result, name = self._first("to_trace_records", source=source, records=records, state=state)
+        result = self._per_source("to_trace_records", source, records=records, state=state)
         if result is None:
-            raise PluginFailure(source.harness, "to_trace_records", LookupError("no plugin translates this source"))
-        return _guard(result, name, "to_trace_records")
+            raise PluginFailure(source.plugin or source.harness, "to_trace_records",
+                                LookupError("no plugin translates this source"))
+        return _guard(result, source.plugin or source.harness, "to_trace_records")
 
     def place(self, cwd: str) -> Place:
         """The place of ``cwd`` (cached per cwd for the life of this host)."""
         cached = self._places.get(cwd)
         if cached is None:
-            result, _ = self._first("identify_place", cwd=cwd)
+            result = self._isolated("identify_place", cwd=cwd)
             cached = result if isinstance(result, Place) else Place()
             self._places[cwd] = cached
         return cached
 
     def visible(self, source: Source, text: str) -> list[str]:
-        """The entries an instruction text offers, by every plugin's account."""
+        """The entries an instruction text offers, by the claiming plugin's (and any wrapper's) account."""
         out: list[str] = []
-        for impl in self._impls("visible_entries"):
-            for entry in self._call(impl, "visible_entries", {"source": source, "text": text}) or []:
+        for answer in self._per_source("visible_entries", source, text=text):
+            for entry in answer or []:
                 if isinstance(entry, str) and entry not in out:
                     out.append(entry)
         return out
 
     def action_type(self, source: Source, tool: str, tool_input: Any) -> str:
-        """The security action type of a tool call (``other`` when no plugin says)."""
-        result, _ = self._first("classify_action", source=source, tool=tool, tool_input=tool_input)
+        """The security action type of a tool call (``other`` when the plugin does not say)."""
+        result = self._per_source("classify_action", source, tool=tool, tool_input=tool_input)
         return result if result in ACTION_TYPES else "other"
 
 

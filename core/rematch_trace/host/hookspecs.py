@@ -2,9 +2,13 @@
 
 Every hook's arguments are opt-in: an implementation may accept any subset of
 the parameters, by name. Hooks marked *first result* stop at the first
-implementation that returns something other than ``None``; a harness plugin
-returns ``None`` for sources of other harnesses. ``docs/plugins.md`` documents
-each hook with its exact signature; a test keeps the two in step.
+implementation that returns something other than ``None``. The hooks that take
+a ``source`` are called only for the plugin whose ``detect_source`` claimed it
+(and for every hook wrapper), so a harness plugin never sees another harness's
+files there. The core calls every hook through pluggy: wrappers,
+``tryfirst``/``trylast`` and tracing work as in any pluggy host.
+``docs/plugins.md`` documents each hook with its exact signature; a test keeps
+the two in step.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
     :param hint: the harness whose default location the file was found in, or
         ``None`` for a path the user named.
     :return: a :class:`~rematch_trace.host.source.Source` for your harness, or
-        ``None``. First result wins.
+        ``None``. First result wins; the core records which plugin claimed the
+        file, and asks only that plugin the per-source hooks.
     """
 
 
@@ -54,14 +59,13 @@ def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
 def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
     """Stream the records of a source you claimed, in file order.
 
-    Use :func:`rematch_trace.importing.reader.read_jsonl` (bounded memory, line numbers,
-    malformed-line reporting) over the decompressed stream. Never read the
-    whole file into memory.
+    Use :func:`rematch_trace.importing.reader.read_source` (plain, gzip or zstd,
+    resumed at ``start``; bounded memory, line numbers, malformed-line
+    reporting). Never read the whole file into memory.
 
-    :param source: a source whose ``harness`` is yours.
+    :param source: a source you claimed (called for the claiming plugin only).
     :param start: the byte offset to resume from (``0`` for a full read).
-    :return: an iterator of records and problems, or ``None`` when the source
-        is not yours. First result wins.
+    :return: an iterator of records and problems.
     """
 
 
@@ -78,11 +82,10 @@ def to_trace_records(
     :class:`rematch_trace.errors.RestartImport` when the new bytes cannot
     continue the old state (the core then re-imports the file whole).
 
-    :param source: a source whose ``harness`` is yours.
+    :param source: a source you claimed (called for the claiming plugin only).
     :param records: the raw records (problems already reported by the core).
     :param state: your translation state; empty on a full import.
-    :return: an iterator of neutral records, or ``None`` when the source is not
-        yours. First result wins.
+    :return: an iterator of neutral records.
     """
 
 
@@ -104,8 +107,9 @@ def identify_place(cwd: str) -> Place | None:
 def visible_entries(source: Source, text: str) -> Iterable[str] | None:
     """Name the entries (skills, rules) that an injected instruction text offers.
 
-    Called for each :class:`~rematch_trace.host.vocab.Instructions` record; the
-    answers of all plugins are combined into ``session_start.visible_entries``.
+    Called for each :class:`~rematch_trace.host.vocab.Instructions` record, for
+    the plugin that claimed the source; its answer (and any hook wrapper's) makes
+    ``session_start.visible_entries``.
 
     :param source: the source the text came from.
     :param text: the instruction text.
@@ -118,12 +122,12 @@ def classify_action(source: Source, tool: str, tool_input: Any) -> str | None:
     """Give a tool call its security action type.
 
     One of ``shell_exec``, ``file_read``, ``file_write``, ``file_edit``,
-    ``network``, ``mcp``, ``subagent``, ``other``. Sources of harnesses whose
-    plugin does not implement it get ``other``.
+    ``network``, ``mcp``, ``subagent``, ``other``. Called for the plugin that
+    claimed the source; sources whose plugin does not implement it (or answers
+    ``None``) get ``other``.
 
     :param source: the source the call came from.
     :param tool: the tool's name as the harness records it.
     :param tool_input: the call's original input.
-    :return: the action type, or ``None`` when the source is not yours. First
-        result wins.
+    :return: the action type. First result wins.
     """

@@ -2,7 +2,8 @@
 
 ``REMATCH_LOAD_PLUGINS`` limits loading to the named plugins (comma-separated
 entry-point or distribution names; empty loads none). ``REMATCH_TRACE_PLUGINS=1``
-prints every hook call to stderr, for plugin authors.
+prints every hook call to stderr, for plugin authors. A plugin that fails to
+load is said on stderr, once per process, by every command that loads plugins.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import pluggy
 
 from rematch_trace.host import hookspecs
+from rematch_trace.host.source import Location
 
 GROUP = "rematch"
 #: Built-in plugins, registered like any other.
@@ -55,6 +57,8 @@ def load_plugins() -> None:
             plugin = ep.load()
         except Exception as err:  # a broken plugin must not take the host down
             load_errors.append((ep.name, f"{type(err).__name__}: {err}"))
+            print(f"rematch: plugin {ep.name!r} failed to load, its files are not imported: "
+                  f"{type(err).__name__}: {err}", file=sys.stderr)
             continue
         pm.register(plugin, name=ep.name)
         if dist is not None:
@@ -76,7 +80,11 @@ def _trace_hooks() -> None:
 
 
 def get_plugins(include_builtin: bool = False) -> list[dict[str, Any]]:
-    """Installed plugins as ``{name, version, hooks}``, sorted by name."""
+    """Installed plugins as ``{name, version, hooks, locations}``, sorted by name.
+
+    ``locations`` are the plugin's default transcript folders (``[]`` when it
+    has none, or when asking raised).
+    """
     load_plugins()
     out = []
     for plugin in pm.get_plugins():
@@ -84,9 +92,21 @@ def get_plugins(include_builtin: bool = False) -> list[dict[str, Any]]:
         if not include_builtin and name in DEFAULT_PLUGINS:
             continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
-        entry: dict[str, Any] = {"name": name, "hooks": hooks}
+        entry: dict[str, Any] = {"name": name, "hooks": hooks, "locations": _locations_of(plugin)}
         version = versions.get(name) or getattr(plugin, "__version__", None)
         if version:
             entry["version"] = version
         out.append(entry)
     return sorted(out, key=lambda e: e["name"])
+
+
+def _locations_of(plugin: Any) -> list[str]:
+    """The default transcript folders one plugin names (its own answer only)."""
+    caller = pm.subset_hook_caller("default_locations", [p for p in pm.get_plugins() if p is not plugin])
+    try:
+        answers = caller()
+        return [str(loc.path) for answer in answers for loc in answer or [] if isinstance(loc, Location)]
+    except Exception as err:  # shown, not fatal: `rematch plugins` is where a broken plugin is looked at
+        print(f"rematch: plugin {pm.get_name(plugin)!r} failed in default_locations: {type(err).__name__}: {err}",
+              file=sys.stderr)
+        return []

@@ -29,6 +29,9 @@ class Source:
     :param parent: the parent session's file, for subagent layouts that show it.
     :param mutable_prefix: bytes at the start that the harness rewrites in place
         (omp's title slot); change detection ignores them.
+    :param plugin: the name of the plugin that claimed the file, set by the core
+        (a plugin leaves it empty); every later per-source hook goes to that
+        plugin only. Not part of equality: it says who answered, not what the file is.
     """
 
     harness: str
@@ -37,6 +40,7 @@ class Source:
     compression: Compression = ""
     parent: Path | None = None
     mutable_prefix: int = 0
+    plugin: str = attrs.field(default="", eq=False)
 
 
 @attrs.frozen(slots=True)

@@ -38,6 +38,11 @@ ERROR_CLASSES: tuple[str, ...] = (
 )
 
 AgentKind = Literal["main", "sub"]
+#: Characters of a tool's output a plugin hands over as ``ToolResult.output_head``.
+OUTPUT_HEAD_CHARS = 4096
+#: Tool calls still waiting for their result are forgotten past this many per session
+#: (a result that comes later is kept, unpaired).
+MAX_PENDING_CALLS = 4096
 
 
 @attrs.frozen(slots=True)
@@ -157,11 +162,6 @@ class ToolResult:
     tool: str | None = None
 
 
-# The trace and the event stream classify each failed result one after the
-# other: remember the last record classified (held, so its id cannot be reused).
-_CLASSIFIED: list[Any] = [None, ""]
-
-
 def result_error_class(rec: ToolResult) -> str:
     """A failed result's error class: the plugin's own, else the core's fallback on its head.
 
@@ -170,12 +170,18 @@ def result_error_class(rec: ToolResult) -> str:
     given = rec.error_class
     if given is not None and given in ERROR_CLASSES:
         return given
-    if _CLASSIFIED[0] is rec:
-        return str(_CLASSIFIED[1])
-    cls = classify_error(rec.output_head or "")
-    _CLASSIFIED[0] = rec
-    _CLASSIFIED[1] = cls
-    return cls
+    return classify_error(rec.output_head or "")
+
+
+def settle_error_class(rec: ToolResult) -> ToolResult:
+    """``rec`` with a failure's error class decided, so the trace and the event stream classify it once.
+
+    A result that did not fail, or whose plugin gave a valid class, is returned as it is.
+    """
+    failed = bool(rec.is_error) if rec.is_error is not None else bool(rec.error_class)
+    if not failed or rec.error_class in ERROR_CLASSES:
+        return rec
+    return attrs.evolve(rec, error_class=classify_error(rec.output_head or ""))
 
 
 @attrs.frozen(slots=True)

@@ -144,6 +144,12 @@ def run_import(
         with Ledger(data.ledger) as ledger, _Signals(executor) as signals:
             recover(data, _committed(ledger), settings.fsync)
             todo = _plan_all(host, paths, ledger, summary, settings.jobs)
+            # Said by this process (default_locations), before workers inherit the host.
+            summary.plugin_failed(host.drain_isolated())
+            if not paths:
+                from rematch_trace.host.known import absent_homes
+
+                summary.notes.extend(absent_homes({name for name, _ in host.pm.list_name_plugin()}))
 
             def prepare(item: WorkItem) -> WorkItem:
                 # A grown file's fingerprints and saved state are read now, one file at a time.

@@ -39,6 +39,8 @@ class FileOutcome:
     saved: bytes | None = None
     size: int = 0
     mtime_ns: int = -1
+    #: Plugins left out of a hook (they raised) while this process imported: said once per run.
+    plugin_failures: list[str] = attrs.field(factory=list)
 
     @property
     def ok(self) -> bool:

@@ -1,5 +1,9 @@
 """Bounded-memory JSONL reading: the one line reader every plugin uses.
 
+:func:`read_source` is what a ``read_transcript`` hook usually returns: it opens
+a claimed file (plain, gzip or zstd), skips to the resume offset and streams
+its records, reporting a file it cannot open or decompress as a problem.
+
 Lines are split in binary with a length cap and parsed one by one, so a
 malformed line costs only that line. Ordinary lines go through orjson (falling
 back to :mod:`json`, which accepts the lone-surrogate escapes real transcripts
@@ -10,17 +14,19 @@ limit is skipped without being held at all.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import ijson
 import orjson
 
 from rematch_trace.errors import RematchError
-from rematch_trace.host.source import Problem, RawRecord
+from rematch_trace.host.source import Problem, RawRecord, Source
 
 #: Lines up to this size are read whole and parsed by orjson.
 BIG_LINE = 4 * 1024 * 1024
@@ -28,6 +34,10 @@ BIG_LINE = 4 * 1024 * 1024
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
+# A large buffer: with the default 8 KiB, readline re-joins every longer line from pieces.
+_READ_BUFFER = 1024 * 1024
+#: What reading a damaged (corrupt or cut-off) gzip or zstd stream raises.
+DAMAGED = (OSError, EOFError, ValueError, zlib.error)
 
 
 def max_line_bytes() -> int:
@@ -241,3 +251,80 @@ def _read_big(
     if objects_only and not isinstance(value, dict):
         return Problem(path, lineno, f"not a JSON object ({type(value).__name__})"), used
     return RawRecord(lineno, line_start, line_start + used, value)
+
+
+def open_source(source: Source) -> IO[bytes]:
+    """A claimed file's decompressed bytes (plain, ``gz`` or ``zst`` as ``source.compression`` says).
+
+    Raises :class:`OSError` when the file cannot be opened, and :class:`RematchError`
+    for a ``.zst`` file without the ``zstandard`` package.
+    """
+    if source.compression == "gz":
+        return cast(IO[bytes], gzip.open(source.path, "rb"))
+    raw = open(source.path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - the caller closes it
+    if source.compression == "zst":
+        try:
+            from rematch_trace.importing.streams import open_zstd
+
+            return open_zstd(raw)
+        except ImportError:
+            raw.close()
+            raise RematchError("a .zst transcript needs zstandard: pip install zstandard") from None
+    return raw
+
+
+def seek_to(f: IO[bytes], source: Source, start: int) -> None:
+    """Move ``f`` (from :func:`open_source`) to decompressed byte ``start``."""
+    if not start:
+        return
+    if not source.compression:
+        f.seek(start)
+        return
+    # A decompressed stream cannot seek back or cheaply: read and drop up to the resume point.
+    n = start
+    while n > 0:
+        got = f.read(min(n, _CHUNK))
+        if not got:
+            return
+        n -= len(got)
+
+
+def report_damage(source: Source, items: Iterator[RawRecord | Problem]) -> Iterator[RawRecord | Problem]:
+    """Pass ``items`` on; a damaged compressed stream ends them with an ``unreadable`` problem."""
+    try:
+        yield from items
+    except DAMAGED as err:
+        if not source.compression:
+            raise
+        yield Problem(str(source.path), 0, f"cannot decompress: {err}", "unreadable")
+
+
+def read_source(
+    source: Source, start: int = 0, *, skip: Callable[[bytes], bool] | None = None
+) -> Iterator[RawRecord | Problem]:
+    """Stream a claimed file's records from decompressed byte ``start``, with :func:`read_jsonl`.
+
+    A file that is gone or unreadable, or a compressed stream that is damaged,
+    ends with an ``unreadable`` :class:`Problem` instead of an exception.
+
+    :param skip: as for :func:`read_jsonl`: a cheap test of lines not to parse.
+    """
+    return report_damage(source, _read_source(source, start, skip))
+
+
+def _read_source(
+    source: Source, start: int, skip: Callable[[bytes], bool] | None
+) -> Iterator[RawRecord | Problem]:
+    name = str(source.path)
+    try:
+        f = open_source(source)
+    except OSError as err:
+        # A harness may delete old transcripts on its own schedule: a file may vanish after discovery.
+        yield Problem(name, 0, f"cannot open: {err.strerror or err}", "unreadable")
+        return
+    except RematchError as err:
+        yield Problem(name, 0, str(err), "unreadable")
+        return
+    with f:
+        seek_to(f, source, start)
+        yield from read_jsonl(f, name, start, skip=skip)

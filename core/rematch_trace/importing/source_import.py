@@ -22,8 +22,9 @@ import orjson
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host import vocab
-from rematch_trace.host.facade import Host
+from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.source import Problem, RawRecord, Source
+from rematch_trace.host.text import clean
 from rematch_trace.store.datafolder import AtomicFile, DataDir, write_atomic
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
 from rematch_trace.store.states import state_dumps, state_loads
@@ -181,6 +182,8 @@ class SourceImport:
         self.snapshot: bytes | None = None
         self.generation: str | None = None
         self.offset = int(self.saved.get("offset", 0))
+        #: The last raw record handed to the plugin's translation, to say where it failed.
+        self.last: RawRecord | None = None
         self.plugin_state: dict[str, Any] = state_loads(state_dumps(self.saved.get("plugin", {})))
 
     def _raw(self) -> Iterator[RawRecord]:
@@ -193,6 +196,7 @@ class SourceImport:
                     self.result.problems.append(item)
                 continue
             self.offset = item.end
+            self.last = item
             yield item
         self._take_snapshot()
 
@@ -255,9 +259,11 @@ class SourceImport:
                 for f in appended:
                     f.begin()
             for rec in self.host.translate(self.source, self._raw(), self.plugin_state):
-                if type(rec) is vocab.Session and not rec.session_id.isascii():
+                if type(rec) is vocab.ToolResult:
+                    rec = vocab.settle_error_class(rec)  # once, for the trace and the event sink
+                elif type(rec) is vocab.Session and not rec.session_id.isascii():
                     # Lone surrogates (a hostile JSON escape) have no UTF-8 spelling for traces or ledger.
-                    rec = attrs.evolve(rec, session_id=rec.session_id.encode("utf-8", "replace").decode("utf-8"))
+                    rec = attrs.evolve(rec, session_id=clean(rec.session_id))
                 out = self.outs.get(rec.stream)
                 if out is None:
                     if not isinstance(rec, vocab.Session):
@@ -271,15 +277,26 @@ class SourceImport:
             for out in self.outs.values():
                 out.write(out.synth.finish(), out.sink.finish() if out.sink is not None else [])
             self._commit()
+        except PluginFailure as err:
+            self._undo(entry)
+            if err.hook != "to_trace_records" or self.last is None:
+                raise
+            # Line numbers count from the resume point on a resume: there the byte offset says it.
+            where = f"byte {self.last.offset}" if self.result.resumed else f"line {self.last.line}"
+            raise err.at(where) from err.error
         except BaseException:
-            for out in self.outs.values():
-                out.discard()
-            if entry is not None:
-                rollback(self.data, entry, self.fsync)
+            self._undo(entry)
             raise
         self.result.offset = self.offset
         self.result.saved_blob = self.snapshot or b""
         return self.result
+
+    def _undo(self, entry: dict[str, Any] | None) -> None:
+        """Leave every earlier output as it was."""
+        for out in self.outs.values():
+            out.discard()
+        if entry is not None:
+            rollback(self.data, entry, self.fsync)
 
     def _commit(self) -> None:
         for out in self.outs.values():

@@ -31,6 +31,12 @@ class _ZstdFrames(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def close(self) -> None:
+        # The compressed file is this stream's own: closing the view closes it.
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
     def readinto(self, b: Any) -> int:
         while not self._pending:
             chunk = self._raw.read(_CHUNK)
@@ -67,5 +73,6 @@ def open_zstd(raw: IO[bytes]) -> IO[bytes]:
 
     Needs the ``zstandard`` package. A cut-off last frame raises
     :class:`DamagedStream` (an :class:`OSError`) once the readable part is read.
+    Closing the view closes ``raw``.
     """
     return io.BufferedReader(_ZstdFrames(raw), _CHUNK)

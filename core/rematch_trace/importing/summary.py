@@ -52,6 +52,10 @@ class Summary:
     #: The signal that stopped the run early, if one did.
     interrupted: int | None = None
     seconds: float = 0.0
+    #: Plugins left out of a hook because they raised: one line each, said once.
+    plugin_failures: list[str] = attrs.field(factory=list)
+    #: Default folders of built-in harnesses whose plugin is absent: one line each.
+    notes: list[str] = attrs.field(factory=list)
 
     def count(self, outcome: str) -> int:
         """How many files ended with ``outcome``."""
@@ -61,8 +65,13 @@ class Summary:
         """Count a file skipped as unchanged."""
         self.counts["unchanged"] += 1
 
+    def plugin_failed(self, lines: list[str]) -> None:
+        """Note plugins left out of a hook; each worker reports its own, so each is kept once."""
+        self.plugin_failures.extend(line for line in lines if line not in self.plugin_failures)
+
     def add(self, path: str, outcome: FileOutcome) -> FileResult:
         """Count one file's outcome, and keep what is worth naming of it."""
+        self.plugin_failed(outcome.plugin_failures)
         self.counts[outcome.outcome] += 1
         fr = FileResult(
             path, outcome.harness, outcome.outcome, outcome.reason, outcome.problems[:PROBLEMS_PER_FILE],
@@ -84,8 +93,8 @@ class Summary:
 
     @property
     def failed(self) -> bool:
-        """Whether any file failed or any line was skipped."""
-        return any(f.outcome == "failed" or f.skipped_lines for f in self.files)
+        """Whether any file failed, any line was skipped, or a plugin was left out."""
+        return bool(self.plugin_failures) or any(f.outcome == "failed" or f.skipped_lines for f in self.files)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able report."""
@@ -103,6 +112,8 @@ class Summary:
             "failures": [{"path": printable(f.path), "reason": printable(f.reason or "")} for f in self.files if f.outcome == "failed"],
             "skipped": [{"path": printable(f.path), "reason": printable(f.reason or "")} for f in self.files if f.outcome == "skipped"],
             "worker_deaths": [printable(line) for line in self.worker_deaths],
+            "plugin_failures": [printable(line) for line in self.plugin_failures],
+            "notes": [printable(line) for line in self.notes],
             "interrupted": self.interrupted,
             "seconds": round(self.seconds, 3),
         }
@@ -116,6 +127,8 @@ def printable(text: str) -> str:
 def print_problems(summary: Summary, limit: int = PROBLEMS_PER_FILE, stream: Any = None) -> None:
     """One line per problem (file and line), at most ``limit`` per file; one per failed or skipped file."""
     out = stream or sys.stderr
+    for line in summary.plugin_failures + summary.notes:
+        print(f"rematch: {line}", file=out)
     for f in summary.files:
         for p in f.problems[:limit]:
             print(f"rematch: {p}", file=out)

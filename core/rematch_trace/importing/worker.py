@@ -12,6 +12,8 @@ import os
 import stat
 from pathlib import Path
 
+import attrs
+
 from rematch_trace.errors import RematchError
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.importing.changes import HEAD_FP, fingerprints, resumable
@@ -47,8 +49,31 @@ def _data_dir(root: str) -> DataDir:
 def import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
     """Import one file; a grown one is continued when the part already imported is unchanged.
 
-    Every failure costs this file only: it is described, never raised.
+    Every failure costs this file only: it is described, never raised. Plugins
+    this process left out of a hook since the last file (they raised) travel
+    with the outcome, to be said once.
     """
+    outcome = _import_file(item, settings, data_root)
+    isolated = worker_host().drain_isolated()
+    return attrs.evolve(outcome, plugin_failures=isolated) if isolated else outcome
+
+
+def unclaimed(host: Host, path: Path) -> str:
+    """Why no plugin claimed ``path``: the plugin to install when it looks like a built-in harness's."""
+    from rematch_trace.host.facade import HEAD_BYTES
+    from rematch_trace.host.known import missing_plugin
+    from rematch_trace.host.loading import load_errors
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEAD_BYTES)
+    except OSError:
+        head = b""
+    loaded = {name for name, _ in host.pm.list_name_plugin()}
+    return missing_plugin(path, head, loaded, [name for name, _ in load_errors]) or "no plugin recognises this file"
+
+
+def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
     from rematch_trace.importing.source_import import import_source
     from rematch_trace.place.domain import decide_domain
 
@@ -64,7 +89,7 @@ def import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fil
         saved = resumable(p, grown)
         source = host.detect(p, item.hint)
         if source is None:
-            return FileOutcome("skipped", reason="no plugin recognises this file")
+            return FileOutcome("skipped", reason=unclaimed(host, p))
         result = import_source(
             host,
             source,

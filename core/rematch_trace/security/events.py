@@ -34,8 +34,6 @@ from rematch_trace.security.risk import command_text, file_paths, risk_features,
 SCHEMA_VERSION = 1
 #: The longest ``args_summary``, in characters.
 SUMMARY_LIMIT = 200
-#: Calls still waiting for a result are forgotten past this many.
-MAX_PENDING_CALLS = 4096
 #: The namespace of event ids (UUIDv5 over agent, session, stream position).
 EVENT_NAMESPACE = uuid.UUID("6f1c2f0e-4d2b-5a8e-9c57-3e0b8d1a7c42")
 _NAMESPACE_BYTES = EVENT_NAMESPACE.bytes
@@ -67,11 +65,6 @@ def rfc3339(ms: int) -> str:
             _SECOND_TEXT.clear()
         _SECOND_TEXT[second] = text
     return f"{text}{milli:03d}Z"
-
-
-def event_uuid(name: str) -> str:
-    """The UUIDv5 of ``name`` in :data:`EVENT_NAMESPACE`, as text (RFC 4122 section 4.3)."""
-    return _uuid_text(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8", "surrogatepass")).digest())
 
 
 def _uuid_text(digest: bytes) -> str:
@@ -330,7 +323,7 @@ class EventSink:
         else:
             summary, cut = _cut(self._redact(raw_summary)[0])
         self.calls[call_id] = [name, action, fp, summary, features, redactions, cut, meta.get("fingerprint_error")]
-        while len(self.calls) > MAX_PENDING_CALLS:
+        while len(self.calls) > vocab.MAX_PENDING_CALLS:
             del self.calls[next(iter(self.calls))]
         return self._event(
             "pre_tool_use",

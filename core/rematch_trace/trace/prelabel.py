@@ -23,9 +23,6 @@ SKILL_RE = re.compile(r"(?:^|\s)/skill:([^\s/]+)(?=\s|$)")
 REPROMPT_THRESHOLD = 0.6
 REPROMPT_MIN_TOKENS = 6
 
-PRELABELS = ("none", "interrupt", "revert", "reprompt", "negation")
-MARK_CLASSES = ("correction", "preference", "scope")
-
 
 def normalize_mark(text: str) -> str:
     """Spell ``/rematch-mark X`` and ``/rematch:rematch-mark X`` as ``/rematch mark X``."""

@@ -171,10 +171,6 @@ class SessionShutdown:
     flagged: bool
 
 
-TraceRecord = (
-    SessionStart | Input | ToolResultRecord | ToolBlocked | TurnEnd | AgentEnd | ModelChange
-    | MarkRecord | Retrieval | SessionShutdown
-)
 RECORD_TYPES: tuple[type, ...] = (
     SessionStart, Input, ToolResultRecord, ToolBlocked, TurnEnd, AgentEnd, ModelChange,
     MarkRecord, Retrieval, SessionShutdown,

@@ -21,6 +21,7 @@ from typing import Any
 
 from rematch_trace.errors import NonExactNumber
 from rematch_trace.host import vocab
+from rematch_trace.host.text import clean
 from rematch_trace.place.identity import Place
 from rematch_trace.trace.canonical import args_hash
 from rematch_trace.trace.flags import FlagTracker
@@ -52,8 +53,6 @@ from rematch_trace.trace.truncate import HEAD_LIMIT, TEXT_LIMIT, cut_utf8, trunc
 _FLAG_EVS = frozenset({"input", "mark", "tool_result"})
 #: A run's records wait at most this many before they are written anyway.
 RUN_BUFFER_RECORDS = 64
-#: Calls still waiting for a result are forgotten past this many.
-MAX_PENDING_CALLS = 4096
 
 Redact = Callable[[str], str]
 PlaceOf = Callable[[str], Place]
@@ -76,17 +75,6 @@ def _identity(text: str) -> str:
 #: Text beyond a limit is cut before redaction, keeping this much past the
 #: limit so a credential that starts before the cut is still recognised whole.
 REDACT_MARGIN = 1024
-
-
-def _safe(text: str) -> str:
-    """Text that encodes as UTF-8 (lone surrogates become U+FFFD)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
 
 
 class Synthesizer:
@@ -303,7 +291,7 @@ class Synthesizer:
         is_error = bool(rec.is_error) if rec.is_error is not None else bool(rec.error_class)
         error_class = None
         if is_error:
-            error_class = vocab.result_error_class(rec)
+            error_class = vocab.result_error_class(rec)  # settled once, before this and the event sink
         # ToolResultRecord's fields, as to_dict gives them, built directly (one per result).
         self._push(
             {
@@ -344,7 +332,7 @@ class Synthesizer:
             shown = truncate_input(self._redact_input(call.input))
             self.calls[call.id] = [call.name, shown, digest]
             waiting.append(call.id)
-        while len(self.calls) > MAX_PENDING_CALLS:
+        while len(self.calls) > vocab.MAX_PENDING_CALLS:
             del self.calls[next(iter(self.calls))]
         u = rec.usage or vocab.Usage()
         self.turn = {
@@ -431,7 +419,7 @@ class Synthesizer:
 
     def _clean(self, text: str, limit: int) -> str:
         """Redacted, valid UTF-8, cut to ``limit`` bytes (redacting only what can be kept)."""
-        return cut_utf8(_safe(self._redact(cut_utf8(text, limit + REDACT_MARGIN))), limit)
+        return cut_utf8(clean(self._redact(cut_utf8(text, limit + REDACT_MARGIN))), limit)
 
     def prev_tokens_set(self) -> set[str] | None:
         """The previous input's token digests (the new input's tokens are digested alike)."""

@@ -23,6 +23,7 @@ from typing import Any
 from rematch_trace import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
 from rematch_trace.host.vocab import (
+    OUTPUT_HEAD_CHARS,
     Abort,
     AssistantMessage,
     ModelRef,
@@ -54,10 +55,8 @@ def detect_source(path: Path, head: bytes) -> Source | None:
 
 
 @hookimpl
-def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
+def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream the file with the core's bounded line reader."""
-    if source.harness != HARNESS:
-        return None
     return _read(source.path, start)
 
 
@@ -68,10 +67,8 @@ def _read(path: Path, start: int) -> Iterator[RawRecord | Problem]:
 
 
 @hookimpl
-def to_trace_records(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral] | None:
+def to_trace_records(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral]:
     """Translate toy lines into neutral records."""
-    if source.harness != HARNESS:
-        return None
     return _translate(records)
 
 
@@ -100,15 +97,13 @@ def _translate(records: Iterator[RawRecord]) -> Iterator[Neutral]:
                                    text=str(v.get("say") or ""), tool_calls=calls)
         elif "result" in v:
             out = str(v.get("output") or "")
-            yield ToolResult("", t, str(v["result"]), output_bytes=len(out.encode()), output_head=out[:4096],
+            yield ToolResult("", t, str(v["result"]), output_bytes=len(out.encode()), output_head=out[:OUTPUT_HEAD_CHARS],
                              is_error=bool(v.get("error")))
         elif v.get("esc"):
             yield Abort("", t)
 
 
 @hookimpl
-def classify_action(source: Source, tool: str) -> str | None:
+def classify_action(tool: str) -> str:
     """The toy's ``sh`` tool runs shell commands; everything else is ``other``."""
-    if source.harness != HARNESS:
-        return None
     return "shell_exec" if tool == "sh" else "other"

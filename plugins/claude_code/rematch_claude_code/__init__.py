@@ -34,26 +34,20 @@ def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
 
 
 @hookimpl
-def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
+def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream a claimed file's records from byte ``start`` (plain, gzip or zstd)."""
-    if source.harness != HARNESS:
-        return None
     return reader.read(source, start)
 
 
 @hookimpl
 def to_trace_records(
     source: Source, records: Iterator[RawRecord], state: dict[str, Any]
-) -> Iterator[Neutral] | None:
+) -> Iterator[Neutral]:
     """Translate a claimed file's records into neutral records."""
-    if source.harness != HARNESS:
-        return None
     return translate.translate(source, records, state)
 
 
 @hookimpl
-def classify_action(source: Source, tool: str, tool_input: Any) -> str | None:
+def classify_action(tool: str, tool_input: Any) -> str:
     """The security action type of a Claude Code tool call."""
-    if source.harness != HARNESS:
-        return None
     return actions.action_type(tool, tool_input)

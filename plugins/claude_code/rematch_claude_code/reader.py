@@ -1,30 +1,13 @@
-"""Opening a Claude Code transcript (plain, gzip or zstd) and streaming its lines."""
+"""Streaming a Claude Code transcript's lines (the core opens plain, gzip and zstd)."""
 
 from __future__ import annotations
 
-import gzip
-import importlib.util
 from collections.abc import Iterator
-from typing import IO
 
 from rematch_trace.host.source import Problem, RawRecord, Source
-from rematch_trace.importing.reader import read_jsonl, require_c_backend
-from rematch_trace.importing.streams import open_zstd
+from rematch_trace.importing.reader import read_source, require_c_backend
 
 from .discover import KNOWN_TYPES
-
-_SKIP_CHUNK = 1024 * 1024
-_READ_BUFFER = 1024 * 1024
-
-
-def _skip(stream: IO[bytes], n: int) -> None:
-    # Compressed streams cannot seek cheaply; read and drop up to the resume point.
-    while n > 0:
-        got = stream.read(min(n, _SKIP_CHUNK))
-        if not got:
-            return
-        n -= len(got)
-
 
 _IGNORED_TYPES = (b'"type":"progress"', b'"type":"file-history-snapshot"')
 
@@ -52,48 +35,11 @@ def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
 
 def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     path = str(source.path)
-    try:
-        # A large buffer: with the default 8 KiB, readline re-joins every longer line from pieces.
-        raw = open(source.path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by the with below, after the open can fail
-    except OSError as err:
-        # Claude Code deletes old transcripts on its own schedule; a file may vanish after discovery.
-        yield Problem(path, 0, f"cannot open: {err.strerror or err}", "unreadable")
-        return
-    with raw:
-        stream: IO[bytes]
-        if source.compression == "gz":
-            stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-        elif source.compression == "zst":
-            if importlib.util.find_spec("zstandard") is None:
-                yield Problem(
-                    path,
-                    0,
-                    "a .zst transcript needs zstandard: pip install 'rematch-claude-code[zstd]'",
-                    "unreadable",
-                )
-                return
-            stream = open_zstd(raw)
-        else:
-            stream = raw
-        if start:
-            if source.compression:
-                _skip(stream, start)
-            else:
-                raw.seek(start)
-        try:
-            for item in read_jsonl(stream, path, start, skip=ignorable):
-                if type(item) is RawRecord and not _known(item.value.get("type")):
-                    # Reported, and still passed on so the resume offset moves past it.
-                    yield Problem(
-                        path,
-                        item.line,
-                        f"unknown line type {item.value.get('type')!r:.60}; skipped",
-                        "unknown_type",
-                    )
-                yield item
-        except (OSError, EOFError, ValueError) as err:
-            # A corrupt compressed stream ends the file, reported, not the import.
-            yield Problem(path, 0, f"cannot decompress: {err}", "unreadable")
+    for item in read_source(source, start, skip=ignorable):
+        if type(item) is RawRecord and not _known(item.value.get("type")):
+            # Reported, and still passed on so the resume offset moves past it.
+            yield Problem(path, item.line, f"unknown line type {item.value.get('type')!r:.60}; skipped", "unknown_type")
+        yield item
 
 
 def _known(typ: object) -> bool:

@@ -29,6 +29,9 @@ import orjson
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.text import clean, utf8_len
+from rematch_trace.host.timestamps import iso_ms
+from rematch_trace.host.vocab import OUTPUT_HEAD_CHARS as HEAD_CHARS
 from rematch_trace.host.vocab import (
     Abort,
     AssistantMessage,
@@ -44,13 +47,10 @@ from rematch_trace.host.vocab import (
 )
 
 from .discover import session_stem
-from .timestamps import to_ms
 from .usertext import INTERRUPT_PREFIX, SKILL_BODY_PREFIX, classify, strip_context
 
 STATE_VERSION = 1
 PROVIDER = "anthropic"
-#: Characters of a tool output kept as ``output_head``.
-HEAD_CHARS = 4096
 #: Closed message ids remembered per stream, to drop a response written again.
 MAX_SEEN_IDS = 256
 #: The same for each inline subagent chain (a file may hold many; each is short).
@@ -82,17 +82,6 @@ def _int(value: Any) -> int:
     return 0
 
 
-def clean(text: str) -> str:
-    """``text`` without lone surrogates (they come from JSON escapes; state must encode as UTF-8)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
 def clean_value(value: Any) -> Any:
     """A JSON value that orjson can write: lone surrogates replaced, huge ints as strings."""
     try:
@@ -114,12 +103,6 @@ def _walk(value: Any) -> Any:
     return value
 
 
-def _nbytes(text: str) -> int:
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def measure(content: Any) -> tuple[int, str]:
     """The size in UTF-8 bytes of a tool output as recorded, and its head.
 
@@ -127,7 +110,7 @@ def measure(content: Any) -> tuple[int, str]:
     they carry.
     """
     if isinstance(content, str):
-        return _nbytes(content), clean(content[:HEAD_CHARS])
+        return utf8_len(content), clean(content[:HEAD_CHARS])
     if content is None:
         return 0, ""
     if isinstance(content, list):
@@ -137,7 +120,7 @@ def measure(content: Any) -> tuple[int, str]:
         for block in content:
             text: Any = block.get("text") if isinstance(block, dict) else block
             if isinstance(text, str):
-                n += _nbytes(text)
+                n += utf8_len(text)
                 if room > 0:
                     head.append(text[:room])
                     room -= len(head[-1]) + 1
@@ -419,7 +402,7 @@ class _Translator:
                 # The same response written again (a replay after compaction or a resume).
                 return
             self._close(key, ss, out)
-            t = to_ms(v.get("timestamp"))
+            t = iso_ms(v.get("timestamp"))
             self._prep(key, ss, t, out)
             g = ss["g"] = _new_group(mid, t)
         self._absorb(g, msg, v)
@@ -506,7 +489,7 @@ class _Translator:
                 elif bt == "image" or bt == "document":
                     images += 1
             if results:
-                t = to_ms(v.get("timestamp"))
+                t = iso_ms(v.get("timestamp"))
                 self._results(key, ss, v, results, t, out)
                 if any(x.lstrip().startswith(INTERRUPT_PREFIX) for x in texts):
                     self._abort(key, ss, t, out)
@@ -533,7 +516,7 @@ class _Translator:
         kind, text = classify("\n".join(kept)) if kept else ("input", "")
         if kind == "skip":
             return
-        t = to_ms(v.get("timestamp"))
+        t = iso_ms(v.get("timestamp"))
         if kind == "abort":
             self._abort(key, ss, t, out)
         elif kind == "command":
@@ -605,7 +588,7 @@ class _Translator:
     def _system(self, key: str, ss: dict[str, Any], v: dict[str, Any], out: list[Neutral]) -> None:
         subtype = v.get("subtype")
         if subtype == "compact_boundary":
-            t = to_ms(v.get("timestamp"))
+            t = iso_ms(v.get("timestamp"))
             self._close(key, ss, out)
             self._prep(key, ss, t, out)
             meta = v.get("compactMetadata")
@@ -616,7 +599,7 @@ class _Translator:
             if type(content) is str:
                 kind, text = classify(content)
                 if kind == "command":
-                    self._command(key, ss, text, to_ms(v.get("timestamp")), out)
+                    self._command(key, ss, text, iso_ms(v.get("timestamp")), out)
 
     def _attachment(self, key: str, ss: dict[str, Any], v: dict[str, Any], out: list[Neutral]) -> None:
         att = v.get("attachment")
@@ -634,7 +617,7 @@ class _Translator:
         kind, text = classify(prompt)
         if kind != "input":
             return
-        t = to_ms(v.get("timestamp"))
+        t = iso_ms(v.get("timestamp"))
         # A prompt typed while Claude worked, delivered into the running turn: an interrupt.
         self._close(key, ss, out)
         self._prep(key, ss, t, out)

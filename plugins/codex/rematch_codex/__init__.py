@@ -36,34 +36,26 @@ def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
 
 
 @hookimpl
-def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
+def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream a rollout, decompressing ``.zst`` on the fly, from byte ``start``."""
-    if source.harness != HARNESS:
-        return None
     return discover.read(source, start)
 
 
 @hookimpl
 def to_trace_records(
     source: Source, records: Iterator[RawRecord], state: dict[str, Any]
-) -> Iterator[Neutral] | None:
+) -> Iterator[Neutral]:
     """Translate rollout lines into neutral records (see :mod:`.translate`)."""
-    if source.harness != HARNESS:
-        return None
     return translate.translate(source, records, state)
 
 
 @hookimpl
-def visible_entries(source: Source, text: str) -> Iterable[str] | None:
+def visible_entries(text: str) -> Iterable[str]:
     """The skills a Codex catalog (AGENTS.md-era or ``<skills_instructions>``) offers."""
-    if source.harness != HARNESS:
-        return None
     return skills.offered_skills(text)
 
 
 @hookimpl
-def classify_action(source: Source, tool: str, tool_input: Any) -> str | None:
+def classify_action(tool: str, tool_input: Any) -> str:
     """The security action type of a Codex tool call."""
-    if source.harness != HARNESS:
-        return None
     return actions.classify(tool, tool_input)

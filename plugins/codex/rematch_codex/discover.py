@@ -14,20 +14,18 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Literal
+from typing import Literal
 
 import zstandard
 
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
-from rematch_trace.importing.reader import read_jsonl
-from rematch_trace.importing.streams import DamagedStream, open_zstd
+from rematch_trace.importing.reader import read_source
 
 HARNESS = "codex"
 
 _ROLLOUT_NAME = re.compile(r"^rollout-.+\.jsonl(?:\.zst)?$")
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})")
-_CHUNK = 1 << 20
 _HEAD_BYTES = 64 * 1024
 
 
@@ -110,30 +108,6 @@ def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
     return Source(HARNESS, path, agent_kind=kind, compression="zst" if zst else "")
 
 
-_READ_BUFFER = 1024 * 1024
-
-
-def _skip(f: IO[bytes], n: int) -> None:
-    """Read and drop ``n`` bytes (a decompressed stream cannot seek)."""
-    while n > 0:
-        chunk = f.read(min(n, _CHUNK))
-        if not chunk:
-            return
-        n -= len(chunk)
-
-
 def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
-    """Stream ``source``'s records from decompressed byte ``start``."""
-    # A large buffer: with the default 8 KiB, readline re-joins every longer line from pieces.
-    with open(source.path, "rb", buffering=_READ_BUFFER) as raw:
-        try:
-            if source.compression == "zst":
-                f: IO[bytes] = open_zstd(raw)
-                _skip(f, start)
-            else:
-                raw.seek(start)
-                f = raw
-            yield from read_jsonl(f, str(source.path), start)
-        except (zstandard.ZstdError, DamagedStream) as err:
-            # A corrupt or cut-off archive ends the file, reported, not the import.
-            yield Problem(str(source.path), 0, f"cannot decompress: {err}", "unreadable")
+    """Stream ``source``'s records from decompressed byte ``start`` (the core's reader)."""
+    return read_source(source, start)

@@ -21,10 +21,11 @@ from typing import Any
 
 import orjson
 
+from rematch_trace.host.vocab import OUTPUT_HEAD_CHARS as HEAD_CHARS
+
 #: (is_error, error_class); error_class ``None`` lets the core classify the head.
 Outcome = tuple[bool, "str | None"]
 
-HEAD_CHARS = 4096
 
 _OK: Outcome = (False, None)
 _EXIT_LINE = re.compile(r"^Exit code: (-?\d+)")
@@ -61,13 +62,6 @@ def output_text(output: Any) -> str:
         if isinstance(content, (str, list)):
             return output_text(content)
     return ""
-
-
-def utf8_len(text: str) -> int:
-    """The size of ``text`` in UTF-8 bytes (lone surrogates count as 3, as escaped)."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _exit_outcome(code: int, body: str) -> Outcome:

@@ -36,7 +36,10 @@ import orjson
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.text import utf8_len
+from rematch_trace.host.timestamps import iso_ms
 from rematch_trace.host.vocab import (
+    OUTPUT_HEAD_CHARS,
     Abort,
     AssistantMessage,
     Compaction,
@@ -53,7 +56,6 @@ from rematch_trace.host.vocab import (
 
 from . import results, skills, usage, usertext
 from .discover import thread_id_of
-from .times import to_ms
 
 STREAM = ""
 #: Call names and early outcomes kept for pairing; the oldest are dropped past this.
@@ -139,7 +141,7 @@ class _Translator:
         if "payload" in v:
             payload = v["payload"]
             if isinstance(payload, dict) and isinstance(payload.get("type"), _TYPE_OR_NONE):
-                self.envelope(kind, payload, to_ms(v.get("timestamp")), rec)
+                self.envelope(kind, payload, iso_ms(v.get("timestamp")), rec)
         elif "record_type" in v:
             return  # legacy state line
         elif "type" not in v and "id" in v:
@@ -214,7 +216,7 @@ class _Translator:
         self.out.append(
             Session(
                 STREAM,
-                to_ms(meta.get("timestamp")) or t,
+                iso_ms(meta.get("timestamp")) or t,
                 sid,
                 cwd=cwd if isinstance(cwd, str) else "",
                 agent_kind="sub" if is_sub or self.source.agent_kind == "sub" else "main",
@@ -241,7 +243,7 @@ class _Translator:
         # The same id again is a resume or a metadata update: identity stays the first one's.
 
     def legacy_meta(self, v: dict[str, Any]) -> None:
-        t = to_ms(v.get("timestamp"))
+        t = iso_ms(v.get("timestamp"))
         if not self.s["started"]:
             self.ensure_session(t, v)
         text = v.get("instructions")
@@ -424,7 +426,7 @@ class _Translator:
             status = p.get("status")
             failed = status in ("failed", "incomplete")
             result = p.get("result")
-            nbytes = results.utf8_len(result) if isinstance(result, str) else 0
+            nbytes = utf8_len(result) if isinstance(result, str) else 0
             immediate = {"t": t, "id": "", "bytes": nbytes, "head": "", "err": failed, "cls": None, "tool": name}
         if not isinstance(name, str) or not name:
             name = "unknown"
@@ -460,8 +462,8 @@ class _Translator:
         res = {
             "t": t,
             "id": cid,
-            "bytes": results.utf8_len(text),
-            "head": text[: results.HEAD_CHARS],
+            "bytes": utf8_len(text),
+            "head": text[: OUTPUT_HEAD_CHARS],
             "err": err,
             "cls": cls,
             "tool": tool,

@@ -36,24 +36,18 @@ def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
 
 
 @hookimpl
-def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
+def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """The active branch of the session tree (a full read), or the lines after ``start``."""
-    if source.harness != HARNESS:
-        return None
     return tree.read(source, start)
 
 
 @hookimpl
-def to_trace_records(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral] | None:
+def to_trace_records(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral]:
     """Translate omp entries to neutral records; see :mod:`rematch_omp.translate`."""
-    if source.harness != HARNESS:
-        return None
     return translate.translate(source, records, state)
 
 
 @hookimpl
-def classify_action(source: Source, tool: str) -> str | None:
+def classify_action(tool: str) -> str:
     """Type an omp tool call by its tool name."""
-    if source.harness != HARNESS:
-        return None
     return actions.classify(tool)

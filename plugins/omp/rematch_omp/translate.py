@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.text import utf8_len
+from rematch_trace.host.timestamps import iso_ms
 from rematch_trace.host.vocab import (
+    OUTPUT_HEAD_CHARS,
     AssistantMessage,
     Compaction,
     Instructions,
@@ -47,15 +49,11 @@ from rematch_trace.host.vocab import (
     Usage,
     UserMessage,
 )
-from rematch_trace.importing.reader import loads
+from rematch_trace.importing.reader import loads, open_source
 
 from .discover import stem
-from .tree import format_version, is_header, open_source
+from .tree import format_version, is_header
 
-#: Characters of a tool's output handed to the core as ``output_head``.
-HEAD_CHARS = 4096
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MS = timedelta(milliseconds=1)
 # The bash tool ends a failed command's output with its fate.
 _BASH_FATE = re.compile(r"Command (?:exited with code (-?\d+)|(aborted)|(timed out))\b[^\n]*\s*$")
 # omp 5's ``/skill:`` was a plain user message: "<body>\n\n---\n\nSkill: <path>\nUser: <args>".
@@ -65,23 +63,6 @@ _USER_ARGS = "\nUser: "
 _INTERRUPTED_SOURCES = frozenset({"assistant_stop_aborted", "interrupt_skipped"})
 #: The entry types that can yield something.
 _TRANSLATED = frozenset({"message", "custom_message", "compaction", "session_init"})
-
-
-def iso_ms(value: Any) -> int | None:
-    """Unix milliseconds of an ISO-8601 timestamp, or ``None``."""
-    if not isinstance(value, str) or len(value) < 10:
-        return None
-    s = value[:-1] + "+00:00" if value[-1] in "Zz" else value
-    try:
-        dt = datetime.fromisoformat(s)
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    try:
-        return (dt - _EPOCH) // _MS
-    except OverflowError:
-        return None
 
 
 def _num(value: Any) -> int:
@@ -105,10 +86,6 @@ def text_of(content: Any) -> str:
         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
     ]
     return parts[0] if len(parts) == 1 else "\n".join(parts)
-
-
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _usage(raw: Any) -> Usage | None:
@@ -194,8 +171,8 @@ def _tool_result(m: dict[str, Any], t: int | None) -> ToolResult | None:
         "",
         t,
         call_id=call_id,
-        output_bytes=_utf8_len(text),
-        output_head=text[:HEAD_CHARS],
+        output_bytes=utf8_len(text),
+        output_head=text[:OUTPUT_HEAD_CHARS],
         is_error=is_error,
         error_class=_error_class(m, text) if is_error else None,
         tool=tool if isinstance(tool, str) else None,

@@ -28,10 +28,17 @@ import gzip
 import re
 import zlib
 from collections.abc import Iterator
-from typing import IO, cast
+from typing import IO
 
 from rematch_trace.host.source import Problem, RawRecord, Source
-from rematch_trace.importing.reader import BIG_LINE, loads, read_jsonl
+from rematch_trace.importing.reader import (
+    BIG_LINE,
+    loads,
+    open_source,
+    read_jsonl,
+    read_source,
+    report_damage,
+)
 
 _BOM = b"\xef\xbb\xbf"
 _CHUNK = 1024 * 1024
@@ -48,15 +55,6 @@ _TAIL_IDS = re.compile(
 )
 _TAIL_BYTES = 512
 _NO_LIMIT = 1 << 62
-_READ_BUFFER = 1024 * 1024
-
-
-def open_source(source: Source) -> IO[bytes]:
-    """Open a source's decompressed byte stream."""
-    if source.compression == "gz":
-        return cast(IO[bytes], gzip.open(source.path, "rb"))
-    # A large buffer: with the default 8 KiB, readline re-joins every longer line from pieces.
-    return open(source.path, "rb", buffering=_READ_BUFFER)
 
 
 def is_title_slot(value: dict[str, object]) -> bool:
@@ -207,24 +205,13 @@ def _with_unknown_types(items: Iterator[RawRecord | Problem], name: str) -> Iter
 
 def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream a source's records: the active branch on a full read, new lines on a resume."""
-    return _with_unknown_types(_undamaged(_read(source, start), str(source.path)), str(source.path))
-
-
-def _undamaged(items: Iterator[RawRecord | Problem], name: str) -> Iterator[RawRecord | Problem]:
-    """Pass ``items`` on; a corrupt or cut-off gzip stream ends them with a problem, not a failure."""
-    try:
-        yield from items
-    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
-        yield Problem(name, 0, f"cannot decompress: {err}", "unreadable")
-
-
-def _read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     name = str(source.path)
-    if start > 0:
-        with open_source(source) as f:
-            f.seek(start)
-            yield from read_jsonl(f, name, start)
-        return
+    items = read_source(source, start) if start > 0 else report_damage(source, _read_branch(source))
+    return _with_unknown_types(items, name)
+
+
+def _read_branch(source: Source) -> Iterator[RawRecord | Problem]:
+    name = str(source.path)
     with open_source(source) as f:
         idx = index(f)
     if not idx.header_line:
