@@ -10,14 +10,16 @@ record it leads to::
         sessions = check_plugin(my_plugin, ["tests/fixtures/session.jsonl"], out=tmp_path)
         assert sessions[0].records[0]["ev"] == "session_start"
 
-:func:`check_plugin` raises :class:`ContractError` listing every violation.
+:func:`check_plugin` raises :class:`ContractError` listing every violation. It
+needs ``jsonschema`` (``pip install 'rematch-trace[testing]'``) and says so
+rather than skip the schema check.
 """
 
 from __future__ import annotations
 
 import importlib.resources
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,9 +28,9 @@ import attrs
 import orjson
 import pluggy
 
-from rematch_trace.host import hookspecs
-from rematch_trace.host.facade import Host
-from rematch_trace.host.source import Problem
+from rematch_trace.host import hookspecs, vocab
+from rematch_trace.host.facade import Host, PluginFailure
+from rematch_trace.host.source import Location, Problem, Source
 from rematch_trace.importing.source_import import import_source
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.trace.records import from_dict
@@ -53,8 +55,34 @@ class SynthesizedSession:
     reasons: list[str]
 
 
-def make_host(plugins: Iterable[Any]) -> Host:
-    """A host over a private plugin manager holding the built-ins and ``plugins``."""
+class _CheckingHost(Host):
+    """A host that checks every vocabulary record a plugin yields against its declared types.
+
+    A wrong type is raised inside the plugin's translation, so the failure names
+    the plugin and the transcript line, not whichever later step it would break.
+    """
+
+    def _per_source(self, hook: str, source: Source, **kwargs: Any) -> Any:
+        result = super()._per_source(hook, source, **kwargs)
+        if hook == "to_trace_records" and result is not None:
+            return _typed(result)
+        return result
+
+
+def _typed(records: Iterable[Any]) -> Iterator[Any]:
+    for rec in records:
+        wrong = vocab.field_errors(rec)
+        if wrong:
+            raise TypeError("; ".join(wrong))
+        yield rec
+
+
+def make_host(plugins: Iterable[Any], *, check_types: bool = False) -> Host:
+    """A host over a private plugin manager holding the built-ins and ``plugins``.
+
+    :param check_types: check every vocabulary record the plugins yield against
+        its declared field types (a wrong one fails the file, naming the plugin).
+    """
     import importlib
 
     pm = pluggy.PluginManager("rematch")
@@ -63,7 +91,7 @@ def make_host(plugins: Iterable[Any]) -> Host:
     for i, plugin in enumerate(plugins):
         pm.register(plugin, name=getattr(plugin, "__name__", f"plugin{i}"))
     pm.check_pending()
-    return Host(pm)
+    return _CheckingHost(pm) if check_types else Host(pm)
 
 
 def _read_jsonl(path: Path | None) -> list[dict[str, Any]]:
@@ -81,6 +109,7 @@ def synthesize_file(
     hint: str | None = None,
     events: bool = True,
     redact: bool = True,
+    check_types: bool = False,
 ) -> list[SynthesizedSession]:
     """Import one file through ``plugins`` and the core; return its sessions.
 
@@ -88,8 +117,9 @@ def synthesize_file(
     :param hint: the harness to hint at detection, as a default location would.
     :param events: build the security event stream too.
     :param redact: redact credentials in the trace.
+    :param check_types: check each vocabulary record's field types as it is yielded.
     """
-    host = make_host(plugins)
+    host = make_host(plugins, check_types=check_types)
     path = Path(path)
     source = host.detect(path, hint)
     if source is None:
@@ -137,15 +167,26 @@ def trace_schema() -> dict[str, Any]:
     return result
 
 
-def validate_trace(records: Sequence[dict[str, Any]]) -> list[str]:
-    """Every way a trace breaks the contract; an empty list when it holds."""
-    errors: list[str] = []
+@cache
+def _schema_validator() -> Any:
     try:
         import jsonschema
+    except ImportError:
+        raise ImportError(
+            "rematch_trace.testing validates traces against the trace schema with jsonschema, which is not "
+            "installed: pip install 'rematch-trace[testing]'"
+        ) from None
+    return jsonschema.Draft202012Validator(trace_schema())
 
-        validator: Any = jsonschema.Draft202012Validator(trace_schema())
-    except ImportError:  # the structural checks below still run
-        validator = None
+
+def validate_trace(records: Sequence[dict[str, Any]]) -> list[str]:
+    """Every way a trace breaks the contract; an empty list when it holds.
+
+    Raises :class:`ImportError` when ``jsonschema`` is missing: a contract check
+    that skipped the schema would pass what it never looked at.
+    """
+    errors: list[str] = []
+    validator = _schema_validator()
     if not records:
         return ["empty trace"]
     if records[0].get("ev") != "session_start":
@@ -155,9 +196,8 @@ def validate_trace(records: Sequence[dict[str, Any]]) -> list[str]:
     for i, rec in enumerate(records):
         if rec.get("seq") != i:
             errors.append(f"record {i}: seq {rec.get('seq')} (expected {i})")
-        if validator is not None:
-            for err in validator.iter_errors(rec):
-                errors.append(f"seq {i} ({rec.get('ev')}): {err.message}")
+        for err in validator.iter_errors(rec):
+            errors.append(f"seq {i} ({rec.get('ev')}): {err.message}")
         try:
             from_dict(rec)
         except Exception as err:
@@ -168,14 +208,41 @@ def validate_trace(records: Sequence[dict[str, Any]]) -> list[str]:
 def check_plugin(
     plugin: Any, paths: Iterable[str | Path], *, out: str | Path | None = None, hint: str | None = None
 ) -> list[SynthesizedSession]:
-    """Run ``plugin`` over fixture files and validate every trace record it leads to."""
+    """Run ``plugin`` over fixture files and check everything it does against the contract.
+
+    Checked: ``default_locations`` (it must not raise, and must answer
+    :class:`~rematch_trace.host.source.Location` records only); every fixture
+    is claimed; every vocabulary record has its fields' declared types; no hook
+    raises (named with the hook and the transcript line); every trace record
+    holds to the trace schema. Raises :class:`ContractError` listing each failure.
+    """
+    _schema_validator()  # a missing jsonschema fails first, before any fixture
+    problems = _check_locations(plugin)
     sessions: list[SynthesizedSession] = []
-    problems: list[str] = []
     for path in paths:
-        for s in synthesize_file(path, [plugin], out=out, hint=hint):
-            for err in validate_trace(s.records):
-                problems.append(f"{path} [{s.session_id}]: {err}")
+        try:
+            found = synthesize_file(path, [plugin], out=out, hint=hint, check_types=True)
+        except (ContractError, PluginFailure) as err:
+            problems.append(f"{path}: {err}")
+            continue
+        for s in found:
+            for msg in validate_trace(s.records):
+                problems.append(f"{path} [{s.session_id}]: {msg}")
             sessions.append(s)
     if problems:
         raise ContractError("\n".join(problems))
     return sessions
+
+
+def _check_locations(plugin: Any) -> list[str]:
+    """What is wrong with the plugin's ``default_locations`` answer."""
+    host = make_host([plugin])
+    if not host.pm.hook.default_locations.get_hookimpls():
+        return []
+    try:
+        answers = list(host.pm.hook.default_locations())
+        found = [loc for answer in answers for loc in answer or []]
+    except Exception as err:
+        return [f"default_locations raised {type(err).__name__}: {err}"]
+    return [f"default_locations gave {loc!r:.80}, not a Location(harness, path)" for loc in found
+            if not (isinstance(loc, Location) and isinstance(loc.harness, str) and isinstance(loc.path, Path))]

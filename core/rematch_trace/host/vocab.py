@@ -18,6 +18,8 @@ the source gave none (the core then carries the previous time forward).
 
 from __future__ import annotations
 
+import types
+import typing
 from typing import Any, Literal
 
 import attrs
@@ -279,3 +281,68 @@ NEUTRAL_TYPES: tuple[type, ...] = (
     EntryLoaded,
     MarkNote,
 )
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    if hint is Any:
+        return True
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return value in typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        return any(_fits(value, h) for h in typing.get_args(hint))
+    if origin is tuple:
+        args = typing.get_args(hint)
+        return isinstance(value, tuple) and all(_fits(v, args[0]) for v in value)
+    if hint is type(None):
+        return value is None
+    if hint is int:
+        return type(value) is int
+    if hint is float:
+        return isinstance(value, (int, float)) and type(value) is not bool
+    return isinstance(value, hint)
+
+
+def field_errors(rec: Any) -> list[str]:
+    """How a vocabulary record's fields break their declared types (``[]`` when they hold).
+
+    A plugin's record of the wrong type would otherwise fail later, in the core
+    or in another plugin's hook (a ``cwd`` that is not a string reaches
+    ``identify_place``), and be blamed on them.
+    """
+    cls = type(rec)
+    if cls not in NEUTRAL_TYPES:
+        return [f"{cls.__name__} is not a vocabulary record"]
+    out = []
+    for name, hint in _hints(cls).items():
+        value = getattr(rec, name)
+        if not _fits(value, hint):
+            out.append(f"{cls.__name__}.{name} is {type(value).__name__} {value!r:.40}, not {_spell(hint)}")
+        elif isinstance(value, tuple):
+            out.extend(e for v in value if attrs.has(type(v)) for e in _nested(v))
+        elif attrs.has(type(value)):
+            out.extend(_nested(value))
+    return out
+
+
+def _nested(rec: Any) -> list[str]:
+    out = []
+    for name, hint in _hints(type(rec)).items():
+        value = getattr(rec, name)
+        if not _fits(value, hint):
+            out.append(f"{type(rec).__name__}.{name} is {type(value).__name__} {value!r:.40}, not {_spell(hint)}")
+    return out
+
+
+def _spell(hint: Any) -> str:
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")

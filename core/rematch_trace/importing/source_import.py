@@ -261,9 +261,16 @@ class SourceImport:
             for rec in self.host.translate(self.source, self._raw(), self.plugin_state):
                 if type(rec) is vocab.ToolResult:
                     rec = vocab.settle_error_class(rec)  # once, for the trace and the event sink
-                elif type(rec) is vocab.Session and not rec.session_id.isascii():
-                    # Lone surrogates (a hostile JSON escape) have no UTF-8 spelling for traces or ledger.
-                    rec = attrs.evolve(rec, session_id=clean(rec.session_id))
+                elif type(rec) is vocab.Session:
+                    wrong = vocab.field_errors(rec)
+                    if wrong:
+                        # Caught here, it is the plugin's; later, a cwd that is no string would
+                        # fail in identify_place and be blamed on the plugin that identifies places.
+                        raise PluginFailure(self.source.plugin or self.source.harness, "to_trace_records",
+                                            TypeError("; ".join(wrong)))
+                    if not rec.session_id.isascii():
+                        # Lone surrogates (a hostile JSON escape) have no UTF-8 spelling for traces or ledger.
+                        rec = attrs.evolve(rec, session_id=clean(rec.session_id))
                 out = self.outs.get(rec.stream)
                 if out is None:
                     if not isinstance(rec, vocab.Session):
