@@ -19,7 +19,7 @@ Every call goes through ``pm.hook`` (or a subset of it), so hook wrappers,
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ class Host:
         self._places: dict[str, Place] = {}
         # (hook, plugins left out) -> caller; (hook, plugin) -> that plugin's caller.
         self._callers: dict[tuple[str, frozenset[str]], pluggy.HookCaller] = {}
-        self._routes: dict[tuple[str, str], pluggy.HookCaller] = {}
+        self._routes: dict[tuple[str, str], _Route] = {}
         #: harness -> the plugin that claims its files ("" when none does on its own).
         self._owners: dict[str, str] = {}
         # (hook, plugin) of the failures already reported.
@@ -86,18 +86,18 @@ class Host:
             caller = self._callers[key] = self.pm.subset_hook_caller(hook, [p for p in plugins if p is not None])
         return caller
 
-    def _route(self, hook: str, plugin: str) -> pluggy.HookCaller:
+    def _route(self, hook: str, plugin: str) -> Callable[..., Any]:
         """The hook as only ``plugin`` (and every wrapper) answers it; all plugins when ``plugin`` is ""."""
         if not plugin:
             return self._caller(hook)
         key = (hook, plugin)
-        caller = self._routes.get(key)
-        if caller is None:
+        route = self._routes.get(key)
+        if route is None:
             full: pluggy.HookCaller = getattr(self.pm.hook, hook)
-            others = [i.plugin for i in full.get_hookimpls()
-                      if i.plugin_name != plugin and not (i.wrapper or i.hookwrapper)]
-            caller = self._routes[key] = self.pm.subset_hook_caller(hook, others)
-        return caller
+            impls = [i for i in full.get_hookimpls() if i.plugin_name == plugin or i.wrapper or i.hookwrapper]
+            firstresult = bool(full.spec and full.spec.opts.get("firstresult"))
+            route = self._routes[key] = _Route(self.pm, hook, impls, firstresult)
+        return route
 
     def _culprit(self, hook: str, err: BaseException) -> str | None:
         """The plugin whose implementation (or wrapper) the exception passed through, innermost."""
@@ -141,8 +141,11 @@ class Host:
         except (PluginFailure, RestartImport):
             raise
         except Exception as err:
-            name = self._culprit(hook, err) or source.plugin or "?"
-            raise PluginFailure(name, hook, err) from err
+            raise self._failure(hook, source, err) from err
+
+    def _failure(self, hook: str, source: Source, err: Exception) -> PluginFailure:
+        """``err`` from a per-source hook, with the plugin that raised it named."""
+        return PluginFailure(self._culprit(hook, err) or source.plugin or "?", hook, err)
 
     def drain_isolated(self) -> list[str]:
         """The plugin failures isolated since the last call, as one-line messages."""
@@ -245,8 +248,35 @@ class Host:
 
     def action_type(self, source: Source, tool: str, tool_input: Any) -> str:
         """The security action type of a tool call (``other`` when the plugin does not say)."""
-        result = self._per_source("classify_action", source, tool=tool, tool_input=tool_input)
+        # Once per tool call: the route is looked up and called without going through _per_source.
+        route = self._routes.get(("classify_action", source.plugin)) or self._route("classify_action", source.plugin)
+        try:
+            result = route(source=source, tool=tool, tool_input=tool_input)
+        except (PluginFailure, RestartImport):
+            raise
+        except Exception as err:
+            raise self._failure("classify_action", source, err) from err
         return result if result in ACTION_TYPES else "other"
+
+
+class _Route:
+    """One plugin's implementations of a hook, with every wrapper, run by the manager's hook executor.
+
+    What ``pm.subset_hook_caller`` gives, without rebuilding the implementation
+    list on every call: the per-source hooks run once per tool call. The
+    executor is the one monitoring and tracing wrap, so they see these calls.
+    """
+
+    __slots__ = ("execute", "firstresult", "impls", "name")
+
+    def __init__(self, pm: pluggy.PluginManager, name: str, impls: list[Any], firstresult: bool) -> None:
+        self.execute = pm._hookexec
+        self.name = name
+        self.impls = impls
+        self.firstresult = firstresult
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self.execute(self.name, self.impls, kwargs, self.firstresult)
 
 
 def _guard(it: Any, plugin: str, hook: str) -> Iterator[Any]:
