@@ -190,7 +190,9 @@ def test_files_of_an_absent_harness_name_the_plugin_to_install(tmp_path: Path, s
            "pip install rematch-claude-code" in res.stderr
     assert f"rematch: {omp}: skipped: looks like a transcript of omp (or pi), but no installed plugin reads it: " \
            "pip install rematch-omp" in res.stderr
-    assert "rematch-codex" not in res.stderr and "demo.jsonl" not in res.stderr  # neither installed nor known
+    # Neither the installed harness nor an unknown one is told to install anything.
+    assert "rematch-codex" not in res.stderr
+    assert f"rematch: {EXAMPLES / 'toy' / 'demo.jsonl'}: skipped: no plugin recognises this file" in res.stderr
 
 
 def test_a_copied_transcript_is_known_by_its_first_bytes(tmp_path: Path, site: Path) -> None:
