@@ -219,3 +219,10 @@ def test_plugins_shows_default_locations(tmp_path: Path, site: Path) -> None:
     assert f"  looks in: {tmp_path / 'bh'}" in res.stdout.splitlines()
     listed = json.loads(rematch(site, "plugins", "--json", BROKEN_HOME=str(tmp_path / "bh")).stdout)
     assert next(p for p in listed if p["name"] == "broken")["locations"] == [str(tmp_path / "bh")]
+
+
+def test_tracing_shows_the_hook_that_raised(tmp_path: Path, site: Path) -> None:
+    res = rematch(site, "import", str(_sources(tmp_path)), "--out", str(tmp_path / "d"), "-j", "1",
+                  BROKEN_HOOK="detect_source", REMATCH_TRACE_PLUGINS="1")
+    assert "rematch: detect_source raised RuntimeError: broken in detect_source" in res.stderr.splitlines()
+    assert "1 sessions imported" in res.stdout and "Traceback" not in res.stderr

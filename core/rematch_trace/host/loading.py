@@ -74,7 +74,11 @@ def _trace_hooks() -> None:
         print(f"rematch: {hook_name}({', '.join(kwargs)}) -> [{names}]", file=sys.stderr)
 
     def after(outcome: Any, hook_name: str, impls: Any, kwargs: Any) -> None:
-        print(f"rematch: {hook_name} returned {outcome.get_result()!r:.200}", file=sys.stderr)
+        if outcome.exception is not None:  # the core reports it, naming the plugin
+            print(f"rematch: {hook_name} raised {type(outcome.exception).__name__}: {outcome.exception}",
+                  file=sys.stderr)
+        else:
+            print(f"rematch: {hook_name} returned {outcome.get_result()!r:.200}", file=sys.stderr)
 
     pm.add_hookcall_monitoring(before, after)
 
