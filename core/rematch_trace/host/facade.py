@@ -65,7 +65,7 @@ class Host:
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
         self._places: dict[str, Place] = {}
-        # (hook, plugins left out) -> caller; (hook, plugin) -> that plugin's caller.
+        # (hook, plugins left out) -> caller, and (hook, plugin) -> that plugin's route.
         self._callers: dict[tuple[str, frozenset[str]], pluggy.HookCaller] = {}
         self._routes: dict[tuple[str, str], _Route] = {}
         #: harness -> the plugin that claims its files ("" when none does on its own).
@@ -175,10 +175,6 @@ class Host:
         """
         with open(path, "rb") as f:
             head = f.read(HEAD_BYTES)
-        return self.detect_head(path, head, hint)
-
-    def detect_head(self, path: Path, head: bytes, hint: str | None) -> Source | None:
-        """:meth:`detect` with the head already read."""
         result = self._isolated("detect_source", path=path, head=head, hint=hint)
         if not isinstance(result, Source):
             return None
