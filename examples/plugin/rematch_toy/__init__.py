@@ -34,7 +34,7 @@ from rematch_trace.host.vocab import (
     Usage,
     UserMessage,
 )
-from rematch_trace.importing.reader import read_jsonl
+from rematch_trace.importing.reader import read_source
 
 __version__ = "0.1.0"
 HARNESS = "toy"
@@ -56,14 +56,8 @@ def detect_source(path: Path, head: bytes) -> Source | None:
 
 @hookimpl
 def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
-    """Stream the file with the core's bounded line reader."""
-    return _read(source.path, start)
-
-
-def _read(path: Path, start: int) -> Iterator[RawRecord | Problem]:
-    with open(path, "rb") as f:
-        f.seek(start)
-        yield from read_jsonl(f, str(path), start)
+    """Stream the file from byte ``start`` with the core's bounded reader."""
+    return read_source(source, start)
 
 
 @hookimpl
