@@ -289,14 +289,28 @@ def _worker_main(conn: Connection, settings: ImportSettings, data_root: str, par
     # Ctrl-C reaches the whole foreground group: stopping is the parent's decision.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    import queue
+
     from rematch_trace.store.datafolder import reaper
 
-    try:
+    # Tasks are received by a thread of their own, always: were this process to block
+    # sending an outcome while the parent blocks handing it a task, neither would go on.
+    inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def receive() -> None:
         while True:
             try:
                 task = conn.recv()
             except (EOFError, OSError):
-                break
+                task = None
+            inbox.put(task)
+            if task is None:
+                return
+
+    threading.Thread(target=receive, name="rematch-worker-inbox", daemon=True).start()
+    try:
+        while True:
+            task = inbox.get()
             if task is None:
                 break
             for data in task:
