@@ -21,6 +21,9 @@ COMMANDS: dict[str, str] = {
     "show": "rematch_trace.cli.show_cmd:show_cmd",
     "audit": "rematch_trace.cli.audit_cmd:audit_cmd",
     "lake": "rematch_trace.cli.lake:lake",
+    "report": "rematch_trace.cli.report_cmd:report_cmd",
+    "stats": "rematch_trace.cli.stats:stats_cmd",
+    "sessions": "rematch_trace.cli.sessions_cmd:sessions_cmd",
 }
 
 

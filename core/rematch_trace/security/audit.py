@@ -35,7 +35,9 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
+def actions(path: Path) -> list[dict[str, Any]]:
+    """Every ``pre_tool_use`` event of one events file as a row (risky or not), joined with its outcome,
+    in file order. A call with no post event has the outcome ``unknown``: it never got a result."""
     events = _events(path)
     outcome: dict[str, str] = {}
     for ev in events:
@@ -43,12 +45,12 @@ def _rows(path: Path) -> list[dict[str, Any]]:
             outcome[ev["source_tool_call_id"]] = "ok" if ev["kind"] == "post_tool_use" else "failed"
     rows: list[dict[str, Any]] = []
     for ev in events:
-        features = ev.get("risk_features")
         # A post event repeats its call's features: the pre event is the row.
-        if ev.get("kind") != "pre_tool_use" or not features or not isinstance(features, list):
+        if ev.get("kind") != "pre_tool_use":
             continue
+        features = ev.get("risk_features")
         call = ev.get("source_tool_call_id")
-        feats = sort_features(f for f in features if isinstance(f, str))
+        feats = sort_features(f for f in features if isinstance(f, str)) if isinstance(features, list) else []
         meta = ev.get("metadata") if isinstance(ev.get("metadata"), dict) else {}
         rows.append(
             {
@@ -58,6 +60,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
                 "agent": ev.get("agent"),
                 "session": ev.get("source_session_id"),
                 "agent_sub_id": ev.get("agent_sub_id"),
+                "call_id": call if isinstance(call, str) else None,
                 "tool_name": ev.get("tool_name"),
                 "action_type": ev.get("action_type"),
                 "args_summary": ev.get("args_summary") or "",
@@ -69,6 +72,15 @@ def _rows(path: Path) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [r for r in actions(path) if r["risk_features"]]
+
+
+def most_severe_first(rows: list[dict[str, Any]]) -> None:
+    """Sort audit rows in place: most severe first, then more features, then time and event id (stable)."""
+    rows.sort(key=lambda r: (-r["severity"], -len(r["risk_features"]), str(r["occurred_at"]), str(r["event_id"])))
 
 
 def _matches(session: str, path: Path, row: dict[str, Any]) -> bool:
@@ -97,7 +109,7 @@ def audit(data_dir: Path, session: str | None = None) -> list[dict[str, Any]]:
         for row in _rows(p):
             if session is None or _matches(session, p, row):
                 rows.append(row)
-    rows.sort(key=lambda r: (-r["severity"], -len(r["risk_features"]), str(r["occurred_at"]), str(r["event_id"])))
+    most_severe_first(rows)
     return rows
 
 
@@ -119,4 +131,4 @@ def format_audit(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + f"\n{len(rows)} risky action(s)"
 
 
-__all__ = ["OUTCOMES", "audit", "format_audit"]
+__all__ = ["OUTCOMES", "actions", "audit", "format_audit", "most_severe_first"]

@@ -1,0 +1,57 @@
+"""``rematch report``: the static HTML site of a data folder."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+import time
+import webbrowser
+from pathlib import Path
+
+import click
+
+from rematch_trace.cli.common import settled
+
+
+def since_day(value: str | None) -> str | None:
+    """``--since`` checked as a ``YYYY-MM-DD`` day (a click error otherwise)."""
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value[:10]).isoformat()
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)", param_hint="--since") from None
+
+
+@click.command("report")
+@click.option("--out", "out", type=click.Path(), help="Report folder (default: report/ in the data folder).")
+@click.option("--data", "data_dir", type=click.Path(), help="Data folder (default: $REMATCH_HOME or the platform's).")
+@click.option("--since", help="Only sessions started on or after this day (YYYY-MM-DD, UTC).")
+@click.option("--open", "open_", is_flag=True, help="Open the index in a browser when done.")
+def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: bool) -> None:
+    """Build or refresh a static HTML report of every session (only changed pages are rewritten)."""
+    from rematch_trace.report.build import build
+    from rematch_trace.report.collect import NothingImported
+
+    day = since_day(since)
+    data = settled(data_dir)
+    folder = Path(out).expanduser() if out else data.root / "report"
+    started = time.perf_counter()
+    try:
+        res = build(data, folder, day)
+    except NothingImported as err:
+        raise click.ClickException(str(err)) from None
+    except (OSError, sqlite3.Error) as err:
+        raise click.ClickException(f"report not built: {err}") from None
+    for p in res.problems:
+        click.echo(f"rematch: {p}", err=True)
+    click.echo(
+        f"{res.sessions} session(s): {res.written} page(s) written, {res.kept} unchanged, {res.removed} removed; "
+        f"{res.read} trace(s) read, in {time.perf_counter() - started:.2f}s"
+    )
+    index = res.out / "index.html"
+    click.echo(f"report: {index}")
+    if open_:
+        webbrowser.open(index.resolve().as_uri())
+    if res.problems:
+        raise SystemExit(1)

@@ -1,0 +1,114 @@
+"""``rematch sessions``: every session, newest first, filterable like the report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from rematch_trace.cli.common import echo_json, settled
+from rematch_trace.report.collect import Entry
+from rematch_trace.store.datafolder import DataDir
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def summaries(data: DataDir) -> list[Entry]:
+    """Every session of ``data``, newest first, reusing the default report's cache when it matches.
+
+    The cache is only read here; problems are printed as one line each on stderr.
+    """
+    from rematch_trace.report.collect import CACHE_NAME, NothingImported, collect, read_cache
+
+    try:
+        got = collect(data, read_cache(data.root / "report" / CACHE_NAME))
+    except NothingImported as err:
+        raise click.ClickException(str(err)) from None
+    for p in got.problems:
+        click.echo(f"rematch: {p}", err=True)
+    return got.entries
+
+
+def filter_options(f: F) -> F:
+    """The report's filters as options: harness, model, repository, domain, flag reason, since."""
+    for opt in reversed((
+        click.option("--harness", help="Only this harness (claude_code, codex, omp, ...)."),
+        click.option("--model", help="Only sessions whose model contains this text."),
+        click.option("--repo", help="Only sessions whose repository or folder contains this text."),
+        click.option("--domain", help="Only this domain."),
+        click.option("--flag", "flag", help="Only flagged sessions with this reason (redirect, error_cluster, "
+                                            "mark), 'any' for every flagged one, 'none' for the others."),
+        click.option("--since", help="Only sessions started on or after this day (YYYY-MM-DD, UTC)."),
+    )):
+        f = opt(f)
+    return f
+
+
+def chosen(entries: list[Entry], harness: str | None, model: str | None, repo: str | None, domain: str | None,
+           flag: str | None, since: str | None) -> list[Entry]:
+    """The entries the filters let through (a text filter matches case-insensitively)."""
+    from rematch_trace.cli.report_cmd import since_day
+
+    day = since_day(since)
+
+    def has(text: str | None, part: str | None) -> bool:
+        return part is None or (text is not None and part.lower() in text.lower())
+
+    out = []
+    for e in entries:
+        s = e.summary
+        if harness is not None and s.harness != harness:
+            continue
+        if not has(" ".join(s.models) or s.model, model) or not (has(s.repo, repo) or has(s.cwd, repo)):
+            continue
+        if domain is not None and s.domain != domain:
+            continue
+        if flag == "any" and not s.flagged or flag == "none" and s.flagged:
+            continue
+        if flag not in (None, "any", "none") and flag not in s.reasons:
+            continue
+        if day is not None and (s.day or "") < day:
+            continue
+        out.append(e)
+    return out
+
+
+def table(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Rows of cells as aligned lines; columns in ``right`` are right-aligned, the last is left unpadded."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for r in rows:
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        cells[-1] = r[-1]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+@click.command("sessions")
+@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@filter_options
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: str | None, domain: str | None,
+                 flag: str | None, since: str | None, as_json: bool) -> None:
+    """List every session (not only flagged ones), newest first, with its counts."""
+    from rematch_trace.report.text import clip, when
+    from rematch_trace.report.summary import to_json
+
+    entries = chosen(summaries(settled(out)), harness, model, repo, domain, flag, since)
+    if as_json:
+        echo_json([dict(to_json(e.summary), trace=str(e.trace)) for e in entries])
+        return
+    if not entries:
+        click.echo("no sessions match" if any((harness, model, repo, domain, flag, since)) else "no sessions")
+        return
+    rows = [["started (UTC)", "harness", "session", "model", "inputs", "tool err", "redirects", "repository / folder",
+             ]]
+    for e in entries:
+        s = e.summary
+        sid = s.session_id + (" (sub)" if s.agent_kind == "sub" else "")
+        rows.append([when(s.started, "%Y-%m-%d %H:%M"), s.harness, clip(sid, 48), clip(s.model or "-", 32),
+                     str(s.inputs), str(s.tool_errors), str(s.redirects), clip(s.repo or s.cwd or "-", 80)])
+    for line in table(rows, {4, 5, 6}):
+        click.echo(line)
+    click.echo(f"{len(entries)} session(s)")

@@ -1,0 +1,190 @@
+"""``rematch report``: build or refresh the static site of a data folder.
+
+Layout of the report folder::
+
+    index.html            every session, filters, per-day charts
+    sessions/<key>.html   one page per session
+    assets/               the stylesheet, the pages' scripts, Chart.js and its licence
+    summaries.json        the cache that makes a rerun incremental
+
+Every file is written beside its target and renamed over it, so a killed
+build leaves each file old or new, never half. Pages are rewritten only for
+sessions whose stamp (ledger row, trace and events files) changed since the
+last build, or when the templates or assets did; pages of sessions gone from
+the ledger (or before ``--since``) are removed. The index and the cache are
+written last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from rematch_trace.report.collect import CACHE_NAME, Entry, collect, read_cache, since_filter
+from rematch_trace.report.figures import figures
+from rematch_trace.report.render import environment, flag_reasons_by_seq, timeline
+from rematch_trace.report.summary import SessionSummary, to_json, trace_records
+from rematch_trace.security.audit import actions, most_severe_first
+from rematch_trace.store.datafolder import AtomicFile, DataDir, write_atomic
+
+#: The files copied into ``assets/``.
+ASSETS = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "index.js", "session.js")
+#: Bumped when the pages change in a way the templates' bytes do not show.
+PAGE_VERSION = 1
+
+
+@attrs.define
+class BuildResult:
+    """What a build did."""
+
+    out: Path
+    sessions: int
+    written: int
+    kept: int
+    removed: int
+    read: int
+    problems: list[str]
+
+
+def _package_bytes(folder: str, name: str) -> bytes:
+    return (resources.files("rematch_trace.report") / folder / name).read_bytes()
+
+
+def build_id() -> str:
+    """A digest of the templates, the assets and :data:`PAGE_VERSION`: a change rewrites every page."""
+    h = hashlib.sha256(str(PAGE_VERSION).encode())
+    templates = resources.files("rematch_trace.report") / "templates"
+    for item in sorted(templates.iterdir(), key=lambda p: p.name):
+        if item.name.endswith(".html"):
+            h.update(item.name.encode() + b"\0" + item.read_bytes())
+    for name in ASSETS:
+        h.update(name.encode() + b"\0" + _package_bytes("static", name))
+    return h.hexdigest()[:32]
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.is_symlink() or not path.is_dir():
+        raise OSError(f"{path} is a symbolic link or not a folder; refusing to write through it")
+
+
+def _write_if_changed(target: Path, data: bytes) -> bool:
+    try:
+        if not target.is_symlink() and target.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    write_atomic(target, data)
+    return True
+
+
+def _write_stream(target: Path, chunks: Iterable[str]) -> None:
+    f = AtomicFile(target)
+    try:
+        for chunk in chunks:
+            # Every printed value went through visible(): a surrogate left would be in the template itself.
+            f.write(chunk.encode("utf-8", "backslashreplace"))
+        f.commit()
+    except BaseException:
+        f.discard()
+        raise
+
+
+def _call_ids(trace: Path) -> set[str]:
+    return {r["call_id"] for r in trace_records(trace) if r.get("ev") == "tool_result" and isinstance(r.get("call_id"), str)}
+
+
+def index_data(summaries: list[SessionSummary]) -> dict[str, Any]:
+    """What the index's script draws and filters: per session its facets and per-day figures, no text."""
+    return {
+        "sessions": [
+            {
+                "k": s.key, "h": s.harness, "m": s.model or "", "r": s.repo or "", "d": s.domain or "",
+                "f": s.reasons, "day": s.day or "unknown",
+                "daily": [[d.day, d.inputs, d.redirects, d.error_clusters, d.tool_errors] for d in s.daily],
+                "u": [[u.day, u.model, u.tokens, round(u.cost, 6), u.priced_tokens] for u in s.usage],
+            }
+            for s in summaries
+        ]
+    }
+
+
+def _render_session(env: Any, e: Entry, target: Path, since: str | None) -> None:
+    rows = actions(e.events) if e.events.exists() else []
+    call_ids = e.call_ids if e.call_ids is not None else _call_ids(e.trace)
+    unanswered = [r for r in rows if r["outcome"] == "unknown" and r["call_id"] not in call_ids]
+    risky = [r for r in rows if r["risk_features"]]
+    most_severe_first(risky)
+    why = flag_reasons_by_seq(e.row)
+    seqs = {"redirect": e.row.get("redirect_seqs") or [], "error_cluster": e.row.get("error_cluster_seqs") or [],
+            "mark": e.row.get("mark_seqs") or []}
+    template = env.get_template("session.html")
+    _write_stream(target, template.generate(
+        root="../", s=e.summary, row=e.row, seqs=seqs, risky=risky, actions=len(rows), unanswered=unanswered,
+        records=timeline(e.trace, why), since=since,
+    ))
+
+
+def build(data: DataDir, out: Path, since: str | None = None) -> BuildResult:
+    """Build or refresh the report of ``data`` in ``out``; see the module's docstring."""
+    _private_dir(out)
+    pages = out / "sessions"
+    assets = out / "assets"
+    _private_dir(pages)
+    _private_dir(assets)
+    cache_path = out / CACHE_NAME
+    try:
+        previous = orjson.loads(cache_path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        previous = {}
+    bid = build_id()
+    same_build = isinstance(previous, dict) and previous.get("build") == bid
+    cache = read_cache(cache_path)
+    got = collect(data, cache)
+    chosen = list(since_filter(got.entries, since))
+    env = environment()
+    written = kept = 0
+    paged: set[str] = set()
+    for e in chosen:
+        target = pages / f"{e.key}.html"
+        old = cache.get(e.key) or {}
+        if same_build and old.get("stamp") == e.stamp and old.get("page") and target.is_file():
+            kept += 1
+            paged.add(e.key)
+            continue
+        try:
+            _render_session(env, e, target, since)
+        except OSError as err:
+            got.problems.append(f"{target}: {err.strerror or err}; page not written")
+            continue
+        written += 1
+        paged.add(e.key)
+    keep = {f"{e.key}.html" for e in chosen}
+    removed = 0
+    for p in pages.iterdir():
+        if p.name.endswith(".html") and p.name not in keep:
+            p.unlink()
+            removed += 1
+    for name in ASSETS:
+        _write_if_changed(assets / name, _package_bytes("static", name))
+    summaries = [e.summary for e in chosen]
+    index = env.get_template("index.html").generate(
+        root="", sessions=summaries, figures=figures(summaries), data=index_data(summaries), since=since,
+        problems=got.problems,
+    )
+    _write_stream(out / "index.html", index)
+    new_cache = {
+        "build": bid,
+        "sessions": {e.key: {"stamp": e.stamp, "summary": to_json(e.summary), "page": e.key in paged}
+                     for e in got.entries},
+    }
+    write_atomic(cache_path, orjson.dumps(new_cache, option=orjson.OPT_SORT_KEYS))
+    os.chmod(out, 0o700)
+    return BuildResult(out, len(chosen), written, kept, removed, sum(e.fresh for e in got.entries), got.problems)

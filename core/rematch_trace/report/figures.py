@@ -1,0 +1,132 @@
+"""Per-day, per-model and per-harness figures over session summaries (``rematch stats`` and the report).
+
+Sessions count on the day they started; inputs, redirects, error clusters and
+tool errors on the day they happened; tokens and cost on the day of their turn.
+Cost is the sum of the traces' ``turn_end.usage.cost``; ``priced_share`` says
+which share of the tokens it covers (harnesses that state no cost leave it
+below 1), so a partial cost is never shown as the whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from rematch_trace.report.summary import SessionSummary
+
+
+@attrs.define
+class Row:
+    """One line of a figures table."""
+
+    name: str
+    sessions: int = 0
+    inputs: int = 0
+    redirects: int = 0
+    error_clusters: int = 0
+    tool_errors: int = 0
+    turns: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    priced_tokens: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        """The row as JSON, with the cost rounded to a millionth and the priced share of the tokens."""
+        out = attrs.asdict(self)
+        out["cost"] = round(self.cost, 6)
+        out["priced_share"] = round(self.priced_tokens / self.tokens, 4) if self.tokens else None
+        return out
+
+
+@attrs.define
+class Figures:
+    """Totals, and rows per day (oldest first), per model and per harness (most tokens first)."""
+
+    total: Row
+    days: list[Row]
+    models: list[Row]
+    harnesses: list[Row]
+
+    def as_json(self) -> dict[str, Any]:
+        """Everything as JSON."""
+        return {
+            "total": self.total.as_json(),
+            "days": [r.as_json() for r in self.days],
+            "models": [r.as_json() for r in self.models],
+            "harnesses": [r.as_json() for r in self.harnesses],
+        }
+
+
+def figures(summaries: Iterable[SessionSummary]) -> Figures:
+    """Aggregate summaries into :class:`Figures`."""
+    total = Row("total")
+    days: dict[str, Row] = {}
+    models: dict[str, Row] = {}
+    harnesses: dict[str, Row] = {}
+
+    def day(name: str) -> Row:
+        return days.setdefault(name, Row(name))
+
+    for s in summaries:
+        h = harnesses.setdefault(s.harness, Row(s.harness))
+        for row in (total, h, day(s.day or "unknown")):
+            row.sessions += 1
+        counted: set[str] = set()
+        for d in s.daily:
+            for row in (total, h, day(d.day)):
+                row.inputs += d.inputs
+                row.redirects += d.redirects
+                row.error_clusters += d.error_clusters
+                row.tool_errors += d.tool_errors
+        for u in s.usage:
+            m = models.setdefault(u.model, Row(u.model))
+            if u.model not in counted:
+                counted.add(u.model)
+                m.sessions += 1
+            for row in (total, h, day(u.day), m):
+                row.turns += u.turns
+                row.tokens += u.tokens
+                row.cost += u.cost
+                row.priced_tokens += u.priced_tokens
+
+    def by_tokens(rows: Mapping[str, Row]) -> list[Row]:
+        return sorted(rows.values(), key=lambda r: (-r.tokens, r.name))
+
+    return Figures(total, [days[k] for k in sorted(days)], by_tokens(models), by_tokens(harnesses))
+
+
+def _money(cost: float, priced: int, tokens: int) -> str:
+    if not priced:
+        return "n/a" if tokens else "-"
+    text = f"${cost:,.2f}"
+    return text if priced == tokens else f"{text} ({priced * 100 // tokens}%)"
+
+
+_ALL = (("sessions", "sessions"), ("inputs", "inputs"), ("redirects", "redirects"),
+        ("error_clusters", "clusters"), ("tool_errors", "tool err"), ("turns", "turns"), ("tokens", "tokens"))
+#: A model's row counts only what belongs to a model: its turns and what they used.
+_MODEL = (("sessions", "sessions"), ("turns", "turns"), ("tokens", "tokens"))
+
+
+def _table(title: str, rows: list[Row], cols: tuple[tuple[str, str], ...]) -> list[str]:
+    heads = [h for _, h in cols] + ["cost"]
+    cells = [[r.name, *(f"{getattr(r, c):,}" for c, _ in cols), _money(r.cost, r.priced_tokens, r.tokens)]
+             for r in rows]
+    widths = [max(len(title), *(len(c[0]) for c in cells))] + [
+        max(len(h), *(len(c[i + 1]) for c in cells)) for i, h in enumerate(heads)]
+    lines = ["  ".join([title.ljust(widths[0]), *(h.rjust(w) for h, w in zip(heads, widths[1:]))])]
+    for c in cells:
+        lines.append("  ".join([c[0].ljust(widths[0]), *(x.rjust(w) for x, w in zip(c[1:], widths[1:]))]))
+    return lines
+
+
+def format_figures(f: Figures) -> str:
+    """The figures as terminal tables: per day, then per model and per harness."""
+    if not f.total.sessions:
+        return "no sessions"
+    out = _table("day", [*f.days, f.total], _ALL)
+    out += ["", *_table("model", f.models, _MODEL), "", *_table("harness", f.harnesses, _ALL)]
+    out += ["", "cost: the traces' turn_end.usage.cost; (N%) = the share of tokens it covers, n/a = none stated"]
+    return "\n".join(out)

@@ -1,0 +1,153 @@
+"""The report's pages: a Jinja2 environment with autoescape, and the views its templates iterate.
+
+Every value a template prints goes through :func:`visible` first (the
+environment's ``finalize``) and is then HTML-escaped by autoescape: control
+characters, bidirectional overrides, zero-width characters and lone
+surrogates are shown as ``\\uXXXX`` instead of acting on the page. Data for
+the page's script goes out with Jinja2's ``tojson``, which escapes ``<``,
+``>``, ``&`` and ``'`` so it cannot close its ``<script type="application/json">``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import orjson
+
+from rematch_trace.report.summary import trace_records
+from rematch_trace.report.text import duration, money, tokens, visible, when
+from rematch_trace.trace.flags import CLUSTER_ERRORS, CLUSTER_WINDOW
+
+#: What each flag reason means, shown beside the seqs behind it.
+REASON_TEXT: dict[str, str] = {
+    "redirect": "an input prelabelled interrupt, revert, negation or reprompt: the user turned the agent around",
+    "error_cluster": f"at least {CLUSTER_ERRORS} failed tool calls among {CLUSTER_WINDOW} consecutive results",
+    "mark": "an explicit mark, or an input prelabelled mark:<class>",
+}
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "base-uri 'none'; form-action 'none'")
+
+
+def environment() -> jinja2.Environment:
+    """The templates, autoescaped, every printed value through :func:`visible`."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("rematch_trace.report", "templates"),
+        autoescape=True,
+        finalize=visible,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(when=when, duration=duration, tokens=tokens, money=money)
+    env.globals.update(CSP=CSP, REASON_TEXT=REASON_TEXT, money=money)
+    # Sorted keys make the embedded data, and so the page, byte-identical from run to run.
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": True}
+    return env
+
+
+def _compact(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return repr(value)
+
+
+def _model(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return f"{value.get('provider') or ''}/{value.get('id') or ''}".strip("/") or "?"
+    return "?"
+
+
+def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, Any]]:
+    """One view per trace record, streamed: what the session page's timeline shows.
+
+    ``why`` maps a seq to the flag reasons it stands behind. A view holds the
+    record's seq, time, kind, flag reasons, a headline, badges, and the long
+    text or arguments the template collapses.
+    """
+    last_day = None
+    for rec in trace_records(trace):
+        if not rec:
+            yield {"seq": None, "ev": "unreadable", "reasons": [], "date": None, "time": "-",
+                   "head": "a line of the trace could not be read", "badges": [], "text": None, "code": None}
+            continue
+        ev = str(rec.get("ev") or "?")
+        seq = rec.get("seq") if type(rec.get("seq")) is int else None
+        t = rec.get("t")
+        day = when(t, "%Y-%m-%d")
+        view: dict[str, Any] = {
+            "seq": seq, "ev": ev, "reasons": why.get(seq, []) if seq is not None else [],
+            "date": day if day != last_day else None, "time": when(t, "%H:%M:%S"),
+            "head": "", "badges": [], "text": None, "code": None,
+        }
+        last_day = day
+        badges: list[tuple[str, str]] = view["badges"]
+        if ev == "input":
+            label = str(rec.get("prelabel") or "none")
+            if label != "none":
+                badges.append((label, "label"))
+            if rec.get("source"):
+                badges.append((str(rec.get("source")), "muted"))
+            for skill in rec.get("skills_invoked") or []:
+                badges.append((f"/{skill}", "skill"))
+            view["text"] = str(rec.get("text") or "")
+        elif ev == "tool_result":
+            view["head"] = str(rec.get("tool") or "?")
+            if rec.get("is_error") is True:
+                badges.append((f"error: {rec.get('error_class') or 'unclassified'}", "error"))
+            else:
+                badges.append(("ok", "ok"))
+            badges.append((f"{rec.get('result_bytes') or 0:,} B", "muted"))
+            view["code"] = _compact(rec.get("input"))
+        elif ev == "turn_end":
+            u = rec.get("usage") if isinstance(rec.get("usage"), Mapping) else {}
+            assert isinstance(u, Mapping)
+            view["head"] = _model(rec.get("model"))
+            badges.append((f"{tokens(u.get('totalTokens') or 0)} tok", "muted"))
+            if isinstance(u.get("cost"), int | float) and not isinstance(u.get("cost"), bool):
+                badges.append((f"${u['cost']:.4f}", "muted"))
+            if rec.get("stop_reason"):
+                badges.append((str(rec.get("stop_reason")), "muted"))
+            view["text"] = str(rec.get("text_head") or "") or None
+        elif ev == "model_change":
+            view["head"] = f"{_model(rec.get('from'))} → {_model(rec.get('to'))}"
+            if rec.get("reason"):
+                badges.append((str(rec.get("reason")), "muted"))
+        elif ev == "mark":
+            view["head"] = str(rec.get("class") or "")
+            view["text"] = str(rec.get("note") or "") or None
+        elif ev == "agent_end":
+            view["head"] = f"{rec.get('turns')} turn(s)"
+            if rec.get("yielded"):
+                badges.append(("yielded", "muted"))
+        elif ev == "tool_blocked":
+            view["head"] = str(rec.get("tool") or "?")
+            badges.append((f"blocked by {rec.get('hook_id')}", "error"))
+            view["text"] = str(rec.get("reason") or "") or None
+        elif ev == "session_start":
+            agent = rec.get("agent") if isinstance(rec.get("agent"), Mapping) else {}
+            assert isinstance(agent, Mapping)
+            view["head"] = f"{agent.get('name') or '?'} ({agent.get('kind') or '?'}) in {rec.get('cwd') or '?'}"
+            if rec.get("model"):
+                badges.append((_model(rec.get("model")), "muted"))
+        elif ev == "session_shutdown":
+            reasons = rec.get("reasons") or []
+            view["head"] = "flagged: " + ", ".join(map(str, reasons)) if rec.get("flagged") else "not flagged"
+        else:
+            view["code"] = _compact({k: v for k, v in rec.items() if k not in ("seq", "t", "ev")})
+        yield view
+
+
+def flag_reasons_by_seq(row: Mapping[str, Any]) -> dict[int, list[str]]:
+    """Seq -> the flag reasons it stands behind, from a ledger row."""
+    why: dict[int, list[str]] = {}
+    for reason, col in (("redirect", "redirect_seqs"), ("error_cluster", "error_cluster_seqs"), ("mark", "mark_seqs")):
+        for seq in row.get(col) or []:
+            if type(seq) is int:
+                why.setdefault(seq, []).append(reason)
+    return why

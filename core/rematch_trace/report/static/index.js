@@ -1,0 +1,176 @@
+// rematch report, index page: filters the session table and draws the per-day charts.
+// Data comes from the JSON block #report-data; every string from it reaches the page
+// through textContent or new Option(), never as markup.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var sessions = data.sessions;
+  var rows = {};
+  document.querySelectorAll("#sessions tbody tr").forEach(function (tr) { rows[tr.dataset.k] = tr; });
+  var selects = Array.prototype.slice.call(document.querySelectorAll("#filters select"));
+  var search = document.getElementById("f-q");
+  var charts = {};
+  var MAX_GROUPS = 8;
+  var PALETTE = ["#4f46e5", "#d97757", "#10a37f", "#2563eb", "#db2777", "#ca8a04", "#0891b2", "#7c3aed",
+                 "#65a30d", "#ea580c", "#475569", "#be123c"];
+
+  function distinct(key) {
+    var seen = {};
+    sessions.forEach(function (s) { if (s[key]) { seen[s[key]] = true; } });
+    return Object.keys(seen).sort();
+  }
+  selects.forEach(function (sel) {
+    if (sel.dataset.key === "f") { return; }
+    distinct(sel.dataset.key).forEach(function (v) { sel.appendChild(new Option(v, v)); });
+  });
+
+  function matches(s, text) {
+    for (var i = 0; i < selects.length; i++) {
+      var key = selects[i].dataset.key, want = selects[i].value;
+      if (!want) { continue; }
+      if (key === "f") {
+        if (want === "-" && s.f.length === 0) { return false; }
+        if (want === "+" && s.f.length > 0) { return false; }
+        if (want !== "-" && want !== "+" && s.f.indexOf(want) < 0) { return false; }
+      } else if (s[key] !== want) { return false; }
+    }
+    if (text) {
+      var tr = rows[s.k];
+      if (!tr || tr.textContent.toLowerCase().indexOf(text) < 0) { return false; }
+    }
+    return true;
+  }
+
+  function fmtTokens(n) {
+    if (n >= 1e6) { return (n / 1e6).toFixed(2) + "M"; }
+    if (n >= 1e4) { return (n / 1e3).toFixed(1) + "k"; }
+    return n.toLocaleString("en-US");
+  }
+
+  function aggregate(chosen, by) {
+    var days = {}, groups = {}, total = { sessions: 0, inputs: 0, redirects: 0, clusters: 0, tokens: 0, cost: 0, priced: 0 };
+    function day(d) {
+      if (!days[d]) { days[d] = { sessions: 0, inputs: 0, redirects: 0, clusters: 0, tokens: {}, cost: {} }; }
+      return days[d];
+    }
+    chosen.forEach(function (s) {
+      day(s.day).sessions += 1; total.sessions += 1;
+      s.daily.forEach(function (x) {
+        var d = day(x[0]);
+        d.inputs += x[1]; d.redirects += x[2]; d.clusters += x[3];
+        total.inputs += x[1]; total.redirects += x[2]; total.clusters += x[3];
+      });
+      s.u.forEach(function (u) {
+        var d = day(u[0]), g = by === "harness" ? s.h : u[1];
+        groups[g] = true;
+        d.tokens[g] = (d.tokens[g] || 0) + u[2];
+        d.cost[g] = (d.cost[g] || 0) + u[3];
+        total.tokens += u[2]; total.cost += u[3]; total.priced += u[4];
+      });
+    });
+    // The biggest groups by tokens get a colour each; the rest are summed as "other" (a legend stays readable).
+    var size = {};
+    Object.keys(days).forEach(function (d) {
+      Object.keys(days[d].tokens).forEach(function (g) { size[g] = (size[g] || 0) + days[d].tokens[g]; });
+    });
+    var ranked = Object.keys(groups).sort(function (a, b) { return size[b] - size[a] || (a < b ? -1 : 1); });
+    if (ranked.length > MAX_GROUPS) {
+      var rest = ranked.slice(MAX_GROUPS - 1);
+      ranked = ranked.slice(0, MAX_GROUPS - 1).concat(["other"]);
+      Object.keys(days).forEach(function (d) {
+        ["tokens", "cost"].forEach(function (f) {
+          rest.forEach(function (g) {
+            if (days[d][f][g]) { days[d][f].other = (days[d][f].other || 0) + days[d][f][g]; }
+          });
+        });
+      });
+    }
+    return { labels: Object.keys(days).sort(), days: days, groups: ranked, total: total };
+  }
+
+  function draw(id, config) {
+    if (charts[id]) { charts[id].destroy(); }
+    charts[id] = new Chart(document.getElementById(id), config);
+  }
+
+  function stacked(agg, field, money) {
+    return {
+      type: "bar",
+      data: {
+        labels: agg.labels,
+        datasets: agg.groups.map(function (g, i) {
+          return { label: g, backgroundColor: PALETTE[i % PALETTE.length], stack: "s",
+                   data: agg.labels.map(function (d) { return agg.days[d][field][g] || 0; }) };
+        })
+      },
+      options: {
+        animation: false, maintainAspectRatio: false, responsive: true,
+        plugins: { legend: { position: "bottom", labels: { boxWidth: 12 } },
+                   tooltip: { callbacks: { label: function (c) {
+                     return c.dataset.label + ": " + (money ? "$" + c.parsed.y.toFixed(2) : fmtTokens(c.parsed.y)); } } } },
+        scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true,
+                  ticks: { callback: function (v) { return money ? "$" + v : fmtTokens(v); } } } }
+      }
+    };
+  }
+
+  function update() {
+    var text = search.value.trim().toLowerCase();
+    var chosen = sessions.filter(function (s) { return matches(s, text); });
+    var keep = {};
+    chosen.forEach(function (s) { keep[s.k] = true; });
+    Object.keys(rows).forEach(function (k) { rows[k].classList.toggle("hidden-by-filter", !keep[k]); });
+    document.getElementById("empty").hidden = chosen.length > 0 || sessions.length === 0;
+    var agg = aggregate(chosen, document.getElementById("c-by").value);
+    var t = agg.total;
+    document.getElementById("t-sessions").textContent = t.sessions;
+    document.getElementById("t-inputs").textContent = t.inputs.toLocaleString("en-US");
+    document.getElementById("t-redirects").textContent = t.redirects;
+    document.getElementById("t-clusters").textContent = t.clusters;
+    document.getElementById("t-tokens").textContent = fmtTokens(t.tokens);
+    document.getElementById("t-cost").textContent = t.priced ? "$" + t.cost.toFixed(2) : (t.tokens ? "n/a" : "-");
+    document.getElementById("t-priced").textContent =
+      t.tokens && t.priced < t.tokens ? "covers " + Math.floor(t.priced * 100 / t.tokens) + "% of tokens" : "";
+    draw("c-activity", {
+      type: "bar",
+      data: {
+        labels: agg.labels,
+        datasets: [
+          { type: "line", label: "inputs", yAxisID: "y2", borderColor: "#4f46e5", backgroundColor: "#4f46e5", tension: 0.25,
+            data: agg.labels.map(function (d) { return agg.days[d].inputs; }) },
+          { label: "sessions", backgroundColor: "#94a3b8", data: agg.labels.map(function (d) { return agg.days[d].sessions; }) },
+          { label: "redirects", backgroundColor: "#d97706", data: agg.labels.map(function (d) { return agg.days[d].redirects; }) },
+          { label: "error clusters", backgroundColor: "#dc2626", data: agg.labels.map(function (d) { return agg.days[d].clusters; }) }
+        ]
+      },
+      options: { animation: false, maintainAspectRatio: false, responsive: true,
+                 plugins: { legend: { position: "bottom", labels: { boxWidth: 12 } } },
+                 scales: { y: { beginAtZero: true, ticks: { precision: 0 } },
+                           y2: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, ticks: { precision: 0 } } } }
+    });
+    draw("c-tokens", stacked(agg, "tokens", false));
+    draw("c-cost", stacked(agg, "cost", true));
+    var state = selects.map(function (s) { return s.value; }).concat([search.value]);
+    var hash = state.some(function (v) { return v; }) ? "#" + state.map(encodeURIComponent).join("|") : "";
+    if (location.hash !== hash) { history.replaceState(null, "", hash || location.pathname); }
+  }
+
+  if (location.hash.length > 1) {
+    var parts = location.hash.slice(1).split("|").map(function (p) {
+      try { return decodeURIComponent(p); } catch (e) { return ""; }
+    });
+    selects.forEach(function (sel, i) {
+      if (parts[i] && Array.prototype.some.call(sel.options, function (o) { return o.value === parts[i]; })) { sel.value = parts[i]; }
+    });
+    search.value = parts[selects.length] || "";
+  }
+  selects.forEach(function (sel) { sel.addEventListener("change", update); });
+  search.addEventListener("input", update);
+  document.getElementById("c-by").addEventListener("change", update);
+  document.getElementById("f-reset").addEventListener("click", function () {
+    selects.forEach(function (s) { s.value = ""; });
+    search.value = "";
+    update();
+  });
+  update();
+}());

@@ -1,0 +1,274 @@
+"""One session folded into the figures the report, ``rematch sessions`` and ``rematch stats`` show.
+
+A summary is made from the ledger's row of a session (harness, flags and the
+seqs behind them, domain, repository) and one streaming pass over its trace
+(dates, models, counts, tokens and cost per day and model). Nothing of the
+transcript's text is kept: a summary holds names, counts and dates only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+import orjson
+
+from rematch_trace.trace.flags import CLUSTER_WINDOW
+
+#: Bumped whenever what a summary holds changes: cached summaries of another version are recomputed.
+SUMMARY_VERSION = 1
+
+
+def day_of(t_ms: int | None) -> str | None:
+    """The UTC day (``YYYY-MM-DD``) of a millisecond timestamp, or ``None``."""
+    if t_ms is None:
+        return None
+    try:
+        return dt.datetime.fromtimestamp(t_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def model_name(model: Any) -> str | None:
+    """``provider/id`` of a trace's model object (``id`` alone without a provider), or ``None``."""
+    if not isinstance(model, Mapping):
+        return None
+    mid = model.get("id")
+    if not isinstance(mid, str) or not mid:
+        return None
+    provider = model.get("provider")
+    return f"{provider}/{mid}" if isinstance(provider, str) and provider else mid
+
+
+def _int(value: Any) -> int:
+    return value if type(value) is int and value >= 0 else 0
+
+
+@attrs.define
+class Usage:
+    """Tokens and cost of one (day, model) of one session.
+
+    ``cost`` sums the ``turn_end.usage.cost`` the traces hold; ``priced_tokens``
+    is the share of ``tokens`` whose turns had a cost, so a cost is never shown
+    as complete when it is not.
+    """
+
+    day: str
+    model: str
+    turns: int = 0
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    priced_tokens: int = 0
+
+
+@attrs.define
+class Daily:
+    """What happened in one session on one UTC day."""
+
+    day: str
+    inputs: int = 0
+    redirects: int = 0
+    error_clusters: int = 0
+    tool_errors: int = 0
+
+
+@attrs.define
+class SessionSummary:
+    """One session's figures (no transcript text)."""
+
+    key: str
+    harness: str
+    session_id: str
+    agent_kind: str
+    agent_name: str | None
+    started: int | None
+    ended: int | None
+    day: str | None
+    model: str | None
+    models: list[str]
+    cwd: str | None
+    repo: str | None
+    domain: str | None
+    flagged: bool
+    reasons: list[str]
+    inputs: int
+    tool_results: int
+    tool_errors: int
+    turns: int
+    redirects: int
+    error_clusters: int
+    marks: int
+    tokens: int
+    cost: float
+    priced_tokens: int
+    unreadable_lines: int
+    usage: list[Usage]
+    daily: list[Daily]
+    version: int = SUMMARY_VERSION
+
+
+converter = cattrs.Converter()
+
+
+def to_json(summary: SessionSummary) -> dict[str, Any]:
+    """The summary as a JSON object."""
+    value: dict[str, Any] = converter.unstructure(summary)
+    return value
+
+
+def from_json(value: Any) -> SessionSummary | None:
+    """A summary back from :func:`to_json`'s object, or ``None`` if it is not one of this version."""
+    if not isinstance(value, dict) or value.get("version") != SUMMARY_VERSION:
+        return None
+    try:
+        return converter.structure(value, SessionSummary)
+    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError):
+        return None
+
+
+def trace_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of a trace file, streamed; a line that is not a JSON object yields ``{}``."""
+    with open(path, "rb") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                rec = None
+            yield rec if isinstance(rec, dict) else {}
+
+
+def cluster_starts(error_cluster_seqs: list[int], result_index: Mapping[int, int]) -> set[int]:
+    """The seq opening each error cluster: a flagged error more than a window of results after the last.
+
+    ``result_index`` maps a tool_result's seq to its ordinal among the session's results.
+    """
+    starts: set[int] = set()
+    last: int | None = None
+    for seq in sorted(error_cluster_seqs):
+        n = result_index.get(seq)
+        if n is None:
+            continue
+        if last is None or n - last >= CLUSTER_WINDOW:
+            starts.add(seq)
+        last = n
+    return starts
+
+
+def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] | None = None) -> SessionSummary:
+    """Fold the ledger ``row`` of a session and its ``trace`` file into a :class:`SessionSummary`.
+
+    ``call_ids``, when given, receives the call id of every tool_result (a page needs them to tell
+    the calls that never got a result, and this pass reads them anyway).
+    """
+    redirect_seqs = {s for s in row.get("redirect_seqs") or [] if type(s) is int}
+    started: int | None = None
+    ended: int | None = None
+    start_model: str | None = None
+    current: str | None = None
+    agent_name: str | None = None
+    models: list[str] = []
+    usage: dict[tuple[str, str], Usage] = {}
+    daily: dict[str, Daily] = {}
+    result_index: dict[int, int] = {}
+    result_day: dict[int, str] = {}
+    inputs = results = errors = turns = unreadable = 0
+    for rec in trace_records(trace):
+        if not rec:
+            unreadable += 1
+            continue
+        ev = rec.get("ev")
+        t = rec.get("t") if type(rec.get("t")) is int else None
+        if t is not None and t > 0:
+            started = t if started is None else min(started, t)
+            ended = t if ended is None else max(ended, t)
+        day = day_of(t) or "unknown"
+        seq = rec.get("seq") if type(rec.get("seq")) is int else -1
+        if ev == "session_start":
+            start_model = current = model_name(rec.get("model"))
+            agent = rec.get("agent")
+            if isinstance(agent, Mapping) and isinstance(agent.get("name"), str):
+                agent_name = agent["name"]
+        elif ev == "model_change":
+            current = model_name(rec.get("to")) or current
+        elif ev == "input":
+            inputs += 1
+            d = daily.setdefault(day, Daily(day))
+            d.inputs += 1
+            if seq in redirect_seqs:  # the ledger's flags are the authority, not a second reading
+                d.redirects += 1
+        elif ev == "tool_result":
+            result_index[seq] = results
+            if call_ids is not None and isinstance(rec.get("call_id"), str):
+                call_ids.add(rec["call_id"])
+            result_day[seq] = day
+            results += 1
+            if rec.get("is_error") is True:
+                errors += 1
+                daily.setdefault(day, Daily(day)).tool_errors += 1
+        elif ev == "turn_end":
+            turns += 1
+            name = model_name(rec.get("model")) or current or "unknown"
+            if start_model is None:
+                start_model = name
+            u = rec.get("usage") if isinstance(rec.get("usage"), Mapping) else {}
+            assert isinstance(u, Mapping)
+            slot = usage.setdefault((day, name), Usage(day, name))
+            slot.turns += 1
+            slot.input += _int(u.get("input"))
+            slot.output += _int(u.get("output"))
+            slot.cache_read += _int(u.get("cacheRead"))
+            slot.cache_write += _int(u.get("cacheWrite"))
+            total = _int(u.get("totalTokens"))
+            slot.tokens += total
+            cost = u.get("cost")
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e9:
+                slot.cost += float(cost)
+                slot.priced_tokens += total
+        if name_ := model_name(rec.get("model")) if ev in ("session_start", "turn_end") else None:
+            if name_ not in models:
+                models.append(name_)
+    starts = cluster_starts([s for s in row.get("error_cluster_seqs") or [] if type(s) is int], result_index)
+    for seq in starts:
+        daily.setdefault(result_day[seq], Daily(result_day[seq])).error_clusters += 1
+    redirects = sum(d.redirects for d in daily.values())
+    use = sorted(usage.values(), key=lambda u: (u.day, u.model))
+    return SessionSummary(
+        key=key,
+        harness=str(row.get("harness") or ""),
+        session_id=str(row.get("session_id") or ""),
+        agent_kind=str(row.get("agent_kind") or ""),
+        agent_name=agent_name,
+        started=started,
+        ended=ended,
+        day=day_of(started),
+        model=start_model,
+        models=models,
+        cwd=row.get("cwd"),
+        repo=row.get("repo_remote") or row.get("repo"),
+        domain=row.get("domain"),
+        flagged=bool(row.get("flagged")),
+        reasons=[r for r in row.get("reasons") or [] if isinstance(r, str)],
+        inputs=inputs,
+        tool_results=results,
+        tool_errors=errors,
+        turns=turns,
+        redirects=redirects,
+        error_clusters=len(starts),
+        marks=len(row.get("mark_seqs") or []),
+        tokens=sum(u.tokens for u in use),
+        cost=round(sum(u.cost for u in use), 6),
+        priced_tokens=sum(u.priced_tokens for u in use),
+        unreadable_lines=unreadable,
+        usage=use,
+        daily=sorted(daily.values(), key=lambda d: d.day),
+    )

@@ -1,0 +1,76 @@
+"""Text for people: values made safe to show, times, durations, token counts and costs.
+
+Used by the report's templates and by the terminal commands alike (no Jinja2 here).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+#: Characters shown as escapes: C0/C1 controls (not tab or newline), bidi controls, zero-width
+#: characters, the BOM, and lone surrogates (which cannot even be encoded).
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069"
+                     "\ufeff\ud800-\udfff]")
+
+
+def visible(value: Any) -> Any:
+    """``value`` made safe to show: ``None`` as empty, hidden characters of a string as ``\\uXXXX``."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or hasattr(value, "__html__"):  # markup the templates made is safe
+        return value
+    if "\r" in value:
+        value = value.replace("\r\n", "\n")
+    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+
+
+def when(t: Any, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """A millisecond timestamp as UTC text, or ``-``."""
+    if type(t) is not int:
+        return "-"
+    try:
+        return dt.datetime.fromtimestamp(t / 1000, dt.timezone.utc).strftime(fmt)
+    except (OverflowError, OSError, ValueError):
+        return "-"
+
+
+def duration(ms: Any) -> str:
+    """A duration in milliseconds as ``1h 02m``, ``3m 05s`` or ``12s``."""
+    if type(ms) is not int or ms < 0:
+        return "-"
+    s = ms // 1000
+    if s >= 3600:
+        return f"{s // 3600}h {s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m {s % 60:02d}s"
+    return f"{s}s"
+
+
+def tokens(n: Any) -> str:
+    """A token count, short: 950, 12.3k, 4.56M."""
+    if not isinstance(n, int):
+        return "-"
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.2f}M"
+    if n >= 10_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n:,}"
+
+
+def money(cost: float, priced: int, total: int) -> str:
+    """A cost in dollars; ``n/a`` when no turn stated one, and the share covered when partial."""
+    if not priced:
+        return "n/a" if total else "-"
+    text = f"${cost:,.2f}"
+    return text if priced >= total else f"{text}*"
+
+
+
+
+def clip(text: Any, width: int) -> str:
+    """``text`` on one line for a terminal: hidden characters shown, whitespace runs as one space, at most
+    ``width`` characters (a cut is marked with ``…``)."""
+    s = " ".join(str(visible(text)).split())
+    return s if len(s) <= width else s[: width - 1] + "…"
