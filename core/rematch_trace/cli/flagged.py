@@ -11,14 +11,11 @@ from rematch_trace.cli.common import data_folder, echo_json
 @click.option("--out", "out", type=click.Path(), help="Data folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def flagged_cmd(out: str | None, as_json: bool) -> None:
-    """List flagged sessions with their reasons."""
-    from rematch_trace.store.ledger import Ledger
+    """List flagged sessions, newest first, with their date, folder, counts and reasons."""
+    from rematch_trace.cli.sessions_cmd import summaries, table
+    from rematch_trace.report.text import clip, when
 
-    data = data_folder(out)
-    if not data.ledger.exists():
-        raise click.ClickException(f"nothing imported into {data.root} yet; run: rematch import")
-    with Ledger(data.ledger) as ledger:
-        rows = ledger.sessions(flagged=True)
+    entries = [e for e in summaries(data_folder(out)) if e.row["flagged"]]
     if as_json:
         echo_json(
             [
@@ -27,13 +24,26 @@ def flagged_cmd(out: str | None, as_json: bool) -> None:
                     "reasons": r["reasons"],
                     "seqs": {"redirect": r["redirect_seqs"], "error_cluster": r["error_cluster_seqs"],
                              "mark": r["mark_seqs"]},
-                    "trace": r["trace_path"], "domain": r["domain"],
+                    "trace": r["trace_path"], "domain": r["domain"], "cwd": r["cwd"],
+                    "started": when(e.summary.started), "inputs": e.summary.inputs,
+                    "tool_errors": e.summary.tool_errors, "redirects": e.summary.redirects,
+                    "error_clusters": e.summary.error_clusters, "marks": e.summary.marks,
                 }
-                for r in rows
+                for e in entries
+                for r in [e.row]
             ]
         )
         return
-    if not rows:
+    if not entries:
         click.echo("no flagged sessions")
-    for r in rows:
-        click.echo(f"{r['harness']:<12} {r['session_id']:<44} {', '.join(r['reasons'])}")
+        return
+    rows = [["started (UTC)", "harness", "session", "inputs", "tool err", "redirects", "clusters", "reasons", "folder"]]
+    for e in entries:
+        s = e.summary
+        rows.append([when(s.started, "%Y-%m-%d %H:%M"), s.harness,
+                     clip(s.session_id + (" (sub)" if s.agent_kind == "sub" else ""), 200), str(s.inputs),
+                     str(s.tool_errors), str(s.redirects), str(s.error_clusters), ",".join(s.reasons),
+                     clip(s.cwd or "-", 80)])
+    for line in table(rows, {3, 4, 5, 6}):
+        click.echo(line)
+    click.echo(f"{len(entries)} flagged session(s)")

@@ -64,7 +64,7 @@ def chosen(entries: list[Entry], harness: str | None, model: str | None, repo: s
             continue
         if domain is not None and s.domain != domain:
             continue
-        if flag == "any" and not s.flagged or flag == "none" and s.flagged:
+        if (flag == "any" and not s.flagged) or (flag == "none" and s.flagged):
             continue
         if flag not in (None, "any", "none") and flag not in s.reasons:
             continue
@@ -79,7 +79,7 @@ def table(rows: list[list[str]], right: set[int]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for r in rows:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
         cells[-1] = r[-1]
         lines.append("  ".join(cells).rstrip())
     return lines
@@ -92,8 +92,8 @@ def table(rows: list[list[str]], right: set[int]) -> list[str]:
 def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: str | None, domain: str | None,
                  flag: str | None, since: str | None, as_json: bool) -> None:
     """List every session (not only flagged ones), newest first, with its counts."""
-    from rematch_trace.report.text import clip, when
     from rematch_trace.report.summary import to_json
+    from rematch_trace.report.text import clip, when
 
     entries = chosen(summaries(settled(out)), harness, model, repo, domain, flag, since)
     if as_json:
@@ -107,7 +107,7 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
     for e in entries:
         s = e.summary
         sid = s.session_id + (" (sub)" if s.agent_kind == "sub" else "")
-        rows.append([when(s.started, "%Y-%m-%d %H:%M"), s.harness, clip(sid, 48), clip(s.model or "-", 32),
+        rows.append([when(s.started, "%Y-%m-%d %H:%M"), s.harness, clip(sid, 200), clip(s.model or "-", 32),
                      str(s.inputs), str(s.tool_errors), str(s.redirects), clip(s.repo or s.cwd or "-", 80)])
     for line in table(rows, {4, 5, 6}):
         click.echo(line)

@@ -15,11 +15,12 @@ def show_cmd(session: str, out: str | None, as_json: bool) -> None:
     """Print one session's trace readably (SESSION may be an id prefix)."""
     from rematch_trace.cli.show import render
 
-    path = find_trace(settled(out), session)
+    data = settled(out)
+    path = find_trace(data, session)
     if as_json:
         with open(path, "rb") as f:
             for raw in f:
                 click.echo(raw.rstrip(b"\n").decode())
         return
-    for line in render(path):
+    for line in render(path, data.events / path.name):
         click.echo(line)

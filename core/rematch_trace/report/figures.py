@@ -116,9 +116,9 @@ def _table(title: str, rows: list[Row], cols: tuple[tuple[str, str], ...]) -> li
              for r in rows]
     widths = [max(len(title), *(len(c[0]) for c in cells))] + [
         max(len(h), *(len(c[i + 1]) for c in cells)) for i, h in enumerate(heads)]
-    lines = ["  ".join([title.ljust(widths[0]), *(h.rjust(w) for h, w in zip(heads, widths[1:]))])]
+    lines = ["  ".join([title.ljust(widths[0]), *(h.rjust(w) for h, w in zip(heads, widths[1:], strict=True))])]
     for c in cells:
-        lines.append("  ".join([c[0].ljust(widths[0]), *(x.rjust(w) for x, w in zip(c[1:], widths[1:]))]))
+        lines.append("  ".join([c[0].ljust(widths[0]), *(x.rjust(w) for x, w in zip(c[1:], widths[1:], strict=True))]))
     return lines
 
 

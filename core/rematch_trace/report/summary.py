@@ -192,7 +192,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] 
             started = t if started is None else min(started, t)
             ended = t if ended is None else max(ended, t)
         day = day_of(t) or "unknown"
-        seq = rec.get("seq") if type(rec.get("seq")) is int else -1
+        seq: int = rec["seq"] if type(rec.get("seq")) is int else -1
         if ev == "session_start":
             start_model = current = model_name(rec.get("model"))
             agent = rec.get("agent")
@@ -234,9 +234,9 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] 
             if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e9:
                 slot.cost += float(cost)
                 slot.priced_tokens += total
-        if name_ := model_name(rec.get("model")) if ev in ("session_start", "turn_end") else None:
-            if name_ not in models:
-                models.append(name_)
+        name_ = model_name(rec.get("model")) if ev in ("session_start", "turn_end") else None
+        if name_ and name_ not in models:
+            models.append(name_)
     starts = cluster_starts([s for s in row.get("error_cluster_seqs") or [] if type(s) is int], result_index)
     for seq in starts:
         daily.setdefault(result_day[seq], Daily(result_day[seq])).error_clusters += 1

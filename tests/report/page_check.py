@@ -1,0 +1,98 @@
+"""Reading the report's pages as a browser's parser would: tags, attributes, links, the embedded data."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+#: The only scripts a page may load.
+ALLOWED_SCRIPTS = {"assets/chart.umd.min.js", "assets/index.js", "assets/session.js"}
+
+
+class Page(HTMLParser):
+    """Every start tag with its attributes, the ids, and the text of ``<script type=application/json>``."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.ids: set[str] = set()
+        self.json_text: list[str] = []
+        self._in_json = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if a.get("id"):
+            self.ids.add(str(a["id"]))
+        self._in_json = tag == "script" and a.get("type") == "application/json"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_json = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_json:
+            self.json_text.append(data)
+
+
+def parse(path: Path) -> Page:
+    """The parsed page."""
+    p = Page()
+    p.feed(path.read_text("utf-8"))
+    p.close()
+    return p
+
+
+def unsafe_markup(page: Page) -> list[str]:
+    """What in a page could run script or leave it: any script but ours, event handler attributes,
+    ``javascript:`` URLs, frames, objects, forms, a base or a refresh; empty when none."""
+    found = []
+    for tag, a in page.tags:
+        if tag == "script":
+            src = a.get("src")
+            if a.get("type") == "application/json" and src is None:
+                continue
+            if src is None or src.replace("../", "") not in ALLOWED_SCRIPTS:
+                found.append(f"script {a}")
+        for name, value in a.items():
+            if name.startswith("on"):
+                found.append(f"{tag} handler {name}={value!r}")
+            if name in ("href", "src", "action", "formaction", "srcdoc", "data") and value and (
+                    value.strip().lower().startswith(("javascript:", "data:text/html")) or name == "srcdoc"):
+                found.append(f"{tag} {name}={value!r}")
+        if tag in ("iframe", "frame", "object", "embed", "form", "base", "style", "svg", "img", "math"):
+            found.append(f"tag {tag}")
+        if tag == "meta" and (a.get("http-equiv") or "").lower() == "refresh":
+            found.append("meta refresh")
+    return found
+
+
+def embedded(page: Page) -> Any:
+    """The JSON the page embeds for its script."""
+    return json.loads("".join(page.json_text))
+
+
+def broken_links(path: Path, page: Page, pages: dict[Path, Page]) -> list[str]:
+    """Links of ``page`` (at ``path``) whose file is missing or whose fragment names no element."""
+    bad = []
+    for tag, a in page.tags:
+        for attr in ("href", "src"):
+            url = a.get(attr)
+            if tag not in ("a", "link", "script") or url is None:
+                continue
+            parts = urlsplit(url)
+            if parts.scheme or parts.netloc:
+                bad.append(f"{url}: leaves the report")
+                continue
+            target = (path.parent / unquote(parts.path)).resolve() if parts.path else path.resolve()
+            if not target.is_file():
+                bad.append(f"{url}: no such file")
+                continue
+            if parts.fragment:
+                other = pages.get(target) or parse(target)
+                if parts.fragment not in other.ids:
+                    bad.append(f"{url}: no element #{parts.fragment}")
+    return bad
