@@ -134,11 +134,8 @@ def _render_session(env: Any, e: Entry, target: Path, since: str | None) -> None
 
 def build(data: DataDir, out: Path, since: str | None = None) -> BuildResult:
     """Build or refresh the report of ``data`` in ``out``; see the module's docstring."""
-    _private_dir(out)
-    pages = out / "sessions"
-    assets = out / "assets"
-    _private_dir(pages)
-    _private_dir(assets)
+    if out.is_symlink():
+        raise OSError(f"{out} is a symbolic link; refusing to write through it")
     cache_path = out / CACHE_NAME
     try:
         previous = orjson.loads(cache_path.read_bytes())
@@ -147,7 +144,11 @@ def build(data: DataDir, out: Path, since: str | None = None) -> BuildResult:
     bid = build_id()
     same_build = isinstance(previous, dict) and previous.get("build") == bid
     cache = read_cache(cache_path)
-    got = collect(data, cache)
+    got = collect(data, cache)  # before any folder is made: nothing imported means nothing written
+    pages = out / "sessions"
+    assets = out / "assets"
+    for folder in (out, pages, assets):
+        _private_dir(folder)
     chosen = list(since_filter(got.entries, since))
     env = environment()
     written = kept = 0
@@ -175,16 +176,17 @@ def build(data: DataDir, out: Path, since: str | None = None) -> BuildResult:
     for name in ASSETS:
         _write_if_changed(assets / name, _package_bytes("static", name))
     summaries = [e.summary for e in chosen]
-    index = env.get_template("index.html").generate(
+    index = env.get_template("index.html").render(
         root="", sessions=summaries, figures=figures(summaries), data=index_data(summaries), since=since,
         problems=got.problems,
     )
-    _write_stream(out / "index.html", index)
+    # Held whole (a few bytes a session), so an unchanged index is not rewritten.
+    _write_if_changed(out / "index.html", index.encode("utf-8", "backslashreplace"))
     new_cache = {
         "build": bid,
         "sessions": {e.key: {"stamp": e.stamp, "summary": to_json(e.summary), "page": e.key in paged}
                      for e in got.entries},
     }
-    write_atomic(cache_path, orjson.dumps(new_cache, option=orjson.OPT_SORT_KEYS))
+    _write_if_changed(cache_path, orjson.dumps(new_cache, option=orjson.OPT_SORT_KEYS))
     os.chmod(out, 0o700)
     return BuildResult(out, len(chosen), written, kept, removed, sum(e.fresh for e in got.entries), got.problems)
