@@ -1,0 +1,107 @@
+"""The report benchmark: is a refreshed report about as quick as the import rerun that precedes it?
+
+    python bench/report.py --size-mb 256
+
+Generates (or reuses) an archive under ``bench/out/report-corpus`` (no huge
+files), imports it, then measures in one run, each as a separate process:
+
+* the cold import and the cold report (every page written);
+* an import rerun with nothing changed, and the report rerun after it (no page written);
+* after appending whole exchanges to ``--changed`` percent of the files: the
+  import rerun, and the report rerun (only the changed sessions' pages written).
+
+It prints wall times and the ratios a reader needs: report rerun / import
+rerun, and warm report / cold report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from generate import Claude, Codex, Omp, _last_omp_id, generate  # noqa: E402
+
+
+def exe() -> str:
+    return shutil.which("rematch", path=str(Path(sys.executable).parent)) or "rematch"
+
+
+def timed(cmd: list[str]) -> tuple[float, str]:
+    t = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if res.returncode not in (0, 1):
+        sys.exit(f"{cmd[1]} failed ({res.returncode}): {res.stderr[-2000:]}")
+    return wall, res.stdout
+
+
+def grow(root: Path, percent: float, seed: int = 5) -> int:
+    """Append one exchange to ``percent`` % of the files (at least one); return how many files."""
+    rng = random.Random(seed)
+    files = sorted(root.rglob("*.jsonl"))
+    chosen = rng.sample(files, max(1, int(len(files) * percent / 100)))
+    for p in chosen:
+        kind = p.relative_to(root).parts[0]
+        sid = p.stem.split("_")[-1][-36:]
+        out: list[bytes] = []
+        if kind == "claude_code":
+            Claude(rng, sid).exchange(out, 2000)
+        elif kind == "codex":
+            x = Codex(rng, sid)
+            x.total = 10**9
+            x.turn(out, 2000)
+        else:
+            o = Omp(rng, sid)
+            o.parent = _last_omp_id(p)
+            o.turn(out, 2000)
+        with open(p, "ab") as f:
+            f.write(b"".join(out))
+    return len(chosen)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mb", type=int, default=256)
+    ap.add_argument("--changed", type=float, default=1.0, help="percent of files that grow before the rerun")
+    ap.add_argument("--work", type=Path, default=HERE / "out")
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    corpus = a.work / "report-corpus"
+    data = a.work / "report-data"
+    shutil.rmtree(corpus, ignore_errors=True)
+    shutil.rmtree(data, ignore_errors=True)
+    size = generate(corpus, a.size_mb, big=False)
+    files = len(list(corpus.rglob("*.jsonl")))
+    imp = [exe(), "import", str(corpus), "--out", str(data), "--jobs", str(a.jobs), "--quiet", "--json"]
+    rep = [exe(), "report", "--data", str(data)]
+    rows: list[tuple[str, float, str]] = []
+    for name, cmd in (("import, cold", imp), ("report, cold", rep), ("import rerun, nothing changed", imp),
+                      ("report rerun, nothing changed", rep)):
+        wall, out = timed(cmd)
+        rows.append((name, wall, out.strip().splitlines()[0] if cmd is rep else ""))
+    grown = grow(corpus, a.changed)
+    for name, cmd in ((f"import rerun, {grown} file(s) grown", imp), (f"report rerun, {grown} file(s) grown", rep)):
+        wall, out = timed(cmd)
+        rows.append((name, wall, out.strip().splitlines()[0] if cmd is rep else ""))
+    sessions = json.loads(subprocess.run([exe(), "stats", "--out", str(data), "--json"], capture_output=True,
+                                         text=True).stdout)["total"]["sessions"]
+    print(f"archive: {size / 1e6:.0f} MB, {files} files, {sessions} sessions; jobs={a.jobs}")
+    for name, wall, note in rows:
+        print(f"  {name:<40} {wall:7.2f} s  {note}")
+    t = {name: wall for name, wall, _ in rows}
+    print(f"  report rerun / import rerun, nothing changed: {rows[3][1] / rows[2][1]:.2f}")
+    print(f"  report rerun / import rerun, {grown} grown:  {rows[5][1] / rows[4][1]:.2f}")
+    print(f"  report rerun ({grown} grown) / cold report:   {rows[5][1] / t['report, cold']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
