@@ -30,6 +30,10 @@ def since_day(value: str | None) -> str | None:
 @click.option("--open", "open_", is_flag=True, help="Open the index in a browser when done.")
 def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: bool) -> None:
     """Build or refresh a static HTML report of every session (only changed pages are rewritten)."""
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        raise click.ClickException("rematch report needs Jinja2: pip install 'rematch-trace[report]'") from None
     from rematch_trace.report.build import build
     from rematch_trace.report.collect import NothingImported
 
