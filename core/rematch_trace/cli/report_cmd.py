@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from rematch_trace.cli.common import settled
+from rematch_trace.cli.common import data_folder
 
 
 def since_day(value: str | None) -> str | None:
@@ -38,7 +38,7 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     from rematch_trace.report.collect import NothingImported
 
     day = since_day(since)
-    data = settled(data_dir)
+    data = data_folder(data_dir)
     folder = Path(out).expanduser() if out else data.root / "report"
     started = time.perf_counter()
     try:

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from rematch_trace.cli.common import echo_json, settled
+from rematch_trace.cli.common import data_folder, echo_json
 from rematch_trace.report.collect import Entry
 from rematch_trace.store.datafolder import DataDir
 
@@ -95,7 +95,7 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
     from rematch_trace.report.summary import to_json
     from rematch_trace.report.text import clip, when
 
-    entries = chosen(summaries(settled(out)), harness, model, repo, domain, flag, since)
+    entries = chosen(summaries(data_folder(out)), harness, model, repo, domain, flag, since)
     if as_json:
         echo_json([dict(to_json(e.summary), trace=str(e.trace)) for e in entries])
         return

@@ -87,10 +87,16 @@ def _write_if_changed(target: Path, data: bytes) -> bool:
 
 def _write_stream(target: Path, chunks: Iterable[str]) -> None:
     f = AtomicFile(target)
+    buf: list[str] = []
     try:
+        # A template yields a string per output node: joined in batches, encoded and written at once.
         for chunk in chunks:
-            # Every printed value went through visible(): a surrogate left would be in the template itself.
-            f.write(chunk.encode("utf-8", "backslashreplace"))
+            buf.append(chunk)
+            if len(buf) >= 4096:
+                # Every printed value went through visible(): a surrogate left would be in the template itself.
+                f.write("".join(buf).encode("utf-8", "backslashreplace"))
+                buf.clear()
+        f.write("".join(buf).encode("utf-8", "backslashreplace"))
         f.commit()
     except BaseException:
         f.discard()

@@ -63,6 +63,11 @@ def _model(value: Any) -> str:
     return "?"
 
 
+#: Record kinds with a style of their own (anything else is styled as "other").
+_KINDS = frozenset({"input", "tool_result", "turn_end", "model_change", "mark", "agent_end", "tool_blocked",
+                   "session_start", "session_shutdown", "retrieval"})
+
+
 def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, Any]]:
     """One view per trace record, streamed: what the session page's timeline shows.
 
@@ -73,7 +78,7 @@ def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, An
     last_day = None
     for rec in trace_records(trace):
         if not rec:
-            yield {"seq": None, "ev": "unreadable", "reasons": [], "date": None, "time": "-",
+            yield {"seq": None, "ev": "unreadable", "cls": "ev-unreadable", "reasons": [], "date": None, "time": "-",
                    "head": "a line of the trace could not be read", "badges": [], "text": None, "code": None}
             continue
         ev = str(rec.get("ev") or "?")
@@ -81,7 +86,7 @@ def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, An
         t = rec.get("t")
         day = when(t, "%Y-%m-%d")
         view: dict[str, Any] = {
-            "seq": seq, "ev": ev, "reasons": why.get(seq, []) if seq is not None else [],
+            "seq": seq, "ev": ev, "cls": f"ev-{ev if ev in _KINDS else 'other'}" + (" hl" if seq in why else ""), "reasons": why.get(seq, []) if seq is not None else [],
             "date": day if day != last_day else None, "time": when(t, "%H:%M:%S"),
             "head": "", "badges": [], "text": None, "code": None,
         }
