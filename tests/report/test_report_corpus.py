@@ -1,0 +1,40 @@
+"""The shared corpus of real transcripts, imported and reported: safe pages, links that resolve, the ledger's
+flags highlighted, and figures that agree with ``rematch stats``."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+from hostile_gen import run_import
+from page_check import broken_links, embedded, parse, unsafe_markup
+from report_gen import rematch
+
+
+def test_corpus_report(corpus_dir: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    imported = run_import(data, corpus_dir, timeout=600)
+    assert imported.returncode in (0, 1), imported.stderr
+    res = rematch("report", "--data", str(data))
+    assert res.returncode == 0, res.stderr
+    report = data / "report"
+    with sqlite3.connect(data / "ledger.sqlite") as db:
+        rows = db.execute("SELECT trace_path, redirect_seqs, error_cluster_seqs, mark_seqs FROM sessions").fetchall()
+    assert len(rows) >= 10
+    parsed = {p.resolve(): parse(p) for p in [report / "index.html", *report.glob("sessions/*.html")]}
+    assert len(parsed) == len(rows) + 1
+    for path, page in parsed.items():
+        assert unsafe_markup(page) == [], path
+        assert broken_links(path, page, parsed) == [], path
+    for trace_path, *seqs in rows:
+        page = (report / "sessions" / f"{Path(trace_path).stem}.html").read_text()
+        flagged = {int(s) for col in seqs for s in json.loads(col)}
+        shown = {int(x) for x in re.findall(r'<li class="rec [^"]*\bhl"[^>]* id="seq-(\d+)"', page)}
+        assert shown == flagged, trace_path
+    stats = json.loads(rematch("stats", "--out", str(data), "--json").stdout)
+    sessions = embedded(parsed[(report / "index.html").resolve()])["sessions"]
+    assert stats["total"]["sessions"] == len(sessions) == len(rows)
+    assert stats["total"]["tokens"] == sum(u[2] for s in sessions for u in s["u"]) > 0
+    assert 0 < stats["total"]["priced_share"] < 1  # omp states costs, Claude Code and Codex do not
