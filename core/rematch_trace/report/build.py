@@ -133,7 +133,8 @@ def _render_session(env: Any, e: Entry, target: Path, since: str | None) -> None
             "mark": e.row.get("mark_seqs") or []}
     template = env.get_template("session.html")
     _write_stream(target, template.generate(
-        root="../", s=e.summary, row=e.row, seqs=seqs, risky=risky, actions=len(rows), unanswered=unanswered,
+        root="../", s=e.summary, row=e.row, last_seq=max(0, sum(v for v in (e.row.get("counts") or {}).values()
+                                                                if isinstance(v, int)) - 1), seqs=seqs, risky=risky, actions=len(rows), unanswered=unanswered,
         records=timeline(e.trace, why), since=since,
     ))
 
