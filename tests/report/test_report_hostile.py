@@ -77,7 +77,7 @@ def test_the_50mb_line_is_collapsed_and_not_cut_silently(hostile: dict[str, Any]
     path = hostile["report"] / "sessions" / f"{huge['key']}.html"
     assert path.stat().st_size < 200_000  # the trace holds 16 KiB of the prompt; the page shows that
     text = path.read_text()
-    assert "<details class=\"long\">" in text and "more characters</span></summary>" in text
+    assert "<details class=\"long\">" in text and "characters, 1 line(s)</span></summary>" in text
 
 
 def test_every_link_resolves(hostile: dict[str, Any]) -> None:

@@ -63,6 +63,11 @@ def _model(value: Any) -> str:
     return "?"
 
 
+def _long(text: str, limit: int, lines: int) -> bool:
+    """Whether the page collapses ``text``: longer than ``limit`` characters or ``lines`` lines."""
+    return len(text) > limit or text.count("\n") > lines
+
+
 #: Record kinds with a style of their own (anything else is styled as "other").
 _KINDS = frozenset({"input", "tool_result", "turn_end", "model_change", "mark", "agent_end", "tool_blocked",
                    "session_start", "session_shutdown", "retrieval"})
@@ -78,7 +83,8 @@ def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, An
     last_day = None
     for rec in trace_records(trace):
         if not rec:
-            yield {"seq": None, "ev": "unreadable", "cls": "ev-unreadable", "reasons": [], "date": None, "time": "-",
+            yield {"seq": None, "ev": "unreadable", "label": "unreadable", "cls": "ev-unreadable", "reasons": [],
+                   "text_long": False, "code_long": False, "date": None, "time": "-",
                    "head": "a line of the trace could not be read", "badges": [], "text": None, "code": None}
             continue
         ev = str(rec.get("ev") or "?")
@@ -86,7 +92,7 @@ def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, An
         t = rec.get("t")
         day = when(t, "%Y-%m-%d")
         view: dict[str, Any] = {
-            "seq": seq, "ev": ev, "cls": f"ev-{ev if ev in _KINDS else 'other'}" + (" hl" if seq in why else ""), "reasons": why.get(seq, []) if seq is not None else [],
+            "seq": seq, "ev": ev, "label": ev.replace("_", " "), "cls": f"ev-{ev if ev in _KINDS else 'other'}" + (" hl" if seq in why else ""), "reasons": why.get(seq, []) if seq is not None else [],
             "date": day if day != last_day else None, "time": when(t, "%H:%M:%S"),
             "head": "", "badges": [], "text": None, "code": None,
         }
@@ -145,6 +151,11 @@ def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, An
             view["head"] = "flagged: " + ", ".join(map(str, reasons)) if rec.get("flagged") else "not flagged"
         else:
             view["code"] = _compact({k: v for k, v in rec.items() if k not in ("seq", "t", "ev")})
+        text, code = view["text"], view["code"]
+        # Which texts the page collapses: an input is read whole more often than a turn's head.
+        view["text_long"] = text is not None and _long(text, 1500 if ev == "input" else 480,
+                                                       16 if ev == "input" else 8)
+        view["code_long"] = code is not None and _long(code, 240, 2)
         yield view
 
 
