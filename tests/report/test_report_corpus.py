@@ -28,11 +28,17 @@ def test_corpus_report(corpus_dir: Path, tmp_path: Path) -> None:
     for path, page in parsed.items():
         assert unsafe_markup(page) == [], path
         assert broken_links(path, page, parsed) == [], path
+    risky_pages = 0
     for trace_path, *seqs in rows:
         page = (report / "sessions" / f"{Path(trace_path).stem}.html").read_text()
         flagged = {int(s) for col in seqs for s in json.loads(col)}
         shown = {int(x) for x in re.findall(r'<li class="rec [^"]*\bhl"[^>]* id="seq-(\d+)"', page)}
         assert shown == flagged, trace_path
+        # Risky actions most severe first.
+        severities = [int(x) for x in re.findall(r'<tr class="sev sev-\w+">\s*<td class="n">(\d+)</td>', page)]
+        assert severities == sorted(severities, reverse=True), trace_path
+        risky_pages += bool(severities)
+    assert risky_pages >= 3
     stats = json.loads(rematch("stats", "--out", str(data), "--json").stdout)
     sessions = embedded(parsed[(report / "index.html").resolve()])["sessions"]
     assert stats["total"]["sessions"] == len(sessions) == len(rows)
