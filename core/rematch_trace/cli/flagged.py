@@ -13,6 +13,7 @@ from rematch_trace.cli.common import data_folder, echo_json
 def flagged_cmd(out: str | None, as_json: bool) -> None:
     """List flagged sessions, newest first, with their date, folder, counts and reasons."""
     from rematch_trace.cli.sessions_cmd import summaries, table
+    from rematch_trace.report.summary import reason_seqs
     from rematch_trace.report.text import clip, when
 
     entries = [e for e in summaries(data_folder(out)) if e.row["flagged"]]
@@ -22,8 +23,7 @@ def flagged_cmd(out: str | None, as_json: bool) -> None:
                 {
                     "harness": r["harness"], "session_id": r["session_id"], "agent_kind": r["agent_kind"],
                     "reasons": r["reasons"],
-                    "seqs": {"redirect": r["redirect_seqs"], "error_cluster": r["error_cluster_seqs"],
-                             "mark": r["mark_seqs"]},
+                    "seqs": reason_seqs(r),
                     "trace": r["trace_path"], "domain": r["domain"], "cwd": r["cwd"],
                     "started": when(e.summary.started), "inputs": e.summary.inputs,
                     "tool_errors": e.summary.tool_errors, "redirects": e.summary.redirects,

@@ -30,7 +30,7 @@ import orjson
 from rematch_trace.report.collect import CACHE_NAME, Entry, collect, read_cache, since_filter
 from rematch_trace.report.figures import figures
 from rematch_trace.report.render import environment, flag_reasons_by_seq, timeline
-from rematch_trace.report.summary import SessionSummary, to_json, trace_records
+from rematch_trace.report.summary import SessionSummary, reason_seqs, to_json, trace_records
 from rematch_trace.security.audit import actions, most_severe_first
 from rematch_trace.store.datafolder import AtomicFile, DataDir, write_atomic
 
@@ -129,8 +129,7 @@ def _render_session(env: Any, e: Entry, target: Path, since: str | None) -> None
     risky = [r for r in rows if r["risk_features"]]
     most_severe_first(risky)
     why = flag_reasons_by_seq(e.row)
-    seqs = {"redirect": e.row.get("redirect_seqs") or [], "error_cluster": e.row.get("error_cluster_seqs") or [],
-            "mark": e.row.get("mark_seqs") or []}
+    seqs = reason_seqs(e.row)
     template = env.get_template("session.html")
     _write_stream(target, template.generate(
         root="../", s=e.summary, row=e.row, last_seq=max(0, sum(v for v in (e.row.get("counts") or {}).values()

@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 import orjson
 
-from rematch_trace.report.summary import trace_records
+from rematch_trace.report.summary import reason_seqs, trace_records
 from rematch_trace.report.text import duration, money, tokens, visible, when
 from rematch_trace.trace.flags import CLUSTER_ERRORS, CLUSTER_WINDOW
 
@@ -162,8 +162,7 @@ def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, An
 def flag_reasons_by_seq(row: Mapping[str, Any]) -> dict[int, list[str]]:
     """Seq -> the flag reasons it stands behind, from a ledger row."""
     why: dict[int, list[str]] = {}
-    for reason, col in (("redirect", "redirect_seqs"), ("error_cluster", "error_cluster_seqs"), ("mark", "mark_seqs")):
-        for seq in row.get(col) or []:
-            if type(seq) is int:
-                why.setdefault(seq, []).append(reason)
+    for reason, seqs in reason_seqs(row).items():
+        for seq in seqs:
+            why.setdefault(seq, []).append(reason)
     return why

@@ -17,7 +17,7 @@ import attrs
 import cattrs
 import orjson
 
-from rematch_trace.trace.flags import CLUSTER_WINDOW
+from rematch_trace.trace.flags import CLUSTER_WINDOW, REASONS
 
 #: Bumped whenever what a summary holds changes: cached summaries of another version are recomputed.
 SUMMARY_VERSION = 1
@@ -147,6 +147,22 @@ def trace_records(path: Path) -> Iterator[dict[str, Any]]:
             yield rec if isinstance(rec, dict) else {}
 
 
+def reason_seqs(row: Mapping[str, Any]) -> dict[str, list[int]]:
+    """Each flag reason of a ledger row with the seqs behind it (the ``seqs`` object; older rows' three columns).
+
+    The three reasons of :data:`~rematch_trace.trace.flags.REASONS` are always there, empty when absent.
+    """
+    seqs = row.get("seqs")
+    if not isinstance(seqs, Mapping):
+        seqs = {"redirect": row.get("redirect_seqs"), "error_cluster": row.get("error_cluster_seqs"),
+                "mark": row.get("mark_seqs")}
+    out: dict[str, list[int]] = {r: [] for r in REASONS}
+    for reason, values in seqs.items():
+        if isinstance(reason, str) and isinstance(values, list):
+            out[reason] = [v for v in values if type(v) is int]
+    return out
+
+
 def cluster_starts(error_cluster_seqs: list[int], result_index: Mapping[int, int]) -> set[int]:
     """The seq opening each error cluster: a flagged error more than a window of results after the last.
 
@@ -170,7 +186,8 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] 
     ``call_ids``, when given, receives the call id of every tool_result (a page needs them to tell
     the calls that never got a result, and this pass reads them anyway).
     """
-    redirect_seqs = {s for s in row.get("redirect_seqs") or [] if type(s) is int}
+    flags = reason_seqs(row)
+    redirect_seqs = set(flags.get("redirect", []))
     started: int | None = None
     ended: int | None = None
     start_model: str | None = None
@@ -237,7 +254,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] 
         name_ = model_name(rec.get("model")) if ev in ("session_start", "turn_end") else None
         if name_ and name_ not in models:
             models.append(name_)
-    starts = cluster_starts([s for s in row.get("error_cluster_seqs") or [] if type(s) is int], result_index)
+    starts = cluster_starts(flags.get("error_cluster", []), result_index)
     for seq in starts:
         daily.setdefault(result_day[seq], Daily(result_day[seq])).error_clusters += 1
     redirects = sum(d.redirects for d in daily.values())
@@ -264,7 +281,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] 
         turns=turns,
         redirects=redirects,
         error_clusters=len(starts),
-        marks=len(row.get("mark_seqs") or []),
+        marks=len(flags.get("mark", [])),
         tokens=sum(u.tokens for u in use),
         cost=round(sum(u.cost for u in use), 6),
         priced_tokens=sum(u.priced_tokens for u in use),
