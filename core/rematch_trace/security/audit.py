@@ -7,6 +7,7 @@ outcome (the post event of the same call).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,8 @@ from rematch_trace.store.datafolder import safe_name
 OUTCOMES = ("ok", "failed", "unknown")
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _events(path: Path) -> Iterator[dict[str, Any]]:
+    """The events of a file, streamed (an unreadable file yields none; a bad line is skipped)."""
     try:
         with open(path, "rb") as f:
             for line in f:
@@ -29,22 +30,22 @@ def _events(path: Path) -> list[dict[str, Any]]:
                 except orjson.JSONDecodeError:
                     continue
                 if isinstance(ev, dict):
-                    out.append(ev)
+                    yield ev
     except OSError:
-        return []
-    return out
+        return
 
 
 def actions(path: Path) -> list[dict[str, Any]]:
     """Every ``pre_tool_use`` event of one events file as a row (risky or not), joined with its outcome,
-    in file order. A call with no post event has the outcome ``unknown``: it never got a result."""
-    events = _events(path)
+    in file order. A call with no post event has the outcome ``unknown``: it never got a result.
+
+    Two passes over the file (outcomes, then rows), so the events are never all held at once."""
     outcome: dict[str, str] = {}
-    for ev in events:
+    for ev in _events(path):
         if ev.get("kind") in ("post_tool_use", "post_tool_failure") and ev.get("source_tool_call_id"):
             outcome[ev["source_tool_call_id"]] = "ok" if ev["kind"] == "post_tool_use" else "failed"
     rows: list[dict[str, Any]] = []
-    for ev in events:
+    for ev in _events(path):
         # A post event repeats its call's features: the pre event is the row.
         if ev.get("kind") != "pre_tool_use":
             continue
