@@ -1,6 +1,7 @@
 """The report benchmark: is a refreshed report about as quick as the import rerun that precedes it?
 
     python bench/report.py --size-mb 256
+    python bench/report.py --sessions 3000     # many small sessions instead
 
 Generates (or reuses) an archive under ``bench/out/report-corpus`` (no huge
 files), imports it, then measures in one run, each as a separate process:
@@ -28,7 +29,21 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate import Claude, Codex, Omp, _last_omp_id, generate  # noqa: E402
+from generate import RESULT_BYTES, Claude, Codex, Omp, _last_omp_id, generate, session_file  # noqa: E402
+
+
+def many(root: Path, sessions: int, seed: int = 3) -> int:
+    """``sessions`` small sessions (about 40 KB each, the harness mix of the archive); return the bytes."""
+    rng = random.Random(seed)
+    written = 0
+    for i in range(sessions):
+        kind = ("claude_code", "claude_code", "claude_code", "codex", "omp")[i % 5]
+        rel, data = session_file(kind, rng, 40_000, min(RESULT_BYTES[kind], 2000))
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        written += len(data)
+    return written
 
 
 def exe() -> str:
@@ -74,12 +89,14 @@ def main() -> None:
     ap.add_argument("--changed", type=float, default=1.0, help="percent of files that grow before the rerun")
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--sessions", type=int, default=0,
+                    help="instead of --size-mb, this many small sessions (the many-sessions case)")
     a = ap.parse_args()
     corpus = a.work / "report-corpus"
     data = a.work / "report-data"
     shutil.rmtree(corpus, ignore_errors=True)
     shutil.rmtree(data, ignore_errors=True)
-    size = generate(corpus, a.size_mb, big=False)
+    size = many(corpus, a.sessions) if a.sessions else generate(corpus, a.size_mb, big=False)
     files = len(list(corpus.rglob("*.jsonl")))
     imp = [exe(), "import", str(corpus), "--out", str(data), "--jobs", str(a.jobs), "--quiet", "--json"]
     rep = [exe(), "report", "--data", str(data)]

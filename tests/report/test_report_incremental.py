@@ -118,6 +118,11 @@ def test_clear_errors(tmp_path: Path, data: dict[str, Any]) -> None:
     res = rematch("report", "--data", str(data["data"]), "--out", str(link))
     assert res.returncode == 1 and "symbolic link" in res.stderr
     assert list(target.iterdir()) == []
+    # A folder of other files is not a report folder: nothing in it is touched.
+    (target / "index.html").write_text("mine")
+    res = rematch("report", "--data", str(data["data"]), "--out", str(target))
+    assert res.returncode == 1 and "holds no rematch report" in res.stderr
+    assert [p.name for p in target.iterdir()] == ["index.html"] and (target / "index.html").read_text() == "mine"
 
 
 def test_report_files_are_private(data: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ def summaries(data: DataDir) -> list[Entry]:
     from rematch_trace.report.collect import CACHE_NAME, NothingImported, collect, read_cache
 
     try:
-        got = collect(data, read_cache(data.root / "report" / CACHE_NAME))
+        got = collect(data, read_cache(data.root / "report" / CACHE_NAME)[0])
     except NothingImported as err:
         raise click.ClickException(str(err)) from None
     for p in got.problems:

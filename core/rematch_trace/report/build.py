@@ -32,7 +32,7 @@ from rematch_trace.report.figures import figures
 from rematch_trace.report.render import environment, flag_reasons_by_seq, timeline
 from rematch_trace.report.summary import SessionSummary, reason_seqs, to_json, trace_records
 from rematch_trace.security.audit import actions, most_severe_first
-from rematch_trace.store.datafolder import AtomicFile, DataDir, write_atomic
+from rematch_trace.store.datafolder import AtomicFile, DataDir, clean_temporaries, write_atomic
 
 #: The files copied into ``assets/``.
 ASSETS = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "index.js", "session.js")
@@ -58,14 +58,21 @@ def _package_bytes(folder: str, name: str) -> bytes:
 
 
 def build_id() -> str:
-    """A digest of the templates, the assets and :data:`PAGE_VERSION`: a change rewrites every page."""
+    """A digest of the templates, the assets and the code that shapes a page: a change rewrites every page.
+
+    The code is read as it is installed (``summary``, ``figures``, ``render``, ``text``, this module), so a
+    new rematch never keeps pages an older one rendered; :data:`PAGE_VERSION` remains for anything else.
+    """
     h = hashlib.sha256(str(PAGE_VERSION).encode())
-    templates = resources.files("rematch_trace.report") / "templates"
+    package = resources.files("rematch_trace.report")
+    templates = package / "templates"
     for item in sorted(templates.iterdir(), key=lambda p: p.name):
         if item.name.endswith(".html"):
             h.update(item.name.encode() + b"\0" + item.read_bytes())
     for name in ASSETS:
         h.update(name.encode() + b"\0" + _package_bytes("static", name))
+    for module in ("summary.py", "figures.py", "render.py", "text.py", "build.py"):
+        h.update(module.encode() + b"\0" + (package / module).read_bytes())
     return h.hexdigest()[:32]
 
 
@@ -130,11 +137,12 @@ def _render_session(env: Any, e: Entry, target: Path, since: str | None) -> None
     most_severe_first(risky)
     why = flag_reasons_by_seq(e.row)
     seqs = reason_seqs(e.row)
+    # The ledger counts the records of each kind; seqs run from 0, so the last is their sum less one.
+    last_seq = max(0, sum(v for v in (e.row.get("counts") or {}).values() if isinstance(v, int)) - 1)
     template = env.get_template("session.html")
     _write_stream(target, template.generate(
-        root="../", s=e.summary, row=e.row, last_seq=max(0, sum(v for v in (e.row.get("counts") or {}).values()
-                                                                if isinstance(v, int)) - 1), seqs=seqs, risky=risky, actions=len(rows), unanswered=unanswered,
-        records=timeline(e.trace, why), since=since,
+        root="../", s=e.summary, row=e.row, last_seq=last_seq, seqs=seqs, risky=risky, actions=len(rows),
+        unanswered=unanswered, records=timeline(e.trace, why), since=since,
     ))
 
 
@@ -143,18 +151,23 @@ def build(data: DataDir, out: Path, since: str | None = None) -> BuildResult:
     if out.is_symlink():
         raise OSError(f"{out} is a symbolic link; refusing to write through it")
     cache_path = out / CACHE_NAME
-    try:
-        previous = orjson.loads(cache_path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        previous = {}
     bid = build_id()
-    same_build = isinstance(previous, dict) and previous.get("build") == bid
-    cache = read_cache(cache_path)
+    cache, previous_build, previous_index = read_cache(cache_path)
+    same_build = previous_build == bid
     got = collect(data, cache)  # before any folder is made: nothing imported means nothing written
+    ours = cache_path.exists() or (out / "assets" / "report.css").exists()
+    if out.is_dir() and not ours and any(out.iterdir()):
+        # Never mix a report into a folder of other files (an index.html of someone else's, say).
+        raise OSError(f"{out} is not empty and holds no rematch report; choose an empty or new folder")
     pages = out / "sessions"
     assets = out / "assets"
     for folder in (out, pages, assets):
         _private_dir(folder)
+    for folder in (pages, assets):
+        clean_temporaries(folder)  # what a killed build left beside its targets
+    for name in ("index.html", CACHE_NAME):
+        for p in [*out.glob(f".{name}.*.tmp"), *out.glob(f".{name}.*.trash")]:
+            p.unlink(missing_ok=True)
     chosen = list(since_filter(got.entries, since))
     env = environment()
     written = kept = 0
@@ -173,26 +186,33 @@ def build(data: DataDir, out: Path, since: str | None = None) -> BuildResult:
             continue
         written += 1
         paged.add(e.key)
+    for name in ASSETS:
+        _write_if_changed(assets / name, _package_bytes("static", name))
+    summaries = [e.summary for e in chosen]
+    # The index is a function of the build, --since, the chosen sessions' stamps and the problems met:
+    # when none changed (a rerun that found nothing new) it is not even rendered.
+    index_key = hashlib.sha256(orjson.dumps([bid, since, [e.stamp for e in chosen], got.problems])).hexdigest()[:32]
+    if not (index_key == previous_index and (out / "index.html").is_file()):
+        index = env.get_template("index.html").render(
+            root="", sessions=summaries, figures=figures(summaries), data=index_data(summaries), since=since,
+            problems=got.problems,
+        )
+        # Held whole (a few bytes a session), so an unchanged index is not rewritten.
+        _write_if_changed(out / "index.html", index.encode("utf-8", "backslashreplace"))
+    new_cache = {
+        "build": bid,
+        "index": index_key,
+        "sessions": {e.key: {"stamp": e.stamp, "summary": e.cached if e.cached is not None else to_json(e.summary),
+                             "page": e.key in paged}
+                     for e in got.entries},
+    }
+    _write_if_changed(cache_path, orjson.dumps(new_cache, option=orjson.OPT_SORT_KEYS))
+    # Last: the index no longer links them, so a killed run leaves no link to a missing page.
     keep = {f"{e.key}.html" for e in chosen}
     removed = 0
     for p in pages.iterdir():
         if p.name.endswith(".html") and p.name not in keep:
             p.unlink()
             removed += 1
-    for name in ASSETS:
-        _write_if_changed(assets / name, _package_bytes("static", name))
-    summaries = [e.summary for e in chosen]
-    index = env.get_template("index.html").render(
-        root="", sessions=summaries, figures=figures(summaries), data=index_data(summaries), since=since,
-        problems=got.problems,
-    )
-    # Held whole (a few bytes a session), so an unchanged index is not rewritten.
-    _write_if_changed(out / "index.html", index.encode("utf-8", "backslashreplace"))
-    new_cache = {
-        "build": bid,
-        "sessions": {e.key: {"stamp": e.stamp, "summary": to_json(e.summary), "page": e.key in paged}
-                     for e in got.entries},
-    }
-    _write_if_changed(cache_path, orjson.dumps(new_cache, option=orjson.OPT_SORT_KEYS))
     os.chmod(out, 0o700)
     return BuildResult(out, len(chosen), written, kept, removed, sum(e.fresh for e in got.entries), got.problems)

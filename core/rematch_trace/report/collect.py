@@ -79,6 +79,7 @@ class Entry:
     summary: SessionSummary
     fresh: bool
     call_ids: set[str] | None = None
+    cached: dict[str, Any] | None = None  # the summary's JSON as the cache held it (written back as it is)
 
 
 @attrs.define
@@ -90,14 +91,19 @@ class Collected:
     reused: int
 
 
-def read_cache(path: Path) -> dict[str, dict[str, Any]]:
-    """``key -> {"stamp", "summary"}`` from a report's cache file; empty if missing or not readable."""
+def read_cache(path: Path) -> tuple[dict[str, dict[str, Any]], str | None, str | None]:
+    """``key -> {"stamp", "summary", "page"}`` from a report's cache file, the build it was made by and the
+    digest of what its index was made from; empty and ``None`` if the file is missing or not readable."""
     try:
         value = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
-        return {}
-    sessions = value.get("sessions") if isinstance(value, dict) else None
-    return {k: v for k, v in sessions.items() if isinstance(v, dict)} if isinstance(sessions, dict) else {}
+        return {}, None, None
+    if not isinstance(value, dict):
+        return {}, None, None
+    sessions = value.get("sessions")
+    build = value.get("build") if isinstance(value.get("build"), str) else None
+    index = value.get("index") if isinstance(value.get("index"), str) else None
+    return ({k: v for k, v in sessions.items() if isinstance(v, dict)} if isinstance(sessions, dict) else {}), build, index
 
 
 def newest_first(entries: list[Entry]) -> None:
@@ -127,7 +133,8 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]]) -> Collected:
         summary = from_json(cached.get("summary")) if cached and cached.get("stamp") == st else None
         if summary is not None:
             reused += 1
-            entries.append(Entry(key, row, st, trace, events, summary, fresh=False))
+            assert cached is not None
+            entries.append(Entry(key, row, st, trace, events, summary, fresh=False, cached=cached.get("summary")))
             continue
         ids: set[str] = set()
         try:
