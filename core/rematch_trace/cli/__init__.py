@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "report": "rematch_trace.cli.report_cmd:report_cmd",
     "stats": "rematch_trace.cli.stats:stats_cmd",
     "sessions": "rematch_trace.cli.sessions_cmd:sessions_cmd",
+    "watch": "rematch_trace.cli.watch_cmd:watch_cmd",
 }
 
 

@@ -11,6 +11,7 @@ gone before the import lock is released.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -42,15 +43,19 @@ from rematch_trace.store.rows import SourceRow
 COMMIT_SECONDS = 0.5
 
 
+#: Up to this many files are looked up in the ledger one by one; more, and its rows are read in one pass.
+FEW_FILES = 64
+
+
 def _plan_all(
-    host: Host, paths: list[Path], ledger: Ledger, summary: Summary, jobs: int
+    found: list[tuple[Path, str | None]], ledger: Ledger, summary: Summary, jobs: int
 ) -> list[WorkItem]:
     """The files to import, the most work first (with more than one job); unchanged ones only counted."""
-    found = sorted((as_stored(str(path)), str(path), hint) for path, hint in discover(host, paths))
-    rows = ledger.sources_brief()
+    keyed = sorted((as_stored(str(path)), str(path), hint) for path, hint in found)
+    rows = _rows_of([key for key, _, _ in keyed], ledger)
     row = next(rows, None)
     todo: list[WorkItem] = []
-    for key, path, hint in found:
+    for key, path, hint in keyed:
         # A merge of two sorted lists: the ledger's rows are never all in memory.
         while row is not None and row["path"] < key:
             row = next(rows, None)
@@ -71,6 +76,18 @@ def _plan_all(
         # The most work first keeps every worker busy to the end.
         todo.sort(key=lambda item: -item.work)
     return todo
+
+
+def _rows_of(keys: list[str], ledger: Ledger) -> Iterator[Any]:
+    """The ledger's brief rows in path order: of ``keys`` alone when they are few, else all of them."""
+    if len(keys) > FEW_FILES:
+        yield from ledger.sources_brief()
+        return
+    # A few files (what a watcher hands over) cost a lookup each, not a pass over every row.
+    for key in keys:
+        row = ledger.source_brief(key)
+        if row is not None:
+            yield row
 
 
 class _Signals:
@@ -135,62 +152,90 @@ def run_import(
     if paths and not any(os.path.lexists(p) for p in paths):
         raise RematchError(f"no such file or folder: {', '.join(str(p) for p in paths)}")
     data.ensure()
-    summary = Summary()
     with ImportLock(data.lock):
-        for folder in (data.traces, data.events, data.pending):
-            clean_temporaries(folder)
+        clean_outputs(data)
         host = worker_host()
-        executor = executor or make_executor(settings, data, progress)
-        with Ledger(data.ledger) as ledger, _Signals(executor) as signals:
-            recover(data, _committed(ledger), settings.fsync)
-            todo = _plan_all(host, paths, ledger, summary, settings.jobs)
-            # Said by this process (default_locations), before workers inherit the host.
-            summary.plugin_failed(host.drain_isolated())
-            if not paths:
-                from rematch_trace.host.known import absent_homes
+        summary = import_locked(discover(host, paths), data, settings, progress=progress, executor=executor)
+        if not paths:
+            from rematch_trace.host.known import absent_homes
 
-                summary.notes.extend(absent_homes({name for name, _ in host.pm.list_name_plugin()}))
-
-            def prepare(item: WorkItem) -> WorkItem:
-                # A grown file's fingerprints and saved state are read now, one file at a time.
-                if item.grown is not None and item.grown.saved is None:
-                    head, tail, saved = ledger.continuation_of(as_stored(item.path))
-                    return attrs.evolve(item, grown=Grown(item.grown.offset, head, tail, saved))
-                return item
-
-            removals: list[str] = []
-            try:
-                _record_all(ledger, data, executor.run(todo, prepare), summary, removals)
-            except Interrupted:
-                pass
-            except BaseException:
-                # Something unforeseen: the workers go, and what is uncommitted stays
-                # in the journal for the next command to settle, as after a kill.
-                executor.kill()
-                raise
-            # Workers are gone (the executor reaps them); what they finished is recorded.
-            executor.kill()
-            _commit(ledger, data, removals)
-            summary.worker_deaths.extend(executor.deaths)
-            summary.interrupted = signals.signum
-            # A file that failed, or a run that was stopped, may have left a resume
-            # uncommitted: settle the journal entry by entry. Otherwise every resume
-            # is committed and the journal is emptied without being read.
-            if signals.signum is not None or any(f.outcome == "failed" for f in summary.files):
-                recover(data, _committed(ledger), settings.fsync)
-            else:
-                clear(data)
-            summary.sessions_total, summary.flagged_total = ledger.totals()
+            summary.notes.extend(absent_homes({name for name, _ in host.pm.list_name_plugin()}))
         # Replaced files still queued for unlinking: this process's now, and any
         # a worker had queued when it ended.
         reaper.drain()
         if settings.jobs > 1:
-            for folder in (data.traces, data.events, data.pending):
-                clean_temporaries(folder)
+            clean_outputs(data)
     summary.files.sort(key=lambda f: f.path)
     summary.seconds = time.monotonic() - started
     if summary.interrupted is not None:
         raise Interrupted(summary.interrupted)
+    return summary
+
+
+def clean_outputs(data: DataDir) -> None:
+    """Remove the temporary and replaced output files a killed run left behind (under the lock)."""
+    for folder in (data.traces, data.events, data.pending):
+        clean_temporaries(folder)
+
+
+def import_locked(
+    found: list[tuple[Path, str | None]],
+    data: DataDir,
+    settings: ImportSettings,
+    *,
+    progress: Progress | None = None,
+    executor: Executor | None = None,
+    ledger: Ledger | None = None,
+) -> Summary:
+    """Import the ``found`` files (each with its harness hint) into ``data``, whose lock the caller holds.
+
+    The body of :func:`run_import`, for a caller that keeps the lock across
+    runs (``rematch watch``), and may keep its ``ledger`` open too. It settles
+    the journal, plans against the ledger, imports, records and commits; a
+    signal stops it as it stops :func:`run_import`, with
+    :attr:`Summary.interrupted` set (not raised).
+    """
+    summary = Summary()
+    host = worker_host()  # loaded before any worker is forked: workers start with the plugins
+    executor = executor or make_executor(settings, data, progress)
+    with contextlib.ExitStack() as stack:
+        book = ledger if ledger is not None else stack.enter_context(Ledger(data.ledger))
+        signals = stack.enter_context(_Signals(executor))
+        recover(data, _committed(book), settings.fsync)
+        todo = _plan_all(found, book, summary, settings.jobs)
+        # Said by this process (default_locations), before workers inherit the host.
+        summary.plugin_failed(host.drain_isolated())
+
+        def prepare(item: WorkItem) -> WorkItem:
+            # A grown file's fingerprints and saved state are read now, one file at a time.
+            if item.grown is not None and item.grown.saved is None:
+                head, tail, saved = book.continuation_of(as_stored(item.path))
+                return attrs.evolve(item, grown=Grown(item.grown.offset, head, tail, saved))
+            return item
+
+        removals: list[str] = []
+        try:
+            _record_all(book, data, executor.run(todo, prepare), summary, removals)
+        except Interrupted:
+            pass
+        except BaseException:
+            # Something unforeseen: the workers go, and what is uncommitted stays
+            # in the journal for the next command to settle, as after a kill.
+            executor.kill()
+            raise
+        # Workers are gone (the executor reaps them); what they finished is recorded.
+        executor.kill()
+        _commit(book, data, removals)
+        summary.worker_deaths.extend(executor.deaths)
+        summary.interrupted = signals.signum
+        # A file that failed, or a run that was stopped, may have left a resume
+        # uncommitted: settle the journal entry by entry. Otherwise every resume
+        # is committed and the journal is emptied without being read.
+        if signals.signum is not None or any(f.outcome == "failed" for f in summary.files):
+            recover(data, _committed(book), settings.fsync)
+        else:
+            clear(data)
+        summary.sessions_total, summary.flagged_total = book.totals()
     return summary
 
 
@@ -272,6 +317,6 @@ def settle(data: DataDir) -> int:
 
 
 __all__ = [
-    "SUFFIXES", "FileResult", "ImportSettings", "Interrupted", "Summary", "discover", "make_executor",
-    "print_problems", "run_import", "settle", "walk",
+    "SUFFIXES", "FileResult", "ImportSettings", "Interrupted", "Summary", "clean_outputs", "discover",
+    "import_locked", "make_executor", "print_problems", "run_import", "settle", "walk",
 ]

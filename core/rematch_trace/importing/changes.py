@@ -62,7 +62,10 @@ def plan(row: Any, path: Path, size: int | None, mtime_ns: int, load_saved: Any)
             return "skip", None
         return "full", None
     offset = row["offset"] or 0
-    if row["outcome"] in ("imported", "resumed") and row["has_saved"] and size > offset >= 0 and size >= row["size"]:
+    # size == offset > the size recorded: the file grew while it was being read, and the
+    # import read it to its end. Nothing is new, but only a continuation knows it cheaply.
+    more = size > offset or (size == offset and size > row["size"])
+    if row["outcome"] in ("imported", "resumed") and row["has_saved"] and more and offset >= 0 and size >= row["size"]:
         # Whether the kept part is unchanged is checked in the worker, in parallel.
         return "grown", Grown(offset)
     return "full", None

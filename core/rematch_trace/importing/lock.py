@@ -4,7 +4,9 @@ An ``flock`` on ``import.lock``. The kernel releases it when the last process
 holding the open file is gone, so it cannot outlive the run that took it: the
 worker processes of a run inherit it (the lock is held until the last of them
 exits) and die with their parent (see :mod:`rematch_trace.importing.pool`).
-The file's text is only a hint for the message: the pid of the run's parent.
+The file's text is only a hint for the message: the pid of the run's parent
+and, on a second line, which command it is (``rematch import``, ``rematch
+watch``), so whoever is refused learns who holds the folder and for how long.
 """
 
 from __future__ import annotations
@@ -15,12 +17,21 @@ from pathlib import Path
 
 from rematch_trace.errors import RematchError
 
+#: The holder a lock names when none is given.
+IMPORT = "rematch import"
+#: The holder ``rematch watch`` names: it keeps the lock for as long as it runs.
+WATCH = "rematch watch"
+
 
 class ImportLock:
-    """An exclusive lock on a data folder, so two imports never interleave."""
+    """An exclusive lock on a data folder, so two imports never interleave.
 
-    def __init__(self, path: Path) -> None:
+    ``holder`` names the command taking it, for the message of whoever is refused.
+    """
+
+    def __init__(self, path: Path, holder: str = IMPORT) -> None:
         self.path = path
+        self.holder = holder
         self.fd = -1
 
     def __enter__(self) -> ImportLock:
@@ -29,23 +40,34 @@ class ImportLock:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             try:
-                holder = os.read(self.fd, 32).decode(errors="replace").strip() or "?"
+                text = os.read(self.fd, 128).decode(errors="replace")
             finally:
                 os.close(self.fd)
-            alive = _alive(holder)
-            who = f"pid {holder}" if alive else f"a process of the run started by pid {holder}"
-            raise RematchError(
-                f"another rematch import is running on {self.path.parent} ({who} holds the lock {self.path}); "
-                "try again when it ends"
-            ) from None
+            raise RematchError(refusal(self.path, text)) from None
         os.ftruncate(self.fd, 0)
-        os.write(self.fd, str(os.getpid()).encode())
+        os.write(self.fd, f"{os.getpid()}\n{self.holder}\n".encode())
         return self
 
     def __exit__(self, *exc: object) -> None:
         # No LOCK_UN: that would release the lock for every process sharing the open
         # file, live workers included. Closing lets the kernel release it with the last.
         os.close(self.fd)
+
+
+def refusal(path: Path, text: str) -> str:
+    """The one-line message for a lock held by the process ``text`` (the lock file's) names."""
+    first, _, rest = text.partition("\n")
+    pid = first.strip() or "?"
+    holder = rest.strip().splitlines()[0] if rest.strip() else IMPORT
+    if holder == WATCH:
+        # A watcher never ends on its own: waiting for it would be waiting forever.
+        return (
+            f"rematch watch (pid {pid}) holds {path.parent} (lock {path}): it imports every change of the "
+            f"folders it watches as it is written; stop it (Ctrl-C, or kill {pid}) to run another import or "
+            "watcher on this data folder"
+        )
+    who = f"pid {pid}" if _alive(pid) else f"a process of the run started by pid {pid}"
+    return f"another rematch import is running on {path.parent} ({who} holds the lock {path}); try again when it ends"
 
 
 def _alive(pid: str) -> bool:

@@ -33,6 +33,8 @@ BIG_LINE = 4 * 1024 * 1024
 #: Default hard limit on one line; longer lines are skipped and reported.
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
+#: The problem reported for a last line still being written (it is not consumed).
+TRUNCATED_TAIL = "truncated last line (incomplete write); left for the next run"
 _BOM = b"\xef\xbb\xbf"
 # A large buffer: with the default 8 KiB, readline re-joins every longer line from pieces.
 _READ_BUFFER = 1024 * 1024
@@ -212,7 +214,7 @@ def read_jsonl(
             except ValueError as err:
                 if raw[-1:] != b"\n":  # raw may be empty once a BOM is cut off
                     offset -= n
-                    yield Problem(path, lineno, "truncated last line (incomplete write); left for the next run",
+                    yield Problem(path, lineno, TRUNCATED_TAIL,
                                   "truncated_tail")
                     return
                 yield Problem(path, lineno, str(err))
@@ -242,7 +244,7 @@ def _read_big(
         value, error = None, "invalid UTF-8"
     used = rest.consumed + rest.drain()
     if error is not None and not rest.newline and not rest.over:
-        return Problem(path, lineno, "truncated last line (incomplete write); left for the next run", "truncated_tail"), -1
+        return Problem(path, lineno, TRUNCATED_TAIL, "truncated_tail"), -1
     if rest.over:
         mib = limit // (1024 * 1024)
         return Problem(path, lineno, f"line longer than the {mib} MiB limit; skipped", "oversized"), used

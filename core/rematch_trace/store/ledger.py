@@ -71,6 +71,9 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The columns of a source row that planning reads (its saved state only said to be there).
+_BRIEF = ("path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, "
+          "saved IS NOT NULL AND length(saved) > 0 AS has_saved")
 
 
 def as_stored(value: Any) -> Any:
@@ -154,10 +157,12 @@ class Ledger:
         Planning reads this for every file of an archive: the saved states, up to
         hundreds of KB each, are read one at a time, and only for files that grew.
         """
-        yield from self._q(
-            "SELECT path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, "
-            "saved IS NOT NULL AND length(saved) > 0 AS has_saved FROM sources ORDER BY path"
-        )
+        yield from self._q(f"SELECT {_BRIEF} FROM sources ORDER BY path")
+
+    def source_brief(self, path: str) -> sqlite3.Row | None:
+        """One source's row as :meth:`sources_brief` gives it, or ``None``."""
+        row: sqlite3.Row | None = self._q(f"SELECT {_BRIEF} FROM sources WHERE path = ?", (path,)).fetchone()
+        return row
 
     def saved_of(self, path: str) -> bytes | None:
         """The encoded saved state of one source, if any."""
@@ -181,6 +186,20 @@ class Ledger:
             (harness, session_id),
         ).fetchone()
         return row
+
+    def imported_under(self, roots: Sequence[str]) -> int:
+        """How many imported sources are ``roots`` or lie under them (roots inside another count once)."""
+        tops = sorted({r.rstrip("/") or "/" for r in roots})
+        tops = [t for t in tops if not any(t.startswith(o.rstrip("/") + "/") for o in tops if o != t)]
+        n = 0
+        for top in tops:
+            # A range on the primary key: "0" is the character after "/".
+            low, high = top.rstrip("/") + "/", top.rstrip("/") + "0"
+            n += int(self._q(
+                "SELECT count(*) FROM sources WHERE outcome IN ('imported', 'resumed') "
+                "AND (path = ? OR (path >= ? AND path < ?))", (top, low, high),
+            ).fetchone()[0])
+        return n
 
     def totals(self) -> tuple[int, int]:
         """How many sessions the ledger holds, and how many of them are flagged."""
