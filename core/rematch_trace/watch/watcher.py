@@ -226,23 +226,23 @@ class Watcher:
         a ledger row each) until that second is surely past.
         """
         now = time.monotonic()
-        for path, _ in found:
-            self._recent[str(path)] = now
-        for path, seen in list(self._recent.items()):
+        for file, _ in found:
+            self._recent[str(file)] = now
+        for name, seen in list(self._recent.items()):
             if now - seen > RECENT_SECONDS:
-                del self._recent[path]
-        named = {str(p) for p, _ in found}
+                del self._recent[name]
+        named = {str(file) for file, _ in found}
         extra = []
-        for path in self._recent:
-            if path in named:
+        for name in self._recent:
+            if name in named:
                 continue
             try:
-                st = os.stat(path)
+                st = os.stat(name)
             except OSError:
                 continue
-            row = ledger.source_brief(as_stored(path))
+            row = ledger.source_brief(as_stored(name))
             if row is None or (row["size"], row["mtime_ns"]) != (st.st_size, st.st_mtime_ns):
-                extra.append((Path(path), roots.hint_of(path)))
+                extra.append((Path(name), roots.hint_of(name)))
         return sorted(found + extra) if extra else found
 
     # -- one burst -------------------------------------------------------------------------
