@@ -167,3 +167,31 @@ def test_a_second_watcher_and_an_import_are_refused_naming_the_watcher(tmp_path:
         assert first.stop(signal.SIGINT) == 0, first.stderr
     assert "stopped (SIGINT)" in first.stderr
     assert batch_import(home, out).returncode == 0
+
+
+def test_sigterm_amid_a_stream_of_writes_stops_cleanly_and_keeps_every_finished_import(tmp_path: Path) -> None:
+    home = Home(tmp_path)
+    out, ref = tmp_path / "out", tmp_path / "ref"
+    paths = {h: home.path(h) for h in HARNESSES}
+    lines = {h: home.lines(h, turns=40) for h in HARNESSES}
+    for h in HARNESSES:
+        append(paths[h], lines[h][0])
+    watch = Watch(home, out)
+    watch.wait_for("watching 3 of")
+    sent = None
+    for i in range(1, 120):
+        for h in HARNESSES:
+            if i < len(lines[h]):
+                append(paths[h], lines[h][i])
+        if i == 60:
+            watch.proc.send_signal(signal.SIGTERM)
+            sent = time.monotonic()
+        time.sleep(0.005)
+    assert sent is not None
+    code = watch.stop(timeout=30)
+    assert code == 0, watch.stderr
+    assert "stopped (SIGTERM)" in watch.stderr and "Traceback" not in watch.stderr, watch.stderr
+    # Whatever it had not finished, an import finishes: the outputs of a batch import.
+    proc = batch_import(home, out)
+    assert proc.returncode == 0, proc.stderr
+    assert_same_as_batch(home, out, ref)

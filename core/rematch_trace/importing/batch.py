@@ -227,7 +227,6 @@ def import_locked(
         executor.kill()
         _commit(book, data, removals)
         summary.worker_deaths.extend(executor.deaths)
-        summary.interrupted = signals.signum
         # A file that failed, or a run that was stopped, may have left a resume
         # uncommitted: settle the journal entry by entry. Otherwise every resume
         # is committed and the journal is emptied without being read.
@@ -236,6 +235,9 @@ def import_locked(
         else:
             clear(data)
         summary.sessions_total, summary.flagged_total = book.totals()
+    # Read once the handlers are gone: a signal that came after the last file
+    # (while the journal was settled, say) still stops the caller.
+    summary.interrupted = signals.signum
     return summary
 
 
