@@ -39,6 +39,9 @@ sys.path.insert(0, str(HERE))
 
 from generate import Claude, Codex, Omp, session_file  # noqa: E402
 
+#: ``--poll``: the watcher polls instead of using file system events.
+POLL = False
+
 
 class Home:
     """A temporary home, its harness writers, and the ``rematch watch`` following it."""
@@ -112,8 +115,10 @@ class Home:
     def start(self, jobs: int = 2) -> None:
         """Start the watcher and wait until it watches."""
         self.log = self.root / "watch.log"
-        argv = [sys.executable, "-m", "rematch_trace.cli", "watch", "--out", str(self.out), "-j", str(jobs)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(self.log, "wb"), env=self.env())
+        argv = [sys.executable, "-m", "rematch_trace.cli", "watch", "--out", str(self.out), "-j", str(jobs),
+                *(["--poll"] if POLL else [])]
+        with open(self.log, "wb") as err:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=self.env())
         deadline = time.monotonic() + 600
         while "rematch: watching" not in self.log.read_text(errors="replace"):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -281,8 +286,11 @@ def main() -> None:
     ap.add_argument("--soak-seconds", type=float, default=120)
     ap.add_argument("--rate", type=float, default=20, help="soak appends per second")
     ap.add_argument("--only", choices=["latency", "big", "soak"], default=None)
+    ap.add_argument("--poll", action="store_true", help="run the watcher with --poll")
     args = ap.parse_args()
-    print(f"python {sys.version.split()[0]}; {os.cpu_count()} cores")
+    global POLL
+    POLL = args.poll
+    print(f"python {sys.version.split()[0]}; {os.cpu_count()} cores; {'polling' if args.poll else 'file system events'}")
     root = Path(tempfile.mkdtemp(prefix="rematch-watch-bench-"))
     try:
         if args.only in (None, "latency"):

@@ -195,3 +195,27 @@ def test_sigterm_amid_a_stream_of_writes_stops_cleanly_and_keeps_every_finished_
     proc = batch_import(home, out)
     assert proc.returncode == 0, proc.stderr
     assert_same_as_batch(home, out, ref)
+
+
+def test_a_named_file_replaced_by_rename_is_followed_in_its_new_inode(tmp_path: Path) -> None:
+    home = Home(tmp_path)
+    out, ref = tmp_path / "out", tmp_path / "ref"
+    target = tmp_path / "elsewhere" / "session.jsonl"
+    lines = home.lines("omp", turns=6)
+    append(target, b"".join(lines[:6]))
+    watch = Watch(home, out, str(target))
+    try:
+        watch.wait_for("watching 1 of 1")
+        wait_settled(out, [target], watch=watch)
+        tmp = target.with_name("session.tmp")
+        tmp.write_bytes(b"".join(lines[:4]))
+        os.replace(tmp, target)  # the watched inode is gone
+        wait_settled(out, [target], watch=watch)
+        assert outcome_of(out, target) == "imported"
+        for line in lines[4:]:
+            append(target, line)
+        wait_settled(out, [target], watch=watch)
+        assert outcome_of(out, target) == "resumed"
+    finally:
+        assert watch.stop() == 0, watch.stderr
+    assert_same_as_batch(home, out, ref, target)

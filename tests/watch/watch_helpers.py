@@ -140,9 +140,10 @@ def wait_settled(out: Path, paths: list[Path], timeout: float = 60, watch: Watch
                 + (f"; stderr: {watch.stderr}" if watch else ""))
 
 
-def batch_import(home: Home, out: Path) -> subprocess.CompletedProcess[str]:
-    """``rematch import`` of the home's default locations into ``out``."""
-    argv = [sys.executable, "-m", "rematch_trace.cli", "import", "--out", str(out), "--json", "-j", "1"]
+def batch_import(home: Home, out: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
+    """``rematch import`` of ``paths`` (else the home's default locations) into ``out``."""
+    argv = [sys.executable, "-m", "rematch_trace.cli", "import", *map(str, paths), "--out", str(out), "--json",
+            "-j", "1"]
     return subprocess.run(argv, capture_output=True, text=True, env=home.env(), timeout=120)
 
 
@@ -170,9 +171,9 @@ def ledger_view(out: Path) -> dict[str, list[tuple[Any, ...]]]:
     }
 
 
-def assert_same_as_batch(home: Home, out: Path, ref: Path) -> None:
-    """The watcher's outputs and ledger equal a batch import of the final files."""
-    proc = batch_import(home, ref)
+def assert_same_as_batch(home: Home, out: Path, ref: Path, *paths: Path) -> None:
+    """The watcher's outputs and ledger equal a batch import of the final files (of ``paths``, if named)."""
+    proc = batch_import(home, ref, *paths)
     assert proc.returncode == 0, proc.stderr
     assert outputs(out) == outputs(ref)
     assert ledger_view(out) == ledger_view(ref)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import attrs
@@ -42,9 +43,21 @@ class Roots:
                 roots.append(Root(path, hint))
         return cls(tuple(roots), tuple(paths))
 
-    def existing(self) -> tuple[Path, ...]:
-        """The roots that exist now, folders and files (a harness creates its folder on first use)."""
-        return tuple(r.path for r in self.roots if r.path.exists())
+    def state(self) -> tuple[tuple[Path, int], ...]:
+        """The roots that exist now (a harness makes its folder on first use), a file's with its inode.
+
+        A watch on a file follows its inode: a file named on the command line
+        and then replaced (renamed over) needs a new watch, as does a root that
+        appears or goes.
+        """
+        out = []
+        for r in self.roots:
+            try:
+                st = r.path.stat()
+            except OSError:
+                continue
+            out.append((r.path, 0 if stat.S_ISDIR(st.st_mode) else st.st_ino))
+        return tuple(out)
 
     def hint_of(self, path: str) -> str | None:
         """The hint :func:`~rematch_trace.importing.discovery.discover` gives ``path``: its first root's."""

@@ -157,7 +157,8 @@ class Watcher:
         """Watch the roots that exist, restarting when that set changes, until stopped."""
         missing_said = False
         while not self.stop_event.is_set():
-            existing = roots.existing()
+            state = roots.state()
+            existing = tuple(path for path, _ in state)
             if not existing:
                 if not missing_said:
                     where = ", ".join(str(r.path) for r in roots.roots)
@@ -171,7 +172,7 @@ class Watcher:
                 f"({'polling' if self.polling else 'file system events'}) into {self.data.root}"
             )
             try:
-                self._watch(watchfiles, roots, existing, ledger)
+                self._watch(watchfiles, roots, state, ledger)
             except FileNotFoundError:
                 self.stop_event.wait(self.settings.tick_ms / 1000)  # a root went as the watch began
             except OSError as err:
@@ -181,11 +182,11 @@ class Watcher:
                 self.status.message(f"file system events unavailable ({err}); polling instead")
                 self.polling = True
 
-    def _watch(self, watchfiles: Any, roots: Roots, existing: tuple[Path, ...], ledger: Ledger) -> None:
-        """One watch over ``existing``; returns when stopped or when the roots that exist change."""
+    def _watch(self, watchfiles: Any, roots: Roots, state: tuple[tuple[Path, int], ...], ledger: Ledger) -> None:
+        """One watch over the roots of ``state``; returns when stopped or when that state changes."""
         data_root = os.path.abspath(self.data.root)
         changes_of = watchfiles.watch(
-            *existing,
+            *(path for path, _ in state),
             watch_filter=wanted(data_root),
             debounce=self.settings.debounce_ms,
             step=self.settings.step_ms,
@@ -210,7 +211,7 @@ class Watcher:
                     found = self._recheck(found, roots, ledger)
                 if found:
                     self._import(found, ledger, lag=True)
-                if self.stop_event.is_set() or roots.existing() != existing:
+                if self.stop_event.is_set() or roots.state() != state:
                     return
         finally:
             changes_of.close()
