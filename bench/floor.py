@@ -26,7 +26,7 @@ def main() -> None:
     started = time.perf_counter()
     items = 0
     for path, hint in discover(host, [root]):
-        source = host.detect(path, hint)
+        source = host.detect(Path(path), hint)
         if source is None:
             continue
         if stage == "read":

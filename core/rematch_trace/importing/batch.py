@@ -48,14 +48,16 @@ FEW_FILES = 64
 
 
 def _plan_all(
-    found: list[tuple[Path, str | None]], ledger: Ledger, summary: Summary, jobs: int
+    found: list[tuple[str, str | None]], ledger: Ledger, summary: Summary, jobs: int
 ) -> list[WorkItem]:
     """The files to import, the most work first (with more than one job); unchanged ones only counted."""
-    keyed = sorted((as_stored(str(path)), str(path), hint) for path, hint in found)
-    rows = _rows_of([key for key, _, _ in keyed], ledger)
+    # Sorted in place, as the ledger stores paths: no second list of an archive's paths.
+    found.sort(key=lambda f: as_stored(f[0]))
+    rows = _rows_of([as_stored(path) for path, _ in found] if len(found) <= FEW_FILES else None, ledger)
     row = next(rows, None)
     todo: list[WorkItem] = []
-    for key, path, hint in keyed:
+    for path, hint in found:
+        key = as_stored(path)
         # A merge of two sorted lists: the ledger's rows are never all in memory.
         while row is not None and row["path"] < key:
             row = next(rows, None)
@@ -78,9 +80,9 @@ def _plan_all(
     return todo
 
 
-def _rows_of(keys: list[str], ledger: Ledger) -> Iterator[Any]:
-    """The ledger's brief rows in path order: of ``keys`` alone when they are few, else all of them."""
-    if len(keys) > FEW_FILES:
+def _rows_of(keys: list[str] | None, ledger: Ledger) -> Iterator[Any]:
+    """The ledger's brief rows in path order: of ``keys`` alone when they are few, else (``None``) all."""
+    if keys is None:
         yield from ledger.sources_brief()
         return
     # A few files (what a watcher hands over) cost a lookup each, not a pass over every row.
@@ -179,7 +181,7 @@ def clean_outputs(data: DataDir) -> None:
 
 
 def import_locked(
-    found: list[tuple[Path, str | None]],
+    found: list[tuple[str, str | None]],
     data: DataDir,
     settings: ImportSettings,
     *,

@@ -12,14 +12,18 @@ from rematch_trace.host.facade import Host
 SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
 
 
-def walk(root: Path) -> Iterator[Path]:
-    """Transcript-like files under ``root``, in sorted order, never following links into loops."""
+def walk(root: str | Path) -> Iterator[str]:
+    """Transcript-like files under ``root``, in sorted order, never following links into loops.
+
+    Paths are plain strings: an archive of 100,000 files held as ``Path``
+    objects would cost about 40 MB more.
+    """
     seen: set[tuple[int, int]] = set()
-    stack = [root]
+    stack = [os.fspath(root)]
     while stack:
         d = stack.pop()
         try:
-            st = d.stat()
+            st = os.stat(d)
         except OSError:
             continue
         key = (st.st_dev, st.st_ino)
@@ -34,32 +38,37 @@ def walk(root: Path) -> Iterator[Path]:
         for e in entries:
             try:
                 if e.is_dir(follow_symlinks=False):
-                    subdirs.append(Path(e.path))
+                    subdirs.append(e.path)
                 elif e.is_file(follow_symlinks=False) and e.name.endswith(SUFFIXES):
-                    yield Path(e.path)
+                    yield e.path
             except OSError:
                 continue
         stack.extend(reversed(subdirs))
 
 
-def discover(host: Host, paths: list[Path]) -> list[tuple[Path, str | None]]:
-    """The candidate files, each with the harness its location hints at (or ``None``)."""
-    found: list[tuple[Path, str | None]] = []
+def discover(host: Host, paths: list[Path]) -> list[tuple[str, str | None]]:
+    """The candidate files (absolute paths, each once), each with the harness its location hints at."""
+    found: list[tuple[str, str | None]] = []
+    seen: set[str] = set()
+
+    def add(root: str | Path, hint: str | None) -> None:
+        # Under an absolute, normalised root every path scandir gives is one too.
+        for f in walk(os.path.abspath(root)):
+            if f not in seen:
+                seen.add(f)
+                found.append((f, hint))
+
     if paths:
         for p in paths:
             if p.is_dir():
-                found.extend((f, None) for f in walk(p))
+                add(p, None)
             else:
-                found.append((p, None))
+                key = os.path.abspath(p)
+                if key not in seen:
+                    seen.add(key)
+                    found.append((key, None))
     else:
         for loc in host.locations():
             if loc.path.is_dir():
-                found.extend((f, loc.harness) for f in walk(loc.path))
-    seen: set[str] = set()
-    unique = []
-    for f, hint in found:
-        key = os.path.abspath(f)
-        if key not in seen:
-            seen.add(key)
-            unique.append((Path(key), hint))
-    return unique
+                add(loc.path, loc.harness)
+    return found

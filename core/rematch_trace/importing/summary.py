@@ -26,7 +26,8 @@ class FileResult:
     harness: str | None
     outcome: str
     reason: str | None = None
-    problems: list[str] = attrs.field(factory=list)
+    #: The first problems (a tuple: the empty one is shared by the many files that have none).
+    problems: tuple[str, ...] = ()
     problem_count: int = 0
     skipped_lines: int = 0
     malformed: int = 0
@@ -74,7 +75,7 @@ class Summary:
         self.plugin_failed(outcome.plugin_failures)
         self.counts[outcome.outcome] += 1
         fr = FileResult(
-            path, outcome.harness, outcome.outcome, outcome.reason, outcome.problems[:PROBLEMS_PER_FILE],
+            path, outcome.harness, outcome.outcome, outcome.reason, tuple(outcome.problems[:PROBLEMS_PER_FILE]),
             outcome.problem_count, outcome.skipped_lines, outcome.malformed, len(outcome.sessions),
         )
         self.files.append(fr)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from rematch_trace.importing.discovery import SUFFIXES, walk
@@ -24,7 +23,7 @@ def under(path: str, folder: str) -> bool:
 
 def files_of(
     changes: Iterable[tuple[int, str]], roots: Roots, data_root: str, deleted: int
-) -> list[tuple[Path, str | None]]:
+) -> list[tuple[str, str | None]]:
     """The transcript files a burst touched (sorted, each once), with their hints.
 
     ``deleted`` is watchfiles' code for a removal: a removed file is left as
@@ -44,8 +43,8 @@ def files_of(
             if path.endswith(SUFFIXES):
                 paths.add(path)
         elif stat.S_ISDIR(st.st_mode):
-            paths.update(str(f) for f in walk(Path(path)) if not under(str(f), data_root))
-    return [(Path(p), roots.hint_of(p)) for p in sorted(paths)]
+            paths.update(f for f in walk(path) if not under(f, data_root))
+    return [(p, roots.hint_of(p)) for p in sorted(paths)]
 
 
 def wanted(data_root: str) -> Callable[[Any, str], bool]:

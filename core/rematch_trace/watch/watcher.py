@@ -217,8 +217,8 @@ class Watcher:
             changes_of.close()
 
     def _recheck(
-        self, found: list[tuple[Path, str | None]], roots: Roots, ledger: Ledger
-    ) -> list[tuple[Path, str | None]]:
+        self, found: list[tuple[str, str | None]], roots: Roots, ledger: Ledger
+    ) -> list[tuple[str, str | None]]:
         """``found``, and the files changed of late whose ledger row no longer matches them.
 
         The polling watcher compares modification times to the second, so a write
@@ -243,12 +243,12 @@ class Watcher:
                 continue
             row = ledger.source_brief(as_stored(name))
             if row is None or (row["size"], row["mtime_ns"]) != (st.st_size, st.st_mtime_ns):
-                extra.append((Path(name), roots.hint_of(name)))
+                extra.append((name, roots.hint_of(name)))
         return sorted(found + extra) if extra else found
 
     # -- one burst -------------------------------------------------------------------------
 
-    def _import(self, found: list[tuple[Path, str | None]], ledger: Ledger, *, lag: bool) -> None:
+    def _import(self, found: list[tuple[str, str | None]], ledger: Ledger, *, lag: bool) -> None:
         summary = import_locked(found, self.data, self._one, ledger=ledger)
         self._after(summary, ledger, lag=lag, skipped=False)
 
