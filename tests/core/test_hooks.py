@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 import pytest
 
 from rematch_trace import hookimpl
@@ -277,6 +278,48 @@ def test_tracing_prints_the_hook_calls(tmp_path: Path) -> None:
     assert any(line.startswith("rematch: detect_source(path, head, hint) -> [") and "toy" in line for line in lines)
     assert "rematch: to_trace_records(source, records, state) -> [toy]" in lines
     assert "rematch: classify_action returned 'shell_exec'" in lines
+
+
+def test_hook_live_records(tmp_path: Path) -> None:
+    from rematch_trace.host.vocab import RunEnd, SessionEnded, ToolResult, ToolStarted
+    from rematch_trace.live.capture import capture_event
+    from rematch_trace.store.datafolder import DataDir
+
+    class Live:
+        __name__ = "Live"
+
+        @hookimpl
+        def live_records(self, harness: str, event: dict[str, Any], t: int) -> list[Neutral] | None:
+            if harness != "line":
+                return None
+            out: list[Neutral] = [Session("", t, str(event["sid"]), "/")]
+            if "say" in event:
+                out.append(UserMessage("", t, str(event["say"]), source="typed"))
+            if "run" in event:
+                from rematch_trace.host.vocab import ToolCall
+
+                out.append(ToolStarted("", t, ToolCall("c1", "run", {"cmd": event["run"]})))
+                out.append(ToolResult("", t + 1, "c1", 2, "ok", False))
+                out.append(RunEnd("", t + 2))
+            if "end" in event:
+                out.append(SessionEnded("", t))
+            return out
+
+    host = make_host([Live()])
+    data = DataDir(tmp_path / "data")
+    assert host.live("other", {"sid": "x"}, 1) == []
+    capture_event(host, data, "line", {"sid": "L1", "say": "hello"}, 10)
+    capture_event(host, data, "line", {"sid": "L1", "run": "ls"}, 20)
+    capture_event(host, data, "line", {"sid": "L1", "say": "no, stop"}, 30)
+    capture_event(host, data, "line", {"sid": "L1", "end": True}, 40)
+    records = [orjson.loads(x) for x in data.trace_path("L1").read_bytes().splitlines()]
+    assert [r["ev"] for r in records] == [
+        "session_start", "input", "tool_result", "agent_end", "input", "agent_end", "session_shutdown"
+    ]
+    assert records[0]["mode"] == "live" and records[1]["source"] == "typed"
+    result = next(r for r in records if r["ev"] == "tool_result")
+    assert result["tool"] == "run" and result["input"] == {"cmd": "ls"}
+    assert [r["prelabel"] for r in records if r["ev"] == "input"] == ["none", "negation"]
 
 
 def test_plugin_failure_names_plugin(tmp_path: Path) -> None:

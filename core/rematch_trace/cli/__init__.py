@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "stats": "rematch_trace.cli.stats:stats_cmd",
     "sessions": "rematch_trace.cli.sessions_cmd:sessions_cmd",
     "watch": "rematch_trace.cli.watch_cmd:watch_cmd",
+    "hooks": "rematch_trace.cli.hooks_cmd:hooks_cmd",
 }
 
 

@@ -23,7 +23,7 @@ def echo_json(value: Any) -> None:
 
 
 def settled(out: str | None) -> DataDir:
-    """The data folder, with whatever a killed import left half-done put right first."""
+    """The data folder, with whatever a killed import or live writer left half-done put right first."""
     from rematch_trace.importing.batch import settle
 
     data = data_folder(out)
@@ -31,6 +31,13 @@ def settled(out: str | None) -> DataDir:
         settle(data)
     except (OSError, sqlite3.Error):
         pass  # a read-only folder, say: read what is there
+    if (data.root / "live").is_dir():
+        from rematch_trace.live.settle import settle_live
+
+        try:
+            settle_live(data)
+        except (OSError, sqlite3.Error):
+            pass
     return data
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import data_folder, echo_json
+from rematch_trace.cli.common import echo_json, settled
 
 
 @click.command("flagged")
@@ -16,7 +16,8 @@ def flagged_cmd(out: str | None, as_json: bool) -> None:
     from rematch_trace.report.summary import reason_seqs
     from rematch_trace.report.text import clip, when
 
-    entries = [e for e in summaries(data_folder(out)) if e.row["flagged"]]
+    # A killed import or live writer put right first.
+    entries = [e for e in summaries(settled(out)) if e.row["flagged"]]
     if as_json:
         echo_json(
             [

@@ -76,6 +76,8 @@ def import_cmd(
             f"{report['sessions_flagged']} flagged this run" + (f" ({reasons})" if reasons else "")
             + f"; {report['flagged_total']} of {report['sessions_total']} sessions flagged in all"
         )
+        if report["sessions_kept_live"]:
+            click.echo(f"{report['sessions_kept_live']} sessions kept as captured live (their transcripts add nothing)")
         if report["lines_skipped"]:
             n = report["lines_skipped"]
             click.echo(f"{n} line{'s' if n != 1 else ''} skipped (see above)")

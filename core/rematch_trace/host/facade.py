@@ -28,7 +28,7 @@ import pluggy
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
-from rematch_trace.host.vocab import Neutral
+from rematch_trace.host.vocab import NEUTRAL_TYPES, Neutral
 from rematch_trace.place.identity import Place
 
 ACTION_TYPES = ("shell_exec", "file_read", "file_write", "file_edit", "network", "mcp", "subagent", "other")
@@ -241,6 +241,16 @@ class Host:
                 if isinstance(entry, str) and entry not in out:
                     out.append(entry)
         return out
+
+    def live(self, harness: str, event: dict[str, Any], t: int) -> list[Neutral]:
+        """The neutral records of one live hook payload (``[]`` when no plugin translates it)."""
+        try:
+            result = self._caller("live_records")(harness=harness, event=event, t=t)
+        except (PluginFailure, RestartImport):
+            raise
+        except Exception as err:
+            raise PluginFailure(self._culprit("live_records", err) or "?", "live_records", err) from err
+        return [r for r in result or () if isinstance(r, NEUTRAL_TYPES)]  # type: ignore[misc]
 
     def action_type(self, source: Source, tool: str, tool_input: Any) -> str:
         """The security action type of a tool call (``other`` when the plugin does not say)."""

@@ -131,3 +131,31 @@ def classify_action(source: Source, tool: str, tool_input: Any) -> str | None:
     :param tool_input: the call's original input.
     :return: the action type. First result wins.
     """
+
+
+@hookspec(firstresult=True)
+def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] | None:
+    """Translate one live hook payload of your harness into neutral records.
+
+    Called by the live capture path (``rematch-hook <harness>``) once per hook
+    invocation, with the payload the harness wrote to the hook's stdin. Yield
+    what the payload states, in the order it happened: a
+    :class:`~rematch_trace.host.vocab.Session` for the stream it belongs to
+    (every time: the core ignores it once the stream is open), then
+    :class:`~rematch_trace.host.vocab.UserMessage`,
+    :class:`~rematch_trace.host.vocab.ToolStarted`,
+    :class:`~rematch_trace.host.vocab.ToolResult`,
+    :class:`~rematch_trace.host.vocab.CallBlocked`,
+    :class:`~rematch_trace.host.vocab.AssistantMessage` +
+    :class:`~rematch_trace.host.vocab.RunEnd`,
+    :class:`~rematch_trace.host.vocab.Instructions`... The core sequences,
+    synthesizes, redacts and writes; never keep the payload itself.
+
+    :param harness: the harness the hook command was installed for (the
+        argument of ``rematch-hook``).
+    :param event: the parsed payload (untrusted: check every field's type).
+    :param t: the time the hook process started, unix milliseconds: the
+        records' ``t`` (hook payloads carry no time of their own).
+    :return: the records, or ``None`` when ``harness`` is not yours. First
+        result wins.
+    """

@@ -79,6 +79,8 @@ class Session:
     :param harness_version: the version of the harness that wrote it
         (``session_start.omp_version``), or ``None``.
     :param parent_session_id: the spawning session of a subagent, if known.
+    :param model: the session's model when the harness states it up front
+        (live capture: Claude Code's ``SessionStart``), else ``None``.
     """
 
     stream: str
@@ -89,6 +91,7 @@ class Session:
     agent_name: str | None = None
     harness_version: str | None = None
     parent_session_id: str | None = None
+    model: ModelRef | None = None
 
 
 @attrs.frozen(slots=True)
@@ -255,7 +258,68 @@ class MarkNote:
     note: str = ""
 
 
-#: Everything a plugin's ``to_trace_records`` may yield.
+# -- live capture only: facts a hook sees that no transcript records -----------------------
+
+
+@attrs.frozen(slots=True)
+class ToolStarted:
+    """A tool call seen before (or without) its assistant message: a live ``PreToolUse``.
+
+    ``call.input`` is the original input; the core digests it on arrival and
+    keeps only the digests. ``fallback`` marks a call restated by a later hook
+    (``PostToolUse`` repeats the input): used only when the call itself was
+    never seen, so the input the model gave wins over one another hook rewrote.
+    """
+
+    stream: str
+    t: int | None
+    call: ToolCall
+    fallback: bool = False
+
+
+@attrs.frozen(slots=True)
+class CallBlocked:
+    """A call that will never complete because a hook or a permission check blocked it.
+
+    :param hook_id: what blocked it, as the harness names it.
+    :param reason: why, as the harness says (the core cuts and redacts it).
+    """
+
+    stream: str
+    t: int | None
+    call_id: str
+    tool: str = ""
+    hook_id: str = ""
+    reason: str = ""
+
+
+@attrs.frozen(slots=True)
+class RunEnd:
+    """The agent loop stopped: a live ``Stop``/``SubagentStop``/``StopFailure``, or an abort.
+
+    ``reason`` is ``"stop"``, ``"failure"`` or ``"aborted"`` (the user pressed
+    Esc: the run ended without a stop). The next input is then idle.
+    """
+
+    stream: str
+    t: int | None
+    reason: str = "stop"
+
+
+@attrs.frozen(slots=True)
+class SessionEnded:
+    """The session (or a subagent's) ended: a live ``SessionEnd``/``SubagentStop``.
+
+    The core then writes ``files_changed``, ``session_shutdown``, the pending
+    file and the ledger row.
+    """
+
+    stream: str
+    t: int | None
+    reason: str = ""
+
+
+#: Everything a plugin's ``to_trace_records`` or ``live_records`` may yield.
 Neutral = (
     Session
     | UserMessage
@@ -267,6 +331,10 @@ Neutral = (
     | SkillInvoked
     | EntryLoaded
     | MarkNote
+    | ToolStarted
+    | CallBlocked
+    | RunEnd
+    | SessionEnded
 )
 
 NEUTRAL_TYPES: tuple[type, ...] = (
@@ -280,6 +348,10 @@ NEUTRAL_TYPES: tuple[type, ...] = (
     SkillInvoked,
     EntryLoaded,
     MarkNote,
+    ToolStarted,
+    CallBlocked,
+    RunEnd,
+    SessionEnded,
 )
 
 

@@ -277,7 +277,9 @@ def _record(ledger: Ledger, path: str, outcome: FileOutcome) -> list[str]:
     """Write one file's outcome to the ledger; return the session ids whose outputs must go."""
     if outcome.ok:
         before = ledger.session_keys_of(as_stored(path))
+        # A session captured live keeps its own row (mode 'live'): neither rewritten nor forgotten.
         after = {(outcome.harness or "", s.session_id) for s in outcome.sessions}
+        after |= {(outcome.harness or "", sid) for sid in outcome.kept_live}
         gone = sorted(before - after)
         ledger.record_source(outcome.source_row(path), outcome.sessions, gone)
         # Only once the ledger no longer names them: a crash before that leaves

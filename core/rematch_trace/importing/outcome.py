@@ -28,6 +28,8 @@ class FileOutcome:
     harness: str | None = None
     reason: str | None = None
     sessions: list[SessionRow] = attrs.field(factory=list)
+    #: Sessions the file holds that were captured live: their live trace and row stay as they are.
+    kept_live: list[str] = attrs.field(factory=list)
     problems: list[str] = attrs.field(factory=list)
     problem_count: int = 0
     skipped_lines: int = 0

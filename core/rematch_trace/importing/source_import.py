@@ -25,8 +25,10 @@ from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.source import Problem, RawRecord, Source
 from rematch_trace.host.text import clean
-from rematch_trace.store.datafolder import AtomicFile, DataDir, write_atomic
+from rematch_trace.live.folder import is_live
+from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
+from rematch_trace.store.pending import write_pending
 from rematch_trace.store.states import state_dumps, state_loads
 from rematch_trace.trace.synth import Synthesizer
 
@@ -67,6 +69,8 @@ class SessionOutcome:
     cwd: str = ""
     repo: str | None = None
     repo_remote: str | None = None
+    #: The session was captured live: its live trace wins, the import wrote nothing for it.
+    kept_live: bool = False
 
 
 @attrs.define
@@ -90,7 +94,8 @@ class SourceOutcome:
         return value
 
 
-def _dumps(rec: dict[str, Any]) -> bytes:
+def dumps_record(rec: dict[str, Any]) -> bytes:
+    """One output line: the record's JSON and a newline."""
     try:
         return orjson.dumps(rec) + b"\n"
     except orjson.JSONEncodeError:
@@ -99,11 +104,33 @@ def _dumps(rec: dict[str, Any]) -> bytes:
         return json.dumps(rec, ensure_ascii=True, separators=(",", ":"), default=str).encode() + b"\n"
 
 
+class _Discarded:
+    """The output of a session captured live: the import's records for it go nowhere."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        """Drop ``data``."""
+
+    def flush(self) -> None:
+        """Nothing to flush."""
+
+    def commit(self, fsync: bool = False) -> None:
+        """Nothing to commit: the live trace stays."""
+
+    def discard(self) -> None:
+        """Nothing to discard."""
+
+
 class _Out:
     """One session's outputs while the import runs.
 
     A new session writes beside its targets (renamed over them at commit); a
-    resumed one continues its files in place past the kept length.
+    resumed one continues its files in place past the kept length. A session
+    captured live keeps its live trace (see docs/live-capture.md): the import
+    runs its records through (the plugin's state must go on) and writes nothing.
     """
 
     def __init__(
@@ -121,11 +148,15 @@ class _Out:
         self.sink = sink
         self.session_id = session.session_id
         self.session_fields = attrs.asdict(session)  # the record is frozen: once per session
-        self.trace: AtomicFile | AppendFile
-        self.events: AtomicFile | AppendFile | None = None
+        self.trace: AtomicFile | AppendFile | _Discarded
+        self.events: AtomicFile | AppendFile | _Discarded | None = None
         trace_path = data.trace_path(self.session_id)
         events_path = data.events_path(self.session_id)
-        if saved:
+        self.kept_live = is_live(data, self.session_id)
+        if self.kept_live:
+            self.trace = _Discarded(trace_path)
+            self.events = _Discarded(events_path) if sink is not None else None
+        elif saved:
             self.trace = AppendFile(trace_path, saved["trace_len"])
             try:
                 if sink is not None:
@@ -143,10 +174,10 @@ class _Out:
 
     def write(self, recs: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
         for r in recs:
-            self.trace.write(_dumps(r))
+            self.trace.write(dumps_record(r))
         if self.events is not None:
             for e in events:
-                self.events.write(_dumps(e))
+                self.events.write(dumps_record(e))
 
     def discard(self) -> None:
         self.trace.discard()
@@ -307,30 +338,20 @@ class SourceImport:
 
     def _commit(self) -> None:
         for out in self.outs.values():
+            if out.kept_live:
+                self.result.sessions.append(
+                    SessionOutcome(stream=out.stream, session_id=out.session_id, agent_kind=out.session.agent_kind,
+                                   trace_path=out.trace.target, events_path=None, kept_live=True)
+                )
+                continue
             out.trace.commit(self.fsync)
             if out.events is not None:
                 out.events.commit(self.fsync)
             synth = out.synth
             reasons = synth.flags.reasons()
-            pending = self.data.pending_path(out.session_id)
             seqs = synth.flags.seqs()
             place = self.host.place(out.session.cwd or "")
-            if reasons:
-                body = {
-                    "session_id": out.session_id,
-                    "agent": self.source.harness,
-                    "reasons": reasons,
-                    "seqs": seqs,
-                    "trace": f"traces/{out.trace.target.name}",
-                }
-                text = orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n"
-                if _read_small(pending) != text:  # a resumed session's flags seldom change
-                    write_atomic(pending, text, self.fsync)
-            else:
-                try:
-                    pending.unlink()
-                except FileNotFoundError:
-                    pass
+            write_pending(self.data, out.session_id, self.source.harness, reasons, seqs, out.trace.target, self.fsync)
             self.result.sessions.append(
                 SessionOutcome(
                     stream=out.stream,
@@ -347,14 +368,6 @@ class SourceImport:
                     repo_remote=place.repo_remote,
                 )
             )
-
-
-def _read_small(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read(1 << 20)
-    except OSError:
-        return None
 
 
 def import_source(

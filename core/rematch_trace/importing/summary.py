@@ -43,6 +43,8 @@ class Summary:
     #: harness -> {"files": n, "sessions": n, "flagged": n} of the files read this run.
     harnesses: dict[str, dict[str, int]] = attrs.field(factory=dict)
     sessions_imported: int = 0
+    #: Sessions whose transcript was read but whose live trace was kept (docs/live-capture.md).
+    sessions_kept_live: int = 0
     sessions_flagged: int = 0
     flag_reasons: dict[str, int] = attrs.field(factory=dict)
     #: What the ledger holds after the run: every session, and the flagged ones.
@@ -83,6 +85,7 @@ class Summary:
             h = self.harnesses.setdefault(outcome.harness, {"files": 0, "sessions": 0, "flagged": 0})
             h["files"] += 1
             h["sessions"] += len(outcome.sessions)
+            self.sessions_kept_live += len(outcome.kept_live)
             for s in outcome.sessions:
                 self.sessions_imported += 1
                 if s.flagged:
@@ -103,6 +106,7 @@ class Summary:
             "files": dict(self.counts),
             "harnesses": self.harnesses,
             "sessions_imported": self.sessions_imported,
+            "sessions_kept_live": self.sessions_kept_live,
             "sessions_flagged": self.sessions_flagged,
             "flag_reasons": self.flag_reasons,
             "sessions_total": self.sessions_total,

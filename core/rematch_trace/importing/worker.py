@@ -125,7 +125,9 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             domain=decide_domain(s.cwd, s.repo, s.repo_remote),
         )
         for s in result.sessions
+        if not s.kept_live
     ]
+    kept_live = [s.session_id for s in result.sessions if s.kept_live]
     # Here, while the file is fresh in the cache: the ledger writer records serially.
     # A continued file's head was just checked, and lies wholly in the part kept.
     skip = source.mutable_prefix
@@ -136,6 +138,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         "resumed" if result.resumed and saved else "imported",
         harness=source.harness,
         sessions=sessions,
+        kept_live=kept_live,
         problems=[str(pr) for pr in result.problems],
         problem_count=result.problem_count,
         skipped_lines=sum(1 for pr in result.problems if pr.skipped_data),

@@ -285,6 +285,11 @@ class EventSink:
                 out.append(self._pre(call))
         elif isinstance(rec, vocab.ToolResult):
             out.append(self._post(rec))
+        elif isinstance(rec, vocab.ToolStarted):
+            if rec.call.id not in self.calls:
+                out.append(self._pre(rec.call))
+        elif isinstance(rec, vocab.CallBlocked):
+            self.forget_call(rec.call_id)
         elif isinstance(rec, vocab.Instructions) and isinstance(rec.path, str) and rec.path:
             path, n = self._redact(rec.path)
             summary, cut = _cut(path)
@@ -302,6 +307,18 @@ class EventSink:
         return out
 
     def _pre(self, call: vocab.ToolCall) -> dict[str, Any]:
+        call_id = call.id if isinstance(call.id, str) else str(call.id)
+        entry = self.digest_call(call)
+        self.take_call(call_id, entry)
+        return self.pre_event(call_id, entry)
+
+    def digest_call(self, call: vocab.ToolCall) -> list[Any]:
+        """What the stream keeps of a call, from its original input, which it then drops.
+
+        ``[tool, action type, fingerprint, redacted summary, risk features,
+        redaction count, summary cut, fingerprint error]``: JSON-able, no
+        original input.
+        """
         name = call.name if isinstance(call.name, str) else ""
         call_id = call.id if isinstance(call.id, str) else str(call.id)
         action = self.host.action_type(self.source, name, call.input)
@@ -322,16 +339,29 @@ class EventSink:
             summary, cut = _cut(raw_summary)
         else:
             summary, cut = _cut(self._redact(raw_summary)[0])
-        self.calls[call_id] = [name, action, fp, summary, features, redactions, cut, meta.get("fingerprint_error")]
+        return [name, action, fp, summary, features, redactions, cut, meta.get("fingerprint_error")]
+
+    def take_call(self, call_id: str, entry: list[Any]) -> None:
+        """Expect the result of a call digested by :meth:`digest_call`."""
+        self.calls[call_id] = entry
         while len(self.calls) > vocab.MAX_PENDING_CALLS:
             del self.calls[next(iter(self.calls))]
+
+    def forget_call(self, call_id: str) -> None:
+        """A call that will have no result (blocked): no longer pending."""
+        self.calls.pop(call_id, None)
+
+    def pre_event(self, call_id: str, entry: list[Any]) -> dict[str, Any]:
+        """The ``pre_tool_use`` event of a call digested by :meth:`digest_call`."""
+        name, action, fp, summary, features, redactions, cut, fp_error = entry
+        meta: dict[str, Any] = {"fingerprint_error": fp_error} if fp_error else {}
         return self._event(
             "pre_tool_use",
             source_tool_call_id=call_id,
             tool_name=name,
             action_type=action,
             args_summary=summary,
-            risk_features=features,
+            risk_features=list(features),
             redaction_count=redactions,
             raw_input_truncated=cut,
             action_fingerprint=fp,

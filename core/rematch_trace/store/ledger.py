@@ -69,6 +69,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE sessions ADD COLUMN seqs TEXT;
     """,
+    # How the session's trace was written: 'import' (from its transcript) or
+    # 'live' (from hooks as it ran; an import of its transcript then leaves it).
+    """
+    ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT 'import';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The columns of a source row that planning reads (its saved state only said to be there).
@@ -254,24 +259,48 @@ class Ledger:
         for harness_, sid in forget:
             self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness_, sid))
         for s in sessions:
-            self._q(
-                """INSERT OR REPLACE INTO sessions (harness, session_id, agent_kind, source_path,
-                       source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
-                       flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
-                       repo, repo_remote, counts, seqs)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
-                (
-                    r.harness, s.session_id, s.agent_kind, r.path, r.size, r.mtime_ns, r.head_fp, r.offset,
-                    s.trace_path, s.events_path, int(s.flagged),
-                    orjson.dumps(s.reasons).decode(),
-                    orjson.dumps(s.seqs.get("redirect", [])).decode(),
-                    orjson.dumps(s.seqs.get("error_cluster", [])).decode(),
-                    orjson.dumps(s.seqs.get("mark", [])).decode(),
-                    s.domain, s.cwd, s.repo, s.repo_remote,
-                    orjson.dumps(s.counts).decode(),
-                    orjson.dumps(s.seqs, option=orjson.OPT_SORT_KEYS).decode(),
-                ),
-            )
+            self._session_row(r, s, "import")
+
+    def _session_row(self, r: SourceRow, s: SessionRow, mode: str) -> None:
+        self._q(
+            """INSERT OR REPLACE INTO sessions (harness, session_id, agent_kind, source_path,
+                   source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
+                   flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
+                   repo, repo_remote, counts, seqs, mode)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+            (
+                r.harness, s.session_id, s.agent_kind, r.path, r.size, r.mtime_ns, r.head_fp, r.offset,
+                s.trace_path, s.events_path, int(s.flagged),
+                orjson.dumps(s.reasons).decode(),
+                orjson.dumps(s.seqs.get("redirect", [])).decode(),
+                orjson.dumps(s.seqs.get("error_cluster", [])).decode(),
+                orjson.dumps(s.seqs.get("mark", [])).decode(),
+                s.domain, s.cwd, s.repo, s.repo_remote,
+                orjson.dumps(s.counts).decode(),
+                orjson.dumps(s.seqs, option=orjson.OPT_SORT_KEYS).decode(),
+                mode,
+            ),
+        )
+
+    def record_live_session(self, harness: str, source_path: str, session: SessionRow) -> None:
+        """Record a session captured live (``mode = 'live'``); ``source_path`` is its transcript.
+
+        No source row is written: the transcript is still imported as usual,
+        and that import leaves this session's trace and row to the live capture.
+        """
+        try:
+            st = os.stat(source_path)
+            size, mtime_ns = st.st_size, st.st_mtime_ns
+        except (OSError, ValueError):
+            size, mtime_ns = 0, 0
+        self._q("BEGIN IMMEDIATE")
+        try:
+            self._session_row(SourceRow(source_path, harness, size, mtime_ns, "live"), session, "live")
+            self._q("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self._q("ROLLBACK")
+            raise
 
     def sessions(self, *, flagged: bool | None = None) -> list[dict[str, Any]]:
         """Session rows, decoded, ordered by harness and id."""

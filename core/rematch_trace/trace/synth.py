@@ -5,6 +5,14 @@ dict (:meth:`Synthesizer.state`), so an import can stop at any record and
 continue later (append-resume today; live capture and a verdict service next)
 with output identical to a single pass.
 
+The same rules serve live capture (``mode="live"``, :mod:`rematch_trace.live`),
+with the live-only ones the seed gives: ``session_start`` is written at once
+with ``head_sha``; an input is an interrupt when it arrives into a run that
+had no stop (:class:`~rematch_trace.host.vocab.RunEnd`) since its input; a mark
+input also writes a ``mark`` record; calls arrive on their own
+(:class:`~rematch_trace.host.vocab.ToolStarted`) and may end blocked
+(``tool_blocked``).
+
 Two things make it hold records back before writing them: ``session_start``
 names the model of the first assistant message, so nothing is written before
 that message (or the end); and an input's ``skills_invoked`` takes the skills its
@@ -26,6 +34,7 @@ from rematch_trace.place.identity import Place
 from rematch_trace.trace.canonical import args_hash
 from rematch_trace.trace.flags import FlagTracker
 from rematch_trace.trace.prelabel import (
+    MARK_RE,
     is_dropped_command,
     normalize_mark,
     prelabel_tokens,
@@ -43,6 +52,7 @@ from rematch_trace.trace.records import (
     Retrieval,
     SessionShutdown,
     SessionStart,
+    ToolBlocked,
     ToolResultRecord,
     TurnEnd,
     to_dict,
@@ -86,6 +96,8 @@ class Synthesizer:
     :param redact: replaces credentials in text written to the trace.
     :param redact_input: replaces credentials in a tool input's strings.
     :param state: a state from :meth:`state` to continue from.
+    :param mode: ``"import"`` (after the fact) or ``"live"`` (from hooks, as
+        the session runs): ``session_start.mode`` and the live-only rules.
     """
 
     def __init__(
@@ -97,8 +109,11 @@ class Synthesizer:
         redact: Redact | None = None,
         redact_input: Callable[[Any], Any] | None = None,
         state: dict[str, Any] | None = None,
+        mode: str = "import",
     ) -> None:
         self.harness = harness
+        self.mode = mode
+        self.live = mode == "live"
         self._place_of = place_of or (lambda cwd: Place())
         self._visible_of = visible_of or (lambda text: [])
         self._redact = redact or _identity
@@ -197,13 +212,14 @@ class Synthesizer:
             repo=place.repo,
             branch_hint=os.path.basename(place.repo) if place.repo else None,
             model=Model(**self.first_model) if self.first_model else None,
-            mode="import",
+            mode=self.mode,
             agent=Agent(kind=sess.get("agent_kind", "main"), name=self.harness),
             omp_version=sess.get("harness_version"),
             loaded_entries=[LoadedEntry(**e) for e in self.loaded],
             repo_remote=place.repo_remote,
             subpath=place.subpath if place.repo else "",
-            head_sha=None,
+            # Only a live session knows HEAD as it was at the start.
+            head_sha=place.head_sha if self.live and place.repo else None,
             visible_entries=sorted(set(self.visible)),
         )
         first_t = self.buffer[0][1] if self.buffer else self.t
@@ -236,6 +252,12 @@ class Synthesizer:
                 }
             elif rec.harness_version and not self.session.get("harness_version") and not self.started:
                 self.session["harness_version"] = rec.harness_version
+            if rec.model is not None and self.first_model is None and not self.started:
+                self.first_model = _model(rec.model)
+            if self.live and not self.started:
+                # Live: the hooks name the model up front, or never; nothing to wait for.
+                self._start()
+                self._settle(out)
             return out
         if isinstance(rec, vocab.ToolResult):
             self._tool_result(rec)
@@ -258,13 +280,54 @@ class Synthesizer:
         elif isinstance(rec, vocab.MarkNote):
             self._close_turn()
             self._emit(MarkRecord(cls=rec.cls, note=self._clean(rec.note, HEAD_LIMIT)))
+        elif isinstance(rec, vocab.ToolStarted):
+            self.take_call(rec.call.id, self.digest_call(rec.call))
+        elif isinstance(rec, vocab.CallBlocked):
+            self._blocked(rec)
+        elif isinstance(rec, vocab.RunEnd):
+            self._close_turn()
+            if self.run_open:
+                self._end_run()
+                self.run_open = False
+            self.input_at = None
         self._settle(out)
         return out
 
-    def finish(self) -> list[dict[str, Any]]:
+    def digest_call(self, call: vocab.ToolCall) -> list[Any]:
+        """What the trace keeps of a call: ``[tool, shown input, args_hash]`` (no original input)."""
+        try:
+            digest: str | None = args_hash(call.input)
+        except (NonExactNumber, RecursionError, ValueError, TypeError):
+            digest = None
+        return [call.name, truncate_input(self._redact_input(call.input)), digest]
+
+    def take_call(self, call_id: str, digested: list[Any]) -> None:
+        """Expect the result of a call seen on its own (live), digested by :meth:`digest_call`."""
+        self.calls[call_id] = digested
+        while len(self.calls) > vocab.MAX_PENDING_CALLS:
+            del self.calls[next(iter(self.calls))]
+        if self.live:
+            self.run_open = True
+
+    def _blocked(self, rec: vocab.CallBlocked) -> None:
+        call = self.calls.pop(rec.call_id, None)
+        tool = call[0] if call is not None else rec.tool
+        self._push(
+            {
+                "ev": ToolBlocked.EV,
+                "tool": tool or "",
+                "call_id": rec.call_id,
+                "hook_id": self._clean(rec.hook_id, 256),
+                "reason": self._clean(rec.reason, HEAD_LIMIT),
+                "args_hash": call[2] if call is not None else None,
+            }
+        )
+
+    def finish(self, files_changed: list[list[str]] | None = None) -> list[dict[str, Any]]:
         """End the session: the remaining records, agent_end and session_shutdown.
 
         Call it on a copy of the state you mean to keep: it ends this object.
+        ``files_changed`` (live capture only) goes into ``session_shutdown``.
         """
         out: list[dict[str, Any]] = []
         self._close_turn()
@@ -277,6 +340,8 @@ class Synthesizer:
         self._flush(out)
         reasons = self.flags.reasons()
         shutdown = to_dict(SessionShutdown(reasons=reasons, flagged=bool(reasons)), self.seq, self.t)
+        if files_changed:
+            shutdown["files_changed"] = files_changed
         self.seq += 1
         out.append(shutdown)
         self.counts["session_shutdown"] = 1
@@ -313,6 +378,8 @@ class Synthesizer:
     def _assistant(self, rec: vocab.AssistantMessage) -> None:
         self._close_turn()
         model = _model(rec.model)
+        if model is None and self.live:
+            model = self.first_model  # a stop hook names no model: the session's
         if model is not None and self.first_model is None:
             self.first_model = model
         if not self.started:
@@ -325,12 +392,7 @@ class Synthesizer:
             self.deliverable = text
         waiting: list[str] = []
         for call in rec.tool_calls:
-            try:
-                digest: str | None = args_hash(call.input)
-            except (NonExactNumber, RecursionError, ValueError, TypeError):
-                digest = None
-            shown = truncate_input(self._redact_input(call.input))
-            self.calls[call.id] = [call.name, shown, digest]
+            self.calls[call.id] = self.digest_call(call)
             waiting.append(call.id)
         while len(self.calls) > vocab.MAX_PENDING_CALLS:
             del self.calls[next(iter(self.calls))]
@@ -385,7 +447,9 @@ class Synthesizer:
         if self.started:
             self._flush(out)
         words = tokens(raw)
-        idle = not self.last_aborted
+        # Live: an input delivered into a run that had no stop since its input interrupts
+        # it. Import: the previous assistant message stopped aborted.
+        idle = not self.run_open if self.live else not self.last_aborted
         if self._prev_raw is not None:
             label = prelabel_tokens(raw, words, self._prev_raw, not idle)
         else:  # continuing from a saved state, which keeps only digests
@@ -407,6 +471,10 @@ class Synthesizer:
             }
         )
         self.input_at = len(self.buffer) - 1
+        if self.live and label.startswith("mark:"):
+            # The live adapter records the mark itself as well (the seed's mark record).
+            note = MARK_RE.sub("", raw.lstrip(), count=1).strip()
+            self._emit(MarkRecord(cls=label[5:], note=self._clean(note, HEAD_LIMIT)))
         self._prev_raw = words
         self.prev_tokens = None
         self.last_aborted = False
@@ -416,6 +484,10 @@ class Synthesizer:
     def _end_run(self) -> None:
         """Buffer the run's agent_end (AgentEnd's fields, built directly)."""
         self._push({"ev": AgentEnd.EV, "turns": self.run_turns, "is_terminal": True, "yielded": False})
+
+    def clean_text(self, text: str, limit: int) -> str:
+        """``text`` as the trace writes it: redacted, valid UTF-8, cut to ``limit`` bytes."""
+        return self._clean(text, limit)
 
     def _clean(self, text: str, limit: int) -> str:
         """Redacted, valid UTF-8, cut to ``limit`` bytes (redacting only what can be kept)."""

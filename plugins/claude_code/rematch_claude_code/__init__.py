@@ -15,7 +15,7 @@ from rematch_trace.host.hookspecs import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
 from rematch_trace.host.vocab import Neutral
 
-from . import actions, discover, reader, translate
+from . import actions, discover, live, reader, translate
 
 __version__ = "0.1.0"
 HARNESS = discover.HARNESS
@@ -51,3 +51,11 @@ def to_trace_records(
 def classify_action(tool: str, tool_input: Any) -> str:
     """The security action type of a Claude Code tool call."""
     return actions.action_type(tool, tool_input)
+
+
+@hookimpl
+def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] | None:
+    """The neutral records of one Claude Code hook payload (live capture)."""
+    if harness != HARNESS:
+        return None
+    return live.records(event, t)

@@ -1,0 +1,109 @@
+"""``rematch hooks install|uninstall|status``: live capture from Claude Code's hooks."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from rematch_trace.cli.common import data_folder, echo_json
+
+_SETTINGS = click.option(
+    "--settings", "settings", type=click.Path(dir_okay=False),
+    help="Claude Code settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json).",
+)
+_OUT = click.option("--out", "out", type=click.Path(), help="Data folder (default: $REMATCH_HOME, else the user data dir).")
+
+
+@click.group("hooks")
+def hooks_cmd() -> None:
+    """Capture Claude Code sessions live, from its hooks (see docs/live-capture.md)."""
+
+
+@hooks_cmd.command("install")
+@_SETTINGS
+@_OUT
+def install_cmd(settings: str | None, out: str | None) -> None:
+    """Add rematch's hooks to Claude Code's settings (idempotent; keeps a backup and your hooks)."""
+    from rematch_trace.live.install import SettingsError, hook_command, install, settings_path
+
+    try:
+        outcome = install(settings_path(settings), hook_command(out))
+    except SettingsError as err:
+        raise click.ClickException(str(err)) from None
+    except OSError as err:
+        raise click.ClickException(f"{err.filename}: {err.strerror or err}") from None
+    click.echo(outcome.message)
+
+
+@hooks_cmd.command("uninstall")
+@_SETTINGS
+def uninstall_cmd(settings: str | None) -> None:
+    """Remove rematch's hooks, restoring the settings file exactly when nothing else changed."""
+    from rematch_trace.live.install import SettingsError, settings_path, uninstall
+
+    try:
+        outcome = uninstall(settings_path(settings))
+    except SettingsError as err:
+        raise click.ClickException(str(err)) from None
+    except OSError as err:
+        raise click.ClickException(f"{err.filename}: {err.strerror or err}") from None
+    click.echo(outcome.message)
+
+
+@hooks_cmd.command("status")
+@_SETTINGS
+@_OUT
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
+    """Say which hooks are installed, and whether events arrived recently."""
+    from rematch_trace.live.folder import live_dir
+    from rematch_trace.live.install import EVENTS, SettingsError, installed_events, settings_path
+    from rematch_trace.live.session_writer import read_state
+
+    path = settings_path(settings)
+    report: dict[str, Any] = {"settings": str(path)}
+    try:
+        found = installed_events(path)
+        report["installed"] = sorted(found)
+        report["missing"] = [e for e, _a, _m in EVENTS if e not in found]
+        report["settings_error"] = None
+    except SettingsError as err:
+        report["installed"], report["missing"], report["settings_error"] = [], [e for e, _a, _m in EVENTS], str(err)
+    data = data_folder(out)
+    folder = live_dir(data.root)
+    states = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    last = 0
+    running = 0
+    for p in states:
+        st = read_state(p) or {}
+        last = max(last, int(st.get("last_ms") or 0))
+        running += st.get("ended") is None
+    errors = folder / "errors.log"
+    lines = errors.read_text(errors="replace").splitlines() if errors.is_file() else []
+    report.update(
+        data=str(data.root),
+        live_sessions=len(states),
+        running=running,
+        last_event_ms=last or None,
+        errors=len(lines),
+        last_error=lines[-1] if lines else None,
+    )
+    if as_json:
+        echo_json(report)
+        return
+    if report["settings_error"]:
+        click.echo(f"settings: {report['settings_error']}")
+    elif not found:
+        click.echo(f"not installed in {path} (rematch hooks install)")
+    else:
+        missing = f"; missing: {', '.join(report['missing'])}" if report["missing"] else ""
+        click.echo(f"installed in {path}: {len(found)} of {len(EVENTS)} events{missing}")
+    if last:
+        ago = max(0, int(time.time() - last / 1000))
+        click.echo(f"{len(states)} live sessions ({running} running) in {data.root}; last event {ago}s ago")
+    else:
+        click.echo(f"no live event has arrived in {data.root} yet")
+    if lines:
+        click.echo(f"{len(lines)} errors logged in {errors}; last: {lines[-1]}")

@@ -1,0 +1,111 @@
+"""One hook invocation's work: payload in, each concerned session's writer applies its records.
+
+:func:`capture_event` is what a hook does in-process today, and what the
+resident service (``rematch serve``) can run for a ``hook_event`` request: it
+takes the payload's bytes, keeps nothing of them, and returns nothing (the
+trace path never answers a verdict).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from rematch_trace.host import vocab
+from rematch_trace.host.facade import Host
+from rematch_trace.live.folder import live_dir, lock_path
+from rematch_trace.live.session_writer import (
+    SessionLock,
+    SessionWriter,
+    open_state_dir,
+    read_state,
+    session_of_state,
+)
+from rematch_trace.store.datafolder import DataDir, reaper, safe_name
+
+#: The largest payload read from a hook's stdin (a Write of a large file is a large payload).
+MAX_PAYLOAD_BYTES = 64 << 20
+
+
+class BadPayload(ValueError):
+    """A payload that is not a JSON object, or that names no session."""
+
+
+def parse_payload(raw: bytes) -> dict[str, Any]:
+    """The payload as a JSON object (:class:`BadPayload` otherwise)."""
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        raise BadPayload(f"payload of {len(raw)} bytes exceeds {MAX_PAYLOAD_BYTES}")
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise BadPayload(f"payload is not JSON ({err})") from None
+    if type(event) is not dict:
+        raise BadPayload(f"payload is a JSON {type(event).__name__}, not an object")
+    return event
+
+
+def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any], t: int) -> list[str]:
+    """Apply one hook payload; return the session ids it touched.
+
+    Each stream's records go to that session's writer, under its lock, in the
+    order the plugin gave them. A session's end also ends its subagents that
+    never reported their own stop.
+    """
+    records = host.live(harness, event, t)
+    if not records:
+        return []
+    transcript = event.get("transcript_path")
+    transcript = transcript if type(transcript) is str else ""
+    streams: dict[str, list[vocab.Neutral]] = {}
+    for rec in records:
+        streams.setdefault(rec.stream, []).append(rec)
+    open_state_dir(data)
+    touched: list[str] = []
+    for recs in streams.values():
+        session = next((r for r in recs if isinstance(r, vocab.Session)), None)
+        if session is None:
+            raise BadPayload("the plugin gave records of a stream without its Session")
+        # A subagent's transcript is its own file, which the payload does not name here.
+        own_transcript = transcript if session.agent_kind == "main" else ""
+        with SessionLock(lock_path(data, session.session_id)):
+            writer = SessionWriter.load(host, data, harness, session, own_transcript)
+            writer.apply(recs, t)
+            writer.save()
+        touched.append(session.session_id)
+        if session.agent_kind == "main" and any(isinstance(r, vocab.SessionEnded) for r in recs):
+            end_subagents(host, data, harness, session.session_id, t)
+    # A replaced pending file waits for the reaper thread, which this process must not outlive.
+    reaper.drain()
+    return touched
+
+
+def end_subagents(host: Host, data: DataDir, harness: str, session_id: str, t: int) -> int:
+    """End the subagent sessions of ``session_id`` still open; return how many."""
+    n = 0
+    for path in sorted(live_dir(data.root).glob(f"{safe_name(session_id)}.agent-*.json")):
+        state = read_state(path)
+        if state is None or state.get("ended") is not None:
+            continue
+        session = session_of_state(state["session"])
+        with SessionLock(lock_path(data, session.session_id)):
+            writer = SessionWriter.load(host, data, harness, session, "")
+            if writer.st.get("ended") is None:
+                writer.end(t)
+                n += 1
+    return n
+
+
+def default_host() -> Host:
+    """A host over the installed plugins (loaded once per process)."""
+    from rematch_trace.host.loading import load_plugins, pm
+
+    load_plugins()
+    return Host(pm)
+
+
+def capture_bytes(harness: str, raw: bytes, t: int, root: Path, host: Host | None = None) -> list[str]:
+    """:func:`capture_event` from a payload's bytes, into the data folder ``root``."""
+    event = parse_payload(raw)
+    return capture_event(host or default_host(), DataDir(root), harness, event, t)

@@ -1,0 +1,83 @@
+"""The hook command (``rematch-hook <harness>``): what Claude Code runs for every hook event.
+
+Thin on purpose: it starts with the standard library only, reads the payload
+from stdin, and hands it to the capture code. It **never gets in the way**:
+stdout and stderr are pointed at ``/dev/null`` before anything runs (nothing
+reaches the harness, which would act on it), every failure is logged to
+``<data>/live/errors.log`` instead, and the exit status is always 0 (the
+session goes on: fail open). The payload itself is never written anywhere.
+
+Usage: ``rematch-hook [HARNESS] [--out DIR]`` (harness ``claude_code`` by
+default; the data folder is ``--out``, else ``$REMATCH_HOME``, else the
+platform's).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _data_root(out: str | None) -> Path:
+    from rematch_trace.store.datafolder import data_dir
+
+    return data_dir(out)
+
+
+def _args(argv: list[str]) -> tuple[str, str | None]:
+    harness = "claude_code"
+    out: str | None = None
+    it = iter(argv)
+    for arg in it:
+        if arg == "--out":
+            out = next(it, None)
+        elif arg.startswith("--out="):
+            out = arg[len("--out="):]
+        elif not arg.startswith("-"):
+            harness = arg
+    return harness, out
+
+
+def _silence() -> None:
+    """Point fds 1 and 2 at /dev/null: whatever any code prints, the harness sees nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def _describe(err: BaseException) -> str:
+    """A one-line description of an error, redacted (a message may quote input)."""
+    text = f"{type(err).__name__}: {err}"
+    try:
+        from rematch_trace.security.redact import default_redactor
+
+        return default_redactor().redact_text(text)
+    except Exception:
+        return type(err).__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Capture one hook payload; always return 0."""
+    t = time.time_ns() // 1_000_000
+    harness, out = _args(sys.argv[1:] if argv is None else argv)
+    _silence()
+    root: Path | None = None
+    try:
+        root = _data_root(out)
+        raw = sys.stdin.buffer.read((64 << 20) + 1)  # capture.MAX_PAYLOAD_BYTES, and one more to tell
+        from rematch_trace.live.capture import capture_bytes
+
+        capture_bytes(harness, raw, t, root)
+    except BaseException as err:  # fail open: the session goes on whatever happened here
+        if root is not None:
+            from rematch_trace.live.folder import log_error
+
+            log_error(root, f"rematch-hook {harness}", _describe(err))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

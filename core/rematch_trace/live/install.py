@@ -1,0 +1,267 @@
+"""Installing the live hooks into Claude Code's ``settings.json``, and taking them out again.
+
+Rules (docs/live-capture.md):
+
+* the file is ``--settings``, else ``$CLAUDE_CONFIG_DIR/settings.json``, else
+  ``~/.claude/settings.json``;
+* a file that is not a JSON object, or whose ``hooks`` are not shaped as
+  Claude Code reads them, is refused with a message saying where, and left
+  untouched;
+* installing is idempotent: rematch's handlers are recognised by their
+  command (``rematch-hook``), replaced, never doubled; every other handler,
+  key and group stays as it was;
+* the first install keeps the file's exact bytes in
+  ``settings.json.rematch-backup`` (``.rematch-absent`` when there was no
+  file); uninstalling restores those bytes when nothing else changed since,
+  else removes only rematch's handlers;
+* writes are atomic and keep the file's permissions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+#: The hook command's executable name.
+HOOK_EXE = "rematch-hook"
+#: Events captured, and how: synchronous where order matters (a prompt, a stop, the
+#: start and the end), asynchronous elsewhere so that no tool call waits for rematch.
+EVENTS: tuple[tuple[str, bool, bool], ...] = (
+    # (event, async, has a tool-name matcher)
+    ("SessionStart", False, False),
+    ("UserPromptSubmit", False, False),
+    ("PreToolUse", True, True),
+    ("PostToolUse", True, True),
+    ("PostToolUseFailure", True, True),
+    ("PermissionDenied", True, True),
+    ("SubagentStart", True, False),
+    ("SubagentStop", True, False),
+    ("InstructionsLoaded", True, False),
+    ("Stop", False, False),
+    ("StopFailure", False, False),
+    ("SessionEnd", False, False),
+)
+BACKUP_SUFFIX = ".rematch-backup"
+ABSENT_SUFFIX = ".rematch-absent"
+
+
+class SettingsError(Exception):
+    """The settings file cannot be read or edited safely; nothing was changed."""
+
+
+def settings_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``explicit``, else ``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
+    root = Path(env).expanduser() if env else Path.home() / ".claude"
+    return root / "settings.json"
+
+
+def hook_command(out: str | None = None, exe: str | None = None) -> str:
+    """The command line installed: this environment's ``rematch-hook claude_code`` (absolute)."""
+    beside = Path(sys.executable).with_name(HOOK_EXE)
+    # This environment's own script first: Claude Code runs hooks with its PATH, not the venv's.
+    path = exe or (str(beside) if beside.exists() else shutil.which(HOOK_EXE) or HOOK_EXE)
+    cmd = f"{shlex.quote(path)} claude_code"
+    if out:
+        cmd += f" --out {shlex.quote(str(Path(out).expanduser().resolve()))}"
+    return cmd
+
+
+def is_ours(handler: Any) -> bool:
+    """Whether a hook handler is rematch's (its command runs ``rematch-hook``)."""
+    if type(handler) is not dict or type(handler.get("command")) is not str:
+        return False
+    try:
+        words = shlex.split(handler["command"])
+    except ValueError:
+        return False
+    return bool(words) and os.path.basename(words[0]) == HOOK_EXE
+
+
+def _read(path: Path) -> tuple[bytes | None, dict[str, Any]]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, {}
+    except OSError as err:
+        raise SettingsError(f"{path}: cannot read it ({err.strerror or err})") from None
+    try:
+        doc = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+    except UnicodeDecodeError:
+        raise SettingsError(f"{path}: not UTF-8 text; nothing was changed") from None
+    except json.JSONDecodeError as err:
+        raise SettingsError(
+            f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}); "
+            "fix it or name another file with --settings; nothing was changed"
+        ) from None
+    if type(doc) is not dict:
+        raise SettingsError(f"{path}: holds a JSON {type(doc).__name__}, not an object; nothing was changed")
+    hooks = doc.get("hooks")
+    if hooks is not None:
+        if type(hooks) is not dict:
+            raise SettingsError(f"{path}: \"hooks\" is not an object; nothing was changed")
+        for event, groups in hooks.items():
+            if type(groups) is not list or any(
+                type(g) is not dict or type(g.get("hooks", [])) is not list for g in groups
+            ):
+                raise SettingsError(
+                    f"{path}: \"hooks\".{event} is not a list of {{\"matcher\", \"hooks\": [...]}} groups; "
+                    "nothing was changed"
+                )
+    return raw, doc
+
+
+def _without_ours(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with rematch's handlers removed, and the groups and events left empty by that."""
+    hooks = doc.get("hooks")
+    if type(hooks) is not dict:
+        return dict(doc)
+    new_hooks: dict[str, Any] = {}
+    for event, groups in hooks.items():
+        kept = []
+        for g in groups:
+            handlers = g.get("hooks", [])
+            mine = [h for h in handlers if is_ours(h)]
+            if not mine:
+                kept.append(g)
+            elif len(mine) < len(handlers):
+                kept.append({**g, "hooks": [h for h in handlers if not is_ours(h)]})
+        if kept or not groups:
+            new_hooks[event] = kept
+    out = dict(doc)
+    if new_hooks or not hooks:
+        out["hooks"] = new_hooks
+    else:
+        del out["hooks"]
+    return out
+
+
+def _bare(doc: Any) -> Any:
+    """``doc`` without empty hook lists or an empty ``hooks``: what removing ours may leave or take."""
+    if type(doc) is not dict or type(doc.get("hooks")) is not dict:
+        return doc
+    hooks = {k: v for k, v in doc["hooks"].items() if v != []}
+    out = {k: v for k, v in doc.items() if k != "hooks"}
+    if hooks:
+        out["hooks"] = hooks
+    return out
+
+
+def _with_ours(doc: dict[str, Any], command: str) -> dict[str, Any]:
+    out = _without_ours(doc)
+    hooks = dict(out.get("hooks") or {})
+    for event, is_async, matcher in EVENTS:
+        handler: dict[str, Any] = {"type": "command", "command": command}
+        if is_async:
+            handler["async"] = True
+        group: dict[str, Any] = {"matcher": "*"} if matcher else {}
+        group["hooks"] = [handler]
+        hooks[event] = [*hooks.get(event, []), group]
+    out["hooks"] = hooks
+    return out
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Replace ``path`` atomically, keeping its permissions (0600 for a new file)."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o600
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.rematch-{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _dump(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+@attrs.frozen
+class Outcome:
+    """What an install or uninstall did, for the command to say."""
+
+    path: Path
+    changed: bool
+    message: str
+
+
+def install(path: Path, command: str) -> Outcome:
+    """Install rematch's handlers for every event of :data:`EVENTS` (idempotent)."""
+    raw, doc = _read(path)
+    new = _with_ours(doc, command)
+    if new == doc:
+        return Outcome(path, False, f"already installed in {path}")
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    absent = path.with_name(path.name + ABSENT_SUFFIX)
+    if not backup.exists() and not absent.exists():
+        # The state before rematch ever touched it: what uninstall restores.
+        if raw is None:
+            _write(absent, b"")
+        else:
+            _write(backup, raw)
+    _write(path, _dump(new))
+    return Outcome(path, True, f"installed {len(EVENTS)} hooks in {path}")
+
+
+def uninstall(path: Path) -> Outcome:
+    """Remove rematch's handlers; restore the exact bytes of before when nothing else changed."""
+    raw, doc = _read(path)
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    absent = path.with_name(path.name + ABSENT_SUFFIX)
+    stripped = _without_ours(doc)
+    if raw is None and not backup.exists():
+        return Outcome(path, False, f"nothing to uninstall: {path} does not exist")
+    original: dict[str, Any] | None = None
+    if backup.exists():
+        try:
+            original = json.loads(backup.read_bytes().decode("utf-8") or "{}")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            original = None
+    if absent.exists() and stripped in ({}, {"hooks": {}}):
+        path.unlink(missing_ok=True)
+        absent.unlink()
+        return Outcome(path, True, f"removed {path} (there was none before rematch's install)")
+    if original is not None and _bare(original) == _bare(stripped):
+        _write(path, backup.read_bytes())
+        backup.unlink()
+        return Outcome(path, True, f"restored {path} exactly as it was before install")
+    if stripped == doc:
+        return Outcome(path, False, f"no rematch hooks in {path}")
+    if original is not None and type(original.get("hooks")) is dict:
+        # Empty event lists the user had are theirs: put back any that removing ours took.
+        for event, groups in original["hooks"].items():
+            if groups == [] and event not in stripped.get("hooks", {}):
+                stripped.setdefault("hooks", {})[event] = []
+    _write(path, _dump(stripped))
+    for b in (backup, absent):
+        b.unlink(missing_ok=True)
+    return Outcome(path, True, f"removed rematch's hooks from {path} (other changes since install kept)")
+
+
+def installed_events(path: Path) -> dict[str, list[str]]:
+    """Event -> rematch's commands installed for it (empty when none)."""
+    _raw, doc = _read(path)
+    out: dict[str, list[str]] = {}
+    for event, groups in (doc.get("hooks") or {}).items():
+        for g in groups:
+            for h in g.get("hooks", []):
+                if is_ours(h):
+                    out.setdefault(event, []).append(h["command"])
+    return out

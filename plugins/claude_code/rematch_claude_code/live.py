@@ -1,0 +1,208 @@
+"""Claude Code hook payloads in, the core's neutral records out (live capture).
+
+One payload (``docs: hooks``; ``claude-code-format.md`` part 2) becomes the
+records it states, in order, each stream opened by its
+:class:`~rematch_trace.host.vocab.Session`:
+
+* a subagent's events (``agent_id``) belong to stream ``agent-<id>``, session
+  ``<session_id>.agent-<id>`` (``sub``, parent ``session_id``): the name the
+  importer gives a 2.1 subagent file, so the two agree;
+* ``UserPromptSubmit`` is an input (``source: "prompt"``), preceded by a
+  :class:`~rematch_trace.host.vocab.RunEnd` ``aborted`` when the transcript's
+  last turn ended in an Esc (``[Request interrupted by user``): Claude Code
+  runs no ``Stop`` hook then, and the input after an abort is not an
+  interrupt of a running loop;
+* ``PreToolUse`` a call, ``PostToolUse``/``PostToolUseFailure`` its result
+  (restating the call, as a fallback), ``PermissionDenied`` a blocked call;
+* ``Stop``/``StopFailure``/``SubagentStop`` the run's last response and its end;
+  ``SubagentStop`` and ``SessionEnd`` end their session;
+* ``InstructionsLoaded`` an instruction file loaded.
+
+Nothing here keeps the payload: records carry what the core digests.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from rematch_trace.host.text import clean
+from rematch_trace.host.vocab import OUTPUT_HEAD_CHARS as HEAD_CHARS
+from rematch_trace.host.vocab import (
+    AssistantMessage,
+    CallBlocked,
+    Instructions,
+    ModelRef,
+    Neutral,
+    RunEnd,
+    Session,
+    SessionEnded,
+    ToolCall,
+    ToolResult,
+    ToolStarted,
+    UserMessage,
+)
+
+from .translate import PROVIDER, clean_value, measure
+from .usertext import INTERRUPT_PREFIX
+
+#: ``input.source`` of a prompt the user submitted.
+PROMPT_SOURCE = "prompt"
+#: How much of the transcript's end is read to see whether the last turn was aborted.
+TAIL_BYTES = 64 * 1024
+#: The longest stop reason kept from a ``StopFailure`` error.
+STOP_REASON_CHARS = 64
+
+
+def _str(event: dict[str, Any], key: str) -> str:
+    value = event.get(key)
+    return clean(value) if type(value) is str else ""
+
+
+def _model(value: Any) -> ModelRef | None:
+    if type(value) is dict:
+        value = value.get("id") or value.get("model")
+    if type(value) is str and value:
+        return ModelRef(PROVIDER, clean(value))
+    return None
+
+
+def _session(event: dict[str, Any], t: int) -> tuple[str, Session] | None:
+    sid = _str(event, "session_id")
+    if not sid:
+        return None
+    cwd = _str(event, "cwd")
+    agent = _str(event, "agent_id")
+    if agent:
+        stream = f"agent-{agent}"
+        name = _str(event, "agent_type") or None
+        return stream, Session(stream, t, f"{sid}.agent-{agent}", cwd, "sub", name, None, sid)
+    return "", Session("", t, sid, cwd, "main", None, None, None, _model(event.get("model")))
+
+
+def _call(event: dict[str, Any]) -> ToolCall | None:
+    call_id = _str(event, "tool_use_id")
+    name = _str(event, "tool_name")
+    if not call_id or not name:
+        return None
+    return ToolCall(call_id, name, clean_value(event.get("tool_input")))
+
+
+def _response(value: Any) -> tuple[int, str, bool]:
+    """A ``tool_response``'s size and head, and whether it says the call was interrupted."""
+    if type(value) is dict and ("stdout" in value or "stderr" in value):
+        # Bash: the output the model sees is stdout, then stderr.
+        parts = [v for v in (value.get("stdout"), value.get("stderr")) if type(v) is str and v]
+        nbytes, head = measure("\n".join(parts))
+        return nbytes, head, value.get("interrupted") is True
+    nbytes, head = measure(value)
+    return nbytes, head, False
+
+
+def aborted_last_turn(transcript: str, prompt: str) -> bool:
+    """Whether the transcript's last turn (before ``prompt``) ended in an Esc abort.
+
+    Reads at most :data:`TAIL_BYTES` from the end; the newest user or
+    assistant line decides (the new prompt itself, meta and tool-result-only
+    lines are passed over).
+    """
+    if not transcript:
+        return False
+    try:
+        with open(transcript, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - TAIL_BYTES))
+            tail = f.read(TAIL_BYTES)
+    except OSError:
+        return False
+    for raw in reversed(tail.split(b"\n")[1:] if size > TAIL_BYTES else tail.split(b"\n")):
+        if not raw.strip():
+            continue
+        try:
+            line = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if type(line) is not dict:
+            continue
+        typ = line.get("type")
+        if typ == "assistant":
+            return False
+        if typ != "user" or line.get("isMeta") is True:
+            continue
+        message = line.get("message")
+        content = message.get("content") if type(message) is dict else None
+        texts = [content] if type(content) is str else [
+            b.get("text") for b in content or () if type(b) is dict and b.get("type") == "text"
+        ] if type(content) is list else []
+        texts = [x for x in texts if type(x) is str]
+        if any(x.lstrip().startswith(INTERRUPT_PREFIX) for x in texts):
+            return True
+        if any(x.strip() and x.strip() != prompt.strip() for x in texts):
+            return False  # the previous prompt: nothing aborted since
+    return False
+
+
+def records(event: dict[str, Any], t: int) -> list[Neutral]:
+    """The neutral records of one hook payload (see the module docstring); ``[]`` for others."""
+    opened = _session(event, t)
+    if opened is None:
+        return []
+    stream, session = opened
+    name = event.get("hook_event_name")
+    out: list[Neutral] = [session]
+    if name == "SessionStart" or name == "SubagentStart":
+        return out
+    if name == "UserPromptSubmit":
+        prompt = event.get("prompt")
+        if type(prompt) is not str:
+            return []
+        if aborted_last_turn(_str(event, "transcript_path"), prompt):
+            out.append(RunEnd(stream, t, "aborted"))
+        out.append(UserMessage(stream, t, clean(prompt), source=PROMPT_SOURCE))
+        return out
+    if name == "PreToolUse":
+        call = _call(event)
+        return [*out, ToolStarted(stream, t, call)] if call is not None else []
+    if name == "PostToolUse" or name == "PostToolUseFailure":
+        call = _call(event)
+        if call is None:
+            return []
+        out.append(ToolStarted(stream, t, call, fallback=True))
+        if name == "PostToolUse":
+            nbytes, head, interrupted = _response(event.get("tool_response"))
+            error_class = "interrupted" if interrupted else None
+            out.append(ToolResult(stream, t, call.id, nbytes, head, interrupted, error_class, call.name))
+        else:
+            error = _str(event, "error")
+            nbytes, head = measure(error)
+            error_class = "interrupted" if event.get("is_interrupt") is True else None
+            out.append(ToolResult(stream, t, call.id, nbytes, head[:HEAD_CHARS], True, error_class, call.name))
+        return out
+    if name == "PermissionDenied":
+        call = _call(event)
+        if call is None:
+            return []
+        out.append(ToolStarted(stream, t, call, fallback=True))
+        out.append(CallBlocked(stream, t, call.id, call.name, "permission", _str(event, "reason")))
+        return out
+    if name in ("Stop", "SubagentStop", "StopFailure"):
+        text = _str(event, "last_assistant_message")
+        if name == "StopFailure":
+            error = _str(event, "error")
+            stop = error[:STOP_REASON_CHARS] if error else "error"
+            out.append(AssistantMessage(stream, t, stop_reason=stop, text=text))
+            out.append(RunEnd(stream, t, "failure"))
+        else:
+            out.append(AssistantMessage(stream, t, stop_reason="end_turn", text=text))
+            out.append(RunEnd(stream, t, "stop"))
+        if name == "SubagentStop":
+            out.append(SessionEnded(stream, t, "subagent_stop"))
+        return out
+    if name == "InstructionsLoaded":
+        path = _str(event, "file_path")
+        return [*out, Instructions(stream, t, "", path)] if path else []
+    if name == "SessionEnd":
+        return [*out, SessionEnded(stream, t, _str(event, "reason"))]
+    return []

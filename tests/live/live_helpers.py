@@ -1,0 +1,68 @@
+"""Driving the real hook entry point as Claude Code does: a process per event, JSON on stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures"
+FIXTURE_CWD = "/work/project"
+HOOK = shutil.which("rematch-hook", path=str(Path(sys.executable).parent)) or "rematch-hook"
+REMATCH = shutil.which("rematch", path=str(Path(sys.executable).parent)) or "rematch"
+
+
+def make_repo(root: Path, remote: str = "https://dev:s3cr3t-token@github.com/acme/widget.git") -> Path:
+    """A repository as git leaves it on disk (no git process): HEAD, a branch ref, origin."""
+    git = root / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "refs" / "heads" / "main").write_text("8f3c2a1b0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b\n")
+    (git / "config").write_text(f'[core]\n\tbare = false\n[remote "origin"]\n\turl = {remote}\n')
+    return root
+
+
+def hook_env(home: Path, data: Path, session_id: str = "", project: Path | None = None) -> dict[str, str]:
+    """The environment Claude Code gives a hook (the documented variables), plus the data folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "CLAUDE_"))}
+    env.update(HOME=str(home), REMATCH_HOME=str(data))
+    if project is not None:
+        env["CLAUDE_PROJECT_DIR"] = str(project)
+    if session_id:
+        env["CLAUDE_CODE_SESSION_ID"] = session_id
+    return env
+
+
+def run_hook(payload: Any, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
+    """Run ``rematch-hook claude_code`` once with ``payload`` (bytes as they are, else JSON) on stdin."""
+    if isinstance(payload, bytes):
+        data = payload
+    else:
+        try:
+            data = orjson.dumps(payload)
+        except TypeError:  # a lone surrogate: JSON's escape for it, as a hostile harness could send
+            data = json.dumps(payload).encode()
+    return subprocess.run([HOOK, "claude_code", *args], input=data, env=env, capture_output=True, timeout=60)
+
+
+def load_fixture(project: Path, transcript: Path) -> tuple[list[dict[str, Any]], bytes]:
+    """The recorded hook payloads and transcript bytes, moved to ``project`` and ``transcript``."""
+    hooks = []
+    for raw in (FIXTURES / "hooks.jsonl").read_bytes().splitlines():
+        h = orjson.loads(raw.replace(FIXTURE_CWD.encode(), str(project).encode()))
+        h["transcript_path"] = str(transcript)
+        hooks.append(h)
+    text = (FIXTURES / "transcript.jsonl").read_bytes().replace(FIXTURE_CWD.encode(), str(project).encode())
+    return hooks, text
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every line of a JSONL file."""
+    return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]

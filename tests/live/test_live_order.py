@@ -1,0 +1,76 @@
+"""One writer, any order: the events of a turn give the same bytes whatever order they arrive in."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from live_helpers import load_fixture, read_jsonl
+
+import rematch_claude_code
+from rematch_trace.live.capture import capture_event
+from rematch_trace.store.datafolder import DataDir
+from rematch_trace.testing import make_host
+
+SID = "7c1e2a4b-5d6f-4a8b-9c0d-1e2f3a4b5c6d"
+T0 = 1_790_000_000_000
+
+
+def _turns(hooks: list[dict[str, Any]]) -> list[list[tuple[int, dict[str, Any]]]]:
+    """The payloads with their hook times, cut into turns: each starts at a prompt (or the session's start)."""
+    turns: list[list[tuple[int, dict[str, Any]]]] = [[]]
+    for i, h in enumerate(hooks):
+        if h["hook_event_name"] in ("UserPromptSubmit", "SessionEnd"):
+            turns.append([])
+        turns[-1].append((T0 + 1000 * i, h))
+    return turns
+
+
+def _capture(tmp_path: Path, name: str, order: list[tuple[int, dict[str, Any]]]) -> tuple[bytes, bytes]:
+    data = DataDir(tmp_path / name)
+    host = make_host([rematch_claude_code])
+    for t, payload in order:
+        capture_event(host, data, "claude_code", payload, t)
+    return data.trace_path(SID).read_bytes(), data.events_path(SID).read_bytes()
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, project: Path) -> list[list[tuple[int, dict[str, Any]]]]:
+    hooks, _text = load_fixture(project, tmp_path / "absent-transcript.jsonl")
+    return _turns(hooks)
+
+
+def test_every_order_of_a_turn_gives_the_same_bytes(tmp_path: Path, recorded: list[list[Any]]) -> None:
+    in_order = [e for turn in recorded for e in turn]
+    expected = _capture(tmp_path, "in-order", in_order)
+    assert b"tool_result" in expected[0] and b"post_tool_failure" in expected[1]
+    rng = random.Random(15)
+    for n in range(12):
+        shuffled: list[tuple[int, dict[str, Any]]] = []
+        for turn in recorded:
+            # The prompt is synchronous: it opens its turn; the rest of the turn comes in any order.
+            head, rest = (turn[:1], turn[1:]) if turn and turn[0][1]["hook_event_name"] == "UserPromptSubmit" \
+                else ([], list(turn))
+            if n == 0:
+                rest.reverse()
+            else:
+                rng.shuffle(rest)
+            shuffled += head + rest
+        assert shuffled != in_order
+        assert _capture(tmp_path, f"perm-{n}", shuffled) == expected, f"permutation {n}"
+
+
+def test_a_result_before_its_call_still_pairs(tmp_path: Path, recorded: list[list[Any]]) -> None:
+    first_turn = recorded[1]
+    posts = [e for e in first_turn if e[1]["hook_event_name"].startswith("PostToolUse")]
+    pres = [e for e in first_turn if e[1]["hook_event_name"] == "PreToolUse"]
+    rest = [e for e in first_turn if e not in posts and e not in pres]
+    order = [*recorded[0], rest[0], *posts, *pres, *rest[1:], *recorded[2][:1]]
+    trace, _events = _capture(tmp_path, "posts-first", order)
+    records = read_jsonl(DataDir(tmp_path / "posts-first").trace_path(SID))
+    results = [r for r in records if r["ev"] == "tool_result"]
+    assert len(results) == 5 and all(r["input"] is not None and r["args_hash"] for r in results)
+    assert not any(r["ev"] == "tool_blocked" for r in records)
+    assert trace
