@@ -9,7 +9,9 @@ session goes on: fail open). The payload itself is never written anywhere.
 
 Usage: ``rematch-hook [HARNESS] [--out DIR]`` (harness ``claude_code`` by
 default; the data folder is ``--out``, else ``$REMATCH_HOME``, else the
-platform's).
+platform's). Only the harness's plugin is loaded (with rematch's built-ins)
+unless ``REMATCH_LOAD_PLUGINS`` names others, e.g. a plugin implementing
+``identify_place``.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     t = time.time_ns() // 1_000_000
     harness, out = _args(sys.argv[1:] if argv is None else argv)
     _silence()
+    # Only the harness's own plugin (and the built-ins): importing every installed plugin
+    # costs each hook process a third more. REMATCH_LOAD_PLUGINS still overrides.
+    os.environ.setdefault("REMATCH_LOAD_PLUGINS", harness)
     root: Path | None = None
     try:
         root = _data_root(out)

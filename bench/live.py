@@ -1,0 +1,128 @@
+"""Benchmark of live capture: the cost of one hook invocation, process start to exit.
+
+Replays a Claude Code session's hook payloads (the recorded fixture's shapes,
+``--turns`` turns of ``--calls`` tool calls each) through the real hook
+command, one process per payload as Claude Code runs them, and reports p50,
+p90, p99 and max of the wall time of each invocation, by event, plus the
+in-process share (the capture work alone, without interpreter start and
+imports) measured in one process over the same payloads::
+
+    .venv/bin/python bench/live.py --turns 20 --calls 4
+
+Targets (issue 15): p50 <= 30 ms and p99 <= 80 ms per invocation with the
+resident service running. That service (``rematch serve``, issue 14) is not
+wired into the hook yet: every figure here is the in-process path, where
+each hook process imports the capture code and writes the session itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+HOOK = shutil.which("rematch-hook", path=str(Path(sys.executable).parent)) or "rematch-hook"
+
+
+def payloads(sid: str, cwd: str, turns: int, calls: int) -> list[dict[str, Any]]:
+    """A session's hook payloads: start, then per turn a prompt, calls (pre and post) and a stop, then the end."""
+    base = {"session_id": sid, "transcript_path": f"{cwd}/transcript.jsonl", "cwd": cwd}
+    out: list[dict[str, Any]] = [{**base, "hook_event_name": "SessionStart", "source": "startup",
+                                  "model": "claude-opus-4-6"}]
+    n = 0
+    for turn in range(turns):
+        out.append({**base, "hook_event_name": "UserPromptSubmit", "prompt": f"step {turn}: edit cli.py and run tests"})
+        for _ in range(calls):
+            n += 1
+            call = {"tool_name": "Bash", "tool_use_id": f"toolu_{n:05d}",
+                    "tool_input": {"command": f"pytest -q tests/test_{n}.py", "description": "run tests"}}
+            out.append({**base, "hook_event_name": "PreToolUse", **call})
+            out.append({**base, "hook_event_name": "PostToolUse", **call,
+                        "tool_response": {"stdout": "." * 200 + "\n1 passed", "stderr": "", "interrupted": False}})
+        out.append({**base, "hook_event_name": "Stop", "last_assistant_message": f"Step {turn} done."})
+    out.append({**base, "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank) of ``values``."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def row(name: str, ms: list[float]) -> str:
+    """One line of the table."""
+    return (f"{name:<22} {len(ms):>5} {statistics.median(ms):>8.1f} {pct(ms, 0.9):>8.1f} "
+            f"{pct(ms, 0.99):>8.1f} {max(ms):>8.1f}")
+
+
+def main() -> None:
+    """Run the benchmark and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--turns", type=int, default=20)
+    ap.add_argument("--calls", type=int, default=4)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="rematch-live-bench-"))
+    try:
+        repo = work / "repo"
+        (repo / ".git" / "refs" / "heads").mkdir(parents=True)
+        (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+        (repo / ".git" / "refs" / "heads" / "main").write_text("0" * 40 + "\n")
+        events = payloads("bench-session", str(repo), args.turns, args.calls)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("REMATCH_")}
+        env["REMATCH_HOME"] = str(work / "data")
+        by_event: dict[str, list[float]] = {}
+        every: list[float] = []
+        for payload in events:
+            data = orjson.dumps(payload)
+            start = time.perf_counter()
+            res = subprocess.run([HOOK, "claude_code"], input=data, env=env, capture_output=True)
+            ms = (time.perf_counter() - start) * 1000
+            if res.returncode or res.stdout or res.stderr:
+                raise SystemExit(f"hook misbehaved on {payload['hook_event_name']}: {res}")
+            every.append(ms)
+            by_event.setdefault(payload["hook_event_name"], []).append(ms)
+        errors = work / "data" / "live" / "errors.log"
+        if errors.exists():
+            raise SystemExit(f"the hook logged errors: {errors.read_text()}")
+
+        # The capture work alone, in one process (what a resident service would do per request).
+        sys.path.insert(0, str(ROOT / "core"))
+        from rematch_trace.live.capture import capture_bytes, default_host
+
+        host = default_host()
+        inproc: list[float] = []
+        for payload in payloads("bench-inproc", str(repo), args.turns, args.calls):
+            data = orjson.dumps(payload)
+            start = time.perf_counter()
+            capture_bytes("claude_code", data, int(time.time() * 1000), work / "data2", host)
+            inproc.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        bare = (time.perf_counter() - start) * 1000
+
+        print(f"live capture: {len(events)} hook invocations ({args.turns} turns x {args.calls} calls); "
+              f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
+        print(f"{'invocation (ms)':<22} {'n':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
+        print(row("every hook (process)", every))
+        for name in sorted(by_event):
+            print(row(f"  {name}", by_event[name]))
+        print(row("capture work only", inproc))
+        print(f"bare interpreter start (python -c pass): {bare:.1f} ms")
+        print("service path: not wired (issue 14's rematch serve); every process row is the in-process path")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
