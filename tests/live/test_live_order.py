@@ -74,3 +74,23 @@ def test_a_result_before_its_call_still_pairs(tmp_path: Path, recorded: list[lis
     assert len(results) == 5 and all(r["input"] is not None and r["args_hash"] for r in results)
     assert not any(r["ev"] == "tool_blocked" for r in records)
     assert trace
+
+
+def test_a_long_turn_is_applied_in_parts(tmp_path: Path, project: Path) -> None:
+    from rematch_trace.live.session_writer import MAX_HELD
+
+    host = make_host([rematch_claude_code])
+    data = DataDir(tmp_path / "data")
+    base = {"session_id": "long", "cwd": str(project), "transcript_path": ""}
+    capture_event(host, data, "claude_code", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "go"}, T0)
+    state = data.root / "live" / "long.json"
+    sizes = []
+    for i in range(MAX_HELD + 10):
+        call = {"tool_name": "Read", "tool_use_id": f"toolu_{i:04d}", "tool_input": {"file_path": f"/x/{i}.py"}}
+        capture_event(host, data, "claude_code", {**base, "hook_event_name": "PreToolUse", **call}, T0 + 2 * i + 1)
+        capture_event(host, data, "claude_code", {**base, "hook_event_name": "PostToolUse", **call,
+                                                  "tool_response": {"file": {"content": "x"}}}, T0 + 2 * i + 2)
+        sizes.append(state.stat().st_size)
+    assert max(sizes) < 200_000
+    trace = read_jsonl(data.trace_path("long"))
+    assert len([r for r in trace if r["ev"] == "tool_result"]) >= MAX_HELD // 2

@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rematch_trace.cli.common import data_folder, echo_json
+
+if TYPE_CHECKING:
+    from rematch_trace.live.install import Outcome
 
 _SETTINGS = click.option(
     "--settings", "settings", type=click.Path(dir_okay=False),
     help="Claude Code settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json).",
 )
 _OUT = click.option("--out", "out", type=click.Path(), help="Data folder (default: $REMATCH_HOME, else the user data dir).")
+
+
+def _edit(change: Callable[[], Outcome]) -> None:
+    """Run an edit of the settings file; say what it did, or why it refused, in one line."""
+    from rematch_trace.live.install import SettingsError
+
+    try:
+        outcome = change()
+    except SettingsError as err:
+        raise click.ClickException(str(err)) from None
+    except OSError as err:
+        raise click.ClickException(f"{err.filename}: {err.strerror or err}") from None
+    click.echo(outcome.message)
 
 
 @click.group("hooks")
@@ -26,30 +43,18 @@ def hooks_cmd() -> None:
 @_OUT
 def install_cmd(settings: str | None, out: str | None) -> None:
     """Add rematch's hooks to Claude Code's settings (idempotent; keeps a backup and your hooks)."""
-    from rematch_trace.live.install import SettingsError, hook_command, install, settings_path
+    from rematch_trace.live.install import hook_command, install, settings_path
 
-    try:
-        outcome = install(settings_path(settings), hook_command(out))
-    except SettingsError as err:
-        raise click.ClickException(str(err)) from None
-    except OSError as err:
-        raise click.ClickException(f"{err.filename}: {err.strerror or err}") from None
-    click.echo(outcome.message)
+    _edit(lambda: install(settings_path(settings), hook_command(out)))
 
 
 @hooks_cmd.command("uninstall")
 @_SETTINGS
 def uninstall_cmd(settings: str | None) -> None:
     """Remove rematch's hooks, restoring the settings file exactly when nothing else changed."""
-    from rematch_trace.live.install import SettingsError, settings_path, uninstall
+    from rematch_trace.live.install import settings_path, uninstall
 
-    try:
-        outcome = uninstall(settings_path(settings))
-    except SettingsError as err:
-        raise click.ClickException(str(err)) from None
-    except OSError as err:
-        raise click.ClickException(f"{err.filename}: {err.strerror or err}") from None
-    click.echo(outcome.message)
+    _edit(lambda: uninstall(settings_path(settings)))
 
 
 @hooks_cmd.command("status")

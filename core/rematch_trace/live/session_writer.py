@@ -63,6 +63,9 @@ LOCK_SECONDS = 5.0
 MAX_CHANGED = 1000
 #: Calls already answered, remembered so a late restatement does not reopen them.
 MAX_DONE = 256
+#: A turn holding this many items is applied early (the state is rewritten on every
+#: event: it must stay small); order is then kept within each part of the turn.
+MAX_HELD = 256
 #: Action types whose successful calls change files.
 _WRITES = ("file_write", "file_edit")
 
@@ -282,6 +285,9 @@ class SessionWriter:
                 self._write(self.synth.feed(rec), self.sink.feed(rec))
             else:
                 self._hold(rec)
+        held = self.st["held"]
+        if sum(len(v) for v in held.values()) >= MAX_HELD:
+            self.flush(now, final=False)
 
     def _merge(self, rec: vocab.Session) -> None:
         """Take what a Session record adds before the session is opened: the earliest time, a model."""
