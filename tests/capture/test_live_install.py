@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import orjson
-from live_helpers import REMATCH, hook_env, make_repo, read_jsonl
+from capture_helpers import REMATCH, hook_env, make_repo, read_jsonl
 
 import rematch_claude_code
 from rematch_trace.live.install import EVENTS
@@ -106,7 +106,7 @@ def test_status_reports_recent_events_and_errors(tmp_path: Path) -> None:
     data = tmp_path / "data"
     env = hook_env(tmp_path, data, "st-1")
     repo = make_repo(tmp_path / "repo")
-    from live_helpers import run_hook
+    from capture_helpers import run_hook
 
     run_hook({"session_id": "st-1", "cwd": str(repo), "hook_event_name": "UserPromptSubmit", "prompt": "hi"}, env)
     run_hook(b"garbage", env)

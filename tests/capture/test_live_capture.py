@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from live_helpers import REMATCH, hook_env, load_fixture, make_repo, read_jsonl, run_hook
+from capture_helpers import REMATCH, hook_env, load_fixture, make_repo, read_jsonl, run_hook
 
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import validate_trace

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_helpers import load_fixture, read_jsonl
+from capture_helpers import load_fixture, read_jsonl
 
 import rematch_claude_code
 from rematch_trace.live.capture import capture_event

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from live_helpers import make_repo
+from capture_helpers import make_repo
 
 
 @pytest.fixture
