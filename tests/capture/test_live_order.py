@@ -94,3 +94,22 @@ def test_a_long_turn_is_applied_in_parts(tmp_path: Path, project: Path) -> None:
     assert max(sizes) < 200_000
     trace = read_jsonl(data.trace_path("long"))
     assert len([r for r in trace if r["ev"] == "tool_result"]) >= MAX_HELD // 2
+
+
+def test_a_service_request_captures_like_a_hook_process(tmp_path: Path, recorded: list[list[Any]]) -> None:
+    """What the resident service's ``hook_event`` handler runs gives the same bytes as in-process capture."""
+    from rematch_trace.live.capture import BadPayload, handle_hook_event
+
+    in_order = [e for turn in recorded for e in turn]
+    expected = _capture(tmp_path, "direct", in_order)
+    host = make_host([rematch_claude_code])
+    data = DataDir(tmp_path / "service")
+    for t, payload in in_order:
+        request = {"request_kind": "hook_event", "adapter": "claude_code", "received_at_ms": t,
+                   "host_payload": payload}
+        handle_hook_event(request, data, host)
+        # Delivered again (a late reply, then the in-process fallback): applied once.
+        handle_hook_event(request, data, host)
+    assert (data.trace_path(SID).read_bytes(), data.events_path(SID).read_bytes()) == expected
+    with pytest.raises(BadPayload):
+        handle_hook_event({"adapter": "claude_code", "received_at_ms": "soon", "host_payload": {}}, data, host)

@@ -8,6 +8,7 @@ trace path never answers a verdict).
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,12 @@ def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any]
     records = host.live(harness, event, t)
     if not records:
         return []
+    # The same invocation delivered twice (a service that answered too late, then the
+    # in-process fallback) is applied once: its digest, never the payload, is remembered.
+    try:
+        digest = hashlib.sha256(f"{harness}\x1f{t}\x1f".encode() + orjson.dumps(event, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+    except TypeError:
+        digest = ""
     transcript = event.get("transcript_path")
     transcript = transcript if type(transcript) is str else ""
     streams: dict[str, list[vocab.Neutral]] = {}
@@ -71,7 +78,7 @@ def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any]
         own_transcript = transcript if session.agent_kind == "main" else ""
         with SessionLock(lock_path(data, session.session_id)):
             writer = SessionWriter.load(host, data, harness, session, own_transcript)
-            writer.apply(recs, t)
+            writer.apply(recs, t, digest)
             writer.save()
         touched.append(session.session_id)
         if session.agent_kind == "main" and any(isinstance(r, vocab.SessionEnded) for r in recs):
@@ -103,6 +110,20 @@ def default_host() -> Host:
 
     load_plugins()
     return Host(pm)
+
+
+def handle_hook_event(request: dict[str, Any], data: DataDir, host: Host | None = None) -> list[str]:
+    """Capture the payload of an IPC v2 ``hook_event`` request (docs/ipc-v2.md): what the service runs.
+
+    ``adapter`` names the harness, ``host_payload`` is the hook's payload and
+    ``received_at_ms`` (when the hook started and stamped it) the records' time.
+    """
+    payload = request.get("host_payload")
+    harness = request.get("adapter")
+    t = request.get("received_at_ms")
+    if type(payload) is not dict or type(harness) is not str or type(t) is not int:
+        raise BadPayload("a hook_event request needs host_payload (object), adapter (string), received_at_ms (int)")
+    return capture_event(host or default_host(), data, harness, payload, t)
 
 
 def capture_bytes(harness: str, raw: bytes, t: int, root: Path, host: Host | None = None) -> list[str]:

@@ -61,6 +61,8 @@ STUCK_WINDOW_MS = 600_000
 LOCK_SECONDS = 5.0
 #: Changed paths remembered for ``files_changed`` (the first ones are hashed).
 MAX_CHANGED = 1000
+#: Invocations remembered, so one delivered twice is applied once.
+MAX_SEEN = 64
 #: Calls already answered, remembered so a late restatement does not reopen them.
 MAX_DONE = 256
 #: A turn holding this many items is applied early (the state is rewritten on every
@@ -263,8 +265,18 @@ class SessionWriter:
 
     # -- applying records ---------------------------------------------------------------------
 
-    def apply(self, records: list[vocab.Neutral], now: int) -> None:
-        """Apply one hook payload's records of this session's stream."""
+    def apply(self, records: list[vocab.Neutral], now: int, digest: str = "") -> None:
+        """Apply one hook payload's records of this session's stream.
+
+        ``digest`` identifies the invocation: one already applied is not applied again.
+        """
+        if digest:
+            seen: list[str] = self.st.setdefault("seen", [])
+            if digest in seen:
+                return
+            seen.append(digest)
+            if len(seen) > MAX_SEEN:
+                del seen[0]
         if self.st.get("ended") is not None:
             if all(isinstance(r, vocab.Session | vocab.SessionEnded) for r in records):
                 return  # an end restated, or nothing new
