@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -345,3 +346,12 @@ def test_hostile_field_types_are_skipped_quietly(tmp_path: Path, name: str) -> N
         assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
     _send(env, base, "SessionEnd", reason="other")
     assert validate_trace(read_jsonl(DataDir(data).trace_path("s-live-8"))) == []
+
+
+def test_a_transcript_path_that_is_a_fifo_does_not_hang_the_hook(tmp_path: Path) -> None:
+    env, base, data = _session(tmp_path, "s-live-9")
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    _send(env, {**base, "transcript_path": str(fifo)}, "UserPromptSubmit", prompt="hello")
+    _send(env, base, "SessionEnd", reason="other")
+    assert [r["text"] for r in read_jsonl(DataDir(data).trace_path("s-live-9")) if r["ev"] == "input"] == ["hello"]

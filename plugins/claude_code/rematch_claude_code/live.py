@@ -24,6 +24,7 @@ Nothing here keeps the payload: records carry what the core digests.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 import orjson
@@ -111,12 +112,20 @@ def aborted_last_turn(transcript: str, prompt: str) -> bool:
     if not transcript:
         return False
     try:
-        with open(transcript, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            f.seek(max(0, size - TAIL_BYTES))
-            tail = f.read(TAIL_BYTES)
+        # Non-blocking and regular files only: a FIFO named here must not hang the hook.
+        fd = os.open(transcript, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        size = st.st_size
+        tail = os.pread(fd, TAIL_BYTES, max(0, size - TAIL_BYTES))
     except OSError:
         return False
+    finally:
+        os.close(fd)
     for raw in reversed(tail.split(b"\n")[1:] if size > TAIL_BYTES else tail.split(b"\n")):
         if not raw.strip():
             continue
