@@ -178,12 +178,16 @@ RECORD_TYPES: tuple[type, ...] = (
 BY_EV: dict[str, type] = {cls.EV: cls for cls in RECORD_TYPES}  # type: ignore[attr-defined]
 
 converter = cattrs.Converter()
-converter.register_unstructure_hook(
-    ModelChange, make_dict_unstructure_fn(ModelChange, converter, from_=override(rename="from"))
-)
-converter.register_unstructure_hook(
-    MarkRecord, make_dict_unstructure_fn(MarkRecord, converter, cls=override(rename="class"))
-)
+# The unstructure functions are generated on first use (generating all of them costs a
+# short-lived process, such as a live hook, more than the work it came to do).
+def _renamed(cls: Any) -> Any:
+    """The unstructure function of a record with a field named for a Python keyword."""
+    if cls is ModelChange:
+        return make_dict_unstructure_fn(ModelChange, converter, from_=override(rename="from"))
+    return make_dict_unstructure_fn(MarkRecord, converter, cls=override(rename="class"))
+
+
+converter.register_unstructure_hook_factory(lambda cls: cls is ModelChange or cls is MarkRecord, _renamed)
 converter.register_structure_hook(
     ModelChange,
     lambda d, _: ModelChange(
@@ -197,13 +201,19 @@ converter.register_structure_hook(
 )
 
 
-_HOOKS: dict[type, Any] = {cls: converter.get_unstructure_hook(cls) for cls in RECORD_TYPES}
+_HOOKS: dict[type, Any] = {}
 
 
 def to_dict(record: Any, seq: int, t: int) -> dict[str, Any]:
     """The JSON object of one record: ``seq``, ``t``, ``ev``, then its fields in order."""
     out: dict[str, Any] = {"seq": seq, "t": t, "ev": record.EV}
-    out.update(_HOOKS[type(record)](record))
+    cls = type(record)
+    hook = _HOOKS.get(cls)
+    if hook is None:
+        if cls not in RECORD_TYPES:
+            raise KeyError(cls)
+        hook = _HOOKS[cls] = converter.get_unstructure_hook(cls)
+    out.update(hook(record))
     return out
 
 
