@@ -355,3 +355,39 @@ def test_a_transcript_path_that_is_a_fifo_does_not_hang_the_hook(tmp_path: Path)
     _send(env, {**base, "transcript_path": str(fifo)}, "UserPromptSubmit", prompt="hello")
     _send(env, base, "SessionEnd", reason="other")
     assert [r["text"] for r in read_jsonl(DataDir(data).trace_path("s-live-9")) if r["ev"] == "input"] == ["hello"]
+
+
+def test_parallel_hooks_of_one_session_have_one_writer(tmp_path: Path) -> None:
+    """Claude Code runs a turn's hooks at once: every event lands, once, in a well-formed trace."""
+    from capture_helpers import HOOK
+
+    env, base, data = _session(tmp_path, "s-live-10")
+    _send(env, base, "UserPromptSubmit", prompt="run everything")
+    procs = []
+    for i in range(6):
+        call = {"tool_name": "Bash", "tool_use_id": f"toolu_p{i}", "tool_input": {"command": f"echo {i}"}}
+        for name, extra in (("PreToolUse", {}),
+                            ("PostToolUse", {"tool_response": {"stdout": f"{i}\n", "stderr": ""}})):
+            procs.append(subprocess.Popen([HOOK, "claude_code"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, env=env))
+            procs[-1].stdin.write(orjson.dumps({**base, "hook_event_name": name, **call, **extra}))  # type: ignore[union-attr]
+            procs[-1].stdin.close()  # type: ignore[union-attr]
+    for p in procs:
+        assert p.wait(timeout=120) == 0 and p.stdout.read() == b"" and p.stderr.read() == b""  # type: ignore[union-attr]
+    _send(env, base, "Stop", last_assistant_message="all ran")
+    _send(env, base, "SessionEnd", reason="other")
+    trace = read_jsonl(DataDir(data).trace_path("s-live-10"))
+    assert validate_trace(trace) == []
+    assert sorted(r["call_id"] for r in trace if r["ev"] == "tool_result") == [f"toolu_p{i}" for i in range(6)]
+    assert all(r["input"] is not None for r in trace if r["ev"] == "tool_result")
+    assert not (data / "live" / "errors.log").exists()
+
+
+def test_a_hostile_session_id_stays_inside_the_data_folder(tmp_path: Path) -> None:
+    env, base, data = _session(tmp_path, "s-live-11")
+    base = {**base, "session_id": "../../escape"}
+    _send(env, base, "UserPromptSubmit", prompt="hi")
+    _send(env, base, "SessionEnd", reason="other")
+    [trace] = list((data / "traces").iterdir())
+    assert trace.name.startswith("_") and read_jsonl(trace)[0]["session_id"] == "../../escape"
+    assert not (tmp_path / "escape.jsonl").exists() and not (data.parent / "escape.json").exists()
