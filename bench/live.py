@@ -18,6 +18,7 @@ each hook process imports the capture code and writes the session itself.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import statistics
@@ -66,6 +67,41 @@ def row(name: str, ms: list[float]) -> str:
             f"{pct(ms, 0.99):>8.1f} {max(ms):>8.1f}")
 
 
+def replay_served(events: list[dict[str, Any]], work: Path, repo: Path) -> tuple[list[float], list[float]]:
+    """Each hook invocation's wall time with ``rematch serve`` running (started first), beside a bare start."""
+    data = work / "served"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REMATCH_")}
+    env["REMATCH_HOME"] = str(data)
+    service = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
+                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (data / "run" / "events.sock").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("rematch serve did not listen within 30 s")
+            time.sleep(0.05)
+        hooks: list[float] = []
+        bare: list[float] = []
+        for payload in events:
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            bare.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            res = subprocess.run([HOOK, "claude_code"], input=orjson.dumps(payload), env=env, capture_output=True)
+            hooks.append((time.perf_counter() - start) * 1000)
+            if res.returncode or res.stdout or res.stderr:
+                raise SystemExit(f"hook misbehaved on {payload['hook_event_name']}: {res}")
+        fallbacks = (data / "live.log").read_text().count("hook_event") if (data / "live.log").exists() else 0
+        if fallbacks:
+            print(f"note: {fallbacks} requests fell back to in-process capture (see {data / 'live.log'})")
+        if not (data / "traces" / "bench-session.jsonl").exists():
+            raise SystemExit("the service wrote no trace")
+        return hooks, bare
+    finally:
+        service.terminate()
+        service.wait(timeout=30)
+
+
 def main() -> None:
     """Run the benchmark and print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -81,6 +117,9 @@ def main() -> None:
         events = payloads("bench-session", str(repo), args.turns, args.calls)
         env = {k: v for k, v in os.environ.items() if not k.startswith("REMATCH_")}
         env["REMATCH_HOME"] = str(work / "data")
+        env["REMATCH_LIVE_SERVICE"] = "0"
+        # The resident service (issue 14), when this build has it.
+        served = replay_served(events, work, repo) if importlib.util.find_spec("rematch_trace.live.service") else None
         by_event: dict[str, list[float]] = {}
         every: list[float] = []
         bare: list[float] = []
@@ -117,6 +156,14 @@ def main() -> None:
         print(f"live capture: {len(events)} hook invocations ({args.turns} turns x {args.calls} calls); "
               f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
         print(f"{'invocation (ms)':<22} {'n':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
+        if served is None:
+            print("with the service: not measured (rematch serve is not in this build)")
+        else:
+            print(row("with the service", served[0]))
+            print(row("  python -c pass", served[1]))
+            print(f"  hook / bare start, p50 of the pairs: "
+                  f"{statistics.median(h / b for h, b in zip(served[0], served[1], strict=True)):.1f}x")
+        print("without the service (in-process):")
         print(row("every hook (process)", every))
         for name in sorted(by_event):
             print(row(f"  {name}", by_event[name]))
@@ -125,7 +172,6 @@ def main() -> None:
         extra = [h - b for h, b in zip(every, bare, strict=True)]
         print(row("hook minus bare start", extra))
         print(f"hook / bare start, p50 of the pairs: {statistics.median(h / b for h, b in zip(every, bare, strict=True)):.1f}x")
-        print("service path: not wired (issue 14's rematch serve); every process row is the in-process path")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -126,6 +126,28 @@ def handle_hook_event(request: dict[str, Any], data: DataDir, host: Host | None 
     return capture_event(host or default_host(), data, harness, payload, t)
 
 
+def register_capture(service: Any, data: Path) -> None:
+    """Serve ``hook_event`` requests on ``service`` (``rematch serve``): capture each payload.
+
+    One capture at a time in the process: the handlers run on connection
+    threads, and a capture is a few milliseconds of work on shared caches.
+    """
+    import threading
+
+    from rematch_trace.live.ipc.messages import make_reply  # type: ignore[import-not-found,unused-ignore]
+
+    host = default_host()
+    folder = DataDir(data)
+    one_at_a_time = threading.Lock()
+
+    def on_hook_event(request: dict[str, Any], invocation: Any) -> Any:
+        with one_at_a_time:
+            handle_hook_event(request, folder, host)
+        return make_reply(request["request_id"], "no_override", "recorded", "", source="service")
+
+    service.register_handler("hook_event", on_hook_event)
+
+
 def capture_bytes(harness: str, raw: bytes, t: int, root: Path, host: Host | None = None) -> list[str]:
     """:func:`capture_event` from a payload's bytes, into the data folder ``root``."""
     event = parse_payload(raw)
