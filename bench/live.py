@@ -67,6 +67,25 @@ def row(name: str, ms: list[float]) -> str:
             f"{pct(ms, 0.99):>8.1f} {max(ms):>8.1f}")
 
 
+def time_hooks(events: list[dict[str, Any]], env: dict[str, str]) -> tuple[list[float], list[float]]:
+    """Each payload through the hook command: its wall time, and that of a bare interpreter start run before it.
+
+    On a shared machine only the two measured side by side say what rematch itself costs.
+    """
+    hooks: list[float] = []
+    bare: list[float] = []
+    for payload in events:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        bare.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        res = subprocess.run([HOOK, "claude_code"], input=orjson.dumps(payload), env=env, capture_output=True)
+        hooks.append((time.perf_counter() - start) * 1000)
+        if res.returncode or res.stdout or res.stderr:
+            raise SystemExit(f"hook misbehaved on {payload['hook_event_name']}: {res}")
+    return hooks, bare
+
+
 def replay_served(events: list[dict[str, Any]], work: Path, repo: Path) -> tuple[list[float], list[float]]:
     """Each hook invocation's wall time with ``rematch serve`` running (started first), beside a bare start."""
     data = work / "served"
@@ -80,17 +99,7 @@ def replay_served(events: list[dict[str, Any]], work: Path, repo: Path) -> tuple
             if time.monotonic() > deadline:
                 raise SystemExit("rematch serve did not listen within 30 s")
             time.sleep(0.05)
-        hooks: list[float] = []
-        bare: list[float] = []
-        for payload in events:
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "pass"], check=True)
-            bare.append((time.perf_counter() - start) * 1000)
-            start = time.perf_counter()
-            res = subprocess.run([HOOK, "claude_code"], input=orjson.dumps(payload), env=env, capture_output=True)
-            hooks.append((time.perf_counter() - start) * 1000)
-            if res.returncode or res.stdout or res.stderr:
-                raise SystemExit(f"hook misbehaved on {payload['hook_event_name']}: {res}")
+        hooks, bare = time_hooks(events, env)
         fallbacks = (data / "live.log").read_text().count("hook_event") if (data / "live.log").exists() else 0
         if fallbacks:
             print(f"note: {fallbacks} requests fell back to in-process capture (see {data / 'live.log'})")
@@ -120,22 +129,9 @@ def main() -> None:
         env["REMATCH_LIVE_SERVICE"] = "0"
         # The resident service (issue 14), when this build has it.
         served = replay_served(events, work, repo) if importlib.util.find_spec("rematch_trace.live.service") else None
+        every, bare = time_hooks(events, env)
         by_event: dict[str, list[float]] = {}
-        every: list[float] = []
-        bare: list[float] = []
-        for payload in events:
-            # A bare interpreter start beside each hook: on a shared machine only the two
-            # measured side by side say what rematch itself costs.
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", "pass"], check=True)
-            bare.append((time.perf_counter() - start) * 1000)
-            data = orjson.dumps(payload)
-            start = time.perf_counter()
-            res = subprocess.run([HOOK, "claude_code"], input=data, env=env, capture_output=True)
-            ms = (time.perf_counter() - start) * 1000
-            if res.returncode or res.stdout or res.stderr:
-                raise SystemExit(f"hook misbehaved on {payload['hook_event_name']}: {res}")
-            every.append(ms)
+        for payload, ms in zip(events, every, strict=True):
             by_event.setdefault(payload["hook_event_name"], []).append(ms)
         errors = work / "data" / "live" / "errors.log"
         if errors.exists():
