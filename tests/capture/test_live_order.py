@@ -113,3 +113,30 @@ def test_a_service_request_captures_like_a_hook_process(tmp_path: Path, recorded
     assert (data.trace_path(SID).read_bytes(), data.events_path(SID).read_bytes()) == expected
     with pytest.raises(BadPayload):
         handle_hook_event({"adapter": "claude_code", "received_at_ms": "soon", "host_payload": {}}, data, host)
+
+
+def test_other_plugins_do_not_answer_for_a_live_session(tmp_path: Path, recorded: list[list[Any]]) -> None:
+    """The per-source hooks of a live session go to the plugin that translated it, as for a claimed file."""
+    import rematch_codex
+    import rematch_omp
+    from rematch_trace import hookimpl
+
+    class Greedy:
+        """A plugin of another harness: by the per-source contract it need not check whose source it is."""
+
+        __name__ = "greedy"
+
+        @hookimpl
+        def classify_action(self, tool: str) -> str:
+            return "network"
+
+    in_order = [e for turn in recorded for e in turn]
+    alone = _capture(tmp_path, "alone", in_order)
+    host = make_host([rematch_claude_code, rematch_codex, rematch_omp, Greedy()])  # the others are asked first
+    assert host.live_plugin("claude_code") == "rematch_claude_code" and host.live_plugin("nobody") == ""
+    data = DataDir(tmp_path / "all")
+    for t, payload in in_order:
+        capture_event(host, data, "claude_code", payload, t)
+    assert (data.trace_path(SID).read_bytes(), data.events_path(SID).read_bytes()) == alone
+    kinds = {e["tool_name"]: e["action_type"] for e in read_jsonl(data.events_path(SID)) if e["tool_name"]}
+    assert kinds == {"Read": "file_read", "Edit": "file_edit", "Bash": "shell_exec"}

@@ -70,6 +70,8 @@ class Host:
         self._routes: dict[tuple[str, str], _Route] = {}
         #: harness -> the plugin that claims its files ("" when none does on its own).
         self._owners: dict[str, str] = {}
+        #: harness -> the plugin that translates its live hook payloads.
+        self._live_owners: dict[str, str] = {}
         # (hook, plugin) of the failures already reported.
         self._reported: set[tuple[str, str]] = set()
         #: Plugin failures isolated and not yet reported (see :meth:`drain_isolated`).
@@ -242,10 +244,37 @@ class Host:
                     out.append(entry)
         return out
 
+    def live_plugin(self, harness: str) -> str:
+        """The plugin whose ``live_records`` translates ``harness`` ("" when none does).
+
+        Each implementation is asked alone, once per harness, with an empty
+        payload: the one that does not answer ``None`` owns the harness (the
+        hook's contract). Its name goes on the live session's
+        :class:`~rematch_trace.host.source.Source`, so the per-source hooks
+        (``classify_action``...) are asked of it alone, as for a file it claimed.
+        """
+        owner = self._live_owners.get(harness)
+        if owner is None:
+            owner = ""
+            for impl in reversed(self.pm.hook.live_records.get_hookimpls()):
+                if impl.wrapper or impl.hookwrapper:
+                    continue
+                try:
+                    answer = self._route("live_records", impl.plugin_name)(harness=harness, event={}, t=0)
+                except Exception:
+                    continue  # a plugin that cannot answer an empty payload claims nothing here
+                if answer is not None:
+                    owner = impl.plugin_name
+                    break
+            self._live_owners[harness] = owner
+        return owner
+
     def live(self, harness: str, event: dict[str, Any], t: int) -> list[Neutral]:
         """The neutral records of one live hook payload (``[]`` when no plugin translates it)."""
         try:
-            result = self._caller("live_records")(harness=harness, event=event, t=t)
+            plugin = self.live_plugin(harness)
+            route = self._route("live_records", plugin) if plugin else self._caller("live_records")
+            result = route(harness=harness, event=event, t=t)
         except (PluginFailure, RestartImport):
             raise
         except Exception as err:

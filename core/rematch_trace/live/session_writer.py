@@ -212,7 +212,8 @@ class SessionWriter:
             st["transcript"] = transcript
         self.session = session_of_state(st["session"])
         self.session_id = self.session.session_id
-        self.source = Source(harness, Path(st.get("transcript") or ""), self.session.agent_kind)
+        self.source = Source(harness, Path(st.get("transcript") or ""), self.session.agent_kind,
+                             plugin=host.live_plugin(harness))
         self.synth = Synthesizer(
             harness,
             place_of=host.place,
