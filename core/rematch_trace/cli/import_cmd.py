@@ -37,6 +37,10 @@ def import_cmd(
 
     try:
         sources = [p if is_url(p) else Path(p) for p in (local_path(p) for p in paths)]
+        if scheduler is not None:
+            from rematch_trace.importing.cluster import parse_scheduler
+
+            parse_scheduler(scheduler)  # a typo fails before any folder is made
     except RematchError as err:
         raise click.ClickException(str(err)) from None
     data = data_folder(out)

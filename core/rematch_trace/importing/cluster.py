@@ -20,9 +20,10 @@ submitted again, alone; a file whose task kills a worker a second time is
 reported failed, by name. What the dead worker was writing is crash-safe: a
 temporary file (swept at the end of the run) or an in-place continuation that
 the journal rolls back. The cluster this module starts (``local:N``) lets no
-task be retried by Dask itself, so every death reaches the summary; a remote
-scheduler's ``distributed.scheduler.allowed-failures`` decides how often Dask
-retries on its own first (see ``docs/distributed.md``).
+task be retried by Dask itself, so every death reaches the summary, and sends a
+worker one task at a time, so a death is charged to the task it ran, not to one
+queued behind it; a remote scheduler's ``allowed-failures`` and
+``worker-saturation`` settings decide these (see ``docs/distributed.md``).
 """
 
 from __future__ import annotations
@@ -164,9 +165,12 @@ class DaskExecutor:
             raise RematchError("--scheduler needs Dask: pip install 'rematch-trace[dask]'") from None
         _quiet()
         if self.scheduler.local:
-            # Every worker death reaches this client (see the module docstring); workers
-            # listen on loopback only, with no dashboard.
-            with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False}):
+            # Every worker death reaches this client (see the module docstring), and only the
+            # task a worker runs is charged with its death: a worker is sent one task at a
+            # time (a task queued behind it would die with it too). Workers listen on
+            # loopback only, with no dashboard.
+            config = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
+            with dask.config.set(config):
                 self._cluster = LocalCluster(
                     n_workers=self.scheduler.local_workers, threads_per_worker=1, processes=True,
                     host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL,
@@ -264,8 +268,13 @@ class DaskExecutor:
     def _failed_task(
         self, task: _Task, error: BaseException | None, killed: bool, queue: collections.deque[_Task]
     ) -> Iterator[tuple[WorkItem, FileOutcome]]:
-        """A task that did not return: a dead worker's files are retried alone, once; other errors fail them."""
-        names = ", ".join(i.path for i in task.items[:3]) + (f" and {len(task.items) - 3} more" if len(task.items) > 3 else "")
+        """A task that did not return: a dead worker's files are retried alone, once; other errors fail them.
+
+        Which file of a task the worker was on is not known for sure (a worker's
+        last messages may die with it), so each is retried in a task of its own;
+        one that kills a worker again is the culprit, reported failed. The files
+        it had finished go again too: their outcomes died with the worker.
+        """
         if not killed:
             reason = f"the cluster lost the task: {type(error).__name__}: {error}"
             for item in task.items:
@@ -274,11 +283,14 @@ class DaskExecutor:
         if self._stopping:
             return  # not recorded: the next run imports them
         if task.attempt >= 2:
-            self.deaths.append(f"a worker died importing {names} again: not retried")
-            for item in task.items:
-                yield item, failed("its import killed a cluster worker twice")
+            self.deaths.append(f"a worker died importing {task.items[0].path} again: not retried")
+            yield task.items[0], failed("its import killed a cluster worker twice")
             return
-        self.deaths.append(f"a worker died importing {names}: retried")
+        if len(task.items) == 1:
+            self.deaths.append(f"a worker died importing {task.items[0].path}: retried")
+        else:
+            names = ", ".join(i.path for i in task.items)
+            self.deaths.append(f"a worker died running a task of {len(task.items)} files, each retried alone: {names}")
         for item in reversed(task.items):
             queue.appendleft(_Task([item], attempt=2))
 
