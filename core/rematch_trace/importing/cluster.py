@@ -33,6 +33,7 @@ import logging
 import os
 import re
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -54,6 +55,7 @@ from rematch_trace.importing.settings import ImportSettings, Progress
 
 #: Seconds to reach a remote scheduler, and for a local cluster's workers to start.
 CONNECT_TIMEOUT = 30
+_ONE_TASK_AT_A_TIME = threading.Lock()
 _LOCAL = re.compile(r"^local(?::(\d+))?$")
 
 
@@ -105,17 +107,20 @@ def run_task(items: list[dict[str, Any]], settings: ImportSettings, data_root: s
     from rematch_trace.store.datafolder import reaper
     from rematch_trace.store.journal import journal
 
-    started = time.monotonic()
     outcomes = []
-    try:
-        for data in items:
-            item = item_from_wire(data)
-            outcomes.append(to_wire(import_file(item, settings, data_root)))
-    finally:
-        # A worker outlives the run: its replaced files go now, and its journal file
-        # is closed, because the client empties the journal folder when the run ends.
-        reaper.drain()
-        journal.close()
+    # A worker with several threads runs one import task at a time: the process's journal
+    # file and plugin host are its own, and the GIL leaves nothing to gain from more.
+    with _ONE_TASK_AT_A_TIME:
+        started = time.monotonic()
+        try:
+            for data in items:
+                item = item_from_wire(data)
+                outcomes.append(to_wire(import_file(item, settings, data_root)))
+        finally:
+            # A worker outlives the run: its replaced files go now, and its journal file
+            # is closed, because the client empties the journal folder when the run ends.
+            reaper.drain()
+            journal.close()
     worker = get_worker()
     return {"worker": str(worker.name), "outcomes": outcomes, "seconds": time.monotonic() - started}
 
