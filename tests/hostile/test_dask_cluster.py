@@ -11,6 +11,7 @@ Clusters are small (two cores in CI) and every run closes its own.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -199,3 +200,47 @@ def test_scheduler_errors_are_one_line(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "at least one worker" in bad.stderr and "Traceback" not in bad.stderr
     bad = on_cluster(tmp_path / "out", src, "nonsense")
     assert bad.returncode == 1 and "expected local:N" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_ctrl_c_ends_a_local_cluster_run_and_keeps_what_finished(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    import psutil
+
+    src = tmp_path / "src"
+    files = archive(src)
+    # Each output's commit slowed by a worker preload, so the signal lands while workers are mid-task.
+    script = tmp_path / "slow_preload.py"
+    script.write_text(
+        "import time\nfrom rematch_trace.store.datafolder import AtomicFile\n"
+        "def dask_setup(worker):\n    original = AtomicFile.commit\n"
+        "    def commit(self, *args, **kwargs):\n        time.sleep(0.2)\n        original(self, *args, **kwargs)\n"
+        "    AtomicFile.commit = commit\n"
+    )
+    out = tmp_path / "out"
+    argv = [*import_cmd(out, src), "--scheduler", "local:2"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=cli_env(DASK_DISTRIBUTED__WORKER__PRELOAD=f'["{script}"]'))
+    deadline = time.monotonic() + 120
+    while not (out / "traces").is_dir() or not any((out / "traces").glob("*.jsonl")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.02)
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: the client and its workers
+    _stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted (SIGINT)" in stderr and "Traceback" not in stderr, stderr
+    for w in workers:
+        try:
+            assert w.wait(timeout=10) is not None or not w.is_running()
+        except psutil.NoSuchProcess:
+            pass
+    # No lock left, nothing half-written: a rerun finishes the rest, with a clean import's bytes.
+    rest = run_import(out, src, jobs=1)
+    assert rest.returncode == 0, rest.stderr
+    # Outcomes travel per task: a task cut short is imported again, whatever of it was written.
+    assert report(rest)["files"]["failed"] == 0
+    clean = run_import(tmp_path / "clean", src, jobs=1)
+    assert clean.returncode == 0 and outputs(out) == outputs(tmp_path / "clean")
+    assert len([k for k in outputs(out) if k.startswith("traces/")]) == len(files)

@@ -36,6 +36,7 @@ import signal
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -130,6 +131,7 @@ def _quiet() -> None:
     if not os.environ.get("REMATCH_DEBUG"):
         for name in ("distributed", "tornado", "bokeh"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
+        warnings.filterwarnings("ignore", module=r"distributed\.")
 
 
 @attrs.define
@@ -178,7 +180,7 @@ class DaskExecutor:
             with dask.config.set(config):
                 self._cluster = LocalCluster(
                     n_workers=self.scheduler.local_workers, threads_per_worker=1, processes=True,
-                    host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL,
+                    host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL,
                 )
             client = Client(self._cluster, timeout=CONNECT_TIMEOUT)
         else:
