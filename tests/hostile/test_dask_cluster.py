@@ -244,3 +244,34 @@ def test_ctrl_c_ends_a_local_cluster_run_and_keeps_what_finished(tmp_path: Path)
     clean = run_import(tmp_path / "clean", src, jobs=1)
     assert clean.returncode == 0 and outputs(out) == outputs(tmp_path / "clean")
     assert len([k for k in outputs(out) if k.startswith("traces/")]) == len(files)
+
+
+def test_a_running_scheduler_by_its_address(tmp_path: Path) -> None:
+    """The remote path: a scheduler started elsewhere (here, by the test), reached over tcp://."""
+    import logging
+
+    from distributed import LocalCluster
+    from hostile_gen import PLUGINS_ENV
+
+    src = tmp_path / "src"
+    files = archive(src, turns=10)
+    sid = sid_for("omp", 2)
+    full = lines_for("omp", sid, turns=40)
+    grows = write(path_for(src, "omp", sid), full[: len(full) // 2])
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL,
+                      env={"REMATCH_LOAD_PLUGINS": PLUGINS_ENV}) as cluster:
+        proc = on_cluster(tmp_path / "out", src, cluster.scheduler_address)
+        assert proc.returncode == 0, proc.stderr
+        # The workers outlive the run; a second run ships only the grown file and continues it.
+        write(grows, full)
+        again = on_cluster(tmp_path / "out", src, cluster.scheduler_address)
+        assert again.returncode == 0, again.stderr
+    local = run_import(tmp_path / "local", src, jobs=1)
+    assert local.returncode == 0, local.stderr
+    assert outputs(tmp_path / "out") == outputs(tmp_path / "local")
+    summary, rerun = report(proc), report(again)
+    assert sum(w["files"] for w in summary["workers"].values()) == len(files)
+    assert (rerun["files"]["resumed"], rerun["files"]["unchanged"]) == (1, len(files) - 1)
+    assert sum(w["files"] for w in rerun["workers"].values()) == 1
+    assert not list((tmp_path / "out" / "journal").glob("*.jsonl"))

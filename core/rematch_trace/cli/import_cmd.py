@@ -23,7 +23,8 @@ from rematch_trace.errors import RematchError
 @click.option("--no-redact", is_flag=True, help="Keep credentials in the trace (events are always redacted).")
 @click.option(
     "--scheduler", default=None, metavar="ADDRESS",
-    help="Import on a Dask cluster: a scheduler's address (tcp://host:8786), or local:N for N workers here.",
+    help="Import on a Dask cluster: a scheduler's address (tcp://host:8786), or local:N for N workers here "
+    "(--jobs is then unused). See docs/distributed.md.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
