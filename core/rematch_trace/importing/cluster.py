@@ -126,6 +126,18 @@ def run_task(items: list[dict[str, Any]], settings: ImportSettings, data_root: s
     return {"worker": str(worker.name), "outcomes": outcomes, "seconds": time.monotonic() - started}
 
 
+def installed_versions() -> dict[str, str]:
+    """The versions of rematch-trace and of every installed rematch plugin distribution, here."""
+    from importlib import metadata
+
+    out = {"rematch-trace": metadata.version("rematch-trace")}
+    for ep in metadata.entry_points(group="rematch"):
+        dist = ep.dist
+        if dist is not None:
+            out[dist.name] = dist.version
+    return out
+
+
 def _quiet() -> None:
     # Dask reports a worker's death and restart on its own loggers; the summary says it once.
     if not os.environ.get("REMATCH_DEBUG"):
@@ -177,17 +189,35 @@ class DaskExecutor:
             # time (a task queued behind it would die with it too). Workers listen on
             # loopback only, with no dashboard.
             config = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
-            with dask.config.set(config):
-                self._cluster = LocalCluster(
-                    n_workers=self.scheduler.local_workers, threads_per_worker=1, processes=True,
-                    host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL,
-                )
-            client = Client(self._cluster, timeout=CONNECT_TIMEOUT)
+            try:
+                with dask.config.set(config):
+                    self._cluster = LocalCluster(
+                        n_workers=self.scheduler.local_workers, threads_per_worker=1, processes=True,
+                        host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL,
+                    )
+                client = Client(self._cluster, timeout=CONNECT_TIMEOUT)
+            except Exception as err:
+                self._close()
+                raise RematchError(f"--scheduler local:{self.scheduler.local_workers}: the cluster did not start: {err}") from None
         else:
             try:
                 client = Client(self.scheduler.address, timeout=CONNECT_TIMEOUT)
             except OSError as err:
                 raise RematchError(f"--scheduler {self.scheduler.address}: cannot connect: {err}") from None
+            self._client = client
+            try:
+                versions = client.run(installed_versions)
+            except Exception as err:
+                self._close()
+                raise RematchError(f"--scheduler {self.scheduler.address}: the workers did not answer: {err}") from None
+            mine = installed_versions()
+            odd = sorted(w for w, v in versions.items() if v != mine)
+            if odd:
+                self._close()
+                raise RematchError(
+                    f"--scheduler {self.scheduler.address}: {len(odd)} worker(s) run other versions of rematch or its "
+                    f"plugins than this client ({', '.join(odd[:3])}): outputs would differ; install the same everywhere"
+                )
         self._client = client
         return client
 
@@ -236,8 +266,10 @@ class DaskExecutor:
             fill()
             for future in futures:
                 task = inflight.pop(future)
-                if future.status == "finished":
-                    result = future.result()
+                result = future.result() if future.status == "finished" else None
+                if not (isinstance(result, dict) and len(result.get("outcomes", ())) == len(task.items)):
+                    result = None
+                if result is not None:
                     counts = self.workers.setdefault(result["worker"], WorkerCounts())
                     counts.tasks += 1
                     counts.busy_seconds += float(result["seconds"])
@@ -247,7 +279,7 @@ class DaskExecutor:
                         done += 1
                         yield item, outcome_from_wire(data)
                 else:
-                    error = future.exception()
+                    error = future.exception() if future.status == "error" else None
                     for item, outcome in self._failed_task(task, error, isinstance(error, KilledWorker), queue):
                         done += 1
                         yield item, outcome
@@ -283,7 +315,8 @@ class DaskExecutor:
         it had finished go again too: their outcomes died with the worker.
         """
         if not killed:
-            reason = f"the cluster lost the task: {type(error).__name__}: {error}"
+            why = f"{type(error).__name__}: {error}" if error is not None else "no readable answer"
+            reason = f"the cluster lost the task: {why}"
             for item in task.items:
                 yield item, failed(reason)
             return
