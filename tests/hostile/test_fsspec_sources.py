@@ -162,3 +162,19 @@ def test_a_data_folder_url_is_refused_in_one_line(tmp_path: Path, out: str) -> N
     # Nothing was made anywhere, the folder a naive Path() would fold the URL into included.
     assert sorted(os.listdir(tmp_path)) == ["src"]
     shutil.rmtree(src)
+
+
+def test_a_problem_in_an_object_names_its_url(tmp_path: Path, host: None) -> None:
+    memfs = fsspec.filesystem("memory")
+    sid = sid_for("codex", 7)
+    inner = f"/rematch-bad-{os.getpid()}/" + path_for(Path("."), "codex", sid).as_posix()
+    lines = lines_for("codex", sid, turns=3)
+    memfs.pipe_file(inner, b"".join(dump(x) for x in lines[:2]) + b"{not json\n" + b"".join(dump(x) for x in lines[2:]))
+    url = f"memory:/{inner}"
+    try:
+        summary = run_in_process([f"memory://rematch-bad-{os.getpid()}"], DataDir(tmp_path / "out"), ImportSettings())
+    finally:
+        memfs.rm(f"/rematch-bad-{os.getpid()}", recursive=True)
+    [result] = summary.files
+    assert result.path == url and result.outcome == "imported"
+    assert result.problems and all(p.startswith(f"{url}:3: ") for p in result.problems), result.problems

@@ -317,7 +317,9 @@ def read_source(
 def _read_source(
     source: Source, start: int, skip: Callable[[bytes], bool] | None
 ) -> Iterator[RawRecord | Problem]:
-    name = str(source.path)
+    from rematch_trace.importing.fs import source_name
+
+    name = source_name(source.path)  # a URL's, not the Path's folded form
     try:
         f = open_source(source)
     except OSError as err:
