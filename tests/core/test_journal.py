@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import time
 from pathlib import Path
@@ -233,3 +234,38 @@ def test_show_reads_the_old_trace_after_a_killed_continuation(tmp_path: Path, ho
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == before
     assert journal_lines(out) == []
+
+
+def test_a_resume_retried_after_its_worker_died_is_settled_in_order(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    """A worker killed mid-resume, and the retry's undo bytes are the half-written ones.
+
+    Committed retry: the dead worker's entry must not put the old bytes back over it.
+    Neither committed: newest first, so the trace ends as it was before either.
+    """
+    src, out, before = grown_source(tmp_path, host)
+    trace = out / "traces" / "grow.jsonl"
+    keep = len(before) // 2
+    half = before[:keep] + b"half-written by a worker that was killed\n"
+    first = {"source": str(src), "generation": "dead0001", "at": 1,
+             "files": [{"path": "traces/grow.jsonl", "keep": keep,
+                        "tail": base64.b64encode(before[keep:]).decode()}]}
+    retry = {"source": str(src), "generation": "retry002", "at": 2,
+             "files": [{"path": "traces/grow.jsonl", "keep": keep,
+                        "tail": base64.b64encode(half[keep:]).decode()}]}
+    data = DataDir(out)
+    # Neither committed: the later entry (another worker's file, listed last) is undone first.
+    trace.write_bytes(before[:keep] + b"the retry's own half\n")
+    (out / "journal" / "1000-aaaa.jsonl").write_bytes(orjson.dumps(first) + b"\n")
+    (out / "journal" / "2000-bbbb.jsonl").write_bytes(orjson.dumps(retry) + b"\n")
+    assert settle(data) == 2
+    assert trace.read_bytes() == before
+    # The retry committed: both entries are dropped, its output kept.
+    import_(src.parent, out, host)
+    after = trace.read_bytes()
+    with Ledger(data.ledger) as ledger:
+        generation = ledger.source(str(src))["saved"]["journal"]  # type: ignore[index]
+    committed = dict(retry, generation=generation)
+    (out / "journal" / "1000-aaaa.jsonl").write_bytes(orjson.dumps(committed) + b"\n")
+    (out / "journal" / "2000-bbbb.jsonl").write_bytes(orjson.dumps(first) + b"\n")
+    assert settle(data) == 0
+    assert trace.read_bytes() == after

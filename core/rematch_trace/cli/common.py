@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,19 @@ from rematch_trace.store.datafolder import DataDir, data_dir, safe_name
 
 
 def data_folder(out: str | None) -> DataDir:
-    """The data folder named by ``--out``, else ``$REMATCH_HOME``, else the platform's."""
-    return DataDir(data_dir(out))
+    """The data folder named by ``--out``, else ``$REMATCH_HOME``, else the platform's.
+
+    A ``file://`` URL is its local path; any other URL is refused with the reason
+    (see :func:`~rematch_trace.importing.fs.local_data_folder`).
+    """
+    from rematch_trace.errors import RematchError
+    from rematch_trace.importing.fs import local_data_folder
+
+    named = out or os.environ.get("REMATCH_HOME")
+    try:
+        return DataDir(data_dir(local_data_folder(named) if named else None))
+    except RematchError as err:
+        raise click.ClickException(str(err)) from None
 
 
 def echo_json(value: Any) -> None:

@@ -16,20 +16,34 @@ from rematch_trace.errors import RematchError
 
 
 @click.command("import")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1)
 @click.option("--out", "out", type=click.Path(), help="Data folder (default: $REMATCH_HOME, else the user data dir).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: cores).")
 @click.option("--no-events", is_flag=True, help="Do not write the security event stream.")
 @click.option("--no-redact", is_flag=True, help="Keep credentials in the trace (events are always redacted).")
+@click.option(
+    "--scheduler", default=None, metavar="ADDRESS",
+    help="Import on a Dask cluster: a scheduler's address (tcp://host:8786), or local:N for N workers here "
+    "(--jobs is then unused). See docs/distributed.md.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def import_cmd(
-    paths: tuple[Path, ...], out: str | None, jobs: int | None, no_events: bool, no_redact: bool, as_json: bool,
-    quiet: bool,
+    paths: tuple[str, ...], out: str | None, jobs: int | None, scheduler: str | None, no_events: bool,
+    no_redact: bool, as_json: bool, quiet: bool,
 ) -> None:
-    """Import transcripts from PATHS (files or folders), or from every plugin's default location."""
+    """Import transcripts from PATHS (files, folders or fsspec URLs), or from every plugin's default location."""
     from rematch_trace.importing.batch import ImportSettings, Interrupted, print_problems, run_import
+    from rematch_trace.importing.fs import is_url, local_path
 
+    try:
+        sources = [p if is_url(p) else Path(p) for p in (local_path(p) for p in paths)]
+        if scheduler is not None:
+            from rematch_trace.importing.cluster import parse_scheduler
+
+            parse_scheduler(scheduler)  # a typo fails before any folder is made
+    except RematchError as err:
+        raise click.ClickException(str(err)) from None
     data = data_folder(out)
     settings = ImportSettings(events=not no_events, redact=not no_redact, jobs=jobs or (os.cpu_count() or 1))
     progress = None
@@ -45,7 +59,7 @@ def import_cmd(
                 state["bar"].__exit__(None, None, None)
 
     try:
-        summary = run_import(list(paths), data, settings, progress=progress)
+        summary = run_import(sources, data, settings, progress=progress, scheduler=scheduler)
     except Interrupted as stop:
         click.echo(
             f"rematch: interrupted ({signal.Signals(stop.signum).name}); what finished is recorded, "

@@ -175,7 +175,9 @@ class Host:
 
         The source names the plugin that claimed it (:attr:`Source.plugin`).
         """
-        with open(path, "rb") as f:
+        from rematch_trace.importing.fs import open_raw
+
+        with open_raw(path) as f:
             head = f.read(HEAD_BYTES)
         result = self._isolated("detect_source", path=path, head=head, hint=hint)
         if not isinstance(result, Source):

@@ -16,7 +16,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -28,6 +28,7 @@ from rematch_trace.host.facade import Host
 from rematch_trace.importing.changes import plan
 from rematch_trace.importing.discovery import SUFFIXES, discover, walk
 from rematch_trace.importing.executor import Executor, Interrupted
+from rematch_trace.importing.fs import exists, stat_of
 from rematch_trace.importing.lock import ImportLock
 from rematch_trace.importing.outcome import FileOutcome, Grown, WorkItem
 from rematch_trace.importing.reader import require_c_backend
@@ -48,9 +49,9 @@ FEW_FILES = 64
 
 
 def _plan_all(
-    found: list[tuple[str, str | None]], ledger: Ledger, summary: Summary, jobs: int
+    found: list[tuple[str, str | None]], ledger: Ledger, summary: Summary, largest_first: bool
 ) -> list[WorkItem]:
-    """The files to import, the most work first (with more than one job); unchanged ones only counted."""
+    """The files to import (the most work first, for parallel executors); unchanged ones only counted."""
     # Sorted in place, as the ledger stores paths: no second list of an archive's paths.
     found.sort(key=lambda f: as_stored(f[0]))
     rows = _rows_of([as_stored(path) for path, _ in found] if len(found) <= FEW_FILES else None, ledger)
@@ -63,10 +64,8 @@ def _plan_all(
             row = next(rows, None)
         mine = row if row is not None and row["path"] == key else None
         try:
-            st = os.stat(path)
-            size: int | None = st.st_size
-            mtime_ns = st.st_mtime_ns
-        except OSError:
+            size, mtime_ns, _regular = stat_of(path)
+        except (OSError, RematchError):
             size, mtime_ns = None, -1
         decision, grown = plan(mine, Path(path), size, mtime_ns, lambda k=key: ledger.saved_of(k))
         if decision == "skip":
@@ -74,7 +73,7 @@ def _plan_all(
             continue
         work = (size or 0) - (grown.offset if grown else 0)
         todo.append(WorkItem(path, hint, grown, work))
-    if jobs > 1:
+    if largest_first:
         # The most work first keeps every worker busy to the end.
         todo.sort(key=lambda item: -item.work)
     return todo
@@ -122,8 +121,14 @@ class _Signals:
             raise Interrupted(signum)
 
 
-def make_executor(settings: ImportSettings, data: DataDir, progress: Progress | None) -> Executor:
-    """The executor for ``settings``: this process for one job, else a local pool."""
+def make_executor(
+    settings: ImportSettings, data: DataDir, progress: Progress | None, scheduler: str | None = None
+) -> Executor:
+    """The executor for ``settings``: a Dask cluster with ``scheduler``, else this process for one job, else a local pool."""
+    if scheduler is not None:
+        from rematch_trace.importing.cluster import DaskExecutor, parse_scheduler
+
+        return DaskExecutor(settings, str(data.root), parse_scheduler(scheduler), progress)
     from rematch_trace.importing.pool import InProcess, LocalPool
 
     if settings.jobs <= 1:
@@ -132,15 +137,19 @@ def make_executor(settings: ImportSettings, data: DataDir, progress: Progress | 
 
 
 def run_import(
-    paths: list[Path],
+    paths: Sequence[Path | str],
     data: DataDir,
     settings: ImportSettings,
     *,
     host: Host | None = None,
     progress: Progress | None = None,
     executor: Executor | None = None,
+    scheduler: str | None = None,
 ) -> Summary:
     """Import every source under ``paths`` (or the default locations) into ``data``.
+
+    ``paths`` are local paths, or fsspec URLs as strings (see :mod:`rematch_trace.importing.fs`);
+    ``scheduler`` runs the per-file work on a Dask cluster (see :mod:`rematch_trace.importing.cluster`).
 
     Raises :class:`~rematch_trace.importing.pool.Interrupted` (after recording
     what finished) when a signal stopped the run.
@@ -151,13 +160,15 @@ def run_import(
         use_host(host)  # forked workers inherit it
     # Nothing to read at all: say so before a data folder is made for nothing.
     # (A missing path beside readable ones fails alone, named, like any unreadable file.)
-    if paths and not any(os.path.lexists(p) for p in paths):
+    if paths and not any(exists(p) for p in paths):
         raise RematchError(f"no such file or folder: {', '.join(str(p) for p in paths)}")
     data.ensure()
     with ImportLock(data.lock):
         clean_outputs(data)
         host = worker_host()
-        summary = import_locked(discover(host, paths), data, settings, progress=progress, executor=executor)
+        summary = import_locked(
+            discover(host, paths), data, settings, progress=progress, executor=executor, scheduler=scheduler
+        )
         if not paths:
             from rematch_trace.host.known import absent_homes
 
@@ -165,7 +176,8 @@ def run_import(
         # Replaced files still queued for unlinking: this process's now, and any
         # a worker had queued when it ended.
         reaper.drain()
-        if settings.jobs > 1:
+        if settings.jobs > 1 or scheduler is not None:
+            # A killed worker's temporaries (a cluster's workers have no parent to sweep them).
             clean_outputs(data)
     summary.files.sort(key=lambda f: f.path)
     summary.seconds = time.monotonic() - started
@@ -188,6 +200,7 @@ def import_locked(
     progress: Progress | None = None,
     executor: Executor | None = None,
     ledger: Ledger | None = None,
+    scheduler: str | None = None,
 ) -> Summary:
     """Import the ``found`` files (each with its harness hint) into ``data``, whose lock the caller holds.
 
@@ -199,12 +212,12 @@ def import_locked(
     """
     summary = Summary()
     host = worker_host()  # loaded before any worker is forked: workers start with the plugins
-    executor = executor or make_executor(settings, data, progress)
+    executor = executor or make_executor(settings, data, progress, scheduler)
     with contextlib.ExitStack() as stack:
         book = ledger if ledger is not None else stack.enter_context(Ledger(data.ledger))
         signals = stack.enter_context(_Signals(executor))
         recover(data, _committed(book), settings.fsync)
-        todo = _plan_all(found, book, summary, settings.jobs)
+        todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None)
         # Said by this process (default_locations), before workers inherit the host.
         summary.plugin_failed(host.drain_isolated())
 
@@ -229,6 +242,8 @@ def import_locked(
         executor.kill()
         _commit(book, data, removals)
         summary.worker_deaths.extend(executor.deaths)
+        report = getattr(executor, "report", None)
+        summary.workers = report() if callable(report) else {}
         # A file that failed, or a run that was stopped, may have left a resume
         # uncommitted: settle the journal entry by entry. Otherwise every resume
         # is committed and the journal is emptied without being read.
@@ -286,8 +301,8 @@ def _record(ledger: Ledger, path: str, outcome: FileOutcome) -> list[str]:
         # unreferenced files, never a ledger row without its trace.
         return [sid for _harness, sid in gone]
     try:
-        size = os.stat(path).st_size
-    except OSError:
+        size = stat_of(path)[0]
+    except (OSError, RematchError):
         size = 0
     # A failed file keeps the sessions it produced before: nothing is lost. Neither
     # it nor an unclaimed file is remembered as done: the next run looks again

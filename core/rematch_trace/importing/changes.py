@@ -13,6 +13,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
+from rematch_trace.errors import RematchError
+from rematch_trace.importing.fs import open_raw
 from rematch_trace.importing.outcome import Grown
 from rematch_trace.store.states import state_loads
 
@@ -32,13 +34,13 @@ def fingerprints(path: Path, offset: int, skip: int = 0, head: str | None = None
     skip = min(max(0, skip), offset)
     tail_start = max(skip, offset - TAIL_FP)
     try:
-        with open(path, "rb") as f:  # one open for both: this runs for every changed file
+        with open_raw(path) as f:  # one open for both: this runs for every changed file
             if head is None:
                 f.seek(skip)
                 head = hashlib.sha256(f.read(min(HEAD_FP, offset - skip))).hexdigest()
             f.seek(tail_start)
             tail = hashlib.sha256(f.read(offset - tail_start)).hexdigest()
-    except OSError:
+    except (OSError, RematchError):
         return None, None
     return head, tail
 

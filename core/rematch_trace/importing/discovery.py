@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rematch_trace.host.facade import Host
+from rematch_trace.importing.fs import is_url, walk_url
 
 #: File names a transcript may have (plain, zstd or gzip).
 SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
@@ -46,8 +47,12 @@ def walk(root: str | Path) -> Iterator[str]:
         stack.extend(reversed(subdirs))
 
 
-def discover(host: Host, paths: list[Path]) -> list[tuple[str, str | None]]:
-    """The candidate files (absolute paths, each once), each with the harness its location hints at."""
+def discover(host: Host, paths: Sequence[Path | str]) -> list[tuple[str, str | None]]:
+    """The candidate files (absolute paths, each once), each with the harness its location hints at.
+
+    A URL (``s3://...``, see :mod:`rematch_trace.importing.fs`) is listed on its
+    file system, and its files are given as URLs.
+    """
     found: list[tuple[str, str | None]] = []
     seen: set[str] = set()
 
@@ -60,6 +65,13 @@ def discover(host: Host, paths: list[Path]) -> list[tuple[str, str | None]]:
 
     if paths:
         for p in paths:
+            if isinstance(p, str) and is_url(p):
+                for u in walk_url(p, SUFFIXES):
+                    if u not in seen:
+                        seen.add(u)
+                        found.append((u, None))
+                continue
+            p = Path(p)
             if p.is_dir():
                 add(p, None)
             else:

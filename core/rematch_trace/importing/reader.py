@@ -14,13 +14,12 @@ limit is skipped without being held at all.
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
 import zlib
 from collections.abc import Callable, Iterator
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import ijson
 import orjson
@@ -36,8 +35,6 @@ _CHUNK = 1024 * 1024
 #: The problem reported for a last line still being written (it is not consumed).
 TRUNCATED_TAIL = "truncated last line (incomplete write); left for the next run"
 _BOM = b"\xef\xbb\xbf"
-# A large buffer: with the default 8 KiB, readline re-joins every longer line from pieces.
-_READ_BUFFER = 1024 * 1024
 #: What reading a damaged (corrupt or cut-off) gzip or zstd stream raises.
 DAMAGED = (OSError, EOFError, ValueError, zlib.error)
 
@@ -258,12 +255,15 @@ def _read_big(
 def open_source(source: Source) -> IO[bytes]:
     """A claimed file's decompressed bytes (plain, ``gz`` or ``zst`` as ``source.compression`` says).
 
+    The file may be local or at an fsspec URL (:mod:`rematch_trace.importing.fs`).
     Raises :class:`OSError` when the file cannot be opened, and :class:`RematchError`
-    for a ``.zst`` file without the ``zstandard`` package.
+    for a ``.zst`` file without the ``zstandard`` package or a URL without its file system.
     """
+    from rematch_trace.importing.fs import open_gzip, open_raw
+
     if source.compression == "gz":
-        return cast(IO[bytes], gzip.open(source.path, "rb"))
-    raw = open(source.path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - the caller closes it
+        return open_gzip(source.path)
+    raw = open_raw(source.path)
     if source.compression == "zst":
         try:
             from rematch_trace.importing.streams import open_zstd
@@ -317,7 +317,9 @@ def read_source(
 def _read_source(
     source: Source, start: int, skip: Callable[[bytes], bool] | None
 ) -> Iterator[RawRecord | Problem]:
-    name = str(source.path)
+    from rematch_trace.importing.fs import source_name
+
+    name = source_name(source.path)  # a URL's, not the Path's folded form
     try:
         f = open_source(source)
     except OSError as err:

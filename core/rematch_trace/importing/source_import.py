@@ -25,6 +25,7 @@ from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.source import Problem, RawRecord, Source
 from rematch_trace.host.text import clean
+from rematch_trace.importing.fs import source_name
 from rematch_trace.live.folder import is_live
 from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
@@ -286,7 +287,8 @@ class SourceImport:
             appended = [f for out in self.outs.values() for f in out.appended()]
             if appended:
                 self.generation = new_generation()
-                entry = write_entry(self.data, str(self.source.path), self.generation, appended, self.fsync)
+                # Named as the ledger names the source: recovery looks its generation up there.
+                entry = write_entry(self.data, source_name(self.source.path), self.generation, appended, self.fsync)
                 for f in appended:
                     f.begin()
             for rec in self.host.translate(self.source, self._raw(), self.plugin_state):

@@ -52,6 +52,8 @@ class Summary:
     flagged_total: int = 0
     #: One line per worker process that died during the run.
     worker_deaths: list[str] = attrs.field(factory=list)
+    #: Per cluster worker (``--scheduler``): tasks, files, bytes and seconds busy.
+    workers: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     #: The signal that stopped the run early, if one did.
     interrupted: int | None = None
     seconds: float = 0.0
@@ -119,6 +121,7 @@ class Summary:
             "worker_deaths": [printable(line) for line in self.worker_deaths],
             "plugin_failures": [printable(line) for line in self.plugin_failures],
             "notes": [printable(line) for line in self.notes],
+            "workers": self.workers,
             "interrupted": self.interrupted,
             "seconds": round(self.seconds, 3),
         }

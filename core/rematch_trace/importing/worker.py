@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import stat
 from pathlib import Path
 
 import attrs
@@ -17,6 +16,7 @@ import attrs
 from rematch_trace.errors import RematchError
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.importing.changes import HEAD_FP, fingerprints, resumable
+from rematch_trace.importing.fs import stat_of
 from rematch_trace.importing.outcome import FileOutcome, SessionRow, WorkItem, failed
 from rematch_trace.importing.settings import ImportSettings
 from rematch_trace.store.datafolder import DataDir
@@ -82,8 +82,8 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     p = Path(item.path)
     grown = item.grown
     try:
-        st = p.stat()
-        if not stat.S_ISREG(st.st_mode):
+        size, mtime_ns, regular = stat_of(item.path)
+        if not regular:
             # A FIFO or device named on the command line would block or never end.
             return failed("not a regular file")
         saved = resumable(p, grown)
@@ -147,6 +147,6 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         head_fp=head,
         tail_fp=tail,
         saved=result.saved_blob or None,
-        size=st.st_size,
-        mtime_ns=st.st_mtime_ns,
+        size=size,
+        mtime_ns=mtime_ns,
     )

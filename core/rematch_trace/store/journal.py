@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import os
 import secrets
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -160,7 +161,10 @@ def new_generation() -> str:
 
 def write_entry(data: DataDir, source: str, generation: str, files: list[AppendFile], fsync: bool) -> dict[str, Any]:
     """Record how to undo the resume of ``source`` before any of ``files`` changes; return the entry."""
-    entry = {"source": source, "generation": generation, "files": [f.undo(data.root) for f in files]}
+    # "at" orders two resumes of one source: a worker died in the first, and the retry's undo
+    # bytes are the half-written ones (see recover).
+    entry = {"source": source, "generation": generation, "at": time.time_ns(),
+             "files": [f.undo(data.root) for f in files]}
     journal.append(data.journal, entry, fsync)
     return entry
 
@@ -221,6 +225,11 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _written_at(entry: dict[str, Any]) -> int:
+    at = entry.get("at")
+    return at if isinstance(at, int) else 0
+
+
 def recover(data: DataDir, committed: Callable[[str], str | None], fsync: bool = False) -> int:
     """Settle every entry in the journal: drop the committed, roll back the rest; empty it.
 
@@ -234,12 +243,20 @@ def recover(data: DataDir, committed: Callable[[str], str | None], fsync: bool =
     files = sorted(data.journal.glob("*.jsonl"))
     entries = [e for f in files for e in _lines(f)]
     settled = {e["settled"] for e in entries if isinstance(e.get("settled"), str)}
-    rolled = 0
+    by_source: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
         generation, source = e.get("generation"), e.get("source")
-        if not isinstance(generation, str) or not isinstance(source, str) or generation in settled:
+        if isinstance(generation, str) and isinstance(source, str) and generation not in settled:
+            by_source.setdefault(source, []).append(e)
+    rolled = 0
+    for source, mine in by_source.items():
+        # A source resumed twice in one run: a worker died in the first resume and the
+        # retry's undo bytes are that half-written state. When the retry committed, the
+        # first is superseded; when neither did, newest first puts back the original.
+        if committed(source) in {e["generation"] for e in mine}:
             continue
-        if committed(source) != generation:
+        mine.sort(key=_written_at, reverse=True)
+        for e in mine:
             _restore_files(data, e, fsync)
             rolled += 1
     for f in files:

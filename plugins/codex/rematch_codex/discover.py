@@ -19,6 +19,7 @@ from typing import Literal
 import zstandard
 
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
+from rematch_trace.importing.fs import open_raw
 from rematch_trace.importing.reader import read_source
 
 HARNESS = "codex"
@@ -58,7 +59,7 @@ def _plain_head(path: Path) -> bytes:
     up to 128 KiB), so the start of the first block is decoded from the file.
     """
     try:
-        with open(path, "rb") as raw:
+        with open_raw(path) as raw:
             reader = zstandard.ZstdDecompressor().stream_reader(raw, read_size=_HEAD_BYTES)
             out = b""
             while len(out) < _HEAD_BYTES:
