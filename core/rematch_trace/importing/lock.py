@@ -35,15 +35,26 @@ class ImportLock:
         self.fd = -1
 
     def __enter__(self) -> ImportLock:
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        while True:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
             try:
-                text = os.read(self.fd, 128).decode(errors="replace")
-            finally:
-                os.close(self.fd)
-            raise RematchError(refusal(self.path, text)) from None
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                try:
+                    text = os.read(self.fd, 128).decode(errors="replace")
+                finally:
+                    os.close(self.fd)
+                raise RematchError(refusal(self.path, text)) from None
+            # The lock is on the file we opened: if the name was removed or replaced
+            # meanwhile (a cleanup deleting import.lock under a running import), a lock
+            # on the old file would guard nothing; take it again on the file now there.
+            try:
+                same = os.path.samestat(os.fstat(self.fd), os.stat(self.path, follow_symlinks=False))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(self.fd)
         os.ftruncate(self.fd, 0)
         os.write(self.fd, f"{os.getpid()}\n{self.holder}\n".encode())
         return self

@@ -97,8 +97,10 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             saved=saved if saved and saved.get("harness") == source.harness else None,
             **settings.source_kwargs(host),
         )
-    except FileNotFoundError:
-        return failed("no such file or folder")
+    except FileNotFoundError as err:
+        if err.filename in (None, item.path):
+            return failed("no such file or folder")
+        return failed(f"{type(err).__name__}: {err}")
     except PluginFailure as err:
         return failed(str(err))
     except (OSError, RematchError) as err:
