@@ -166,9 +166,18 @@ def run_import(
     with ImportLock(data.lock):
         clean_outputs(data)
         host = worker_host()
-        summary = import_locked(
-            discover(host, paths), data, settings, progress=progress, executor=executor, scheduler=scheduler
-        )
+        if executor is None:
+            executor = make_executor(settings, data, progress, scheduler)
+            # Local workers are forked before discovery and planning fill this process.
+            start = getattr(executor, "start", None)
+            if start is not None and settings.jobs > 1:
+                start()
+        try:
+            summary = import_locked(
+                discover(host, paths), data, settings, progress=progress, executor=executor, scheduler=scheduler
+            )
+        finally:
+            executor.kill()  # whatever happened, no worker outlives the lock
         if not paths:
             from rematch_trace.host.known import absent_homes
 

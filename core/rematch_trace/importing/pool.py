@@ -126,6 +126,16 @@ class LocalPool:
 
     # -- the parent ------------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Fork the workers now, while this process is small.
+
+        A forked worker's resident set starts as its parent's: forked after the
+        planning of 100,000 files, each worker would carry that planning's memory.
+        """
+        if not self.workers:
+            for _ in range(self.settings.jobs):
+                self._start()
+
     def run(self, items: list[WorkItem], prepare: Callable[[WorkItem], WorkItem]) -> Iterator[tuple[WorkItem, FileOutcome]]:
         """Import ``items`` in the workers; yield each outcome as it arrives."""
         queue: collections.deque[list[WorkItem]] = collections.deque(tasks_of(items))
@@ -133,8 +143,9 @@ class LocalPool:
         done = 0
         if not queue:
             return
-        for _ in range(min(self.settings.jobs, len(queue))):
-            self._start()
+        if not self.workers:
+            for _ in range(min(self.settings.jobs, len(queue))):
+                self._start()
         try:
             while self.workers:
                 if self._stopping:
