@@ -29,23 +29,28 @@ def held(book: ApprovalBook, *, live: bool = True, ttl: float = 30.0, harness_pi
     return book.hold(a)
 
 
+def race(book: ApprovalBook, a: Approval, deciders: int) -> list[tuple[bool, bool]]:
+    """``deciders`` threads deciding ``a`` at once (alternately approving and denying); (approve, ok) each."""
+    barrier = threading.Barrier(deciders)
+    outcomes: list[tuple[bool, bool]] = []
+
+    def decide(approve: bool) -> None:
+        barrier.wait()
+        outcomes.append((approve, book.decide(a.approval_id, FP, NONCE, approve).ok))
+
+    threads = [threading.Thread(target=decide, args=(i % 2 == 0,)) for i in range(deciders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes
+
+
 def test_concurrent_approvers_commit_exactly_one_transition() -> None:
     for _ in range(50):
         book = ApprovalBook()
         a = held(book)
-        barrier = threading.Barrier(16)
-        outcomes: list[tuple[bool, bool]] = []
-
-        def decide(approve: bool) -> None:
-            barrier.wait()
-            outcomes.append((approve, book.decide(a.approval_id, FP, NONCE, approve).ok))
-
-        threads = [threading.Thread(target=decide, args=(i % 2 == 0,)) for i in range(16)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        winners = [approve for approve, ok in outcomes if ok]
+        winners = [approve for approve, ok in race(book, a, 16) if ok]
         assert len(winners) == 1
         assert a.state == ("approved" if winners[0] else "denied") and a.done.is_set()
         assert book.pending() == []

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rematch_claude_code
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from live_helpers import pre_tool_use
 
+import rematch_claude_code
 from rematch_trace.live.client import new_request
 from rematch_trace.live.verdicts.action import build_action
 from rematch_trace.live.verdicts.model import (

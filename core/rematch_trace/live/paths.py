@@ -17,10 +17,8 @@ Standard library only, like the codec (the hook imports it).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from rematch_trace.store.location import data_dir
@@ -39,6 +37,9 @@ def run_dir(data: Path) -> Path:
     inside = data / "run"
     if len(os.fsencode(inside / "control.sock")) <= MAX_SOCKET_PATH:
         return inside
+    import hashlib  # only for long folder paths: the usual case imports neither
+    import tempfile
+
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     digest = hashlib.sha256(os.fsencode(data.resolve())).hexdigest()[:16]
     return Path(base) / f"rematch-{os.getuid()}-{digest}"

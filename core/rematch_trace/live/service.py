@@ -11,8 +11,9 @@ Both sockets are 0600 in a private 0700 folder (:mod:`rematch_trace.live.paths`)
 and every connection's peer uid is read with ``SO_PEERCRED``: another user's
 process is refused before a byte is read.
 
-**Requests.** One request per frame; a connection may send several in turn.
-A frame must arrive whole within the read deadline (1 s) and a reply leave
+**Requests.** One request per frame; a connection may send several in turn,
+idling up to 5 s between them. A frame must arrive whole within the read
+deadline (1 s) and a reply leave
 within the reply deadline (1 s). A fault in a frame is answered with a
 ``protocol_error`` reply naming its code, then the connection is closed. A
 ``request_id`` seen in the last 10 minutes gets the first reply again when it
@@ -91,6 +92,8 @@ DEDUP_ENTRIES = 4096
 DEDUP_TTL_S = 600.0
 #: Seconds in-flight connections get to finish when the service stops.
 STOP_GRACE_S = 2.0
+#: Seconds a connection may idle between two requests before it is closed (silently).
+KEEPALIVE_S = 5.0
 #: Seconds a held call's reply is kept ahead of its hard deadline (so it is not late).
 HOLD_MARGIN_S = 0.05
 
@@ -157,6 +160,16 @@ def peer_of(conn: socket.socket) -> Peer:
     """The peer's pid, uid and gid (Linux ``SO_PEERCRED``)."""
     raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
     return Peer(*_CRED.unpack(raw))
+
+
+def _readable(conn: socket.socket, timeout: float) -> bool:
+    """Whether ``conn`` has a byte (or its end) to read within ``timeout`` seconds."""
+    try:
+        poller = select.poll()  # not select(): it cannot take a descriptor past 1023
+        poller.register(conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(int(timeout * 1000)))
+    except (OSError, ValueError):
+        return False
 
 
 def _stamp() -> str:
@@ -371,7 +384,13 @@ class Service:
 
     def _serve(self, conn: socket.socket, channel: str, peer: Peer) -> None:
         try:
+            first = True
             while not self._stop.is_set():
+                # Between requests a kept-open connection may idle (up to KEEPALIVE_S) without
+                # a protocol error; once a frame begins, it has the read deadline to arrive whole.
+                if not first and not _readable(conn, KEEPALIVE_S):
+                    return
+                first = False
                 try:
                     payload = read_frame(conn, MAX_REQUEST_BYTES, time.monotonic() + self.read_deadline_s)
                 except FrameClosed:
