@@ -148,7 +148,8 @@ def sample(proc: psutil.Process) -> tuple[int, int, float]:
 def soak(sock_path: Path, service: psutil.Process, seconds: float) -> list[str]:
     """Well-formed clients beside hostile peers; the report lines."""
     stop = threading.Event()
-    counts = {"sent": 0, "answered": 0, "busy": 0, "malformed": 0, "slow": 0, "disconnect": 0, "errors": 0}
+    counts = {"sent": 0, "answered": 0, "busy": 0, "failed": 0, "malformed": 0, "slow": 0, "disconnect": 0,
+              "hostile_errors": 0}
     lock = threading.Lock()
 
     def add(key: str, n: int = 1) -> None:
@@ -169,7 +170,7 @@ def soak(sock_path: Path, service: psutil.Process, seconds: float) -> list[str]:
                     s.close()
                 add("busy" if reply["reason"] == "busy" else "answered")
             except Exception:
-                add("errors")
+                add("failed")
             time.sleep(0.002)
 
     rng = random.Random(7)
@@ -193,7 +194,7 @@ def soak(sock_path: Path, service: psutil.Process, seconds: float) -> list[str]:
                 s.close()
                 add("malformed")
             except OSError:
-                add("errors")
+                add("hostile_errors")
             time.sleep(0.005)
 
     def slow() -> None:
@@ -205,7 +206,7 @@ def soak(sock_path: Path, service: psutil.Process, seconds: float) -> list[str]:
                 s.close()
                 add("slow")
             except OSError:
-                add("errors")
+                add("hostile_errors")
 
     def disconnect() -> None:
         while not stop.is_set():
@@ -217,7 +218,7 @@ def soak(sock_path: Path, service: psutil.Process, seconds: float) -> list[str]:
                 s.close()
                 add("disconnect")
             except OSError:
-                add("errors")
+                add("hostile_errors")
             time.sleep(0.003)
 
     before = sample(service)
@@ -238,12 +239,13 @@ def soak(sock_path: Path, service: psutil.Process, seconds: float) -> list[str]:
         t.join()
     time.sleep(2.5)  # past the read deadline: every hostile connection is closed by now
     after = sample(service)
-    ok = counts["sent"] == counts["answered"] and counts["errors"] == 0
+    ok = counts["sent"] == counts["answered"] and counts["failed"] == 0
     leak = after[0] > before[0] or after[1] > before[1] or after[2] > before[2] + 16
     return [
         f"soak {seconds:.0f} s: well-formed sent {counts['sent']}, answered {counts['answered']}, "
-        f"busy {counts['busy']}, client errors {counts['errors']}; hostile peers: malformed {counts['malformed']}, "
-        f"slow {counts['slow']}, disconnecting {counts['disconnect']}",
+        f"busy {counts['busy']}, failed {counts['failed']}; hostile peers: malformed {counts['malformed']}, "
+        f"slow {counts['slow']}, disconnecting {counts['disconnect']} (their own send/receive errors, "
+        f"e.g. a reset after an over-long header: {counts['hostile_errors']})",
         f"service before: fds {before[0]}, threads {before[1]}, RSS {before[2]:.1f} MiB; "
         f"peak: fds {peak[0]}, threads {peak[1]}, RSS {peak[2]:.1f} MiB; "
         f"after: fds {after[0]}, threads {after[1]}, RSS {after[2]:.1f} MiB",
@@ -269,7 +271,8 @@ def main() -> None:
     while not paths.control_socket(OUT).exists():
         time.sleep(0.005)
     started = time.perf_counter() - t0
-    lines = [f"python {sys.version.split()[0]}, {os.cpu_count()} cores; service ready in {started * 1000:.0f} ms "
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines = [f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load} at start; service ready in {started * 1000:.0f} ms "
              f"(plugins loaded, both sockets bound)", bench_import(10), "",
              f"{'run':<44} {'n':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'req/s':>9}"]
     try:

@@ -259,3 +259,37 @@ def test_a_held_call_is_denied_when_the_service_stops(tmp_path: Path) -> None:
     reply = result[0]
     assert isinstance(reply, dict) and (reply["decision"], reply["reason"]) == ("deny", "approval:cancelled")
     assert time.monotonic() - started < 10
+
+
+def test_a_new_request_kind_is_one_registration(tmp_path: Path) -> None:
+    import threading
+
+    from rematch_trace.live.ipc.messages import make_reply
+    from rematch_trace.live.service import Service
+
+    data = tmp_path / "data"
+    service = Service(data)  # no provider: only what is registered is served
+    seen: list[tuple[str, int]] = []
+
+    def on_hook_event(request: dict, invocation: object) -> dict:
+        seen.append((request["host_payload"]["hook_event_name"], invocation.peer.uid))  # type: ignore[attr-defined]
+        return dict(make_reply(request["request_id"], "no_override", "recorded", "kept", source="service"))
+
+    service.register_handler("hook_event", on_hook_event)
+    with pytest.raises(ValueError, match="control channel"):
+        service.register_handler("decide_approval", on_hook_event)
+    service.start()
+    runner = threading.Thread(target=service.run)
+    runner.start()
+    try:
+        reply = client.ask("hook_event", {"hook_event_name": "PostToolUse"}, adapter="claude_code",
+                           adapter_version="1", host_version="1", data=data, start=False, deadline_ms=5000)
+        assert reply is not None and (reply["decision"], reply["reason"]) == ("no_override", "recorded")
+        assert seen == [("PostToolUse", os.getuid())]
+        other = client.ask("pre_tool_use", pre_tool_use("Read", {"file_path": "/x"}), adapter="claude_code",
+                           adapter_version="1", host_version="1", data=data, start=False, deadline_ms=5000)
+        assert other is not None and other["reason"] == "unknown_request_kind"
+    finally:
+        service.request_stop("test")
+        runner.join(10)
+    assert not runner.is_alive() and not paths.events_socket(data).exists()
