@@ -280,12 +280,16 @@ def main() -> None:
         for i in range(200):  # warm up
             roundtrip(s, request(i))
         lat: list[float] = []
+        service = psutil.Process(serve.pid)
+        cpu = service.cpu_times()
         t = time.perf_counter()
         for i in range(args.requests):
             a = time.perf_counter()
             roundtrip(s, request(i))
             lat.append((time.perf_counter() - a) * 1000)
         lines.append(row("sequential, one connection", lat, time.perf_counter() - t))
+        used = service.cpu_times()
+        cpu_ms = (used.user + used.system - cpu.user - cpu.system) * 1000 / args.requests
         s.close()
 
         lat = []
@@ -312,6 +316,8 @@ def main() -> None:
             lat.append((time.perf_counter() - due) * 1000)
         lines.append(row("paced 500/s, new connection, from schedule", lat, time.perf_counter() - start))
         lines.append("")
+        lines.append(f"service CPU per request (sequential run): {cpu_ms:.3f} ms, "
+                     f"so one core serves about {1000 / cpu_ms:.0f} requests/s")
         for procs in (2, 4):
             lines.append(f"most requests/s, {procs} client processes, persistent connections: "
                          f"{blast(sock_path, procs, 5.0):.0f}")

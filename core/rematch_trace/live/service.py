@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import gc
 import os
 import select
 import signal
@@ -278,6 +279,10 @@ class Service:
                                  daemon=True)
             t.start()
             self._threads.append(t)
+        # What start-up built (plugins, compiled rules) lives as long as the service: keep the
+        # collector from walking it again on every full collection, a pause a request would wait on.
+        gc.collect()
+        gc.freeze()
         self.log(f"started pid={os.getpid()} socket={self.events_path} "
                  f"provider={getattr(self.provider, 'mode', 'none')}")
 
