@@ -117,7 +117,7 @@ def _start_service(data: Path) -> None:
     import subprocess  # only on the rare start: it costs more than the rest of this module
 
     subprocess.Popen(
-        [sys.executable, "-m", "rematch_trace.live.service", "--data", os.fspath(data), "--quiet"],
+        [sys.executable, "-m", "rematch_trace.live.service", "--data", os.path.abspath(data), "--quiet"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True, close_fds=True,
     )

@@ -35,7 +35,8 @@ def data_folder(explicit: str | os.PathLike[str] | None = None) -> Path:
 def run_dir(data: Path) -> Path:
     """The private folder of the service of data folder ``data`` (see the module docstring)."""
     inside = data / "run"
-    if len(os.fsencode(inside / "control.sock")) <= MAX_SOCKET_PATH:
+    # Judged on the absolute path, so a client given a relative folder decides as the service does.
+    if len(os.fsencode(os.path.abspath(inside / "control.sock"))) <= MAX_SOCKET_PATH:
         return inside
     import hashlib  # only for long folder paths: the usual case imports neither
     import tempfile

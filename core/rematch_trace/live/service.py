@@ -271,6 +271,11 @@ class Service:
 
             load_plugins()
             self.host = Host(pm)
+        # What start-up built (plugins, compiled rules) lives as long as the service: keep the
+        # collector from walking it again on every full collection, a pause a request would wait on.
+        # Done before the sockets exist: a collection holds the interpreter lock, and no request waits.
+        gc.collect()
+        gc.freeze()
         for path, channel in ((self.events_path, "events"), (self.control_path, "control")):
             self._listeners.append(self._bind(path, channel))
         for sock, path, _ in self._listeners:
@@ -279,10 +284,6 @@ class Service:
                                  daemon=True)
             t.start()
             self._threads.append(t)
-        # What start-up built (plugins, compiled rules) lives as long as the service: keep the
-        # collector from walking it again on every full collection, a pause a request would wait on.
-        gc.collect()
-        gc.freeze()
         self.log(f"started pid={os.getpid()} socket={self.events_path} "
                  f"provider={getattr(self.provider, 'mode', 'none')}")
 
@@ -610,6 +611,7 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
         if not quiet:
             print(text, file=sys.stderr, flush=True)
 
+    data = Path(os.path.abspath(data))
     try:
         provider = make_provider(mode, load_policy(policy))
     except (PolicyError, ValueError) as err:
@@ -621,6 +623,12 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
         say(f"rematch serve: provider {mode} is unavailable: {available.reason}")
         return 2
     service = Service(data, provider=provider, idle_s=idle_s)
+    # A resident process holds no folder of whoever started it (a hook's project, say) in use.
+    os.chdir("/")
+    if threading.current_thread() is threading.main_thread():
+        # Before the sockets exist: a SIGTERM right after the first reply must stop it gracefully too.
+        signal.signal(signal.SIGTERM, lambda *_: service.request_stop("SIGTERM"))
+        signal.signal(signal.SIGINT, lambda *_: service.request_stop("SIGINT"))
     try:
         service.start()
     except AlreadyRunning as err:
@@ -630,9 +638,6 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
         say(f"rematch serve: cannot listen: {err}")
         paths.append_log(data, f"{_stamp()} serve refused_to_start cause={str(err)[:300]}")
         return 2
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda *_: service.request_stop("SIGTERM"))
-        signal.signal(signal.SIGINT, lambda *_: service.request_stop("SIGINT"))
     say(f"rematch serve: listening on {service.events_path} (control: {service.control_path}), "
         f"provider {mode}, policy {getattr(getattr(provider, 'policy', None), 'source', 'none')}")
     if ready is not None:

@@ -107,13 +107,12 @@ def encode_frame(value: Any, limit: int) -> bytes:
 def _recv_exact(sock: socket.socket, n: int, deadline: float, started: bool) -> bytes:
     buf = bytearray()
     while len(buf) < n:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise DecodeError("read_deadline", f"{len(buf)} of {n} bytes before the deadline")
-        sock.settimeout(remaining)
+        # Past the deadline, bytes that already arrived are still taken (a reader the
+        # scheduler kept waiting is not the peer's fault); only waiting for more is refused.
+        sock.settimeout(max(0.0, deadline - time.monotonic()))
         try:
             chunk = sock.recv(min(n - len(buf), 256 * 1024))
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):
             raise DecodeError("read_deadline", f"{len(buf)} of {n} bytes before the deadline") from None
         if not chunk:
             if not buf and not started:
