@@ -7,7 +7,8 @@ Starts ``rematch serve`` (provider ``localRulesOnly``, the built-in policy) on
 a fresh data folder under ``bench/out/ipc``, then measures, in one run:
 
 1. the import of ``rematch_trace.live.client`` (what a hook pays per tool call),
-   against an empty interpreter, median of several fresh processes;
+   against an empty interpreter, median of several fresh processes; and the
+   decode time of a request near every bound against the 100 ms decode deadline;
 2. sequential round trips on one connection (p50/p99, requests/s);
 3. round trips with a new connection per request, as ``client.send`` does;
 4. a paced load of 500 requests/s (new connection each, the latency counted
@@ -97,6 +98,22 @@ def row(name: str, lat_ms: list[float], wall: float) -> str:
     """One table row."""
     return (f"{name:<44} {len(lat_ms):>7} {pct(lat_ms, 0.5):>8.3f} {pct(lat_ms, 0.99):>8.3f} "
             f"{max(lat_ms):>8.2f} {len(lat_ms) / wall:>9.0f}")
+
+
+def bench_decode(n: int = 20) -> str:
+    """Median time to decode a request near every bound at once (1 MiB, long strings, full arrays)."""
+    from rematch_trace.live.ipc.codec import DECODE_DEADLINE_S, decode_payload, encode_payload
+
+    big = {"a": ["x" * 60000] * 15, "b": [{"k": i, "v": "y" * 20} for i in range(2048)], "c": [0.5] * 2048,
+           "d": [[[[["deep"]]]]] * 100}
+    payload = encode_payload(big)
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        decode_payload(payload, deadline=time.monotonic() + 10)
+        times.append((time.perf_counter() - t) * 1000)
+    return (f"decode of a {len(payload) / 2**20:.2f} MiB payload near every bound: median "
+            f"{statistics.median(times):.1f} ms, max {max(times):.1f} ms (deadline {DECODE_DEADLINE_S * 1000:.0f} ms)")
 
 
 def bench_import(n: int) -> str:
@@ -273,7 +290,7 @@ def main() -> None:
     started = time.perf_counter() - t0
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load} at start; service ready in {started * 1000:.0f} ms "
-             f"(plugins loaded, both sockets bound)", bench_import(10), "",
+             f"(plugins loaded, both sockets bound)", bench_import(10), bench_decode(), "",
              f"{'run':<44} {'n':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'req/s':>9}"]
     try:
         s = connect(sock_path)
