@@ -117,16 +117,22 @@ def bench_decode(n: int = 20) -> str:
 
 
 def bench_import(n: int) -> str:
-    """Median wall time of a fresh interpreter importing the client, and of an empty one."""
-    def median_of(code: str) -> float:
-        times = []
+    """What importing the client adds to a fresh interpreter: wall and CPU time, medians of ``n``."""
+    import resource
+
+    def median_of(code: str) -> tuple[float, float]:
+        walls, cpus = [], []
         for _ in range(n):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
             subprocess.run([sys.executable, "-c", code], check=True)
-            times.append(time.perf_counter() - t)
-        return statistics.median(times) * 1000
-    empty = median_of("pass")
-    full = median_of("import rematch_trace.live.client")
+            walls.append(time.perf_counter() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
+
+    empty_wall, empty_cpu = median_of("pass")
+    full_wall, full_cpu = median_of("import rematch_trace.live.client")
     self_ms = []
     for _ in range(n):
         out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import rematch_trace.live.client"],
@@ -134,8 +140,9 @@ def bench_import(n: int) -> str:
         for line in out.splitlines():
             if line.rstrip().endswith("| rematch_trace.live.client"):
                 self_ms.append(int(line.split("|")[1]) / 1000)
-    return (f"client import: process {full:.1f} ms vs empty interpreter {empty:.1f} ms (+{full - empty:.1f} ms); "
-            f"-X importtime cumulative {statistics.median(self_ms):.1f} ms (median of {n})")
+    return (f"client import (median of {n} fresh interpreters): CPU {full_cpu:.0f} ms vs {empty_cpu:.0f} ms empty "
+            f"(+{full_cpu - empty_cpu:.0f} ms); wall {full_wall:.0f} vs {empty_wall:.0f} ms "
+            f"(+{full_wall - empty_wall:.0f} ms); -X importtime cumulative {statistics.median(self_ms):.1f} ms")
 
 
 _BLAST = r"""
