@@ -293,3 +293,28 @@ def test_a_new_request_kind_is_one_registration(tmp_path: Path) -> None:
         service.request_stop("test")
         runner.join(10)
     assert not runner.is_alive() and not paths.events_socket(data).exists()
+
+
+def test_random_frames_over_the_socket_get_valid_replies(tmp_path: Path) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    data = tmp_path / "data"
+    with running_service(data) as proc:
+        events = paths.events_socket(data)
+        golden = frame(client.new_request("pre_tool_use", pre_tool_use("Read", {"file_path": "/x"}),
+                                          adapter="claude_code", adapter_version="1", host_version="1",
+                                          deadline_ms=60000))[4:]
+
+        @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(st.one_of(st.binary(max_size=300), st.builds(
+            lambda cut, junk: golden[:cut] + junk + golden[cut + len(junk):],
+            st.integers(0, len(golden)), st.binary(max_size=8))))
+        def one(payload: bytes) -> None:
+            reply = exchange_raw(events, struct.pack(">I", len(payload)) + payload)
+            assert reply is not None
+            check_reply(reply)
+
+        one()
+        assert proc.poll() is None
+        assert ask(data, pre_tool_use("Read", {"file_path": "/x"}))["decision"] == "no_override"
