@@ -253,11 +253,17 @@ def soak(sock_path: Path, service: psutil.Process, seconds: float) -> list[str]:
                + [threading.Thread(target=disconnect) for _ in range(2)])
     for t in threads:
         t.start()
-    end = time.monotonic() + seconds
+    began = time.monotonic()
+    end = began + seconds
+    rss_marks: list[str] = []
+    next_mark = began + seconds / 6
     while time.monotonic() < end:
         time.sleep(1)
         now = sample(service)
         peak = [max(a, b) for a, b in zip(peak, now, strict=True)]
+        if time.monotonic() >= next_mark:
+            rss_marks.append(f"{time.monotonic() - began:.0f}s {now[2]:.1f}")
+            next_mark += seconds / 6
     stop.set()
     for t in threads:
         t.join()
@@ -273,6 +279,7 @@ def soak(sock_path: Path, service: psutil.Process, seconds: float) -> list[str]:
         f"service before: fds {before[0]}, threads {before[1]}, RSS {before[2]:.1f} MiB; "
         f"peak: fds {peak[0]}, threads {peak[1]}, RSS {peak[2]:.1f} MiB; "
         f"after: fds {after[0]}, threads {after[1]}, RSS {after[2]:.1f} MiB",
+        f"service RSS MiB during the soak: {', '.join(rss_marks)}",
         f"every well-formed request answered: {'yes' if ok else 'NO'}; "
         f"leak (fds or threads above the start, RSS +16 MiB): {'YES' if leak else 'none'}",
     ]

@@ -276,10 +276,9 @@ class Service:
         # Done before the sockets exist: a collection holds the interpreter lock, and no request waits.
         gc.collect()
         gc.freeze()
-        for path, channel in ((self.events_path, "events"), (self.control_path, "control")):
-            self._listeners.append(self._bind(path, channel))
-        for sock, path, _ in self._listeners:
-            channel = "control" if path == self.control_path else "events"
+        for path in (self.events_path, self.control_path):
+            self._listeners.append(self._bind(path))
+        for (sock, _, _), channel in zip(self._listeners, ("events", "control"), strict=True):
             t = threading.Thread(target=self._accept_loop, args=(sock, channel), name=f"rematch-accept-{channel}",
                                  daemon=True)
             t.start()
@@ -287,7 +286,7 @@ class Service:
         self.log(f"started pid={os.getpid()} socket={self.events_path} "
                  f"provider={getattr(self.provider, 'mode', 'none')}")
 
-    def _bind(self, path: Path, channel: str) -> tuple[socket.socket, Path, int]:
+    def _bind(self, path: Path) -> tuple[socket.socket, Path, int]:
         try:
             os.unlink(path)  # a stale socket of a service that died: the lock says none runs now
         except FileNotFoundError:
