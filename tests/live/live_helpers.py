@@ -32,12 +32,12 @@ def rematch(*args: str, timeout: float = 30, **env: str) -> subprocess.Completed
     return subprocess.run([*REMATCH, *args], capture_output=True, text=True, timeout=timeout, env=clean_env(**env))
 
 
-def wait_for(predicate: Any, timeout: float = 15.0, what: str = "condition") -> None:
-    """Poll ``predicate`` until true; fail after ``timeout`` seconds."""
+def wait_for(predicate: Any, timeout: float = 15.0, what: Any = "condition") -> None:
+    """Poll ``predicate`` until true; fail after ``timeout`` seconds (``what``, text or a callable, says for what)."""
     end = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
         time.sleep(0.02)
 
 

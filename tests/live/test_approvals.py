@@ -137,6 +137,12 @@ def held_client(data: Path, command: str, *, wrapped: bool = True, deadline_ms: 
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
 
 
+def log(data: Path) -> str:
+    """The service's log, for a failure message."""
+    f = data / "live.log"
+    return f.read_text() if f.exists() else "(none)"
+
+
 def pending(data: Path) -> list[dict]:
     res = rematch("approvals", "--out", str(data), "--json")
     assert res.returncode == 0, res.stderr
@@ -149,9 +155,10 @@ def test_approve_and_deny_through_the_cli(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with running_service(data, "--policy", str(policy)):
         assert "no calls are waiting" in rematch("approvals", "--out", str(data)).stdout
-        first = held_client(data, "make deploy")
-        second = held_client(data, "make clean")
-        wait_for(lambda: len(pending(data)) == 2, what="two held calls")
+        first = held_client(data, "make deploy", deadline_ms=120000)
+        second = held_client(data, "make clean", deadline_ms=120000)
+        # Generous: on a loaded machine each process here takes seconds to start.
+        wait_for(lambda: len(pending(data)) == 2, timeout=90, what=lambda: f"two held calls; log: {log(data)}")
         listed = {a["summary"]: a for a in pending(data)}
         assert set(listed) == {"make deploy", "make clean"}
         one = listed["make deploy"]
@@ -180,8 +187,8 @@ def test_approval_of_a_call_whose_client_left_is_refused(tmp_path: Path) -> None
     policy.write_text(HOLD_POLICY)
     data = tmp_path / "data"
     with running_service(data, "--policy", str(policy)):
-        proc = held_client(data, "make gone", wrapped=False)
-        wait_for(lambda: len(pending(data)) == 1, what="the held call")
+        proc = held_client(data, "make gone", wrapped=False, deadline_ms=120000)
+        wait_for(lambda: len(pending(data)) == 1, timeout=90, what=lambda: f"the held call; log: {log(data)}")
         aid = pending(data)[0]["approval_id"]
         proc.kill()
         proc.wait()
@@ -189,7 +196,7 @@ def test_approval_of_a_call_whose_client_left_is_refused(tmp_path: Path) -> None
         assert res.returncode == 1
         # Either the approval saw the client gone, or the service cancelled the hold first.
         assert "not_live" in res.stderr or f"no pending approval {aid}" in res.stderr
-        wait_for(lambda: pending(data) == [], what="the hold to end")
+        wait_for(lambda: pending(data) == [], timeout=60, what="the hold to end")
         assert f"approval approval_id={aid} state=cancelled" in (data / "live.log").read_text()
 
 
@@ -199,8 +206,8 @@ def test_the_harness_of_a_held_call_cannot_approve_it(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with running_service(data, "--policy", str(policy)):
         # The client's parent is this test process, and so is the approver's: the same harness.
-        proc = held_client(data, "make self", wrapped=False, deadline_ms=4000)
-        wait_for(lambda: len(pending(data)) == 1, what="the held call")
+        proc = held_client(data, "make self", wrapped=False, deadline_ms=15000)
+        wait_for(lambda: len(pending(data)) == 1, timeout=90, what=lambda: f"the held call; log: {log(data)}")
         aid = pending(data)[0]["approval_id"]
         res = rematch("approve", aid, "--out", str(data))
         assert res.returncode == 1 and "self_approval" in res.stderr

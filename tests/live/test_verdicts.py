@@ -247,3 +247,18 @@ def test_default_policy_file_is_the_one_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "ipc-v2.md").read_text()
     assert DEFAULT_POLICY.read_text().strip() in doc
     assert os.path.basename(DEFAULT_POLICY) == "default_policy.yml"
+
+
+def test_each_harness_is_classified_by_its_own_plugin() -> None:
+    import rematch_codex
+    import rematch_omp
+    from rematch_trace.live.verdicts.action import harness_plugin
+
+    host = make_host([rematch_claude_code, rematch_codex, rematch_omp])
+    assert [harness_plugin(host, h) for h in ("claude_code", "codex", "omp", "demo")] == [
+        "rematch_claude_code", "rematch_codex", "rematch_omp", ""]
+    for adapter, tool, tool_input in (("claude_code", "Bash", {"command": "ls"}),
+                                      ("codex", "shell", {"command": ["bash", "-lc", "ls"]}),
+                                      ("omp", "bash", {"command": "ls"})):
+        req = request(tool, tool_input, adapter=adapter)
+        assert build_action(host, req).action_type == "shell_exec", adapter

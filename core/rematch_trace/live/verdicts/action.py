@@ -26,7 +26,7 @@ import attrs
 from rematch_trace.errors import NonExactNumber
 from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host
-from rematch_trace.host.source import Source
+from rematch_trace.host.source import Location, Source
 from rematch_trace.live.ipc.codec import DecodeError
 from rematch_trace.live.ipc.messages import Request
 from rematch_trace.security.events import EventSink
@@ -74,6 +74,39 @@ def _field(payload: dict[str, Any], key: str, *, required: bool = True) -> str |
     return v
 
 
+#: (plugin manager, harness) -> the plugin that owns the harness ("" when none does).
+_OWNERS: dict[tuple[int, str], str] = {}
+
+
+def harness_plugin(host: Host, harness: str) -> str:
+    """The plugin of ``harness``: the one whose ``default_locations`` name it (asked once per harness).
+
+    A live call has no file for ``detect_source`` to claim, and the per-source
+    hooks (``classify_action``) go only to a source's own plugin: the harness
+    a plugin declares its folders for is the one it owns.
+    """
+    key = (id(host.pm), harness)
+    owner = _OWNERS.get(key)
+    if owner is not None:
+        return owner
+    owner = ""
+    plugins = host.pm.get_plugins()
+    for impl in host.pm.hook.default_locations.get_hookimpls():
+        if impl.wrapper or impl.hookwrapper:
+            continue
+        others = [p for p in plugins if p is not impl.plugin]
+        try:
+            answers = host.pm.subset_hook_caller("default_locations", others)()
+            found = [loc for answer in answers for loc in (answer or [])]
+        except Exception:
+            continue  # a plugin that cannot say its folders owns nothing here
+        if any(isinstance(loc, Location) and loc.harness == harness for loc in found):
+            owner = impl.plugin_name
+            break
+    _OWNERS[key] = owner
+    return owner
+
+
 def build_action(host: Host, request: Request, redactor: Redactor | None = None) -> LiveAction:
     """The :class:`LiveAction` of a ``pre_tool_use`` request.
 
@@ -91,7 +124,8 @@ def build_action(host: Host, request: Request, redactor: Redactor | None = None)
     tool_input = p["tool_input"]
     adapter = request["adapter"]
     t = request["received_at_ms"]
-    source = Source(harness=adapter, path=_LIVE_PATH, agent_kind="sub" if sub else "main")
+    source = Source(harness=adapter, path=_LIVE_PATH, agent_kind="sub" if sub else "main",
+                    plugin=harness_plugin(host, adapter))
     # A subagent's call belongs to the subagent's own session, spawned by the main one (as on import).
     session = vocab.Session(
         stream="live", t=t, session_id=sub or session_id, cwd=cwd,
@@ -119,4 +153,4 @@ def outside(path: str, root: str) -> bool:
     return not (path == root or path.startswith(root.rstrip("/") + "/"))
 
 
-__all__ = ["LiveAction", "build_action", "outside"]
+__all__ = ["LiveAction", "build_action", "harness_plugin", "outside"]
