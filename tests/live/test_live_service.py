@@ -318,3 +318,14 @@ def test_random_frames_over_the_socket_get_valid_replies(tmp_path: Path) -> None
         one()
         assert proc.poll() is None
         assert ask(data, pre_tool_use("Read", {"file_path": "/x"}))["decision"] == "no_override"
+
+
+def test_serve_runs_live_capture_for_hook_events(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with running_service(data):
+        payload = {"session_id": "22222222-3333-4444-5555-666666666666", "cwd": str(tmp_path),
+                   "transcript_path": str(tmp_path / "t.jsonl"), "hook_event_name": "SessionStart",
+                   "source": "startup"}
+        reply = client.ask("hook_event", payload, adapter="claude_code", adapter_version="1", host_version="1",
+                           data=data, start=False, deadline_ms=10000)
+        assert reply is not None and (reply["decision"], reply["reason"]) == ("no_override", "recorded"), reply

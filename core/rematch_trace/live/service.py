@@ -622,6 +622,10 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
         say(f"rematch serve: provider {mode} is unavailable: {available.reason}")
         return 2
     service = Service(data, provider=provider, idle_s=idle_s)
+    # Live capture (docs/live-capture.md) serves its hook_event requests here, through the registry.
+    from rematch_trace.live.capture import register_capture
+
+    register_capture(service, data)
     # A resident process holds no folder of whoever started it (a hook's project, say) in use.
     os.chdir("/")
     if threading.current_thread() is threading.main_thread():
