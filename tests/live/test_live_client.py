@@ -133,24 +133,6 @@ def test_client_module_imports_only_the_standard_library_and_the_codec() -> None
     assert res.stdout.strip() == "[]", res.stdout + res.stderr
 
 
-def test_a_killed_services_socket_is_replaced_by_the_next_start(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    assert ask(data, start=True, deadline_ms=20000) is not None
-    lock = paths.run_dir(data) / "serve.lock"
-    first = int(lock.read_text())
-    os.kill(first, signal.SIGKILL)
-    wait_for(lambda: not Path(f"/proc/{first}").exists() or "zombie" in Path(f"/proc/{first}/status").read_text(),
-             what="the kill")
-    assert paths.events_socket(data).exists()  # left behind: nobody removed it
-    try:
-        assert ask(data, start=True, deadline_ms=20000) is not None
-        second = int(lock.read_text())
-        assert second != first
-    finally:
-        os.kill(int(lock.read_text()), signal.SIGTERM)
-        wait_for(lambda: not paths.events_socket(data).exists(), what="the second service to stop")
-
-
 def test_relative_and_absolute_folders_find_the_same_service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert paths.run_dir(Path("d")).resolve() == paths.run_dir(tmp_path / "d")

@@ -111,7 +111,7 @@ def test_protocol_errors_are_answered_with_their_code(tmp_path: Path) -> None:
         r = exchange_raw(events, frame(bad))
         assert (r["reason"], r["request_id"]) == ("unexpected_field", req["request_id"])
         check_reply(r)
-        r = exchange_raw(events, frame(dict(req, request_kind="hook_event")))
+        r = exchange_raw(events, frame(dict(req, request_kind="no_such_kind")))
         assert r["reason"] == "unknown_request_kind"
         # Approvals are never taken on the event channel.
         r = exchange_raw(events, frame(dict(req, request_id="ctl-1", request_kind="decide_approval")))
