@@ -1,4 +1,4 @@
-"""Coverage-guided fuzz targets (atheris) over the line reader and each importer's translate path.
+"""Coverage-guided fuzz targets (atheris): the line reader, each importer, the IPC v2 codec, model verdicts.
 
 Run one for a while (see docs/fuzzing.md)::
 
@@ -122,11 +122,58 @@ def fuzz_omp(data: bytes) -> None:
     _import("omp", data)
 
 
+def fuzz_ipc_frame(data: bytes) -> None:
+    """The IPC v2 codec and request check: only DecodeError escapes; what decodes re-encodes to itself."""
+    import time
+
+    from rematch_trace.live.ipc.codec import (
+        ERROR_CODES,
+        MAX_REQUEST_BYTES,
+        DecodeError,
+        decode_frame,
+        encode_frame,
+    )
+    from rematch_trace.live.ipc.messages import check_request
+
+    # As a whole frame, and as a payload behind a correct header.
+    for framed in (data, len(data).to_bytes(4, "big") + data):
+        try:
+            value = decode_frame(framed, MAX_REQUEST_BYTES, deadline=time.monotonic() + 5)
+        except DecodeError as err:
+            assert err.code in ERROR_CODES, err.code
+            continue
+        again = encode_frame(value, 1 << 30)
+        assert decode_frame(again, 1 << 30, deadline=time.monotonic() + 5) == value
+        try:
+            check_request(value)
+        except DecodeError as err:
+            assert err.code in ERROR_CODES, err.code
+
+
+def fuzz_model_verdict(data: bytes) -> None:
+    """The model-verdict decoder: only ModelVerdictError escapes; what decodes is in its domains."""
+    from rematch_trace.live.verdicts.model import (
+        CATEGORIES,
+        RECOMMENDED_ACTIONS,
+        ModelVerdictError,
+        decode_model_verdict,
+    )
+
+    try:
+        v = decode_model_verdict(data)
+    except ModelVerdictError:
+        return
+    assert v.category in CATEGORIES and v.recommended_action in RECOMMENDED_ACTIONS
+    assert 0 <= v.confidence <= 1 and len(v.rationale) <= 1000 and len(v.evidence) <= 8
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "jsonl": fuzz_jsonl,
     "claude_code": fuzz_claude_code,
     "codex": fuzz_codex,
     "omp": fuzz_omp,
+    "ipc_frame": fuzz_ipc_frame,
+    "model_verdict": fuzz_model_verdict,
 }
 
 
@@ -147,6 +194,9 @@ def main(argv: list[str]) -> None:
         import rematch_omp  # noqa: F401
         import rematch_trace.importing.reader
         import rematch_trace.importing.source_import
+        import rematch_trace.live.ipc.codec
+        import rematch_trace.live.ipc.messages
+        import rematch_trace.live.verdicts.model
         import rematch_trace.trace.synth  # noqa: F401
     _setup()
     atheris.Setup([f"{sys.executable} {Path(__file__).resolve()}", *rest], TARGETS[name])

@@ -26,6 +26,11 @@ COMMANDS: dict[str, str] = {
     "sessions": "rematch_trace.cli.sessions_cmd:sessions_cmd",
     "watch": "rematch_trace.cli.watch_cmd:watch_cmd",
     "hooks": "rematch_trace.cli.hooks_cmd:hooks_cmd",
+
+    "serve": "rematch_trace.cli.serve_cmd:serve_cmd",
+    "approvals": "rematch_trace.cli.approvals_cmd:approvals_cmd",
+    "approve": "rematch_trace.cli.approvals_cmd:approve_cmd",
+    "deny": "rematch_trace.cli.approvals_cmd:deny_cmd",
 }
 
 

@@ -11,19 +11,9 @@ import threading
 from pathlib import Path
 from typing import IO
 
-import platformdirs
+from rematch_trace.store.location import data_dir as data_dir  # re-exported: callers import it from here
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
-
-def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """``--out``, else ``REMATCH_HOME``, else the platform's user data folder."""
-    if explicit:
-        return Path(explicit).expanduser()
-    env = os.environ.get("REMATCH_HOME")
-    if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_data_dir("rematch", appauthor=False))
 
 
 def safe_name(session_id: str) -> str:

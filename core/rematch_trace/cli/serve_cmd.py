@@ -1,0 +1,29 @@
+"""``rematch serve``: the resident live service (verdicts before a tool runs, approvals)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("serve")
+@click.option("--out", "out", type=click.Path(), help="Data folder (its run/ folder holds the sockets).")
+@click.option("--policy", type=click.Path(), help="Policy file (default: $REMATCH_POLICY, ~/.config/rematch/policy.yml, the built-in one).")
+@click.option("--provider", default="localRulesOnly", show_default=True,
+              type=click.Choice(["localRulesOnly", "traceRookCloudDemo", "anthropicBYOK"]), help="Analysis provider.")
+@click.option("--idle-seconds", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Exit after this long with nothing to serve.")
+@click.option("--where", is_flag=True, help="Print the socket paths and exit.")
+def serve_cmd(out: str | None, policy: str | None, provider: str, idle_seconds: float, where: bool) -> None:
+    """Serve live verdicts on a Unix socket until SIGTERM or an idle period (docs/ipc-v2.md)."""
+    from rematch_trace.live import paths
+    from rematch_trace.live.service import serve
+
+    data = paths.data_folder(out)
+    if where:
+        click.echo(f"events  {paths.events_socket(data)}")
+        click.echo(f"control {paths.control_socket(data)}")
+        click.echo(f"log     {paths.log_file(data)}")
+        return
+    sys.exit(serve(data, policy=policy, mode=provider, idle_s=idle_seconds))

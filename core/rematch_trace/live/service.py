@@ -1,0 +1,669 @@
+"""The resident live service (``rematch serve``): two Unix sockets, a registry of handlers.
+
+**Channels.** ``events.sock`` takes v2 requests from adapters; each request's
+``request_kind`` selects a handler from the registry (:meth:`Service.register_handler`).
+``pre_tool_use`` is registered here: it builds the call's normalized event,
+asks the analysis provider, and may hold the call for an approval.
+``control.sock`` is a separate channel with its own registry
+(``list_approvals``, ``decide_approval``): approvals are never accepted on the
+event channel, and an event handler cannot be registered for a control kind.
+Both sockets are 0600 in a private 0700 folder (:mod:`rematch_trace.live.paths`),
+and every connection's peer uid is read with ``SO_PEERCRED``: another user's
+process is refused before a byte is read.
+
+**Requests.** One request per frame; a connection may send several in turn,
+idling up to 5 s between them. A frame must arrive whole within the read
+deadline (1 s) and a reply leave
+within the reply deadline (1 s). A fault in a frame is answered with a
+``protocol_error`` reply naming its code, then the connection is closed. A
+``request_id`` seen in the last 10 minutes gets the first reply again when it
+names the same invocation (a retry), and ``duplicate_request_id`` when not.
+At most ``max_connections`` connections are served at once; one more is told
+``busy`` and closed.
+
+**Life.** One service per data folder (an exclusive lock on ``run/serve.lock``;
+a second start finds the first and exits 0). SIGTERM or SIGINT stops it
+gracefully: no new connections, held approvals cancelled (their calls denied),
+in-flight replies finished for up to 2 s, sockets removed. With no connection
+and nothing held for ``idle_s`` seconds (600 by default) it exits by itself;
+a client starts it again on demand.
+
+**Handlers.** A handler is ``handler(request, invocation) -> Reply`` where
+``invocation`` (:class:`Invocation`) gives the peer's pid and uid, the
+request's deadline on the monotonic clock, and ``is_live()``. It runs on the
+connection's thread and must answer before the deadline. The host's payload
+is transient: no handler here logs it or writes it anywhere; the log holds
+ids, decisions, reasons and fingerprints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import gc
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from rematch_trace.live import paths
+from rematch_trace.live.approvals import Approval, ApprovalBook, BookFull, parent_of
+from rematch_trace.live.ipc.codec import (
+    MAX_REPLY_BYTES,
+    MAX_REQUEST_BYTES,
+    PROTOCOL_VERSION,
+    DecodeError,
+    FrameClosed,
+    decode_payload,
+    encode_frame,
+    read_frame,
+)
+from rematch_trace.live.ipc.messages import (
+    _APPROVAL_ID,
+    _FINGERPRINT,
+    _NONCE,
+    _REQUEST_ID,
+    CONTROL_KINDS,
+    ControlReply,
+    Reply,
+    Request,
+    check_request,
+    make_reply,
+)
+
+#: Seconds a frame has to arrive whole, and a reply to leave.
+READ_DEADLINE_S = 1.0
+REPLY_DEADLINE_S = 1.0
+#: Seconds without a connection or a held call before the service exits.
+IDLE_S = 600.0
+#: Connections served at once.
+MAX_CONNECTIONS = 32
+#: Request ids remembered for de-duplication: how many, for how long.
+DEDUP_ENTRIES = 4096
+DEDUP_TTL_S = 600.0
+#: Seconds in-flight connections get to finish when the service stops.
+STOP_GRACE_S = 2.0
+#: Seconds a connection may idle between two requests before it is closed (silently).
+KEEPALIVE_S = 5.0
+#: Seconds a held call's reply is kept ahead of its hard deadline (so it is not late).
+HOLD_MARGIN_S = 0.05
+
+_CRED = struct.Struct("3i")
+
+
+@attrs.frozen
+class Peer:
+    """The process at the other end of a connection, from ``SO_PEERCRED``."""
+
+    pid: int
+    uid: int
+    gid: int
+
+
+class Invocation:
+    """What a handler knows of the request it serves besides the request itself."""
+
+    def __init__(self, conn: socket.socket, peer: Peer, deadline: float) -> None:
+        self._conn = conn
+        self.peer = peer
+        #: The request's hard deadline on the monotonic clock.
+        self.deadline = deadline
+
+    def is_live(self) -> bool:
+        """Whether the client is still connected (it has not closed or reset its end)."""
+        try:
+            fd = self._conn.fileno()
+            if fd < 0:
+                return False
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0))
+            events = poller.poll(0)
+            if not events:
+                return True
+            mask = events[0][1]
+            if mask & (select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0)):
+                return False
+            return bool(self._conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except (OSError, ValueError):
+            return False
+
+
+Handler = Callable[[Request, Invocation], Any]
+
+
+class AlreadyRunning(Exception):
+    """Another service holds this data folder's lock; ``pid`` is its process id when known."""
+
+    def __init__(self, pid: int | None, socket_path: Path) -> None:
+        super().__init__(f"a service is already running (pid {pid or '?'}) at {socket_path}")
+        self.pid = pid
+
+
+@attrs.define
+class _Slot:
+    key: tuple[str, str, str]
+    at: float
+    done: threading.Event = attrs.field(factory=threading.Event)
+    reply: Any = None
+
+
+def peer_of(conn: socket.socket) -> Peer:
+    """The peer's pid, uid and gid (Linux ``SO_PEERCRED``)."""
+    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
+    return Peer(*_CRED.unpack(raw))
+
+
+def _readable(conn: socket.socket, timeout: float) -> bool:
+    """Whether ``conn`` has a byte (or its end) to read within ``timeout`` seconds."""
+    try:
+        poller = select.poll()  # not select(): it cannot take a descriptor past 1023
+        poller.register(conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(int(timeout * 1000)))
+    except (OSError, ValueError):
+        return False
+
+
+def _stamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class Service:
+    """The live service of one data folder (see the module docstring).
+
+    :param provider: the analysis provider of ``pre_tool_use`` requests
+        (``None``: only what :meth:`register_handler` adds is served).
+    :param host: the plugin host that classifies actions (loaded on start when ``None``).
+    """
+
+    def __init__(
+        self,
+        data: Path,
+        *,
+        provider: Any = None,
+        host: Any = None,
+        idle_s: float = IDLE_S,
+        max_connections: int = MAX_CONNECTIONS,
+        read_deadline_s: float = READ_DEADLINE_S,
+        reply_deadline_s: float = REPLY_DEADLINE_S,
+    ) -> None:
+        self.data = data
+        self.provider = provider
+        self.host = host
+        self.idle_s = idle_s
+        self.read_deadline_s = read_deadline_s
+        self.reply_deadline_s = reply_deadline_s
+        self.events_path = paths.events_socket(data)
+        self.control_path = paths.control_socket(data)
+        self.approvals = ApprovalBook()
+        self._handlers: dict[str, Handler] = {}
+        self._control: dict[str, Handler] = {
+            "list_approvals": self._list_approvals,
+            "decide_approval": self._decide_approval,
+        }
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._seen: OrderedDict[str, _Slot] = OrderedDict()
+        self._seen_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._stop_reason = ""
+        self._active = 0
+        self._active_lock = threading.Lock()
+        self._last_activity = time.monotonic()
+        self._listeners: list[tuple[socket.socket, Path, int]] = []
+        self._threads: list[threading.Thread] = []
+        self._lock_fd: int | None = None
+        if provider is not None:
+            self.register_handler("pre_tool_use", self._pre_tool_use)
+
+    # -- the registry ------------------------------------------------------------------------
+
+    def register_handler(self, request_kind: str, handler: Handler) -> None:
+        """Serve requests of ``request_kind`` on the event channel with ``handler``.
+
+        ``handler(request, invocation)`` returns the :class:`Reply` to send
+        (build it with :func:`~rematch_trace.live.ipc.messages.make_reply`). A
+        later registration of the same kind replaces the earlier one. The
+        control kinds (approvals) cannot be registered here.
+        """
+        if request_kind in CONTROL_KINDS:
+            raise ValueError(f"{request_kind!r} belongs to the control channel; the event channel never serves it")
+        self._handlers[request_kind] = handler
+
+    # -- life --------------------------------------------------------------------------------
+
+    def log(self, line: str) -> None:
+        """One line in the data folder's live log."""
+        paths.append_log(self.data, f"{_stamp()} serve {line}")
+
+    def start(self) -> None:
+        """Take the folder's lock, bind both sockets, start accepting.
+
+        :raises AlreadyRunning: another service holds the lock.
+        """
+        if not hasattr(socket, "SO_PEERCRED"):
+            raise OSError("this platform has no SO_PEERCRED: the service cannot check its peers, so it does not start")
+        self.data.mkdir(mode=0o700, parents=True, exist_ok=True)
+        run = paths.run_dir(self.data)
+        paths.ensure_private_dir(run)
+        lock_path = run / "serve.lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise AlreadyRunning(int(text) if text.isdigit() else None, self.events_path) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+        if self.host is None and self.provider is not None:
+            from rematch_trace.host.facade import Host
+            from rematch_trace.host.loading import load_plugins, pm
+
+            load_plugins()
+            self.host = Host(pm)
+        # What start-up built (plugins, compiled rules) lives as long as the service: keep the
+        # collector from walking it again on every full collection, a pause a request would wait on.
+        # Done before the sockets exist: a collection holds the interpreter lock, and no request waits.
+        gc.collect()
+        gc.freeze()
+        for path in (self.events_path, self.control_path):
+            self._listeners.append(self._bind(path))
+        for (sock, _, _), channel in zip(self._listeners, ("events", "control"), strict=True):
+            t = threading.Thread(target=self._accept_loop, args=(sock, channel), name=f"rematch-accept-{channel}",
+                                 daemon=True)
+            t.start()
+            self._threads.append(t)
+        self.log(f"started pid={os.getpid()} socket={self.events_path} "
+                 f"provider={getattr(self.provider, 'mode', 'none')}")
+
+    def _bind(self, path: Path) -> tuple[socket.socket, Path, int]:
+        try:
+            os.unlink(path)  # a stale socket of a service that died: the lock says none runs now
+        except FileNotFoundError:
+            pass
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)  # the socket is born 0600: no window where another user could connect
+        try:
+            sock.bind(os.fspath(path))
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        sock.listen(128)
+        sock.settimeout(0.25)
+        return sock, path, os.stat(path).st_ino
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the service to stop (safe from a signal handler)."""
+        if not self._stop.is_set():
+            self._stop_reason = reason
+            self._stop.set()
+
+    def run(self) -> str:
+        """Serve until stopped or idle; then shut down gracefully. The reason it stopped."""
+        while not self._stop.wait(0.2):
+            with self._active_lock:
+                idle = self._active == 0 and time.monotonic() - self._last_activity > self.idle_s
+            if idle and not self.approvals.pending():
+                self.request_stop("idle")
+        self.shutdown()
+        return self._stop_reason
+
+    def shutdown(self) -> None:
+        """Stop accepting, cancel held calls, let in-flight replies finish, remove the sockets."""
+        self.request_stop(self._stop_reason or "shutdown")
+        for sock, path, ino in self._listeners:
+            sock.close()
+            try:
+                if os.stat(path).st_ino == ino:  # never remove a socket a newer service bound
+                    os.unlink(path)
+            except OSError:
+                pass
+        self._listeners = []
+        cancelled = self.approvals.cancel_all()
+        end = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < end:
+            with self._active_lock:
+                if self._active == 0:
+                    break
+            time.sleep(0.01)
+        for t in self._threads:
+            t.join(max(0.0, end - time.monotonic()))
+        self.log(f"stopped reason={self._stop_reason} cancelled_approvals={cancelled}")
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # -- connections -------------------------------------------------------------------------
+
+    def _accept_loop(self, sock: socket.socket, channel: str) -> None:
+        me = os.getuid()
+        while not self._stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if self._stop.is_set():
+                    return
+                time.sleep(0.05)  # EMFILE and the like: back off rather than spin
+                continue
+            try:
+                peer = peer_of(conn)
+            except OSError:
+                conn.close()
+                continue
+            if peer.uid != me:
+                self.log(f"refused channel={channel} peer_uid={peer.uid} peer_pid={peer.pid}")
+                conn.close()
+                continue
+            if not self._slots.acquire(blocking=False):
+                self._send_error(conn, channel, None, "busy", "the service is at its connection bound; retry")
+                conn.close()
+                continue
+            with self._active_lock:
+                self._active += 1
+                self._last_activity = time.monotonic()
+            t = threading.Thread(target=self._serve, args=(conn, channel, peer), name="rematch-conn", daemon=True)
+            try:
+                t.start()
+            except RuntimeError:  # no thread to be had: answer busy, free the slot
+                self._send_error(conn, channel, None, "busy", "no thread available")
+                self._release(conn)
+
+    def _release(self, conn: socket.socket) -> None:
+        conn.close()
+        self._slots.release()
+        with self._active_lock:
+            self._active -= 1
+            self._last_activity = time.monotonic()
+
+    def _serve(self, conn: socket.socket, channel: str, peer: Peer) -> None:
+        try:
+            first = True
+            while not self._stop.is_set():
+                # Between requests a kept-open connection may idle (up to KEEPALIVE_S) without
+                # a protocol error; once a frame begins, it has the read deadline to arrive whole.
+                if not first and not _readable(conn, KEEPALIVE_S):
+                    return
+                first = False
+                try:
+                    payload = read_frame(conn, MAX_REQUEST_BYTES, time.monotonic() + self.read_deadline_s)
+                except FrameClosed:
+                    return
+                except DecodeError as err:
+                    self._send_error(conn, channel, None, err.code, err.message)
+                    return
+                except OSError:
+                    return
+                rid: str | None = None
+                try:
+                    obj = decode_payload(payload)
+                    if isinstance(obj, dict):
+                        v = obj.get("request_id")
+                        rid = v if isinstance(v, str) and _REQUEST_ID.fullmatch(v) else None
+                    request = check_request(obj)
+                except DecodeError as err:
+                    self._send_error(conn, channel, rid, err.code, err.message)
+                    return
+                reply = self._dispatch(conn, channel, peer, request)
+                if not self._send(conn, reply):
+                    return
+        finally:
+            self._release(conn)
+
+    def _send(self, conn: socket.socket, message: Any) -> bool:
+        try:
+            frame = encode_frame(message, MAX_REPLY_BYTES)
+        except DecodeError as err:  # a handler's reply out of bounds: say so rather than send it
+            self.log(f"unsendable_reply code={err.code}")
+            frame = encode_frame(make_reply(message.get("request_id"), "no_override", "reply_too_long",
+                                            "The handler's reply exceeded the reply bound.", source="service"),
+                                 MAX_REPLY_BYTES)
+        try:
+            conn.settimeout(self.reply_deadline_s)
+            conn.sendall(frame)
+            return True
+        except OSError:
+            return False
+
+    def _send_error(self, conn: socket.socket, channel: str, rid: str | None, code: str, message: str) -> None:
+        if channel == "control":
+            self._send(conn, _control_reply(rid, False, code, message))
+        else:
+            self._send(conn, make_reply(rid, "no_override", code, message[:500], source="protocol_error"))
+
+    def _dispatch(self, conn: socket.socket, channel: str, peer: Peer, request: Request) -> Any:
+        rid = request["request_id"]
+        now_ms = time.time_ns() // 1_000_000
+        deadline = time.monotonic() + (request["hard_deadline_ms"] - now_ms) / 1000
+        registry = self._control if channel == "control" else self._handlers
+        handler = registry.get(request["request_kind"])
+        if handler is None:
+            msg = f"no handler for {request['request_kind']!r} on the {channel} channel"
+            if channel == "control":
+                return _control_reply(rid, False, "unknown_request_kind", msg)
+            return make_reply(rid, "no_override", "unknown_request_kind", msg, source="protocol_error")
+        invocation = Invocation(conn, peer, deadline)
+        if channel == "control":
+            return self._guarded(handler, request, invocation, channel)
+        key = (request["invocation_nonce"], request["request_kind"], request["adapter"])
+        with self._seen_lock:
+            self._expire_seen()
+            slot = self._seen.get(rid)
+            first = slot is None
+            if slot is None:
+                slot = self._seen[rid] = _Slot(key, time.monotonic())
+        if not first:
+            if slot.key != key:
+                return make_reply(rid, "no_override", "duplicate_request_id",
+                                  "This request id was already used for another invocation.", source="service")
+            if slot.done.wait(max(0.0, deadline - time.monotonic())):
+                return slot.reply
+            return make_reply(rid, "no_override", "deadline_passed",
+                              "The first copy of this request is still being answered.", source="service")
+        if deadline <= time.monotonic():
+            reply = make_reply(rid, "no_override", "deadline_passed", "The request arrived after its hard deadline.",
+                               source="service")
+        else:
+            reply = self._guarded(handler, request, invocation, channel)
+        slot.reply = reply
+        slot.done.set()
+        return reply
+
+    def _expire_seen(self) -> None:
+        cutoff = time.monotonic() - DEDUP_TTL_S
+        while self._seen:
+            oldest = next(iter(self._seen.values()))
+            if len(self._seen) < DEDUP_ENTRIES and oldest.at > cutoff:
+                break
+            self._seen.popitem(last=False)
+
+    def _guarded(self, handler: Handler, request: Request, invocation: Invocation, channel: str) -> Any:
+        try:
+            return handler(request, invocation)
+        except Exception as err:  # a failing handler answers, and says so in the log (no payload)
+            self.log(f"handler_failed kind={request['request_kind']} request_id={request['request_id']} "
+                     f"error={type(err).__name__}")
+            if channel == "control":
+                return _control_reply(request["request_id"], False, "handler_failed", type(err).__name__)
+            return make_reply(request["request_id"], "no_override", "handler_failed",
+                              f"The {request['request_kind']} handler failed: {type(err).__name__}.", source="service")
+
+    # -- pre_tool_use ------------------------------------------------------------------------
+
+    def _pre_tool_use(self, request: Request, inv: Invocation) -> Reply:
+        from rematch_trace.live.verdicts.action import build_action
+        from rematch_trace.live.verdicts.provider import ProviderUnavailable
+
+        rid = request["request_id"]
+        try:
+            action = build_action(self.host, request)
+        except DecodeError as err:
+            return make_reply(rid, "no_override", err.code, err.message, source="service")
+        tool_class = action.action_type
+        try:
+            verdict = self.provider.analyze(action, request, inv.deadline)
+        except ProviderUnavailable as err:
+            return make_reply(rid, "no_override", "provider_unavailable", str(err), source="service",
+                              tool_class=tool_class)
+        if time.monotonic() > inv.deadline:
+            return make_reply(rid, "no_override", "provider_deadline", "The provider answered after the deadline.",
+                              source="service", tool_class=tool_class)
+        fp = action.binding or action.event["action_fingerprint"] or request["invocation_nonce"]
+        incident = f"inc-{fp[:20]}"
+        if verdict.decision == "hold":
+            return self._hold(request, inv, action, verdict, incident)
+        if verdict.decision == "deny":
+            self.log(f"deny request_id={rid} reason={verdict.reason} tool_class={tool_class} fingerprint={fp}")
+            return make_reply(rid, "deny", verdict.reason, verdict.explanation, source=verdict.source,
+                              tool_class=tool_class, incident_id=incident)
+        return make_reply(rid, "no_override", verdict.reason, verdict.explanation, source=verdict.source,
+                          tool_class=tool_class)
+
+    def _hold(self, request: Request, inv: Invocation, action: Any, verdict: Any, incident: str) -> Reply:
+        rid = request["request_id"]
+        tool_class = action.action_type
+        if action.binding is None:
+            return make_reply(rid, "deny", f"{verdict.reason}.unbindable",
+                              "The call needs an approval, but its input has no exact form to bind one to.",
+                              source=verdict.source, tool_class=tool_class, incident_id=incident)
+        ev = action.event
+        approval = Approval(
+            approval_id=self.approvals.new_id(), fingerprint=action.binding, nonce=action.nonce, request_id=rid,
+            adapter=request["adapter"], session=ev["source_session_id"], agent_sub_id=ev["agent_sub_id"],
+            tool_name=ev["tool_name"], tool_class=tool_class, summary=ev["args_summary"] or "",
+            risk_features=list(ev["risk_features"]), rule=verdict.reason,
+            expires_at=min(time.monotonic() + verdict.approval_timeout_s, inv.deadline - HOLD_MARGIN_S),
+            is_live=inv.is_live, harness_pid=parent_of(inv.peer.pid),
+        )
+        try:
+            self.approvals.hold(approval)
+        except BookFull as err:
+            return make_reply(rid, "deny", "approvals_full", f"The call needs an approval, but {err}.",
+                              source=verdict.source, tool_class=tool_class, incident_id=incident)
+        self.log(f"hold approval_id={approval.approval_id} request_id={rid} reason={verdict.reason} "
+                 f"fingerprint={approval.fingerprint}")
+        state = self.approvals.wait(approval)
+        self.log(f"approval approval_id={approval.approval_id} state={state}")
+        if state == "approved":
+            return make_reply(rid, "no_override", "approval:approved",
+                              f"Approved with rematch approve {approval.approval_id}.", source="approval",
+                              tool_class=tool_class)
+        return make_reply(rid, "deny", f"approval:{state}", f"{verdict.explanation} (approval {state})",
+                          source="approval", tool_class=tool_class, incident_id=incident)
+
+    # -- control channel ---------------------------------------------------------------------
+
+    def _list_approvals(self, request: Request, inv: Invocation) -> ControlReply:
+        if request["host_payload"]:
+            return _control_reply(request["request_id"], False, "unexpected_field", "list_approvals takes no payload")
+        views = [a.view() for a in self.approvals.pending()]
+        return _control_reply(request["request_id"], True, None, f"{len(views)} pending", views)
+
+    def _decide_approval(self, request: Request, inv: Invocation) -> ControlReply:
+        rid = request["request_id"]
+        p = request["host_payload"]
+        fields = {"approval_id": _APPROVAL_ID, "action_fingerprint": _FINGERPRINT, "invocation_nonce": _NONCE}
+        if set(p) != {*fields, "decision"}:
+            return _control_reply(rid, False, "unexpected_field",
+                                  "decide_approval takes approval_id, action_fingerprint, invocation_nonce, decision")
+        for k, pattern in fields.items():
+            if not isinstance(p[k], str) or not pattern.fullmatch(p[k]):
+                return _control_reply(rid, False, "invalid_value", f"{k} must match {pattern.pattern}")
+        if p["decision"] not in ("approve", "deny"):
+            return _control_reply(rid, False, "invalid_value", "decision must be approve or deny")
+        outcome = self.approvals.decide(p["approval_id"], p["action_fingerprint"], p["invocation_nonce"],
+                                        p["decision"] == "approve", approver_pid=inv.peer.pid)
+        self.log(f"decide approval_id={p['approval_id']} decision={p['decision']} ok={outcome.ok} "
+                 f"error={outcome.error} approver_pid={inv.peer.pid}")
+        return _control_reply(rid, outcome.ok, outcome.error, outcome.message)
+
+
+def _control_reply(rid: str | None, ok: bool, error: str | None, message: str,
+                   approvals: list[Any] | None = None) -> ControlReply:
+    return {"protocol_version": PROTOCOL_VERSION, "request_id": rid, "ok": ok, "error": error,
+            "message": message[:512], "approvals": approvals or []}
+
+
+def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly", idle_s: float = IDLE_S,
+          quiet: bool = False, ready: Callable[[Service], None] | None = None) -> int:
+    """Run the service of ``data`` in this process until it stops; the exit status.
+
+    0 when it ran and stopped (idle, SIGTERM, SIGINT), and when another service
+    already serves the folder; 2 when the policy, the provider or the socket
+    folder is unusable (one line on stderr says why).
+    """
+    from rematch_trace.live.verdicts.policy import PolicyError, load_policy
+    from rematch_trace.live.verdicts.provider import make_provider
+
+    def say(text: str) -> None:
+        if not quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    data = Path(os.path.abspath(data))
+    try:
+        provider = make_provider(mode, load_policy(policy))
+    except (PolicyError, ValueError) as err:
+        say(f"rematch serve: {err}")
+        paths.append_log(data, f"{_stamp()} serve refused_to_start cause={str(err)[:300]}")
+        return 2
+    available = provider.availability()
+    if not available.available:
+        say(f"rematch serve: provider {mode} is unavailable: {available.reason}")
+        return 2
+    service = Service(data, provider=provider, idle_s=idle_s)
+    # Live capture (docs/live-capture.md) serves its hook_event requests here, through the registry.
+    from rematch_trace.live.capture import register_capture
+
+    register_capture(service, data)
+    # A resident process holds no folder of whoever started it (a hook's project, say) in use.
+    os.chdir("/")
+    if threading.current_thread() is threading.main_thread():
+        # Before the sockets exist: a SIGTERM right after the first reply must stop it gracefully too.
+        signal.signal(signal.SIGTERM, lambda *_: service.request_stop("SIGTERM"))
+        signal.signal(signal.SIGINT, lambda *_: service.request_stop("SIGINT"))
+    try:
+        service.start()
+    except AlreadyRunning as err:
+        say(f"rematch serve: {err}")
+        return 0
+    except OSError as err:
+        say(f"rematch serve: cannot listen: {err}")
+        paths.append_log(data, f"{_stamp()} serve refused_to_start cause={str(err)[:300]}")
+        return 2
+    say(f"rematch serve: listening on {service.events_path} (control: {service.control_path}), "
+        f"provider {mode}, policy {getattr(getattr(provider, 'policy', None), 'source', 'none')}")
+    if ready is not None:
+        ready(service)
+    reason = service.run()
+    say(f"rematch serve: stopped ({reason})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rematch_trace.live.service``: what a client runs to start the service on demand."""
+    ap = argparse.ArgumentParser(prog="rematch-serve")
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--policy", default=None)
+    ap.add_argument("--provider", default="localRulesOnly")
+    ap.add_argument("--idle-seconds", type=float, default=IDLE_S)
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    return serve(paths.data_folder(args.data), policy=args.policy, mode=args.provider, idle_s=args.idle_seconds,
+                 quiet=args.quiet)
+
+
+__all__ = ["AlreadyRunning", "Handler", "Invocation", "Peer", "Service", "main", "peer_of", "serve"]
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Verdicts: the analysis providers, the ``localRulesOnly`` policy and the model-verdict contract."""

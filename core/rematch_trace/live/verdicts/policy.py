@@ -1,0 +1,199 @@
+"""The ``localRulesOnly`` policy: a YAML file of rules over the normalized event.
+
+Which file: ``rematch serve --policy FILE``, else ``$REMATCH_POLICY``, else
+``~/.config/rematch/policy.yml`` when it exists, else the built-in
+``default_policy.yml`` beside this module (``docs/ipc-v2.md`` shows it and
+describes every key). The file is checked whole when loaded: an unknown key, a
+feature or action type not in the closed lists, a bad decision, each is a
+:class:`PolicyError` naming where, and the service does not start on it.
+
+A rule's conditions are all optional and all must hold; the first matching
+rule decides ``deny``, ``no_override`` or ``hold`` (wait for an approval).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import yaml
+
+from rematch_trace.host.facade import ACTION_TYPES
+from rematch_trace.live.verdicts.action import LiveAction, outside
+from rematch_trace.security.risk import FEATURE_NAMES
+
+RuleDecision = Literal["deny", "no_override", "hold"]
+DEFAULT_POLICY = Path(__file__).with_name("default_policy.yml")
+_RULE_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")
+_WHEN_KEYS = ("tools", "action_types", "any_features", "all_features", "paths_outside_root", "path_globs")
+
+
+class PolicyError(ValueError):
+    """A policy file that does not follow the format; the message names the file and the key."""
+
+
+@attrs.frozen
+class Condition:
+    """What a rule requires (every given part must hold; an empty condition always holds)."""
+
+    tools: frozenset[str] | None = None
+    action_types: frozenset[str] | None = None
+    any_features: frozenset[str] | None = None
+    all_features: frozenset[str] | None = None
+    paths_outside_root: bool | None = None
+    path_globs: tuple[str, ...] | None = None
+
+    def holds(self, action: LiveAction) -> bool:
+        """Whether ``action`` meets every part of the condition."""
+        ev = action.event
+        feats = set(ev["risk_features"])
+        if self.tools is not None and ev["tool_name"] not in self.tools:
+            return False
+        if self.action_types is not None and ev["action_type"] not in self.action_types:
+            return False
+        if self.any_features is not None and not feats & self.any_features:
+            return False
+        if self.all_features is not None and not self.all_features <= feats:
+            return False
+        if self.paths_outside_root is not None:
+            out = any(outside(p, action.root) for p in action.paths)
+            if out != self.paths_outside_root:
+                return False
+        if self.path_globs is not None:
+            return any(fnmatch.fnmatchcase(p, g) for p in action.paths for g in self.path_globs)
+        return True
+
+
+@attrs.frozen
+class Rule:
+    """One rule: an id (the reply's reason is ``policy:<id>``), a decision, why, and when."""
+
+    id: str
+    decision: RuleDecision
+    explanation: str
+    when: Condition
+
+
+@attrs.frozen
+class Policy:
+    """A loaded policy: its rules in order, the default decision, the approval timeout, its file."""
+
+    rules: tuple[Rule, ...]
+    default: Literal["deny", "no_override"] = "no_override"
+    approval_timeout_s: float = 120.0
+    source: str = "built-in"
+
+    def first_match(self, action: LiveAction) -> Rule | None:
+        """The first rule whose condition holds for ``action``, or ``None``."""
+        for rule in self.rules:
+            if rule.when.holds(action):
+                return rule
+        return None
+
+
+def _names(where: str, v: Any, allowed: tuple[str, ...] | None) -> frozenset[str]:
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+        raise PolicyError(f"{where}: a non-empty list of names")
+    if allowed is not None:
+        for x in v:
+            if x not in allowed:
+                raise PolicyError(f"{where}: {x!r} is not one of {', '.join(allowed)}")
+    return frozenset(v)
+
+
+def _condition(where: str, when: Any) -> Condition:
+    if when is None:
+        return Condition()
+    if not isinstance(when, dict):
+        raise PolicyError(f"{where}: a mapping of conditions")
+    for k in when:
+        if k not in _WHEN_KEYS:
+            raise PolicyError(f"{where}.{k}: unknown condition (known: {', '.join(_WHEN_KEYS)})")
+    outside_root = when.get("paths_outside_root")
+    if outside_root is not None and not isinstance(outside_root, bool):
+        raise PolicyError(f"{where}.paths_outside_root: true or false")
+    globs = when.get("path_globs")
+    return Condition(
+        tools=_names(f"{where}.tools", when["tools"], None) if "tools" in when else None,
+        action_types=_names(f"{where}.action_types", when["action_types"], ACTION_TYPES) if "action_types" in when else None,
+        any_features=_names(f"{where}.any_features", when["any_features"], FEATURE_NAMES) if "any_features" in when else None,
+        all_features=_names(f"{where}.all_features", when["all_features"], FEATURE_NAMES) if "all_features" in when else None,
+        paths_outside_root=outside_root,
+        path_globs=tuple(sorted(_names(f"{where}.path_globs", globs, None))) if globs is not None else None,
+    )
+
+
+def parse_policy(data: Any, source: str) -> Policy:
+    """A :class:`Policy` from the parsed YAML ``data`` of file ``source``; :class:`PolicyError` otherwise."""
+    if not isinstance(data, dict):
+        raise PolicyError(f"{source}: a policy is a mapping with version, default and rules")
+    known = ("version", "default", "approval_timeout_s", "rules")
+    for k in data:
+        if k not in known:
+            raise PolicyError(f"{source}: {k}: unknown key (known: {', '.join(known)})")
+    if data.get("version") != 1:
+        raise PolicyError(f"{source}: version: must be 1")
+    default = data.get("default", "no_override")
+    if default not in ("deny", "no_override"):
+        raise PolicyError(f"{source}: default: deny or no_override")
+    timeout = data.get("approval_timeout_s", 120)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 600:
+        raise PolicyError(f"{source}: approval_timeout_s: a number of seconds from 1 to 600")
+    raw_rules = data.get("rules", [])
+    if not isinstance(raw_rules, list):
+        raise PolicyError(f"{source}: rules: a list")
+    rules: list[Rule] = []
+    seen: set[str] = set()
+    for i, r in enumerate(raw_rules):
+        where = f"{source}: rules[{i}]"
+        if not isinstance(r, dict):
+            raise PolicyError(f"{where}: a mapping with id, decision, explanation, when")
+        for k in r:
+            if k not in ("id", "decision", "explanation", "when"):
+                raise PolicyError(f"{where}.{k}: unknown key")
+        rid = r.get("id")
+        if not isinstance(rid, str) or not _RULE_ID.fullmatch(rid):
+            raise PolicyError(f"{where}.id: lowercase letters, digits, - and _ (at most 48)")
+        if rid in seen:
+            raise PolicyError(f"{where}.id: {rid!r} is used twice")
+        seen.add(rid)
+        decision = r.get("decision")
+        if decision not in ("deny", "no_override", "hold"):
+            raise PolicyError(f"{where}.decision: deny, no_override or hold")
+        explanation = r.get("explanation", "")
+        if not isinstance(explanation, str) or len(explanation) > 500:
+            raise PolicyError(f"{where}.explanation: text of at most 500 characters")
+        rules.append(Rule(rid, decision, explanation.strip(), _condition(f"{where}.when", r.get("when"))))
+    return Policy(tuple(rules), default, float(timeout), source)
+
+
+def policy_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The policy file to load (see the module docstring)."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("REMATCH_POLICY")
+    if env:
+        return Path(env).expanduser()
+    user = Path(os.path.expanduser("~/.config/rematch/policy.yml"))
+    return user if user.is_file() else DEFAULT_POLICY
+
+
+def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
+    """Load and check a policy file (see :func:`policy_path`); :class:`PolicyError` on any fault."""
+    p = policy_path(path)
+    try:
+        with open(p, "rb") as f:
+            text = f.read(1 << 20)
+        data = yaml.safe_load(text)
+    except OSError as err:
+        raise PolicyError(f"{p}: cannot read: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        raise PolicyError(f"{p}: not YAML: {str(err).splitlines()[0]}") from None
+    return parse_policy(data, str(p))
+
+
+__all__ = ["DEFAULT_POLICY", "Condition", "Policy", "PolicyError", "Rule", "load_policy", "parse_policy", "policy_path"]

@@ -1,0 +1,220 @@
+"""Approvals: exact binding, pending, deadline, liveness, one terminal transition; the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from live_helpers import clean_env, pre_tool_use, rematch, running_service, wait_for
+
+from rematch_trace.live.approvals import Approval, ApprovalBook, ancestors
+
+FP = "ab" * 32
+NONCE = "cd" * 16
+
+
+def held(book: ApprovalBook, *, live: bool = True, ttl: float = 30.0, harness_pid: int | None = None) -> Approval:
+    a = Approval(
+        approval_id=book.new_id(), fingerprint=FP, nonce=NONCE, request_id="r1", adapter="claude_code",
+        session="s1", agent_sub_id=None, tool_name="Bash", tool_class="shell_exec", summary="curl … | sh",
+        risk_features=["remote_code_fetch_exec"], rule="policy:remote-code-exec",
+        expires_at=time.monotonic() + ttl, is_live=lambda: live, harness_pid=harness_pid,
+    )
+    return book.hold(a)
+
+
+def race(book: ApprovalBook, a: Approval, deciders: int) -> list[tuple[bool, bool]]:
+    """``deciders`` threads deciding ``a`` at once (alternately approving and denying); (approve, ok) each."""
+    barrier = threading.Barrier(deciders)
+    outcomes: list[tuple[bool, bool]] = []
+
+    def decide(approve: bool) -> None:
+        barrier.wait()
+        outcomes.append((approve, book.decide(a.approval_id, FP, NONCE, approve).ok))
+
+    threads = [threading.Thread(target=decide, args=(i % 2 == 0,)) for i in range(deciders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes
+
+
+def test_concurrent_approvers_commit_exactly_one_transition() -> None:
+    for _ in range(50):
+        book = ApprovalBook()
+        a = held(book)
+        winners = [approve for approve, ok in race(book, a, 16) if ok]
+        assert len(winners) == 1
+        assert a.state == ("approved" if winners[0] else "denied") and a.done.is_set()
+        assert book.pending() == []
+
+
+def test_decision_checks_binding_then_pending_then_deadline_then_liveness() -> None:
+    book = ApprovalBook()
+    a = held(book)
+    assert book.decide(a.approval_id, "00" * 32, NONCE, True).error == "binding_mismatch"
+    assert book.decide(a.approval_id, FP, "00" * 16, True).error == "binding_mismatch"
+    assert a.state == "pending"
+    assert book.decide("000000000000", FP, NONCE, True).error == "unknown_approval"
+    assert book.decide(a.approval_id, FP, NONCE, False).ok
+    assert book.decide(a.approval_id, FP, NONCE, True).error == "unknown_approval"  # decided: no longer held
+    assert a.state == "denied"
+
+    late = held(book, ttl=-1)
+    assert book.decide(late.approval_id, FP, NONCE, True).error == "expired"
+    assert late.state == "expired"
+
+    gone = held(book, live=False)
+    assert book.decide(gone.approval_id, FP, NONCE, True).error == "not_live"
+    assert gone.state == "cancelled"
+
+
+def test_wait_ends_in_expired_or_cancelled() -> None:
+    book = ApprovalBook()
+    assert book.wait(held(book, ttl=0.1), poll_s=0.02) == "expired"
+    assert book.wait(held(book, live=False), poll_s=0.02) == "cancelled"
+    a = held(book)
+    threading.Timer(0.05, lambda: book.decide(a.approval_id, FP, NONCE, True)).start()
+    assert book.wait(a, poll_s=0.02) == "approved"
+
+
+def test_the_held_calls_harness_cannot_approve_it() -> None:
+    book = ApprovalBook()
+    a = held(book, harness_pid=os.getppid())
+    assert os.getppid() in ancestors(os.getpid())
+    assert book.decide(a.approval_id, FP, NONCE, True, approver_pid=os.getpid()).error == "self_approval"
+    assert a.state == "pending"
+    assert book.decide(a.approval_id, FP, NONCE, True, approver_pid=1).ok
+
+
+def test_book_is_bounded_and_cancel_all_ends_every_hold() -> None:
+    from rematch_trace.live.approvals import BookFull
+
+    book = ApprovalBook(limit=2)
+    a, b = held(book), held(book)
+    with pytest.raises(BookFull):
+        held(book)
+    assert book.cancel_all() == 2
+    assert a.state == b.state == "cancelled"
+
+
+# --- end to end: a real service, a held client, the real CLI --------------------------------------
+
+HOLD_POLICY = """\
+version: 1
+approval_timeout_s: 60
+rules:
+  - id: hold-shell
+    decision: hold
+    explanation: Shell calls wait for a person.
+    when:
+      action_types: [shell_exec]
+"""
+
+CLIENT = """\
+import json, sys
+from rematch_trace.live import client
+payload = json.loads(sys.argv[2])
+r = client.ask("pre_tool_use", payload, adapter="claude_code", adapter_version="1", host_version="1",
+               data=sys.argv[1], start=False, deadline_ms=int(sys.argv[3]))
+print(json.dumps(r))
+"""
+
+
+def held_client(data: Path, command: str, *, wrapped: bool = True, deadline_ms: int = 30000) -> subprocess.Popen[str]:
+    """A client process asking about a shell call; ``wrapped`` runs it under a shell, as a harness's hook runs."""
+    args = [sys.executable, "-c", CLIENT, str(data), json.dumps(pre_tool_use("Bash", {"command": command})),
+            str(deadline_ms)]
+    if wrapped:
+        args = ["sh", "-c", '"$@"; exit $?', "sh", *args]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+
+
+def log(data: Path) -> str:
+    """The service's log, for a failure message."""
+    f = data / "live.log"
+    return f.read_text() if f.exists() else "(none)"
+
+
+def pending(data: Path) -> list[dict]:
+    res = rematch("approvals", "--out", str(data), "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_approve_and_deny_through_the_cli(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text(HOLD_POLICY)
+    data = tmp_path / "data"
+    with running_service(data, "--policy", str(policy)):
+        assert "no calls are waiting" in rematch("approvals", "--out", str(data)).stdout
+        first = held_client(data, "make deploy", deadline_ms=120000)
+        second = held_client(data, "make clean", deadline_ms=120000)
+        # Generous: on a loaded machine each process here takes seconds to start.
+        wait_for(lambda: len(pending(data)) == 2, timeout=90, what=lambda: f"two held calls; log: {log(data)}")
+        listed = {a["summary"]: a for a in pending(data)}
+        assert set(listed) == {"make deploy", "make clean"}
+        one = listed["make deploy"]
+        assert one["rule"] == "policy:hold-shell" and len(one["action_fingerprint"]) == 64
+        text = rematch("approvals", "--out", str(data)).stdout
+        assert one["approval_id"] in text and "make deploy" in text
+
+        ok = rematch("approve", one["approval_id"], "--out", str(data))
+        assert ok.returncode == 0 and "approved" in ok.stdout, ok.stderr
+        out, _ = first.communicate(timeout=20)
+        reply = json.loads(out)
+        assert (reply["decision"], reply["reason"], reply["decision_source"]) == (
+            "no_override", "approval:approved", "approval")
+
+        two = listed["make clean"]["approval_id"]
+        assert rematch("deny", two, "--out", str(data)).returncode == 0
+        reply = json.loads(second.communicate(timeout=20)[0])
+        assert (reply["decision"], reply["reason"]) == ("deny", "approval:denied")
+
+        again = rematch("approve", two, "--out", str(data))
+        assert again.returncode == 1 and f"no pending approval {two}" in again.stderr
+
+
+def test_approval_of_a_call_whose_client_left_is_refused(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text(HOLD_POLICY)
+    data = tmp_path / "data"
+    with running_service(data, "--policy", str(policy)):
+        proc = held_client(data, "make gone", wrapped=False, deadline_ms=120000)
+        wait_for(lambda: len(pending(data)) == 1, timeout=90, what=lambda: f"the held call; log: {log(data)}")
+        aid = pending(data)[0]["approval_id"]
+        proc.kill()
+        proc.wait()
+        res = rematch("approve", aid, "--out", str(data))
+        assert res.returncode == 1
+        # Either the approval saw the client gone, or the service cancelled the hold first.
+        assert "not_live" in res.stderr or f"no pending approval {aid}" in res.stderr
+        wait_for(lambda: pending(data) == [], timeout=60, what="the hold to end")
+        assert f"approval approval_id={aid} state=cancelled" in (data / "live.log").read_text()
+
+
+def test_the_harness_of_a_held_call_cannot_approve_it(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text(HOLD_POLICY)
+    data = tmp_path / "data"
+    with running_service(data, "--policy", str(policy)):
+        # The client's parent is this test process, and so is the approver's: the same harness.
+        proc = held_client(data, "make self", wrapped=False, deadline_ms=15000)
+        wait_for(lambda: len(pending(data)) == 1, timeout=90, what=lambda: f"the held call; log: {log(data)}")
+        aid = pending(data)[0]["approval_id"]
+        res = rematch("approve", aid, "--out", str(data))
+        assert res.returncode == 1 and "self_approval" in res.stderr
+        reply = json.loads(proc.communicate(timeout=20)[0])
+        assert (reply["decision"], reply["reason"]) == ("deny", "approval:expired")
+
+
+def test_control_commands_without_a_service_say_so(tmp_path: Path) -> None:
+    res = rematch("approvals", "--out", str(tmp_path))
+    assert res.returncode == 1 and "no live service" in res.stderr
