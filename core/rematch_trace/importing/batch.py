@@ -73,6 +73,8 @@ def _plan_all(
             continue
         work = (size or 0) - (grown.offset if grown else 0)
         todo.append(WorkItem(path, hint, grown, work))
+    # Consumed: the work items hold what is still needed (an archive's worth of tuples freed).
+    found.clear()
     if largest_first:
         # The most work first keeps every worker busy to the end.
         todo.sort(key=lambda item: -item.work)

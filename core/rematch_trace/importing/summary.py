@@ -78,8 +78,9 @@ class Summary:
         """Count one file's outcome, and keep what is worth naming of it."""
         self.plugin_failed(outcome.plugin_failures)
         self.counts[outcome.outcome] += 1
+        # Interned: each outcome that crossed a process brings its own copies of these few words.
         fr = FileResult(
-            path, outcome.harness, outcome.outcome, outcome.reason, tuple(outcome.problems[:PROBLEMS_PER_FILE]),
+            path, _intern(outcome.harness), sys.intern(outcome.outcome), outcome.reason, tuple(outcome.problems[:PROBLEMS_PER_FILE]),
             outcome.problem_count, outcome.skipped_lines, outcome.malformed, len(outcome.sessions),
         )
         self.files.append(fr)
@@ -125,6 +126,10 @@ class Summary:
             "interrupted": self.interrupted,
             "seconds": round(self.seconds, 3),
         }
+
+
+def _intern(text: str | None) -> str | None:
+    return None if text is None else sys.intern(text)
 
 
 def printable(text: str) -> str:
