@@ -9,6 +9,10 @@ class RematchError(Exception):
     """An error to show the user as one line, without a traceback."""
 
 
+class NothingFound(RematchError):
+    """Nothing there to work on (no such file or folder): exit status 1, not a fatal error."""
+
+
 class RestartImport(Exception):
     """Raised by a plugin when appended bytes cannot continue the saved state.
 

@@ -127,7 +127,9 @@ def test_deleted_source_kept_as_recorded(tmp_path: Path, host) -> None:  # type:
     import_(src.parent, tmp_path / "out", host)
     src.unlink()
     summary = import_(src.parent, tmp_path / "out", host)
-    assert summary.files == []
+    # The named folder is now empty: said, never a silent zero.
+    assert [(f.outcome, f.path) for f in summary.files] == [("skipped", str(src.parent))]
+    assert summary.failed
     assert (tmp_path / "out" / "traces" / "d.jsonl").exists()
     with Ledger(tmp_path / "out" / "ledger.sqlite") as ledger:
         assert [r["session_id"] for r in ledger.sessions()] == ["d"]

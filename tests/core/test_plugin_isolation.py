@@ -192,7 +192,7 @@ def test_files_of_an_absent_harness_name_the_plugin_to_install(tmp_path: Path, s
            "pip install rematch-omp" in res.stderr
     # Neither the installed harness nor an unknown one is told to install anything.
     assert "rematch-codex" not in res.stderr
-    assert f"rematch: {EXAMPLES / 'toy' / 'demo.jsonl'}: skipped: no plugin recognises this file" in res.stderr
+    assert f"rematch: {EXAMPLES / 'toy' / 'demo.jsonl'}: skipped: JSON lines that no installed plugin recognises as a transcript (see: rematch plugins)" in res.stderr
 
 
 def test_a_copied_transcript_is_known_by_its_first_bytes(tmp_path: Path, site: Path) -> None:

@@ -232,7 +232,7 @@ def test_oversized_line_skipped(tmp_path: Path) -> None:
 
 
 def test_empty_and_binary_files_with_transcript_names(tmp_path: Path) -> None:
-    """Nothing to import and nothing claimed: skipped quietly, the good file beside them imports."""
+    """Nothing to import and nothing claimed: each skipped with its reason, the good file beside them imports."""
 
     def build(src: Path) -> None:
         for h in HARNESSES:
@@ -246,7 +246,10 @@ def test_empty_and_binary_files_with_transcript_names(tmp_path: Path) -> None:
     # An empty file named like a rollout is Codex's (a session not yet written): imported, no session.
     assert rep["files"]["failed"] == 0 and rep["files"]["imported"] in (3, 4)
     assert rep["sessions_imported"] == 3
-    assert proc.returncode == 0, proc.stderr  # type: ignore[attr-defined]
+    assert proc.returncode == 1, proc.stderr  # type: ignore[attr-defined]
+    assert rep["files"]["skipped"] == len(rep["skipped"]) >= 8
+    assert {s["reason"] for s in rep["skipped"]} <= {"empty file, not a transcript",
+                                                     "a binary file, not a JSONL transcript"}
     assert got == clean_traces(tmp_path)
 
 

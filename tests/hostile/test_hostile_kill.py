@@ -298,7 +298,7 @@ def test_second_import_on_a_locked_folder_fails_clearly(tmp_path: Path) -> None:
         proc = run_import(out, src)
     finally:
         os.close(fd)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # fatal: the README's exit statuses
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "another rematch import is running" in lines[0]
@@ -332,7 +332,7 @@ def test_two_imports_at_once(tmp_path: Path) -> None:
     assert a.returncode == 0, a_err
     assert "Traceback" not in b.stderr
     # The first takes over a second on this corpus; the second starts while it holds the lock.
-    assert b.returncode == 1, b.stderr
+    assert b.returncode == 2, b.stderr
     assert "another rematch import is running" in b.stderr and str(lock) in b.stderr
     assert traces(out) == ref
     db = sqlite3.connect(out / "ledger.sqlite")

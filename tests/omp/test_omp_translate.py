@@ -271,12 +271,14 @@ def test_malformed_lines_and_unknown_entry_types_are_tolerated(tmp_path: Path) -
     t.add("message", message="not an object")
     t.add("message", message={"role": "alien"})
     t.msg(assistant("fine"))
-    t.add("unknown_future_entry_type")  # reported once per file
+    t.add("unknown_future_entry_type")  # every line of it is reported: each is a skipped line
     t.add("mystery")  # the last line: an unknown type is still the leaf
     path = write(tmp_path / "p" / "s.jsonl", [header(), *t.entries[:2], "not json {", "[1, 2]", *t.entries[2:]])
     src = source_of(path)
     recs, probs = read(src)
-    assert sorted((p.kind, p.line) for p in probs) == [("malformed", 4), ("malformed", 5), ("unknown_type", 3), ("unknown_type", 11)]
+    assert sorted((p.kind, p.line) for p in probs) == [
+        ("malformed", 4), ("malformed", 5), ("unknown_type", 3), ("unknown_type", 10), ("unknown_type", 11)]
+    assert all(p.skipped_data for p in probs)
     assert "unknown_future_entry_type" in next(p.message for p in probs if p.line == 3)
     out = translate(src, recs)
     assert [u.text for u in of(out, UserMessage)] == ["one", "two"]

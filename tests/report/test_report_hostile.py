@@ -93,7 +93,7 @@ def test_nothing_written_outside_the_report_folder(hostile: dict[str, Any]) -> N
     assert {"index.html", "summaries.json", "assets/chart.umd.min.js", "assets/chart.js.LICENSE.md"} <= names
     data = hostile["data"]
     assert sorted(p.name for p in data.iterdir()) == sorted(
-        ["events", "import.lock", "journal", "ledger.sqlite", "pending", "report", "traces",
+        ["claims.lock", "events", "import.lock", "journal", "ledger.sqlite", "pending", "report", "traces",
          *[p.name for p in data.iterdir() if p.name.startswith("ledger.sqlite-")]])
 
 

@@ -156,7 +156,7 @@ def test_a_second_watcher_and_an_import_are_refused_naming_the_watcher(tmp_path:
         said = second.stderr.strip().splitlines()
         assert len(said) == 1 and f"rematch watch (pid {first.proc.pid}) holds {out}" in said[0], said
         proc = batch_import(home, out)
-        assert proc.returncode == 1
+        assert proc.returncode == 2  # a held lock is fatal (the README's exit statuses)
         assert f"rematch watch (pid {first.proc.pid}) holds {out}" in proc.stderr
         assert "Traceback" not in proc.stderr
         assert first.proc.poll() is None  # the watcher goes on

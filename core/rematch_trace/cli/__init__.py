@@ -40,6 +40,39 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The data folder, the environment and the exit statuses, after the command list."""
+        from rematch_trace.store.location import default_data_dir
+
+        home = os.environ.get("REMATCH_HOME")
+        rows = [
+            ("--out DIR", "the data folder of every command; else $REMATCH_HOME, else the default below"),
+            ("where plugins look", "rematch plugins (rematch import with no PATHS reads those folders)"),
+        ]
+        env = [
+            ("REMATCH_HOME", "the data folder when --out is not given"),
+            ("REMATCH_LOAD_PLUGINS", "a,b: load only these plugins"),
+            ("REMATCH_MAX_LINE_MB", "the longest transcript line read (64)"),
+            ("REMATCH_CONFIG", "the config file (domains); default ~/.config/rematch/config.yml"),
+            ("REMATCH_DEBUG", "1: print the traceback of an internal error"),
+        ]
+        codes = [
+            ("0", "done: every file imported or unchanged; a reading command printed what was asked"),
+            ("1", "something not imported (a file or line skipped, a file failed) or nothing found "
+                  "(no transcripts, no data folder, no such session)"),
+            ("2", "a usage error, or a fatal one (another import holds the lock, a read-only data "
+                  "folder, an internal error)"),
+            ("128+N", "an import stopped by signal N (130: Ctrl-C, 143: SIGTERM); finished files are kept"),
+        ]
+        for title, items in (("Data folder", rows), ("Environment", env), ("Exit status", codes)):
+            with formatter.section(title):
+                formatter.write_dl(items)
+                if title == "Data folder":
+                    # Written whole: a path wrapped mid-name cannot be copied.
+                    formatter.write(f"{'':{formatter.current_indent}}default: {default_data_dir()}\n")
+                    if home:
+                        formatter.write(f"{'':{formatter.current_indent}}REMATCH_HOME (set now): {home}\n")
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:

@@ -1,4 +1,11 @@
-"""What the commands share: the data folder, JSON output, finding a trace."""
+"""What the commands share: the data folder, JSON output, finding a session, exit statuses.
+
+Exit statuses (the README states them): 0 when the command did what it was
+asked; 1 when something was skipped or failed, or there was nothing to read
+(no data folder, nothing imported, no such session); 2 for a usage error or
+a fatal one (the lock held by another import, a folder that cannot be
+written, an internal error); 128+N when signal N stopped an import.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,28 @@ from typing import Any
 import click
 import orjson
 
-from rematch_trace.store.datafolder import DataDir, data_dir, safe_name
+from rematch_trace.store.datafolder import DataDir, data_dir
+
+#: Exit statuses: see the module docstring.
+EXIT_OK, EXIT_PARTIAL, EXIT_FATAL = 0, 1, 2
+
+
+class NothingToRead(click.ClickException):
+    """Nothing there to read (no data folder, nothing imported, no such session): one line, exit status 1."""
+
+    exit_code = EXIT_PARTIAL
+
+
+class Ambiguous(click.ClickException):
+    """An argument that names more than one thing (an id prefix): one line, exit status 2, as a usage error."""
+
+    exit_code = EXIT_FATAL
+
+
+class Fatal(click.ClickException):
+    """The command cannot run at all (a held lock, a folder it cannot write): one line, exit status 2."""
+
+    exit_code = EXIT_FATAL
 
 
 def data_folder(out: str | None) -> DataDir:
@@ -29,38 +57,102 @@ def data_folder(out: str | None) -> DataDir:
         raise click.ClickException(str(err)) from None
 
 
+def origin(out: str | None) -> str:
+    """Where the data folder's name came from, for messages."""
+    if out:
+        return "--out"
+    return "REMATCH_HOME" if os.environ.get("REMATCH_HOME") else "the default data folder"
+
+
+def elsewhere_hint(out: str | None) -> str:
+    """What to do about an empty data folder: import into it, or name the one that holds the imports."""
+    if out:
+        return f"; run: rematch import PATHS --out {out}"
+    return ("; run: rematch import, or name the data folder you imported into with --out DIR "
+            "or REMATCH_HOME=DIR")
+
+
 def echo_json(value: Any) -> None:
     """Print ``value`` as indented JSON with sorted keys."""
     click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
 
 
-def settled(out: str | None) -> DataDir:
-    """The data folder, with whatever a killed import or live writer left half-done put right first."""
-    from rematch_trace.importing.batch import settle
-
-    data = data_folder(out)
+def writable(data: DataDir) -> bool:
+    """Whether this process may write the data folder (and its ledger, when there is one)."""
+    if not os.access(data.root, os.W_OK):
+        return False
     try:
-        settle(data)
-    except (OSError, sqlite3.Error):
-        pass  # a read-only folder, say: read what is there
-    if (data.root / "live").is_dir():
-        from rematch_trace.live.settle import settle_live
+        # A read-only mount passes os.access for root: ask the file system itself.
+        return not (os.statvfs(data.root).f_flag & os.ST_RDONLY)
+    except OSError:
+        return True
+
+
+def read_only_error(data: DataDir, what: str) -> Fatal:
+    """The one line a writing command says in a data folder it cannot write."""
+    return Fatal(f"the data folder {data.root} is read-only; {what} needs to write it "
+                 "(make it writable, or pass --out DIR for another)")
+
+
+def readable(out: str | None) -> DataDir:
+    """The data folder a reading command reads: settled first when it can be written.
+
+    A folder that is missing, or holds neither a ledger nor a trace, is :class:`NothingToRead`: a
+    reading command never reports an empty result for something it could not read.
+    """
+    data = data_folder(out)
+    if not data.root.is_dir():
+        raise NothingToRead(f"nothing imported into {data.root} ({origin(out)}): no such folder{elsewhere_hint(out)}")
+    if writable(data):
+        from rematch_trace.importing.batch import settle
 
         try:
-            settle_live(data)
+            settle(data)
         except (OSError, sqlite3.Error):
-            pass
+            pass  # read what is there; the next import settles it
+        if (data.root / "live").is_dir():
+            from rematch_trace.live.settle import settle_live
+
+            try:
+                settle_live(data)
+            except (OSError, sqlite3.Error):
+                pass
+    # A folder with traces but no ledger holds sessions captured live: readable.
+    if not data.ledger.is_file() and not (data.traces.is_dir() and any(data.traces.glob("*.jsonl"))):
+        raise NothingToRead(f"nothing imported into {data.root} ({origin(out)}) yet{elsewhere_hint(out)}")
     return data
 
 
+#: The name the commands used before reading got its checks.
+settled = readable
+
+
+def open_ledger(data: DataDir) -> Any:
+    """The data folder's ledger, opened read-only (a reading command never writes, never migrates)."""
+    from rematch_trace.store.ledger import Ledger
+
+    try:
+        return Ledger(data.ledger, readonly=True)
+    except sqlite3.Error as err:
+        raise Fatal(f"{data.ledger}: cannot read the ledger: {err}") from None
+
+
+def session_stem(data: DataDir, session: str) -> str:
+    """The trace file name (without ``.jsonl``) of the session ``session`` names, by the one id-prefix rule.
+
+    See :mod:`rematch_trace.store.lookup`. No match: :class:`NothingToRead`;
+    an ambiguous prefix: a usage error naming the candidates.
+    """
+    from rematch_trace.store.lookup import lookup
+
+    found = lookup(data, session)
+    if found.chosen is not None:
+        return found.chosen
+    if found.candidates:
+        raise Ambiguous(f"{session!r} is ambiguous: {found.listing()}; give more of the id")
+    raise NothingToRead(f"no session {session!r} in {data.root}")
+
+
 def find_trace(data: DataDir, session: str) -> Path:
-    """The trace of ``session``: its exact id, else the one trace whose id starts with it."""
-    exact = data.trace_path(session)
-    if exact.exists():
-        return exact
-    matches = sorted(p for p in data.traces.glob("*.jsonl") if p.stem.startswith(safe_name(session)))
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise click.ClickException(f"{session!r} is ambiguous: {', '.join(p.stem for p in matches[:5])}")
-    raise click.ClickException(f"no trace for session {session!r} in {data.traces}")
+    """The trace of the session ``session`` names (an id, or an id prefix)."""
+    return data.traces / f"{session_stem(data, session)}.jsonl"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import echo_json, settled
+from rematch_trace.cli.common import echo_json, readable
 
 
 @click.command("flagged")
@@ -17,7 +17,7 @@ def flagged_cmd(out: str | None, as_json: bool) -> None:
     from rematch_trace.report.text import clip, when
 
     # A killed import or live writer put right first.
-    entries = [e for e in summaries(settled(out)) if e.row["flagged"]]
+    entries = [e for e in summaries(readable(out)) if e.row["flagged"]]
     if as_json:
         echo_json(
             [

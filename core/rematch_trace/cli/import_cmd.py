@@ -11,8 +11,17 @@ from typing import Any
 
 import click
 
-from rematch_trace.cli.common import data_folder, echo_json
-from rematch_trace.errors import RematchError
+from rematch_trace.cli.common import (
+    EXIT_OK,
+    EXIT_PARTIAL,
+    Fatal,
+    NothingToRead,
+    data_folder,
+    echo_json,
+    read_only_error,
+    writable,
+)
+from rematch_trace.errors import NothingFound, RematchError
 
 
 @click.command("import")
@@ -58,6 +67,8 @@ def import_cmd(
             if done == total:
                 state["bar"].__exit__(None, None, None)
 
+    if data.root.is_dir() and not writable(data):
+        raise read_only_error(data, "rematch import")
     try:
         summary = run_import(sources, data, settings, progress=progress, scheduler=scheduler)
     except Interrupted as stop:
@@ -67,12 +78,14 @@ def import_cmd(
             err=True,
         )
         sys.exit(128 + stop.signum)
+    except NothingFound as err:
+        raise NothingToRead(str(err)) from None
     except RematchError as err:
-        raise click.ClickException(str(err)) from None
+        raise Fatal(str(err)) from None
     except OSError as err:
-        raise click.ClickException(f"{err.filename or data.root}: {err.strerror or err}") from None
+        raise Fatal(f"{err.filename or data.root}: {err.strerror or err}") from None
     except sqlite3.Error as err:
-        raise click.ClickException(f"{data.ledger}: {err}") from None
+        raise Fatal(f"{data.ledger}: {err}") from None
     print_problems(summary)
     report = summary.to_json()
     report["data"] = str(data.root)
@@ -96,4 +109,4 @@ def import_cmd(
             n = report["lines_skipped"]
             click.echo(f"{n} line{'s' if n != 1 else ''} skipped (see above)")
         click.echo(f"data: {data.root}")
-    sys.exit(1 if summary.failed else 0)
+    sys.exit(EXIT_PARTIAL if summary.failed else EXIT_OK)

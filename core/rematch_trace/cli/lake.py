@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import data_folder
+from rematch_trace.cli.common import read_only_error, readable, writable
 
 
 @click.group("lake")
@@ -19,9 +19,9 @@ def lake_migrate(out: str | None) -> None:
     from rematch_trace.place.domain import decide_domain
     from rematch_trace.store.ledger import Ledger
 
-    data = data_folder(out)
-    if not data.ledger.exists():
-        raise click.ClickException(f"no ledger in {data.root}")
+    data = readable(out)
+    if not writable(data):
+        raise read_only_error(data, "rematch lake migrate")
     changed = 0
     with Ledger(data.ledger) as ledger:
         rows = ledger.sessions()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import find_trace, settled
+from rematch_trace.cli.common import find_trace, readable
 
 
 @click.command("show")
@@ -15,7 +15,7 @@ def show_cmd(session: str, out: str | None, as_json: bool) -> None:
     """Print one session's trace readably (SESSION may be an id prefix)."""
     from rematch_trace.cli.show import render
 
-    data = settled(out)
+    data = readable(out)
     path = find_trace(data, session)
     if as_json:
         with open(path, "rb") as f:

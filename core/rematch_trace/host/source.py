@@ -71,8 +71,9 @@ class Problem:
 
     @property
     def skipped_data(self) -> bool:
-        """Whether data was lost (a bad or oversized line, an unreadable rest of file), not merely noted."""
-        return self.kind in ("malformed", "oversized", "unreadable")
+        """Whether data was lost (a bad or oversized line, a record of a type the plugin does not know,
+        an unreadable rest of file), not merely noted."""
+        return self.kind in ("malformed", "oversized", "unreadable", "unknown_type")
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path

@@ -22,11 +22,13 @@ from types import FrameType
 from typing import Any
 
 import attrs
+import orjson
 
-from rematch_trace.errors import RematchError
+from rematch_trace.errors import NothingFound, RematchError
 from rematch_trace.host.facade import Host
 from rematch_trace.importing.changes import plan
-from rematch_trace.importing.discovery import SUFFIXES, discover, walk
+from rematch_trace.importing.conflicts import Conflicts
+from rematch_trace.importing.discovery import SUFFIXES, Searched, discover, walk
 from rematch_trace.importing.executor import Executor, Interrupted
 from rematch_trace.importing.fs import exists, stat_of
 from rematch_trace.importing.lock import ImportLock
@@ -72,7 +74,9 @@ def _plan_all(
             summary.unchanged(mine["harness"] if mine is not None else None)
             continue
         work = (size or 0) - (grown.offset if grown else 0)
-        todo.append(WorkItem(path, hint, grown, work))
+        # The sessions the ledger gives this file travel with it: the worker never opens the ledger.
+        owned = tuple(sorted(sid for _h, sid in ledger.session_keys_of(key))) if mine is not None else ()
+        todo.append(WorkItem(path, hint, grown, work, owned))
     # Consumed: the work items hold what is still needed (an archive's worth of tuples freed).
     found.clear()
     if largest_first:
@@ -163,7 +167,7 @@ def run_import(
     # Nothing to read at all: say so before a data folder is made for nothing.
     # (A missing path beside readable ones fails alone, named, like any unreadable file.)
     if paths and not any(exists(p) for p in paths):
-        raise RematchError(f"no such file or folder: {', '.join(str(p) for p in paths)}")
+        raise NothingFound(f"no such file or folder: {', '.join(str(p) for p in paths)}")
     data.ensure()
     with ImportLock(data.lock):
         clean_outputs(data)
@@ -175,11 +179,17 @@ def run_import(
             if start is not None and settings.jobs > 1:
                 start()
         try:
-            summary = import_locked(
-                discover(host, paths), data, settings, progress=progress, executor=executor, scheduler=scheduler
-            )
+            searched: list[Searched] = []
+            found = discover(host, paths, searched)
+            summary = import_locked(found, data, settings, progress=progress, executor=executor, scheduler=scheduler)
         finally:
             executor.kill()  # whatever happened, no worker outlives the lock
+        summary.searched = searched
+        for place in searched:
+            if paths and place.exists and not place.found:
+                summary.skip_unread(place.path, f"a folder with no transcript files in it or under it "
+                                                f"(looked for {', '.join('*' + s for s in SUFFIXES)}; "
+                                                "symbolic links are not followed)")
         if not paths:
             from rematch_trace.host.known import absent_homes
 
@@ -228,6 +238,10 @@ def import_locked(
         book = ledger if ledger is not None else stack.enter_context(Ledger(data.ledger))
         signals = stack.enter_context(_Signals(executor))
         recover(data, _committed(book), settings.fsync)
+        # The lock's mtime marks when this run began (see rematch_trace.store.claims): set after
+        # the journal is settled (what it restored predates the run), and by every run of a
+        # caller that keeps the lock across runs (rematch watch).
+        os.utime(data.lock)
         todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None)
         # Said by this process (default_locations), before workers inherit the host.
         summary.plugin_failed(host.drain_isolated())
@@ -239,9 +253,10 @@ def import_locked(
                 return attrs.evolve(item, grown=Grown(item.grown.offset, head, tail, saved))
             return item
 
-        removals: list[str] = []
+        removals: list[tuple[str, str]] = []
+        conflicts = Conflicts(data)
         try:
-            _record_all(book, data, executor.run(todo, prepare), summary, removals)
+            _record_all(book, data, executor.run(todo, prepare), summary, removals, conflicts)
         except Interrupted:
             pass
         except BaseException:
@@ -252,6 +267,7 @@ def import_locked(
         # Workers are gone (the executor reaps them); what they finished is recorded.
         executor.kill()
         _commit(book, data, removals)
+        summary.conflicts = conflicts.lines(book)
         summary.worker_deaths.extend(executor.deaths)
         report = getattr(executor, "report", None)
         summary.workers = report() if callable(report) else {}
@@ -271,7 +287,7 @@ def import_locked(
 
 def _record_all(
     ledger: Ledger, data: DataDir, results: Iterator[tuple[WorkItem, FileOutcome]], summary: Summary,
-    removals: list[str],
+    removals: list[tuple[str, str]], conflicts: Conflicts,
 ) -> None:
     """Record each outcome as it arrives, committing a batch at a time.
 
@@ -282,35 +298,57 @@ def _record_all(
     committed_at = time.monotonic()
     for item, outcome in results:
         ledger.begin()
-        summary.add(item.path, outcome)
-        removals.extend(_record(ledger, item.path, outcome))
+        removals.extend(_record(ledger, item.path, outcome, summary, conflicts))
         if time.monotonic() - committed_at > COMMIT_SECONDS:
             _commit(ledger, data, removals)
             committed_at = time.monotonic()
 
 
-def _commit(ledger: Ledger, data: DataDir, removals: list[str]) -> None:
+def _commit(ledger: Ledger, data: DataDir, removals: list[tuple[str, str]]) -> None:
     ledger.commit()
     if removals:
         from rematch_trace.importing.source_import import remove_outputs
 
-        for sid in removals:
+        started = _run_started(data)
+        for harness, sid in removals:
+            if ledger.session_source(harness, sid) is not None:
+                continue  # another file's copy of the session is recorded: its outputs stay
+            try:
+                if os.stat(data.trace_path(sid)).st_mtime_ns >= started:
+                    continue  # written this run by another file, whose outcome is still to come
+            except OSError:
+                pass
             remove_outputs(data, sid)
     removals.clear()
 
 
-def _record(ledger: Ledger, path: str, outcome: FileOutcome) -> list[str]:
-    """Write one file's outcome to the ledger; return the session ids whose outputs must go."""
+def _run_started(data: DataDir) -> int:
+    """When this run started, on the data folder's own clock: the import lock's mtime."""
+    try:
+        return os.stat(data.lock).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _record(
+    ledger: Ledger, path: str, outcome: FileOutcome, summary: Summary, conflicts: Conflicts
+) -> list[tuple[str, str]]:
+    """Write one file's outcome to the ledger and the summary; return the sessions whose outputs may go."""
     if outcome.ok:
+        kept, replaced = conflicts.kept_sessions(ledger, path, outcome)
+        for prev in replaced:
+            summary.uncount(outcome.harness, bool(prev["flagged"]), orjson.loads(prev["reasons"] or "[]"))
+        summary.add(path, outcome, kept)
         before = ledger.session_keys_of(as_stored(path))
         # A session captured live keeps its own row (mode 'live'): neither rewritten nor forgotten.
-        after = {(outcome.harness or "", s.session_id) for s in outcome.sessions}
+        after = {(outcome.harness or "", s.session_id) for s in kept}
         after |= {(outcome.harness or "", sid) for sid in outcome.kept_live}
         gone = sorted(before - after)
-        ledger.record_source(outcome.source_row(path), outcome.sessions, gone)
+        ledger.record_source(outcome.source_row(path), kept, gone)
         # Only once the ledger no longer names them: a crash before that leaves
         # unreferenced files, never a ledger row without its trace.
-        return [sid for _harness, sid in gone]
+        return gone
+    summary.add(path, outcome)
     try:
         size = stat_of(path)[0]
     except (OSError, RematchError):

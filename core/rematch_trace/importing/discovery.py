@@ -6,6 +6,8 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import attrs
+
 from rematch_trace.host.facade import Host
 from rematch_trace.importing.fs import is_url, walk_url
 
@@ -47,21 +49,39 @@ def walk(root: str | Path) -> Iterator[str]:
         stack.extend(reversed(subdirs))
 
 
-def discover(host: Host, paths: Sequence[Path | str]) -> list[tuple[str, str | None]]:
+@attrs.define
+class Searched:
+    """A folder an import looked in: a named one, or a plugin's default location."""
+
+    path: str
+    #: The plugin whose default location it is (``None`` for a named folder).
+    harness: str | None
+    exists: bool
+    #: How many transcript-like files it held.
+    found: int = 0
+
+
+def discover(
+    host: Host, paths: Sequence[Path | str], searched: list[Searched] | None = None
+) -> list[tuple[str, str | None]]:
     """The candidate files (absolute paths, each once), each with the harness its location hints at.
 
     A URL (``s3://...``, see :mod:`rematch_trace.importing.fs`) is listed on its
-    file system, and its files are given as URLs.
+    file system, and its files are given as URLs. ``searched``, when given, gets
+    one entry per folder looked in (named or default).
     """
     found: list[tuple[str, str | None]] = []
     seen: set[str] = set()
 
     def add(root: str | Path, hint: str | None) -> None:
+        before = len(found)
         # Under an absolute, normalised root every path scandir gives is one too.
         for f in walk(os.path.abspath(root)):
             if f not in seen:
                 seen.add(f)
                 found.append((f, hint))
+        if searched is not None:
+            searched.append(Searched(str(root), hint, True, len(found) - before))
 
     if paths:
         for p in paths:
@@ -83,4 +103,6 @@ def discover(host: Host, paths: Sequence[Path | str]) -> list[tuple[str, str | N
         for loc in host.locations():
             if loc.path.is_dir():
                 add(loc.path, loc.harness)
+            elif searched is not None:
+                searched.append(Searched(str(loc.path), loc.harness, False))
     return found

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import attrs
 
+from rematch_trace.store.claims import Conflict
 from rematch_trace.store.rows import SessionRow, SourceRow
 
 #: How a file ended: read whole, continued from where the last run stopped,
@@ -43,6 +44,10 @@ class FileOutcome:
     mtime_ns: int = -1
     #: Plugins left out of a hook (they raised) while this process imported: said once per run.
     plugin_failures: list[str] = attrs.field(factory=list)
+    #: Sessions another file also names (see :mod:`rematch_trace.store.claims`).
+    conflicts: list[Conflict] = attrs.field(factory=list)
+    #: Session id -> the identity of the trace this import committed (inode, size, mtime).
+    stamps: dict[str, tuple[int, int, int]] = attrs.field(factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -77,6 +82,8 @@ class WorkItem:
     hint: str | None
     grown: Grown | None
     work: int
+    #: The session ids the ledger attributes to this file (the worker never opens the ledger).
+    owned: tuple[str, ...] = ()
 
 
 @functools.cache

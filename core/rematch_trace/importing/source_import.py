@@ -27,6 +27,7 @@ from rematch_trace.host.source import Problem, RawRecord, Source
 from rematch_trace.host.text import clean
 from rematch_trace.importing.fs import source_name
 from rematch_trace.live.folder import is_live
+from rematch_trace.store.claims import Claims, Conflict
 from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
 from rematch_trace.store.pending import write_pending
@@ -72,6 +73,8 @@ class SessionOutcome:
     repo_remote: str | None = None
     #: The session was captured live: its live trace wins, the import wrote nothing for it.
     kept_live: bool = False
+    #: The committed trace's identity (see :func:`~rematch_trace.store.datafolder.stamp_of`).
+    stamp: tuple[int, int, int] | None = None
 
 
 @attrs.define
@@ -87,6 +90,10 @@ class SourceOutcome:
     resumed: bool = False
     #: The state to continue from, as the JSON the ledger keeps (see :attr:`saved`).
     saved_blob: bytes = b""
+    #: Sessions whose trace another file's copy holds (see :mod:`rematch_trace.store.claims`).
+    conflicts: list[Conflict] = attrs.field(factory=list)
+    #: Whether a session was left to another file's copy (this file's copy of it was not written).
+    dropped: bool = False
 
     @property
     def saved(self) -> dict[str, Any]:
@@ -111,6 +118,7 @@ class _Discarded:
     def __init__(self, target: Path) -> None:
         self.target = target
         self.size = 0
+        self.stamp: tuple[int, int, int] | None = None  # nothing committed
 
     def write(self, data: bytes) -> None:
         """Drop ``data``."""
@@ -200,8 +208,10 @@ class SourceImport:
         redact: Callable[[str], str] | None = None,
         redact_input: Callable[[Any], Any] | None = None,
         fsync: bool = False,
+        claims: Claims | None = None,
     ) -> None:
         self.host = host
+        self.claims = claims
         self.source = source
         self.data = data
         self.saved = saved or {}
@@ -283,7 +293,15 @@ class SourceImport:
             # the in-place continuation undoable before a byte of them changes.
             for stream, saved in self.saved.get("streams", {}).items():
                 sess = vocab.Session(**{**saved["session"], "stream": stream})
-                self._open(sess)
+                if self.claims is not None:
+                    # Continue in place only a trace this source wrote in an earlier run;
+                    # else (another file's copy took the session) read the file whole.
+                    with self.claims.held():
+                        if not self.claims.may_continue(sess.session_id):
+                            raise RestartImport(f"{sess.session_id}: the trace is another file's copy")
+                        self._open(sess)
+                else:
+                    self._open(sess)
             appended = [f for out in self.outs.values() for f in out.appended()]
             if appended:
                 self.generation = new_generation()
@@ -346,30 +364,63 @@ class SourceImport:
                                    trace_path=out.trace.target, events_path=None, kept_live=True)
                 )
                 continue
-            out.trace.commit(self.fsync)
-            if out.events is not None:
-                out.events.commit(self.fsync)
-            synth = out.synth
-            reasons = synth.flags.reasons()
-            seqs = synth.flags.seqs()
-            place = self.host.place(out.session.cwd or "")
-            write_pending(self.data, out.session_id, self.source.harness, reasons, seqs, out.trace.target, self.fsync)
-            self.result.sessions.append(
-                SessionOutcome(
-                    stream=out.stream,
-                    session_id=out.session_id,
-                    agent_kind=out.session.agent_kind,
-                    trace_path=out.trace.target,
-                    events_path=out.events.target if out.events is not None else None,
-                    flagged=bool(reasons),
-                    reasons=reasons,
-                    seqs=seqs,
-                    counts=dict(synth.counts),
-                    cwd=out.session.cwd,
-                    repo=place.repo,
-                    repo_remote=place.repo_remote,
-                )
+            if self.claims is None or not isinstance(out.trace, AtomicFile):
+                self._commit_one(out)
+                continue
+            # The trace, events and pending of a session are replaced together, one
+            # source at a time: a copy holding less never replaces one holding more.
+            with self.claims.held():
+                if self.claims.may_write(out.session_id, sum(out.synth.counts.values()), out.trace.size):
+                    self._commit_one(out)
+                    continue
+            out.discard()
+            self.result.dropped = True
+            self._forget_stream(out.stream)
+        if self.claims is not None:
+            self.result.conflicts = self.claims.conflicts
+
+    def _forget_stream(self, stream: str) -> None:
+        """Leave a stream whose session another file's copy holds out of the state to continue from.
+
+        A first import is then not continued at all (the next change reads the file
+        whole, and decides again); a continued one must keep its journal generation,
+        so only the stream goes (its later records are not this file's to write).
+        """
+        if self.snapshot is None:
+            return
+        if self.generation is None:
+            self.snapshot = None
+            return
+        snap = state_loads(self.snapshot)
+        snap.get("streams", {}).pop(stream, None)
+        self.snapshot = state_dumps(snap)
+
+    def _commit_one(self, out: _Out) -> None:
+        out.trace.commit(self.fsync)
+        if out.events is not None:
+            out.events.commit(self.fsync)
+        synth = out.synth
+        reasons = synth.flags.reasons()
+        seqs = synth.flags.seqs()
+        place = self.host.place(out.session.cwd or "")
+        write_pending(self.data, out.session_id, self.source.harness, reasons, seqs, out.trace.target, self.fsync)
+        self.result.sessions.append(
+            SessionOutcome(
+                stream=out.stream,
+                session_id=out.session_id,
+                agent_kind=out.session.agent_kind,
+                trace_path=out.trace.target,
+                events_path=out.events.target if out.events is not None else None,
+                flagged=bool(reasons),
+                reasons=reasons,
+                seqs=seqs,
+                counts=dict(synth.counts),
+                cwd=out.session.cwd,
+                repo=place.repo,
+                repo_remote=place.repo_remote,
+                stamp=out.trace.stamp,
             )
+        )
 
 
 def import_source(
@@ -382,11 +433,18 @@ def import_source(
     redact: Callable[[str], str] | None = None,
     redact_input: Callable[[Any], Any] | None = None,
     fsync: bool = False,
+    claims: Claims | None = None,
 ) -> SourceOutcome:
-    """Import one source; with ``saved``, continue a grown file (falling back to a full import)."""
+    """Import one source; with ``saved``, continue a grown file (falling back to a full import).
+
+    With ``claims``, a session whose trace another file's copy holds is written only
+    if this copy holds at least as much (see :mod:`rematch_trace.store.claims`).
+    """
     kwargs: dict[str, Any] = {
-        "sink_factory": sink_factory, "redact": redact, "redact_input": redact_input, "fsync": fsync
+        "sink_factory": sink_factory, "redact": redact, "redact_input": redact_input, "fsync": fsync,
     }
+    if claims is not None:
+        kwargs["claims"] = claims
     if saved:
         try:
             return SourceImport(host, source, data, saved=saved, **kwargs).run()

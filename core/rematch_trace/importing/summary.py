@@ -11,7 +11,8 @@ from typing import Any
 
 import attrs
 
-from rematch_trace.importing.outcome import FileOutcome
+from rematch_trace.importing.discovery import Searched
+from rematch_trace.importing.outcome import FileOutcome, SessionRow
 
 OUTCOMES = ("imported", "resumed", "unchanged", "skipped", "failed")
 #: Problems kept per file for the report (all are counted).
@@ -54,6 +55,10 @@ class Summary:
     worker_deaths: list[str] = attrs.field(factory=list)
     #: Per cluster worker (``--scheduler``): tasks, files, bytes and seconds busy.
     workers: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    #: The folders looked in (named ones, or every plugin's default locations).
+    searched: list[Searched] = attrs.field(factory=list)
+    #: Sessions more than one file named (see :mod:`rematch_trace.importing.conflicts`).
+    conflicts: list[dict[str, Any]] = attrs.field(factory=list)
     #: The signal that stopped the run early, if one did.
     interrupted: int | None = None
     seconds: float = 0.0
@@ -74,22 +79,52 @@ class Summary:
         """Note plugins left out of a hook; each worker reports its own, so each is kept once."""
         self.plugin_failures.extend(line for line in lines if line not in self.plugin_failures)
 
-    def add(self, path: str, outcome: FileOutcome) -> FileResult:
-        """Count one file's outcome, and keep what is worth naming of it."""
+    def skip_unread(self, path: str, reason: str) -> None:
+        """Count a named path that was skipped without a file being read (a folder with no transcripts)."""
+        self.counts["skipped"] += 1
+        self.files.append(FileResult(path, None, "skipped", reason))
+
+    def uncount(self, harness: str | None, flagged: bool, reasons: list[str]) -> None:
+        """Take back a session counted earlier in this run whose trace a fuller copy replaced,
+        so sessions are counted as the ledger holds them: once."""
+        self.sessions_imported -= 1
+        h = self.harnesses.get(harness or "")
+        if h is not None:
+            h["sessions"] -= 1
+            h["flagged"] -= int(flagged)
+        if flagged:
+            self.sessions_flagged -= 1
+        for r in reasons:
+            self.flag_reasons[r] = self.flag_reasons.get(r, 0) - 1
+            if self.flag_reasons[r] <= 0:
+                del self.flag_reasons[r]
+
+    @property
+    def nothing_found(self) -> bool:
+        """Whether the run found no file at all to look at (changed or not)."""
+        return not any(self.counts.values())
+
+    def add(self, path: str, outcome: FileOutcome, sessions: list[SessionRow] | None = None) -> FileResult:
+        """Count one file's outcome, and keep what is worth naming of it.
+
+        ``sessions`` are the ones recorded (default: all the outcome has); another
+        file's fuller copy of a session leaves it out.
+        """
+        recorded = outcome.sessions if sessions is None else sessions
         self.plugin_failed(outcome.plugin_failures)
         self.counts[outcome.outcome] += 1
         # Interned: each outcome that crossed a process brings its own copies of these few words.
         fr = FileResult(
             path, _intern(outcome.harness), sys.intern(outcome.outcome), outcome.reason, tuple(outcome.problems[:PROBLEMS_PER_FILE]),
-            outcome.problem_count, outcome.skipped_lines, outcome.malformed, len(outcome.sessions),
+            outcome.problem_count, outcome.skipped_lines, outcome.malformed, len(recorded),
         )
         self.files.append(fr)
         if outcome.ok and outcome.harness is not None:
             h = self.harnesses.setdefault(outcome.harness, {"files": 0, "sessions": 0, "flagged": 0})
             h["files"] += 1
-            h["sessions"] += len(outcome.sessions)
+            h["sessions"] += len(recorded)
             self.sessions_kept_live += len(outcome.kept_live)
-            for s in outcome.sessions:
+            for s in recorded:
                 self.sessions_imported += 1
                 if s.flagged:
                     h["flagged"] += 1
@@ -100,8 +135,13 @@ class Summary:
 
     @property
     def failed(self) -> bool:
-        """Whether any file failed, any line was skipped, or a plugin was left out."""
-        return bool(self.plugin_failures) or any(f.outcome == "failed" or f.skipped_lines for f in self.files)
+        """Whether anything was not imported: a file failed or was skipped, a line was skipped, a file's
+        copy of a session was left for a fuller one, a plugin was left out, or nothing was found.
+
+        Exit status 1 says so (see :mod:`rematch_trace.cli.common`).
+        """
+        return bool(self.plugin_failures) or self.nothing_found or any(c["skipped_here"] for c in self.conflicts) \
+            or any(f.outcome in ("failed", "skipped") or f.skipped_lines for f in self.files)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able report."""
@@ -123,6 +163,16 @@ class Summary:
             "plugin_failures": [printable(line) for line in self.plugin_failures],
             "notes": [printable(line) for line in self.notes],
             "workers": self.workers,
+            "nothing_found": self.nothing_found,
+            "conflicts": [
+                {**c, "kept": printable(c["kept"]) if c["kept"] else None,
+                 "others": [{"path": printable(o["path"]), "records": o["records"]} for o in c["others"]]}
+                for c in self.conflicts
+            ],
+            "searched": [
+                {"path": printable(p.path), "harness": p.harness, "exists": p.exists, "found": p.found}
+                for p in self.searched
+            ],
             "interrupted": self.interrupted,
             "seconds": round(self.seconds, 3),
         }
@@ -153,3 +203,23 @@ def print_problems(summary: Summary, limit: int = PROBLEMS_PER_FILE, stream: Any
             print(f"rematch: {f.path}: skipped: {f.reason}", file=out)
     for line in summary.worker_deaths:
         print(f"rematch: {line}", file=out)
+    if summary.conflicts:
+        from rematch_trace.importing.conflicts import conflict_text
+
+        for c in summary.conflicts:
+            print(f"rematch: {conflict_text(c)}", file=out)
+    if summary.nothing_found:
+        print(f"rematch: no transcripts found; looked in: {searched_text(summary.searched)}", file=out)
+
+
+def searched_text(places: list[Searched]) -> str:
+    """The folders an import looked in, each with its plugin and whether it exists."""
+    if not places:
+        return "nothing (no plugin names a default location; name files or folders: rematch import PATHS)"
+    parts = []
+    for p in places:
+        notes = [p.harness] if p.harness else []
+        if not p.exists:
+            notes.append("no such folder")
+        parts.append(printable(p.path) + (f" ({', '.join(notes)})" if notes else ""))
+    return ", ".join(parts)

@@ -19,6 +19,7 @@ from rematch_trace.importing.changes import HEAD_FP, fingerprints, resumable
 from rematch_trace.importing.fs import stat_of
 from rematch_trace.importing.outcome import FileOutcome, SessionRow, WorkItem, failed
 from rematch_trace.importing.settings import ImportSettings
+from rematch_trace.store.claims import Claims
 from rematch_trace.store.datafolder import DataDir
 
 _host: Host | None = None
@@ -59,18 +60,20 @@ def import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fil
 
 
 def unclaimed(host: Host, path: Path) -> str:
-    """Why no plugin claimed ``path``: the plugin to install when it looks like a built-in harness's."""
+    """Why no plugin claimed ``path``: the plugin to install when it looks like a built-in harness's,
+    else what its first bytes say it is (see :mod:`rematch_trace.importing.unclaimed`)."""
     from rematch_trace.host.facade import HEAD_BYTES
     from rematch_trace.host.known import missing_plugin
     from rematch_trace.host.loading import load_errors
+    from rematch_trace.importing.unclaimed import reason_of
 
     try:
         with open(path, "rb") as f:
             head = f.read(HEAD_BYTES)
-    except OSError:
-        head = b""
+    except OSError as err:
+        return f"cannot read: {err.strerror or err}"
     loaded = {name for name, _ in host.pm.list_name_plugin()}
-    return missing_plugin(path, head, loaded, [name for name, _ in load_errors]) or "no plugin recognises this file"
+    return missing_plugin(path, head, loaded, [name for name, _ in load_errors]) or reason_of(head)
 
 
 def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
@@ -81,12 +84,14 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     data = _data_dir(data_root)
     p = Path(item.path)
     grown = item.grown
+    claims: Claims | None = None
     try:
         size, mtime_ns, regular = stat_of(item.path)
         if not regular:
             # A FIFO or device named on the command line would block or never end.
             return failed("not a regular file")
         saved = resumable(p, grown)
+        claims = Claims(data, item.owned)
         source = host.detect(p, item.hint)
         if source is None:
             return FileOutcome("skipped", reason=unclaimed(host, p))
@@ -95,6 +100,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             source,
             data,
             saved=saved if saved and saved.get("harness") == source.harness else None,
+            claims=claims,
             **settings.source_kwargs(host),
         )
     except FileNotFoundError as err:
@@ -111,6 +117,9 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
 
             traceback.print_exc()
         return failed(f"internal error: {type(err).__name__}: {err}")
+    finally:
+        if claims is not None:
+            claims.close()
     sessions = [
         SessionRow(
             session_id=s.session_id,
@@ -151,4 +160,6 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         saved=result.saved_blob or None,
         size=size,
         mtime_ns=mtime_ns,
+        conflicts=result.conflicts,
+        stamps={s.session_id: s.stamp for s in result.sessions if s.stamp is not None},
     )

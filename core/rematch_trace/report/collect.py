@@ -38,7 +38,7 @@ def ledger_rows(data: DataDir) -> list[dict[str, Any]]:
 
     if not data.ledger.exists():
         raise NothingImported(f"nothing imported into {data.root} yet; run: rematch import")
-    with Ledger(data.ledger) as ledger:
+    with Ledger(data.ledger, readonly=True) as ledger:  # also in a read-only data folder
         return ledger.sessions()
 
 

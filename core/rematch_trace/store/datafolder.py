@@ -39,6 +39,8 @@ class DataDir:
         self.journal = root / "journal"
         self.ledger = root / "ledger.sqlite"
         self.lock = root / "import.lock"
+        #: Held a moment while a session's outputs are replaced (see :mod:`rematch_trace.store.claims`).
+        self.claims_lock = root / "claims.lock"
 
     def ensure(self) -> None:
         """Create the folders, private to the user (0700)."""
@@ -70,6 +72,8 @@ class AtomicFile:
         fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         self.f: IO[bytes] = os.fdopen(fd, "wb", buffering=256 * 1024)
         self.size = 0
+        #: The committed file's identity, see :func:`stamp_of`.
+        self.stamp: tuple[int, int, int] | None = None
 
     def write(self, data: bytes) -> None:
         """Append bytes."""
@@ -90,6 +94,7 @@ class AtomicFile:
         self.f.flush()
         if fsync:
             os.fsync(self.f.fileno())
+        self.stamp = stamp_of(os.fstat(self.f.fileno()))
         self.f.close()
         trash: Path | None = self.target.with_name(f".{self.target.name}.{secrets.token_hex(6)}.trash")
         try:
@@ -109,6 +114,16 @@ class AtomicFile:
                 os.unlink(self.tmp)
             except FileNotFoundError:
                 pass
+
+
+def stamp_of(st: os.stat_result) -> tuple[int, int, int]:
+    """A file's identity as the ledger writer checks it: inode, size, mtime.
+
+    The import of one source stamps each trace it commits; the ledger writer
+    records the session only if the trace there still bears that stamp (another
+    file's copy of the session may have replaced it since).
+    """
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def write_atomic(target: Path, data: bytes, fsync: bool = False) -> None:

@@ -33,7 +33,7 @@ from typing import IO, Any
 import orjson
 
 from rematch_trace.errors import RestartImport
-from rematch_trace.store.datafolder import DataDir
+from rematch_trace.store.datafolder import DataDir, stamp_of
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -67,6 +67,8 @@ class AppendFile:
         self._fd = fd
         self.f: IO[bytes] | None = None
         self.size = keep
+        #: The committed file's identity (see :func:`~rematch_trace.store.datafolder.stamp_of`).
+        self.stamp: tuple[int, int, int] | None = None
 
     def begin(self) -> None:
         """Start writing at the kept length."""
@@ -92,6 +94,7 @@ class AppendFile:
             os.ftruncate(self.f.fileno(), self.size)
         if fsync:
             os.fsync(self.f.fileno())
+        self.stamp = stamp_of(os.fstat(self.f.fileno()))
         self.f.close()
 
     def discard(self) -> None:

@@ -88,11 +88,40 @@ def as_stored(value: Any) -> Any:
     return value
 
 
+def open_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection to an existing ledger, also in a folder nobody may write.
+
+    ``mode=ro`` first: it still sees an import committing meanwhile. A WAL database
+    needs its ``-shm`` file, which SQLite cannot create in a read-only folder; there
+    no process can be writing, so the file is opened as immutable (no locks at all).
+    """
+    if not path.is_file():
+        raise sqlite3.OperationalError(f"no ledger at {path}")
+    uri = path.resolve().as_uri()
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30, isolation_level=None)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        db.close()
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+
+
 class Ledger:
     """An open ledger. Use as a context manager; writes commit per call."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        """Open (creating and migrating) the ledger at ``path``; with ``readonly``, only read it.
+
+        A read-only ledger is never created, migrated or written, so it can be read
+        in a folder the user cannot write (see :func:`open_readonly`).
+        """
         self.path = path
+        self.readonly = readonly
+        if readonly:
+            self.db = open_readonly(path)
+            self.db.row_factory = sqlite3.Row
+            return
         # Created private first: SQLite gives its -wal and -shm files the database's mode.
         os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600))
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
@@ -187,7 +216,8 @@ class Ledger:
     def session_source(self, harness: str, session_id: str) -> sqlite3.Row | None:
         """Which source a session was recorded from, and how much that source held."""
         row: sqlite3.Row | None = self._q(
-            "SELECT source_path, source_size, counts FROM sessions WHERE harness = ? AND session_id = ?",
+            "SELECT source_path, source_size, counts, flagged, reasons FROM sessions "
+            "WHERE harness = ? AND session_id = ?",
             (harness, session_id),
         ).fetchone()
         return row
@@ -257,7 +287,9 @@ class Ledger:
              r.malformed, r.problems, r.saved or None, int(time.time())),
         )
         for harness_, sid in forget:
-            self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness_, sid))
+            # Only while it is still this source's: another file's copy may have taken it meanwhile.
+            self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ? AND source_path = ?",
+                    (harness_, sid, r.path))
         for s in sessions:
             self._session_row(r, s, "import")
 

@@ -17,9 +17,14 @@ def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     env = os.environ.get("REMATCH_HOME")
     if env:
         return Path(env).expanduser()
+    return default_data_dir()
+
+
+def default_data_dir() -> Path:
+    """The platform's user data folder for rematch (used when neither ``--out`` nor ``REMATCH_HOME`` is)."""
     import platformdirs  # only when no folder is named: it costs a few milliseconds
 
     return Path(platformdirs.user_data_dir("rematch", appauthor=False))
 
 
-__all__ = ["data_dir"]
+__all__ = ["data_dir", "default_data_dir"]

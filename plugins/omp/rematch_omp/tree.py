@@ -180,7 +180,7 @@ def index(f: IO[bytes]) -> Index:
     return idx
 
 
-#: Entry types omp (to 18.2) and pi write; others are reported once per file and skipped.
+#: Entry types omp (to 18.2) and pi write; a line of any other is reported and skipped.
 KNOWN_TYPES = frozenset({
     "title", "session", "message", "thinking_level_change", "model_change", "service_tier_change",
     "compaction", "branch_summary", "reset_boundary", "custom", "custom_message", "label",
@@ -190,16 +190,17 @@ KNOWN_TYPES = frozenset({
 
 
 def _with_unknown_types(items: Iterator[RawRecord | Problem], name: str) -> Iterator[RawRecord | Problem]:
-    """Pass records through, reporting each entry type omp does not write once."""
-    reported: set[str] = set()
+    """Pass records through, reporting every line of an entry type omp does not write.
+
+    Each is a skipped line (its data is lost), counted as every other one is;
+    the core prints a few per file and counts the rest.
+    """
     for item in items:
         if isinstance(item, RawRecord):
             typ = item.value.get("type")
             if not isinstance(typ, str) or typ not in KNOWN_TYPES:
                 label = typ if isinstance(typ, str) else repr(typ)[:40]
-                if label not in reported and len(reported) < 100:
-                    reported.add(label)
-                    yield Problem(name, item.line, f"unknown omp entry type {label!r} (skipped)", "unknown_type")
+                yield Problem(name, item.line, f"unknown omp entry type {label!r} (skipped)", "unknown_type")
         yield item
 
 
