@@ -15,7 +15,6 @@ limit is skipped without being held at all.
 from __future__ import annotations
 
 import io
-import json
 import os
 import zlib
 from collections.abc import Callable, Iterator
@@ -26,6 +25,8 @@ import orjson
 
 from rematch_trace.errors import RematchError
 from rematch_trace.host.source import Problem, RawRecord, Source
+from rematch_trace.trace.exactnum import exactify, may_be_inexact, parse_exact
+from rematch_trace.trace.exactnum import loads_exact as loads_exact  # for plugins: the exact parse of embedded JSON
 
 #: Lines up to this size are read whole and parsed by orjson.
 BIG_LINE = 4 * 1024 * 1024
@@ -61,6 +62,9 @@ def require_c_backend() -> None:
 def loads(data: bytes) -> Any:
     """Parse one JSON document: orjson, then :mod:`json` for what orjson refuses.
 
+    The :mod:`json` fallback keeps numbers exact
+    (:func:`~rematch_trace.trace.exactnum.parse_exact`); :func:`read_jsonl`
+    also re-parses exactly the orjson lines whose numbers could be inexact.
     Raises :class:`ValueError` (with a short reason) when neither accepts it.
     """
     try:
@@ -68,7 +72,7 @@ def loads(data: bytes) -> Any:
     except orjson.JSONDecodeError as first:
         try:
             # Decoded here, not by json: given bytes it guesses UTF-16/32 from NULs.
-            return json.loads(data.decode("utf-8"))
+            return parse_exact(data.decode("utf-8"))
         except RecursionError:
             raise ValueError("JSON nested too deeply") from None
         except UnicodeDecodeError:
@@ -172,6 +176,7 @@ def read_jsonl(
     readline = f.readline
     orjson_loads = orjson.loads
     decode_error = orjson.JSONDecodeError
+    inexact = may_be_inexact
     while True:
         raw = readline(BIG_LINE)
         if not raw:
@@ -201,6 +206,13 @@ def read_jsonl(
             continue
         try:
             value = orjson_loads(raw)  # orjson takes the newline, CR and spaces as they are
+            if inexact(raw):
+                # A number orjson may have rounded: parse the line again, exactly.
+                try:
+                    value = parse_exact(raw)
+                except RecursionError:
+                    yield Problem(path, lineno, "JSON nested too deeply to read its numbers exactly; skipped")
+                    continue
         except decode_error:
             if not raw.strip():
                 continue
@@ -229,7 +241,8 @@ def _read_big(
     rest = _LineRest(head, f, limit)
     try:
         # yajl re-copies a token split across reads, so small reads make a long string quadratic.
-        value = next(ijson.items(io.BufferedReader(rest, _CHUNK), "", use_float=True, buf_size=BIG_LINE))
+        # Decimals, not floats: numbers stay exact (exactify keeps floats where nothing is lost).
+        value = exactify(next(ijson.items(io.BufferedReader(rest, _CHUNK), "", use_float=False, buf_size=BIG_LINE)))
         error: str | None = None
     except StopIteration:
         value, error = None, "empty line"

@@ -30,6 +30,7 @@ from rematch_trace.host.source import Source
 from rematch_trace.security.fingerprint import action_fingerprint
 from rematch_trace.security.redact import PLACEHOLDER, Redactor
 from rematch_trace.security.risk import command_text, file_paths, risk_features, strings_of
+from rematch_trace.trace.exactnum import ExactNumber
 
 SCHEMA_VERSION = 1
 #: The longest ``args_summary``, in characters.
@@ -140,7 +141,7 @@ def summarize(action_type: str, tool: str, tool_input: Any) -> str:
 def _scalar(v: Any) -> str:
     if isinstance(v, str):
         return v if len(v) <= 80 else v[:80] + "…"
-    if isinstance(v, bool | int | float) or v is None:
+    if isinstance(v, bool | int | float | ExactNumber) or v is None:
         return str(v)
     return "[…]" if isinstance(v, list) else "{…}"
 

@@ -32,8 +32,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from rematch_trace.errors import RestartImport
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.text import utf8_len
@@ -53,6 +51,7 @@ from rematch_trace.host.vocab import (
     ToolResult,
     UserMessage,
 )
+from rematch_trace.importing.reader import loads_exact
 
 from . import results, skills, usage, usertext
 from .discover import thread_id_of
@@ -584,8 +583,9 @@ def _parse_args(args: Any) -> Any:
     """A function call's arguments: a JSON string parsed, else as recorded."""
     if isinstance(args, str):
         try:
-            return orjson.loads(args)
-        except orjson.JSONDecodeError:
+            # Numbers a float would round stay exact (the arguments are hashed and fingerprinted).
+            return loads_exact(args)
+        except ValueError:
             return args
     return args
 
