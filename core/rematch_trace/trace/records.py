@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import attrs
 import cattrs
-from cattrs.gen import make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 
 @attrs.frozen(slots=True)
@@ -154,12 +154,17 @@ class MarkRecord:
 
 @attrs.frozen(slots=True)
 class Retrieval:
-    """Context a retrieve hook added (live capture only)."""
+    """Context added after the first model response: a retrieve hook's (live), or a late load.
+
+    ``loaded_entries`` (written only when not empty) keeps the version and sha
+    of entries an import saw loaded after ``session_start`` was written.
+    """
 
     EV: ClassVar[str] = "retrieval"
     entry_ids: list[str]
     units: list[dict[str, Any]]
     bytes: int
+    loaded_entries: list[LoadedEntry] = attrs.field(factory=list)
 
 
 @attrs.frozen(slots=True)
@@ -198,6 +203,22 @@ converter.register_structure_hook(
 )
 converter.register_structure_hook(
     MarkRecord, lambda d, _: MarkRecord(cls=d["class"], note=d.get("note", ""))
+)
+_retrieval_fields = make_dict_unstructure_fn(Retrieval, converter)
+
+
+def _unstructure_retrieval(record: Retrieval) -> dict[str, Any]:
+    d: dict[str, Any] = _retrieval_fields(record)
+    if not d["loaded_entries"]:
+        del d["loaded_entries"]  # live capture's retrievals stay as the seed writes them
+    return d
+
+
+converter.register_unstructure_hook(Retrieval, _unstructure_retrieval)
+_entry_fields = make_dict_structure_fn(LoadedEntry, converter)
+# The plain [id, ...] form of older traces' loaded_entries is still read (trace::LoadedEntry).
+converter.register_structure_hook(
+    LoadedEntry, lambda d, _: LoadedEntry(id=d) if isinstance(d, str) else _entry_fields(d, LoadedEntry)
 )
 
 

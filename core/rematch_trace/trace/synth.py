@@ -510,4 +510,6 @@ class Synthesizer:
             if entry not in self.loaded:
                 self.loaded.append(entry)
             return
-        self._emit(Retrieval(entry_ids=[rec.id], units=[], bytes=0))
+        # session_start is written: a later load keeps its version and sha in the retrieval record.
+        late = [LoadedEntry(**entry)] if rec.version is not None or rec.sha is not None else []
+        self._emit(Retrieval(entry_ids=[rec.id], units=[], bytes=0, loaded_entries=late))
