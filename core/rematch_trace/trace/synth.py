@@ -511,5 +511,5 @@ class Synthesizer:
                 self.loaded.append(entry)
             return
         # session_start is written: a later load keeps its version and sha in the retrieval record.
-        late = [LoadedEntry(**entry)] if rec.version is not None or rec.sha is not None else []
+        late = [LoadedEntry(rec.id, rec.version, rec.sha)] if rec.version is not None or rec.sha is not None else []
         self._emit(Retrieval(entry_ids=[rec.id], units=[], bytes=0, loaded_entries=late))
