@@ -11,8 +11,11 @@ Rules that need the next line wait in the ``state`` dict (JSON-able, bounded):
   form one open *group* until a line of another response, a typed input, an
   interrupt or a compaction closes it. Tool results of the group's calls that
   arrive meanwhile wait with it, so they follow their assistant message.
-* a slash command is held until the next line says whether it invoked a skill
-  (the skill body arrives as the following ``isMeta`` line).
+* a slash command is held until the next line says whether it started a model
+  run: a skill's or prompt command's body arrives as the following ``isMeta``
+  line, or a model response follows. Such a command is the user's input (its
+  name a skill invoked, its arguments the text); a built-in command that runs
+  no model (``/clear``, ``/model``) is passed on as typed, for the core to drop.
 
 The end-of-input flush reads ``state`` without changing it: the core saves the
 state at the end of the input and runs the flush again when the file grows.
@@ -45,9 +48,10 @@ from rematch_trace.host.vocab import (
     Usage,
     UserMessage,
 )
+from rematch_trace.trace.prelabel import normalize_mark
 
 from .discover import session_stem
-from .usertext import INTERRUPT_PREFIX, SKILL_BODY_PREFIX, classify, strip_context
+from .usertext import INTERRUPT_PREFIX, classify, strip_context
 
 STATE_VERSION = 1
 PROVIDER = "anthropic"
@@ -365,15 +369,20 @@ class _Translator:
         main = own or self.stem
         return Session(key, t, f"{main}.{key}", cwd, "sub", None, ver, main)
 
-    def _prep(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
-        """Make the stream ready for a new record: its Session first, a held command released."""
+    def _prep(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral], ran: bool = False) -> None:
+        """Make the stream ready for a new record: its Session first, a held command released.
+
+        ``ran``: the record is a model response, so the held command started a
+        model run and is the user's input; otherwise it is passed on as typed
+        (the core drops slash lines).
+        """
         if not ss["on"]:
             out.append(self._session(key, t))
             ss["on"] = True
         hold = ss["hold"]
         if hold is not None:
             ss["hold"] = None
-            out.append(UserMessage(key, hold[1], hold[0]))
+            out.append(_command_input(key, hold) if ran else UserMessage(key, hold[1], hold[0]))
 
     def _close(self, key: str, ss: dict[str, Any], out: list[Neutral]) -> None:
         g = ss["g"]
@@ -403,7 +412,7 @@ class _Translator:
                 return
             self._close(key, ss, out)
             t = iso_ms(v.get("timestamp"))
-            self._prep(key, ss, t, out)
+            self._prep(key, ss, t, out, ran=True)
             g = ss["g"] = _new_group(mid, t)
         self._absorb(g, msg, v)
         if mid is None:
@@ -498,15 +507,11 @@ class _Translator:
             return
         if v.get("isMeta") is True:
             hold = ss["hold"]
-            if (
-                hold is not None
-                and not v.get("sourceToolUseID")
-                and any(x.lstrip().startswith(SKILL_BODY_PREFIX) for x in texts)
-            ):
-                # The command the user typed was a skill: its body follows as a meta line.
+            if hold is not None and not v.get("sourceToolUseID") and any(_expands(x) for x in texts):
+                # The command the user typed was a skill or a prompt command: its body
+                # follows as a meta line, and the model runs on it.
                 ss["hold"] = None
-                skill = hold[0].split()[0].lstrip("/")
-                out.append(UserMessage(key, hold[1], hold[0], skills=(skill,)))
+                out.append(_command_input(key, hold))
             return
         if v.get("isCompactSummary") is True or v.get("isVisibleInTranscriptOnly") is True:
             return
@@ -623,6 +628,25 @@ class _Translator:
         self._prep(key, ss, t, out)
         out.append(Abort(key, t, "queued"))
         out.append(UserMessage(key, t, text))
+
+
+def _expands(text: str) -> bool:
+    """Whether a meta line's text is a command's expansion (a prompt or skill body, not a caveat)."""
+    return bool(text.strip()) and classify(text)[0] == "input"
+
+
+def _command_input(key: str, hold: list[Any]) -> UserMessage:
+    """A slash command that started a model run, as the user's input.
+
+    Its name goes to ``skills`` and its arguments are the text; a mark command
+    (``/rematch-mark <class>``) stays as typed, for the core to read the mark.
+    """
+    typed, t = hold
+    if normalize_mark(typed) != typed:
+        return UserMessage(key, t, typed)
+    name, _, args = typed.partition(" ")
+    name = name.lstrip("/")
+    return UserMessage(key, t, args.strip(), skills=(name,) if name else ())
 
 
 def _agent_type(path: Path) -> str | None:
