@@ -225,6 +225,26 @@ def test_only_typed_text_becomes_input(tmp_path: Path) -> None:
     ]
 
 
+def test_prompts_recorded_only_as_user_message_events_are_inputs(tmp_path: Path) -> None:
+    b = Lines()
+    lines = [
+        b.meta(), b.turn_context(),
+        b.env("event_msg", {"type": "user_message", "message": "first prompt", "kind": "plain", "images": []}),
+        b.assistant("one"),
+        b.env("event_msg", {"type": "user_message", "message": "<environment_context>\n</environment_context>",
+                            "kind": "environment_context"}),
+        b.event("user_message", message="# Context from my IDE setup:\n\n## My request for Codex:\nsecond\n"),
+        b.assistant("two"),
+        # A prompt recorded both ways is one input.
+        b.user("third"), b.event("user_message", message="third", images=[]), b.assistant("three"),
+    ]
+    recs = run(tmp_path, lines)
+    assert [r.text for r in of(recs, UserMessage)] == ["first prompt", "second", "third"]
+    kinds = [type(r).__name__ for r in recs]
+    assert kinds == ["Session", "UserMessage", "AssistantMessage", "UserMessage", "AssistantMessage", "UserMessage",
+                     "AssistantMessage"]
+
+
 def test_image_only_prompt_is_an_input(tmp_path: Path) -> None:
     b = Lines()
     content = [

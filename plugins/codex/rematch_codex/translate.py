@@ -62,6 +62,8 @@ MAX_TRACKED = 1024
 #: A copied history is written in one burst; a gap this long (ms) means it has ended.
 COPY_GAP_MS = 1000
 SPAWN_HANDOVER = "You are the newly spawned agent"
+#: Prompt items whose event copy may still follow (each copy follows its item at once).
+MAX_MIRRORS = 8
 
 _ENVELOPE_TYPES = frozenset(
     {
@@ -106,6 +108,7 @@ def _new_state() -> dict[str, Any]:
         "calls": {},
         "abort": None,
         "unknown": 0,
+        "mirrors": 0,  # prompts seen as response items whose event_msg/user_message copy is still to come
     }
 
 
@@ -331,6 +334,32 @@ class _Translator:
             s["abort"] = reason if isinstance(reason, str) and reason else "interrupted"
         elif typ in _OUTCOME_EVENTS:
             self.outcome(typ, payload)
+        elif typ == "user_message":
+            self.user_event(payload, t)
+
+    def user_event(self, payload: dict[str, Any], t: int | None) -> None:
+        """``event_msg/user_message``: a copy of a prompt item, or the only record of a prompt.
+
+        Codex mirrors each prompt as this event right after its ``response_item``;
+        some rollouts hold only the event. An event with no item before it is the input.
+        """
+        s = self.s
+        if s["mirrors"] > 0:
+            s["mirrors"] -= 1
+            return
+        kind = payload.get("kind")
+        if kind not in (None, "plain"):
+            return  # v0.30-0.47 also mirrored injected instructions and context
+        message = payload.get("message")
+        what, body = usertext.classify(message) if isinstance(message, str) else ("context", "")
+        images = payload.get("images")
+        image = bool(images) or bool(payload.get("local_images"))
+        if what != "typed" and not image:
+            return
+        self.boundary(t)
+        self.ensure_session(t)
+        s["own"] = True
+        self.out.append(UserMessage(STREAM, t, body if what == "typed" else ""))
 
     def outcome(self, typ: str, payload: dict[str, Any]) -> None:
         s = self.s
@@ -505,6 +534,7 @@ class _Translator:
         self.ensure_session(t)
         if typed or image:
             self.s["own"] = True
+            self.s["mirrors"] = min(self.s["mirrors"] + 1, MAX_MIRRORS)
             self.out.append(UserMessage(STREAM, t, "\n".join(typed)))
         self.out.extend(deferred)
 
