@@ -21,9 +21,12 @@ from rematch_trace.host.vocab import (
     Abort,
     AssistantMessage,
     Compaction,
+    Instructions,
+    PermissionMode,
     Session,
     SkillInvoked,
     ToolResult,
+    TurnStarted,
     UserMessage,
 )
 
@@ -542,3 +545,38 @@ def test_abort_inside_a_sidechain_stays_in_it(tmp_path: Path) -> None:
     out = _run(tmp_path, [b.user("go"), root, stop])
     [abort] = records_of(out, Abort, None)
     assert abort.stream == "sidechain-1"
+
+
+# -- instructions, turns and permission modes ---------------------------------------------------
+
+
+def test_instruction_attachments_name_the_files_loaded(tmp_path: Path) -> None:
+    b = Lines()
+    grouped = {"type": "instructions", "reason": "session_start", "files": [
+        {"path": "/home/u/.claude/CLAUDE.md", "type": "User", "content": "be brief"},
+        {"path": "/work/project/CLAUDE.md", "type": "Project", "content": "use uv"}]}
+    nested = {"type": "nested_memory", "path": "/work/project/src/CLAUDE.md", "displayPath": "src/CLAUDE.md",
+              "content": {"path": "/work/project/src/CLAUDE.md", "type": "Project", "content": "x"}}
+    older = {"type": "nested_memory", "content": {"path": "/work/project/lib/CLAUDE.md", "content": "y"}}
+    out = _run(tmp_path, [b.line("attachment", attachment=grouped), b.user("hi"), b.assistant("m1", call("c1")),
+                          b.line("attachment", attachment=nested), b.result("c1"),
+                          b.line("attachment", attachment=older), b.line("attachment", attachment={"type": "other"})])
+    assert [(i.path, i.text) for i in records_of(out, Instructions)] == [
+        ("/home/u/.claude/CLAUDE.md", ""), ("/work/project/CLAUDE.md", ""), ("/work/project/src/CLAUDE.md", ""),
+        ("/work/project/lib/CLAUDE.md", "")]
+    assert _kinds(out)[:3] == ["Session", "Instructions", "Instructions"]
+
+
+def test_prompt_ids_and_permission_modes_are_passed_on(tmp_path: Path) -> None:
+    b = Lines()
+    lines = [b.user("plan it", promptId="p-1", permissionMode="plan"), b.assistant("m1", call("c1")),
+             b.result("c1", promptId="p-1", permissionMode="plan"),
+             b.line("permission-mode", permissionMode="acceptEdits", sessionId=SID),
+             b.assistant("m2", text("ok")),
+             b.user("do it", promptId="p-2", permissionMode="acceptEdits"), b.assistant("m3", text("done"))]
+    out = _run(tmp_path, lines)
+    assert _kinds(out) == ["Session", "TurnStarted", "PermissionMode", "UserMessage", "AssistantMessage",
+                           "ToolResult", "PermissionMode", "AssistantMessage", "TurnStarted", "UserMessage",
+                           "AssistantMessage"]
+    assert [r.turn_id for r in records_of(out, TurnStarted)] == ["p-1", "p-2"]
+    assert [r.mode for r in records_of(out, PermissionMode)] == ["plan", "acceptEdits"]

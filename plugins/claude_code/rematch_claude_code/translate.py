@@ -39,12 +39,15 @@ from rematch_trace.host.vocab import (
     Abort,
     AssistantMessage,
     Compaction,
+    Instructions,
     ModelRef,
     Neutral,
+    PermissionMode,
     Session,
     SkillInvoked,
     ToolCall,
     ToolResult,
+    TurnStarted,
     Usage,
     UserMessage,
 )
@@ -272,6 +275,8 @@ class _Translator:
         """Translate one line into ``out``."""
         typ = v.get("type")
         if type(typ) is not str or typ not in _HANDLED:
+            if typ == "permission-mode":
+                self._mode_line(v)
             # progress lines carry copies of subagent messages: never counted.
             return
         st = self.st
@@ -384,6 +389,42 @@ class _Translator:
             ss["hold"] = None
             out.append(_command_input(key, hold) if ran else UserMessage(key, hold[1], hold[0]))
 
+    def _context(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
+        """Pass on a prompt id or permission mode seen since the last time (stream ready)."""
+        pid = ss.get("pid")
+        if pid is not None and pid != ss.get("pide"):
+            ss["pide"] = pid
+            out.append(TurnStarted(key, t, pid))
+        mode = ss.get("pm")
+        if mode is not None and mode != ss.get("pme"):
+            ss["pme"] = mode
+            out.append(PermissionMode(key, t, mode))
+
+    def _instructions(
+        self, key: str, ss: dict[str, Any], att: dict[str, Any], t: int | None, out: list[Neutral]
+    ) -> None:
+        """Instruction files loaded into the context: an ``Instructions`` record each (its path)."""
+        paths = _instruction_paths(att)
+        if not paths:
+            return
+        if not ss["on"]:
+            # The stream's Session first; a held command stays held (this is no sign it ran or not).
+            out.append(self._session(key, t))
+            ss["on"] = True
+        for path in paths:
+            out.append(Instructions(key, t, "", path))
+
+    def _mode_line(self, v: dict[str, Any]) -> None:
+        """A ``permission-mode`` line (2.1.x): the main session's mode from here on."""
+        mode = v.get("permissionMode")
+        sid = v.get("sessionId")
+        if type(mode) is not str or not mode or (type(sid) is str and self.st["own"] not in (None, clean(sid))):
+            return
+        ss = self.streams.get("")
+        if ss is None:
+            ss = self.streams[""] = _new_stream()
+        ss["pm"] = clean(mode)
+
     def _close(self, key: str, ss: dict[str, Any], out: list[Neutral]) -> None:
         g = ss["g"]
         if g is None:
@@ -413,6 +454,7 @@ class _Translator:
             self._close(key, ss, out)
             t = iso_ms(v.get("timestamp"))
             self._prep(key, ss, t, out, ran=True)
+            self._context(key, ss, t, out)
             g = ss["g"] = _new_group(mid, t)
         self._absorb(g, msg, v)
         if mid is None:
@@ -477,6 +519,14 @@ class _Translator:
         msg = v.get("message")
         if type(msg) is not dict:
             return
+        # User lines carry the permission mode (and, from 2.1.x, the prompt's id): passed on
+        # before the next input or response.
+        mode = v.get("permissionMode")
+        if type(mode) is str and mode:
+            ss["pm"] = clean(mode)
+        prompt_id = v.get("promptId")
+        if type(prompt_id) is str and prompt_id:
+            ss["pid"] = clean(prompt_id)
         content = msg.get("content")
         texts: list[str]
         images = 0
@@ -529,6 +579,7 @@ class _Translator:
         else:
             self._close(key, ss, out)
             self._prep(key, ss, t, out)
+            self._context(key, ss, t, out)
             out.append(UserMessage(key, t, text))
 
     def _abort(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
@@ -550,6 +601,7 @@ class _Translator:
             return
         self._close(key, ss, out)
         self._prep(key, ss, t, out)
+        self._context(key, ss, t, out)
         ss["hold"] = [text, t]
         ss["lc"] = [text, t]
 
@@ -608,7 +660,13 @@ class _Translator:
 
     def _attachment(self, key: str, ss: dict[str, Any], v: dict[str, Any], out: list[Neutral]) -> None:
         att = v.get("attachment")
-        if type(att) is not dict or att.get("type") != "queued_command":
+        if type(att) is not dict:
+            return
+        kind = att.get("type")
+        if kind in ("nested_memory", "instructions"):
+            self._instructions(key, ss, att, to_ms(v.get("timestamp")), out)
+            return
+        if kind != "queued_command":
             return
         origin = att.get("origin")
         origin_kind = origin.get("kind") if type(origin) is dict else None
@@ -628,6 +686,30 @@ class _Translator:
         self._prep(key, ss, t, out)
         out.append(Abort(key, t, "queued"))
         out.append(UserMessage(key, t, text))
+
+
+def _instruction_paths(att: dict[str, Any]) -> list[str]:
+    """The instruction files (CLAUDE.md, rules, memory) an attachment loads, in order.
+
+    ``nested_memory`` names one file (``path``, or its ``content.path``); the
+    grouped ``instructions`` form lists ``files[].path``.
+    """
+    if att.get("type") == "nested_memory":
+        items: list[Any] = [att]
+    else:
+        files = att.get("files")
+        items = files if type(files) is list else []
+    paths: list[str] = []
+    for item in items:
+        if type(item) is not dict:
+            continue
+        path = item.get("path")
+        content = item.get("content")
+        if type(path) is not str and type(content) is dict:
+            path = content.get("path")
+        if type(path) is str and path and clean(path) not in paths:
+            paths.append(clean(path))
+    return paths
 
 
 def _expands(text: str) -> bool:

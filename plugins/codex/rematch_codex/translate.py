@@ -45,10 +45,12 @@ from rematch_trace.host.vocab import (
     Instructions,
     ModelRef,
     Neutral,
+    PermissionMode,
     Session,
     SkillInvoked,
     ToolCall,
     ToolResult,
+    TurnStarted,
     UserMessage,
 )
 from rematch_trace.importing.reader import loads_exact
@@ -109,6 +111,8 @@ def _new_state() -> dict[str, Any]:
         "abort": None,
         "unknown": 0,
         "mirrors": 0,  # prompts seen as response items whose event_msg/user_message copy is still to come
+        "turn": None,  # the turn id last passed on
+        "perm": None,  # the permission mode last passed on
     }
 
 
@@ -172,6 +176,8 @@ class _Translator:
             model = payload.get("model")
             if isinstance(model, str) and model:
                 s["model"] = model
+            self.turn(payload.get("turn_id"), t)
+            self.permissions(payload, t)
         elif kind == "compacted":
             self.boundary(t)
             self.ensure_session(t)
@@ -292,7 +298,7 @@ class _Translator:
                 for text in _texts(payload.get("content")):
                     kind_, _ = usertext.classify(text)
                     if kind_ == "instructions" or (payload.get("role") == "developer" and usertext.is_catalog(text)):
-                        self.out.append(Instructions(STREAM, t, text))
+                        self.out.append(Instructions(STREAM, t, text, usertext.instructions_path(text)))
             elif typ in _OUTPUT_ITEMS:
                 text = results.output_text(payload.get("output"))
                 if text.startswith(SPAWN_HANDOVER):
@@ -324,6 +330,8 @@ class _Translator:
                 s["pusage"] = usage.add(s["pusage"], vec)
         elif typ in _BOUNDARY_EVENTS:
             self.boundary(t)
+            if typ in ("task_started", "turn_started"):
+                self.turn(payload.get("turn_id"), t)
         elif typ == "turn_aborted":
             pend = s["pend"]
             if pend is not None:
@@ -377,6 +385,23 @@ class _Translator:
         early[cid] = list(found)
         while len(early) > MAX_TRACKED:
             del early[next(iter(early))]
+
+    def turn(self, turn_id: Any, t: int | None) -> None:
+        """Pass on a new turn id (v0.100+ turn_context and task_started carry one)."""
+        s = self.s
+        if isinstance(turn_id, str) and turn_id and turn_id != s["turn"]:
+            s["turn"] = turn_id
+            self.ensure_session(t)
+            self.out.append(TurnStarted(STREAM, t, turn_id))
+
+    def permissions(self, payload: dict[str, Any], t: int | None) -> None:
+        """Pass on a changed permission mode: ``<approval_policy>/<sandbox>`` of a turn_context."""
+        s = self.s
+        mode = permission_mode(payload)
+        if mode is not None and mode != s["perm"]:
+            s["perm"] = mode
+            self.ensure_session(t)
+            self.out.append(PermissionMode(STREAM, t, mode))
 
     # -- response items --------------------------------------------------------------------
 
@@ -524,11 +549,14 @@ class _Translator:
             if what == "typed":
                 typed.append(body)
             elif what == "instructions":
-                deferred.append(Instructions(STREAM, t, text))
+                deferred.append(Instructions(STREAM, t, text, usertext.instructions_path(text)))
             elif what == "skill":
                 inj = skills.parse_injection(text)
                 if inj is not None:
-                    deferred.append(EntryLoaded(STREAM, t, inj.name, skills.skill_version(inj), inj.sha))
+                    entry = skills.loaded_entry(inj)
+                    # The skill file read into the context: an instruction_loaded event.
+                    deferred.append(Instructions(STREAM, t, "", inj.path or None))
+                    deferred.append(EntryLoaded(STREAM, t, entry.id, entry.version, entry.sha))
                     deferred.append(SkillInvoked(STREAM, t, inj.name))
         self.boundary(t)
         self.ensure_session(t)
@@ -598,6 +626,21 @@ class _Translator:
         """Flush everything held (the core snapshots the state before this runs)."""
         if self.s["started"]:
             self.boundary(None)
+
+
+def permission_mode(turn_context: dict[str, Any]) -> str | None:
+    """A turn_context's approval policy and sandbox as one mode (``on-request/workspace-write``).
+
+    The sandbox is the ``sandbox_policy``'s ``type`` (``mode`` up to v0.58);
+    either part may be missing.
+    """
+    approval = turn_context.get("approval_policy")
+    policy = turn_context.get("sandbox_policy")
+    sandbox = policy.get("type", policy.get("mode")) if isinstance(policy, dict) else policy
+    parts = [p if isinstance(p, str) and p else "" for p in (approval, sandbox)]
+    if not any(parts):
+        return None
+    return "/".join(parts) if parts[1] else parts[0]
 
 
 def _texts(content: Any) -> list[str]:
