@@ -201,16 +201,16 @@ class Loaded:
 def loaded_entry(injection: Injection) -> Loaded:
     """A loaded skill's entry: id, version and sha from its ``rematch.json`` when it has one.
 
-    A rematch entry's sha is its manifest's ``content_sha256``, as the seed
-    defines it; a skill without one (or without a manifest) gets the sha256 of
-    the content Codex injected.
+    A rematch entry's version and sha are its manifest's ``version`` and
+    ``content_sha256``, as the seed defines them; where the manifest lacks
+    one, the front matter's version and the sha256 of the content Codex
+    injected stand in, as for a skill without a manifest.
     """
     path = injection.path
-    if not path:
+    if not path or _sidecar(path) is None:
         return Loaded(injection.name, skill_version(injection), injection.sha)
-    return Loaded(
-        _sidecar_id(path, injection.name), skill_version(injection), _sidecar_sha(path) or injection.sha
-    )
+    version = _sidecar_version(path) or front_matter_version(injection.content)
+    return Loaded(_sidecar_id(path, injection.name), version, _sidecar_sha(path) or injection.sha)
 
 
 def offered_entries(text: str) -> list[str]:
