@@ -207,3 +207,23 @@ def test_import_binds_every_literal_exactly(tmp_path: Path) -> None:
         for n in [*NUMBERS[1:4], "9007199254740993"]:
             assert n.encode() in raw, (make.__name__, n)
         assert b"1.2345678901234567890123456789e+29" in raw and b"1.2345678901234568e+29" not in raw
+
+
+@given(st.binary(max_size=300) | st.text(alphabet=':,[ "-.eE+0123456789xa{}', max_size=300).map(str.encode))
+@settings(max_examples=400, deadline=None)
+def test_the_risky_token_search_never_raises(data: bytes) -> None:
+    may_be_inexact(data)
+
+
+def test_thousands_of_digits_in_a_string_or_a_value() -> None:
+    digits = b"1" * 5000
+    assert _read(b'{"s":":' + digits + b'","n":1}')["n"] == 1
+    assert may_be_inexact(b'{"s":":' + digits + b'"}') and may_be_inexact(b"[" + digits + b"]")
+    assert _read(b'{"n":' + digits + b"}")["n"] == ExactNumber(exact_text(digits.decode()))
+
+
+def test_exponents_no_decimal_holds() -> None:
+    # Decimal refuses exponents past 10^18; the search and the exact parse compare texts instead.
+    huge = b"5E-" + b"2" * 30
+    assert _read(b'{"s":":' + huge + b'","n":1}')["n"] == 1
+    assert _read(b'{"n":' + huge + b"}")["n"] == ExactNumber("5e-" + "2" * 30)

@@ -14,6 +14,7 @@ limit is skipped without being held at all.
 
 from __future__ import annotations
 
+import decimal
 import io
 import os
 import zlib
@@ -250,6 +251,8 @@ def _read_big(
         value, error = None, f"invalid JSON ({str(err).splitlines()[0][:80]})"
     except (RecursionError, MemoryError):
         value, error = None, "JSON nested too deeply"
+    except decimal.InvalidOperation:  # an exponent past 10^18: no decimal holds it
+        value, error = None, "number out of range"
     except UnicodeDecodeError:
         value, error = None, "invalid UTF-8"
     used = rest.consumed + rest.drain()

@@ -144,7 +144,7 @@ def exact_text(literal: str) -> str:
 def _float(literal: str) -> float | ExactNumber:
     f = float(literal)
     text = repr(f)
-    if text == literal or (f - f == 0 and Decimal(text) == Decimal(literal)):
+    if text == literal or (f - f == 0 and exact_text(text) == exact_text(literal)):
         return f  # the float holds exactly the literal's (shortest) value
     return ExactNumber(exact_text(literal))
 
@@ -203,21 +203,27 @@ def may_be_inexact(data: bytes) -> bool:
 def _exact_in_orjson(token: bytes) -> bool:
     """Whether orjson reads this number token without changing its value."""
     if b"." not in token and b"e" not in token and b"E" not in token:
-        return len(token) <= 18 or _INT64_MIN <= int(token) < _UINT64_END
+        # (past 20 characters no integer fits 64 bits; int() would refuse thousands of digits)
+        return len(token) <= 18 or (len(token) <= 20 and _INT64_MIN <= int(token) < _UINT64_END)
     f = float(token)
     text = repr(f)
-    return text.encode() == token or (f - f == 0 and Decimal(text) == Decimal(token.decode()))
+    # (compared as exact texts: Decimal refuses exponents past 10^18)
+    return text.encode() == token or (f - f == 0 and exact_text(text) == exact_text(token.decode()))
 
 
 def loads_exact(data: bytes | str) -> Any:
     """orjson's parse of ``data``, parsed again exactly when :func:`may_be_inexact`.
 
-    Raises :class:`orjson.JSONDecodeError` (a :class:`ValueError`) when orjson refuses it.
+    Raises :class:`ValueError` when orjson refuses it, or when it is nested too
+    deeply to parse again.
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     value = orjson.loads(raw)
     if may_be_inexact(raw):
-        return parse_exact(data)
+        try:
+            return parse_exact(data)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply to read its numbers exactly") from None
     return value
 
 
