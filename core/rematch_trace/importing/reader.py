@@ -26,7 +26,7 @@ import orjson
 
 from rematch_trace.errors import RematchError
 from rematch_trace.host.source import Problem, RawRecord, Source
-from rematch_trace.trace.exactnum import exactify, may_be_inexact, parse_exact
+from rematch_trace.trace.exactnum import exactify, parse_exact, parsed_exactly
 from rematch_trace.trace.exactnum import loads_exact as loads_exact  # for plugins: the exact parse of embedded JSON
 
 #: Lines up to this size are read whole and parsed by orjson.
@@ -177,7 +177,7 @@ def read_jsonl(
     readline = f.readline
     orjson_loads = orjson.loads
     decode_error = orjson.JSONDecodeError
-    inexact = may_be_inexact
+    exact = parsed_exactly
     while True:
         raw = readline(BIG_LINE)
         if not raw:
@@ -207,7 +207,7 @@ def read_jsonl(
             continue
         try:
             value = orjson_loads(raw)  # orjson takes the newline, CR and spaces as they are
-            if inexact(raw):
+            if not exact(raw, value):
                 # A number orjson may have rounded: parse the line again, exactly.
                 try:
                     value = parse_exact(raw)

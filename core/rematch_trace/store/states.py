@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from rematch_trace.trace.exactnum import json_default, may_be_inexact, parse_exact
+from rematch_trace.trace.exactnum import json_default, parse_exact, parsed_exactly
 
 
 def state_dumps(value: Any) -> bytes:
@@ -28,4 +28,4 @@ def state_loads(data: bytes) -> Any:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return parse_exact(data)
-    return parse_exact(data) if may_be_inexact(data) else value
+    return value if parsed_exactly(data, value) else parse_exact(data)
