@@ -227,3 +227,33 @@ def test_exponents_no_decimal_holds() -> None:
     huge = b"5E-" + b"2" * 30
     assert _read(b'{"s":":' + huge + b'","n":1}')["n"] == 1
     assert _read(b'{"n":' + huge + b"}")["n"] == ExactNumber("5e-" + "2" * 30)
+
+
+def test_a_resumed_import_writes_exact_numbers_as_one_pass(tmp_path: Path) -> None:
+    # The call with the inexact number is still waiting for its result when the file ends:
+    # its shown input sits in the saved state, and must come back exactly.
+    src = _claude_code(tmp_path / "whole")
+    lines = src.read_bytes().splitlines(keepends=True)
+    cut = 3  # the prompt, the 0.1 call and its result; the 0.10000000000000001 call waits
+    grow = tmp_path / "grow" / "in" / "projects" / "-w" / src.name
+    grow.parent.mkdir(parents=True)
+    grow.write_bytes(b"".join(lines[: cut + 1]))
+    env = {**os.environ, "REMATCH_LOAD_PLUGINS": "claude_code,codex,omp"}
+
+    def imp(path: Path, out: Path) -> str:
+        res = subprocess.run([sys.executable, "-m", "rematch_trace.cli", "import", str(path), "--out", str(out)],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert res.returncode == 0, res.stderr
+        return res.stdout + res.stderr
+
+    imp(grow, tmp_path / "grow" / "out")
+    with open(grow, "ab") as f:
+        f.write(b"".join(lines[cut + 1 :]))
+    assert "(1 continued)" in imp(grow, tmp_path / "grow" / "out")
+    imp(src, tmp_path / "whole" / "out")
+    for kind in ("traces", "events"):
+        [a] = list((tmp_path / "grow" / "out" / kind).glob("*.jsonl"))
+        [b] = list((tmp_path / "whole" / "out" / kind).glob("*.jsonl"))
+        assert a.read_bytes() == b.read_bytes(), kind
+    [trace] = list((tmp_path / "grow" / "out" / "traces").glob("*.jsonl"))
+    assert b'"timeout":0.10000000000000001' in trace.read_bytes()
