@@ -58,6 +58,7 @@ _VALUE_START = b":,["
 _NUMBER = re.compile(r"(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?")
 _INT64_MIN = -(2**63)
 _UINT64_END = 2**64
+_NOT_PARSED = object()
 #: ``int()`` refuses longer digit strings (CPython's conversion limit).
 _INT_DIGITS = 4000
 
@@ -234,14 +235,18 @@ def _exact_in_orjson(token: bytes) -> bool:
 
 
 def loads_exact(data: bytes | str) -> Any:
-    """orjson's parse of ``data``, parsed again exactly when :func:`may_be_inexact`.
+    """orjson's parse of ``data``, parsed again exactly unless :func:`parsed_exactly`.
 
-    Raises :class:`ValueError` when orjson refuses it, or when it is nested too
-    deeply to parse again.
+    What orjson refuses goes to :func:`parse_exact` (as the line reader's
+    fallback does). Raises :class:`ValueError` for text that is not JSON, or
+    nested too deeply to parse again.
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    value = orjson.loads(raw)
-    if not parsed_exactly(raw, value):
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        value = _NOT_PARSED  # what orjson refuses (1e400, lone surrogates) the exact parser may take
+    if value is _NOT_PARSED or not parsed_exactly(raw, value):
         try:
             return parse_exact(data)
         except RecursionError:
