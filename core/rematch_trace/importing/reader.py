@@ -27,7 +27,9 @@ import orjson
 from rematch_trace.errors import RematchError
 from rematch_trace.host.source import Problem, RawRecord, Source
 from rematch_trace.trace.exactnum import exactify, parse_exact, parsed_exactly
-from rematch_trace.trace.exactnum import loads_exact as loads_exact  # for plugins: the exact parse of embedded JSON
+from rematch_trace.trace.exactnum import (
+    loads_exact as loads_exact,  # for plugins: the exact parse of embedded JSON
+)
 
 #: Lines up to this size are read whole and parsed by orjson.
 BIG_LINE = 4 * 1024 * 1024

@@ -664,7 +664,7 @@ class _Translator:
             return
         kind = att.get("type")
         if kind in ("nested_memory", "instructions"):
-            self._instructions(key, ss, att, to_ms(v.get("timestamp")), out)
+            self._instructions(key, ss, att, iso_ms(v.get("timestamp")), out)
             return
         if kind != "queued_command":
             return
