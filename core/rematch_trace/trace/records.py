@@ -204,22 +204,28 @@ converter.register_structure_hook(
 converter.register_structure_hook(
     MarkRecord, lambda d, _: MarkRecord(cls=d["class"], note=d.get("note", ""))
 )
-_retrieval_fields = make_dict_unstructure_fn(Retrieval, converter)
+def _retrieval(cls: Any) -> Any:
+    """Retrieval's unstructure function: ``loaded_entries`` written only when there are any."""
+    fields = make_dict_unstructure_fn(Retrieval, converter)
+
+    def unstructure(record: Retrieval) -> dict[str, Any]:
+        d: dict[str, Any] = fields(record)
+        if not d["loaded_entries"]:
+            del d["loaded_entries"]  # live capture's retrievals stay as the seed writes them
+        return d
+
+    return unstructure
 
 
-def _unstructure_retrieval(record: Retrieval) -> dict[str, Any]:
-    d: dict[str, Any] = _retrieval_fields(record)
-    if not d["loaded_entries"]:
-        del d["loaded_entries"]  # live capture's retrievals stay as the seed writes them
-    return d
+def _loaded_entry(cls: Any) -> Any:
+    """LoadedEntry's structure function: the plain ``[id, ...]`` form of older traces is still read."""
+    fields = make_dict_structure_fn(LoadedEntry, converter)
+    return lambda d, _: LoadedEntry(id=d) if isinstance(d, str) else fields(d, LoadedEntry)
 
 
-converter.register_unstructure_hook(Retrieval, _unstructure_retrieval)
-_entry_fields = make_dict_structure_fn(LoadedEntry, converter)
-# The plain [id, ...] form of older traces' loaded_entries is still read (trace::LoadedEntry).
-converter.register_structure_hook(
-    LoadedEntry, lambda d, _: LoadedEntry(id=d) if isinstance(d, str) else _entry_fields(d, LoadedEntry)
-)
+# Generated on first use too, like the others.
+converter.register_unstructure_hook_factory(lambda cls: cls is Retrieval, _retrieval)
+converter.register_structure_hook_factory(lambda cls: cls is LoadedEntry, _loaded_entry)
 
 
 _HOOKS: dict[type, Any] = {}
