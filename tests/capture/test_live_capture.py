@@ -113,8 +113,9 @@ def test_live_and_import_of_the_same_session_agree(tmp_path: Path, project: Path
     assert {r["source"] for r in imported if r["ev"] == "input"} == {""}
     assert not any(r["ev"] == "mark" for r in imported) and imported[0]["head_sha"] is None
     assert "files_changed" not in imported[-1]
+    # The import reads the CLAUDE.md attachment as the live InstructionsLoaded hook does: one instruction_loaded.
     live_events = [(e["kind"], e["source_tool_call_id"], e["action_fingerprint"])
-                   for e in read_jsonl(DataDir(data).events_path(SID)) if e["kind"] != "instruction_loaded"]
+                   for e in read_jsonl(DataDir(data).events_path(SID))]
     imported_events = [(e["kind"], e["source_tool_call_id"], e["action_fingerprint"])
                        for e in read_jsonl(DataDir(other).events_path(SID))]
     assert sorted(live_events) == sorted(imported_events)

@@ -74,6 +74,7 @@ def expected_counts(path: Path, main_only: bool = False) -> dict[str, int]:
     c: Counter[str] = Counter(sessions=1)
     message_ids: set[str] = set()
     pending_interrupt = False
+    command = False  # a slash command waits to show whether it starts a model run
     for v in lines:
         if v.get("sessionId", own) != own:
             continue  # a copy of another session's line
@@ -90,10 +91,15 @@ def expected_counts(path: Path, main_only: bool = False) -> dict[str, int]:
         if typ == "assistant":
             message_ids.add(v["message"]["id"])
             pending_interrupt = False
+            c["inputs"] += command  # the model ran on the command: it was the request
+            command = False
         if typ != "user":
             continue
         content = v["message"]["content"]
         text, has_results = _texts(content)
+        if command and v.get("isMeta") and text.strip() and not text.lstrip().startswith(("<", "Caveat:")):
+            c["inputs"] += 1  # its expansion follows: a prompt command or skill
+        command = text.lstrip().startswith(("<command-name>", "<command-message>")) and not v.get("isMeta")
         if has_results:
             for block in content:
                 if block.get("type") == "tool_result":

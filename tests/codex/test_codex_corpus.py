@@ -151,7 +151,6 @@ def expected_counts(path: Path) -> dict[str, Any]:
         "model_changes": max(0, len(models) - 1),
         "tokens": last_total.get("total_tokens", 0) - base.get("total_tokens", 0),
         "cached": last_total.get("cached_input_tokens", 0) - base.get("cached_input_tokens", 0),
-        "offers_skills": b"<skills_instructions>" in path.read_bytes() or b"### Available skills" in path.read_bytes(),
         "sub": isinstance(metas[0].get("source"), dict) and "subagent" in metas[0]["source"] if metas else False,
     }
 
@@ -187,10 +186,9 @@ def test_corpus_file_imports_and_adds_up(rollout: Path) -> None:
     assert sum(r["ev"] == "model_change" for r in recs) == exp["model_changes"]
     assert sum(e["usage"]["totalTokens"] for e in ends) == exp["tokens"]
     assert sum(e["usage"]["cacheRead"] for e in ends) == exp["cached"]
-    visible = recs[0]["visible_entries"]
-    assert bool(visible) == exp["offers_skills"]
-    raw = rollout.read_text(encoding="utf-8")
-    assert all(f"- {name}: " in raw for name in visible)
+    # visible_entries are the offered rematch skills (a rematch.json beside the skill file): the
+    # corpus's catalogs list other people's skills, on other machines, so none is one here.
+    assert recs[0]["visible_entries"] == []
 
 
 def test_corpus_file_resumes_identically(rollout: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import rematch_codex as plugin
@@ -40,10 +42,26 @@ These skills are discovered at startup.
 - not-a-skill: nope (file: /x/SKILL.md)"""
 
 
-def test_visible_entries_from_both_catalog_forms() -> None:
-    assert plugin.visible_entries(AGENTS_MD_ERA) == ["pdf", "box:box-content-api"]
-    assert plugin.visible_entries(DEVELOPER_BLOCK) == ["imagegen", "rhwp-edit"]
+def test_catalog_entries_from_both_catalog_forms() -> None:
+    assert offered_skills(AGENTS_MD_ERA) == ["pdf", "box:box-content-api"]
+    assert offered_skills(DEVELOPER_BLOCK) == ["imagegen", "rhwp-edit"]
     assert offered_skills(OLD_UNHEADED) == ["lint"]
+
+
+def test_visible_entries_are_the_offered_rematch_skills(tmp_path: Path) -> None:
+    # A skill is a rematch entry when a rematch.json sits beside its file; its id is the manifest's.
+    for name, manifest in (("lint", '{"id": "team/lint", "version": "2"}'), ("deploy", "{}"), ("plain", None)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "SKILL.md").write_text(f"---\nname: {name}\n---\n")
+        if manifest is not None:
+            (d / "rematch.json").write_text(manifest)
+    catalog = "<skills_instructions>\n## Skills\n### Available skills\n" + "".join(
+        f"- {n}: does {n} (file: {tmp_path / n / 'SKILL.md'})\n" for n in ("lint", "deploy", "plain", "gone")
+    ) + "- pkg: remote (executor package: pkg)\n</skills_instructions>"
+    assert plugin.visible_entries(catalog) == ["team/lint", "deploy"]
+    # Catalogs of skills none of which is a rematch entry offer none (the real ones in the corpus).
+    assert plugin.visible_entries(AGENTS_MD_ERA) == [] and plugin.visible_entries(DEVELOPER_BLOCK) == []
 
 
 def test_visible_entries_ignores_other_text() -> None:

@@ -31,9 +31,11 @@ from rematch_trace.host.vocab import (
     Compaction,
     EntryLoaded,
     Instructions,
+    PermissionMode,
     Session,
     SkillInvoked,
     ToolResult,
+    TurnStarted,
     UserMessage,
 )
 
@@ -225,6 +227,47 @@ def test_only_typed_text_becomes_input(tmp_path: Path) -> None:
     ]
 
 
+def test_prompts_recorded_only_as_user_message_events_are_inputs(tmp_path: Path) -> None:
+    b = Lines()
+    lines = [
+        b.meta(), b.turn_context(),
+        b.env("event_msg", {"type": "user_message", "message": "first prompt", "kind": "plain", "images": []}),
+        b.assistant("one"),
+        b.env("event_msg", {"type": "user_message", "message": "<environment_context>\n</environment_context>",
+                            "kind": "environment_context"}),
+        b.event("user_message", message="# Context from my IDE setup:\n\n## My request for Codex:\nsecond\n"),
+        b.assistant("two"),
+        # A prompt recorded both ways is one input.
+        b.user("third"), b.event("user_message", message="third", images=[]), b.assistant("three"),
+    ]
+    recs = run(tmp_path, lines)
+    assert [r.text for r in of(recs, UserMessage)] == ["first prompt", "second", "third"]
+    kinds = [type(r).__name__ for r in recs if type(r).__name__ not in ("TurnStarted", "PermissionMode")]
+    assert kinds == ["Session", "UserMessage", "AssistantMessage", "UserMessage", "AssistantMessage", "UserMessage",
+                     "AssistantMessage"]
+
+
+def test_turn_ids_and_permission_modes_are_passed_on(tmp_path: Path) -> None:
+    b = Lines()
+    t1, t2 = turn_id(5), turn_id(9)
+    lines = [
+        b.meta(),
+        b.event("task_started", turn_id=t1), b.turn_context(turn_id=t1, approval_policy="on-request",
+                                                            sandbox_policy={"type": "workspace-write"}),
+        b.user("one"), b.assistant("a"),
+        b.event("task_started", turn_id=t2), b.turn_context(turn_id=t2, approval_policy="on-request",
+                                                            sandbox_policy={"type": "workspace-write"}),
+        b.user("two"), b.assistant("b"),
+        # v0.58 and before: the sandbox's tag was "mode"; no turn ids yet.
+        b.turn_context(approval_policy="never", sandbox_policy={"mode": "danger-full-access"}),
+    ]
+    recs = run(tmp_path, lines)
+    assert [r.turn_id for r in of(recs, TurnStarted)] == [t1, t2]
+    assert [r.mode for r in of(recs, PermissionMode)] == ["on-request/workspace-write", "never/danger-full-access"]
+    kinds = [type(r).__name__ for r in recs]
+    assert kinds[:5] == ["Session", "TurnStarted", "PermissionMode", "UserMessage", "AssistantMessage"]
+
+
 def test_image_only_prompt_is_an_input(tmp_path: Path) -> None:
     b = Lines()
     content = [
@@ -267,7 +310,31 @@ def test_loaded_skill_version_from_rematch_json_beside_it(tmp_path: Path) -> Non
     recs = run(tmp_path, [b.meta(), b.user("$lint"), b.user(injected)])
     (entry,) = of(recs, EntryLoaded)
     assert entry.version == "3.1"
+    # No content_sha256 in the manifest: the sha of the content as injected.
     assert entry.sha == hashlib.sha256(b"---\nname: lint\n---\nLint.").hexdigest()
+    # The skill file read into the context is an instruction file loaded.
+    assert [(i.text, i.path) for i in of(recs, Instructions)] == [("", str(skill_dir / "SKILL.md"))]
+
+
+def test_loaded_rematch_entry_takes_id_version_and_sha_from_its_manifest(tmp_path: Path) -> None:
+    skill_dir = tmp_path / "skills" / "lint"
+    skill_dir.mkdir(parents=True)
+    (skill_dir / "SKILL.md").write_text("---\nname: lint\n---\nLint.")
+    sha = "AB" * 32
+    (skill_dir / "rematch.json").write_text(f'{{"id": "team/lint", "version": 4, "content_sha256": "{sha}"}}')
+    b = Lines()
+    injected = f"<skill>\n<name>lint</name>\n<path>{skill_dir / 'SKILL.md'}</path>\n---\nname: lint\n---\nLint.\n</skill>"
+    recs = run(tmp_path, [b.meta(), b.user("$lint"), b.user(injected)])
+    (entry,) = of(recs, EntryLoaded)
+    assert (entry.id, entry.version, entry.sha) == ("team/lint", "4", sha.lower())
+    assert [s.name for s in of(recs, SkillInvoked)] == ["lint"]
+
+
+def test_agents_md_instructions_name_their_file(tmp_path: Path) -> None:
+    b = Lines()
+    recs = run(tmp_path, [b.meta(), b.user("# AGENTS.md instructions for /w/repo\n\n<INSTRUCTIONS>\nx\n</INSTRUCTIONS>"),
+                          b.user("# AGENTS.md instructions for C:\\Users\\u\\repo\n\n<INSTRUCTIONS>\n</INSTRUCTIONS>")])
+    assert [i.path for i in of(recs, Instructions)] == ["/w/repo/AGENTS.md", "C:\\Users\\u\\repo\\AGENTS.md"]
 
 
 def test_loaded_skill_without_version_anywhere(tmp_path: Path) -> None:
@@ -296,7 +363,7 @@ def test_turn_aborted_follows_the_interrupted_message(tmp_path: Path) -> None:
         b.user("stop that"),
     ]
     recs = run(tmp_path, lines)
-    kinds = [type(r).__name__ for r in recs if not isinstance(r, (Session, Instructions))]
+    kinds = [type(r).__name__ for r in recs if not isinstance(r, (Session, Instructions, TurnStarted, PermissionMode))]
     assert kinds == ["UserMessage", "AssistantMessage", "ToolResult", "Abort", "UserMessage"]
     (res,) = of(recs, ToolResult)
     assert (res.is_error, res.error_class) == (True, "interrupted")
@@ -319,7 +386,7 @@ def test_early_abort_event_waits_for_the_items_it_interrupted(tmp_path: Path) ->
         b.user("why?"),
     ]
     recs = run(tmp_path, lines)
-    kinds = [type(r).__name__ for r in recs if not isinstance(r, (Session, Instructions))]
+    kinds = [type(r).__name__ for r in recs if not isinstance(r, (Session, Instructions, TurnStarted, PermissionMode))]
     assert kinds == ["UserMessage", "AssistantMessage", "ToolResult", "Abort", "UserMessage"]
     (msg,) = of(recs, AssistantMessage)
     assert msg.aborted and msg.usage is not None and msg.usage.total == 55

@@ -30,11 +30,20 @@ def test_utf16_key_order() -> None:
     assert canonical_json(value) == rfc8785.dumps(value)
 
 
-@pytest.mark.parametrize("bad", [2**53, -(2**53), 10**30, float("nan"), float("inf"), Decimal("1e400"),
-                                 Decimal("0.1000000000000000000000001")])
-def test_inexact_numbers_rejected(bad: object) -> None:
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), Decimal("NaN"), Decimal("-Infinity"), object()])
+def test_non_finite_and_non_json_rejected(bad: object) -> None:
     with pytest.raises(NonExactNumber):
         canonical_json({"n": bad})
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (2**53, b"9007199254740992"), (-(2**53) - 1, b"-9007199254740993"), (10**30, b"1e+30"),
+    (2**64 + 1, b"18446744073709551617"), (Decimal("1e400"), b"1e+400"),
+    (Decimal("0.1000000000000000000000001"), b"0.1000000000000000000000001"),
+])
+def test_numbers_beyond_binary64_written_exactly(value: object, text: bytes) -> None:
+    # Where RFC 8785 would round (or refuse), the exact value is written instead.
+    assert canonical_json({"n": value}) == b'{"n":' + text + b"}"
 
 
 def test_exact_decimal_accepted() -> None:

@@ -22,7 +22,8 @@ def test_mark(text: str, label: str) -> None:
     assert prelabel(text, None, False) == label
 
 
-@pytest.mark.parametrize("text", ["/rematch mark other", "please /rematch mark correction", "/rematch markcorrection"])
+@pytest.mark.parametrize("text", ["/rematch mark other", "please /rematch mark correction", "/rematch markcorrection",
+                                  "  /rematch mark scope", "\t/rematch-mark correction"])
 def test_not_mark(text: str) -> None:
     assert not prelabel(text, None, False).startswith("mark:")
 
@@ -103,6 +104,9 @@ def test_normalize_mark_and_dropping() -> None:
     assert not is_dropped_command("/rematch-mark scope")
     assert not is_dropped_command("/skill:deploy now")
     assert not is_dropped_command("fix the /etc/hosts entry")
+    # As typed, like the mark pattern: leading whitespace makes a slash line text (the seed trims for negation only).
+    assert not is_dropped_command("  /model opus") and normalize_mark("  /rematch-mark scope") == "  /rematch-mark scope"
+    assert prelabel("  no, not that", None, False) == "negation"
 
 
 def test_skills() -> None:

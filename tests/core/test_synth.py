@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -25,6 +26,8 @@ from rematch_trace.host.vocab import (
 )
 from rematch_trace.place.identity import Place
 from rematch_trace.testing import validate_trace
+from rematch_trace.trace.fold import fold_trace
+from rematch_trace.trace.records import LoadedEntry, from_dict
 from rematch_trace.trace.synth import RUN_BUFFER_RECORDS, Synthesizer
 
 OPUS = ModelRef("anthropic", "opus")
@@ -157,12 +160,29 @@ def test_structured_error_class_wins() -> None:
 
 def test_marks_entries_visible() -> None:
     trace = run([sess(), Instructions("", 1, "offers"), EntryLoaded("", 1, "deploy", "1.0", "ab"), user("a"), asst("b"),
-                 MarkNote("", 5, "correction", "note"), EntryLoaded("", 6, "late")],
+                 MarkNote("", 5, "correction", "note"), EntryLoaded("", 6, "late"), EntryLoaded("", 7, "later", "2.0", "cd")],
                 visible_of=lambda text: ["deploy", "review"])
     assert trace[0]["visible_entries"] == ["deploy", "review"]
     assert trace[0]["loaded_entries"] == [{"id": "deploy", "version": "1.0", "sha": "ab"}]
     assert any(r["ev"] == "mark" and r["class"] == "correction" for r in trace)
-    assert any(r["ev"] == "retrieval" and r["entry_ids"] == ["late"] for r in trace)
+    retrievals = [r for r in trace if r["ev"] == "retrieval"]
+    # A late load keeps its version and sha (the live form, without them, stays as it was).
+    assert retrievals[0] == {**retrievals[0], "entry_ids": ["late"]} and "loaded_entries" not in retrievals[0]
+    assert retrievals[1]["loaded_entries"] == [{"id": "later", "version": "2.0", "sha": "cd"}]
+
+
+def test_late_loads_fold_with_version_and_plain_entries_are_read(tmp_path: Path) -> None:
+    trace = run([sess(), EntryLoaded("", 1, "deploy", "1.0", "ab"), user("a"), asst("b"),
+                 EntryLoaded("", 7, "later", "2.0", "cd")])
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in trace))
+    assert fold_trace(path).loaded_entries == [LoadedEntry("deploy", "1.0", "ab"), LoadedEntry("later", "2.0", "cd")]
+    # Older traces list loaded entries as plain ids: still read by every reader.
+    trace[0]["loaded_entries"] = ["deploy", "review"]
+    assert validate_trace(trace) == []
+    assert from_dict(trace[0]).loaded_entries == [LoadedEntry("deploy"), LoadedEntry("review")]
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in trace))
+    assert [e.id for e in fold_trace(path).loaded_entries] == ["deploy", "review", "later"]
 
 
 def test_redaction_hooks_apply_but_hash_uses_original() -> None:

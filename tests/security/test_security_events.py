@@ -36,7 +36,7 @@ def records() -> list[vocab.Neutral]:
             tool_calls=(
                 vocab.ToolCall("c1", "Bash", {"command": f"git push https://x:{SECRET}@github.com/o/r --force"}),
                 vocab.ToolCall("c2", "Read", {"file_path": "/home/u/.ssh/id_rsa"}),
-                vocab.ToolCall("c3", "Bash", {"command": "echo", "n": 2**60}),
+                vocab.ToolCall("c3", "Bash", {"command": "echo", "n": float("nan")}),
             ),
         ),
         vocab.ToolResult(stream="", t=t + 4, call_id="c1", output_head="fatal: exit code 1", is_error=True),

@@ -258,6 +258,33 @@ class MarkNote:
     note: str = ""
 
 
+@attrs.frozen(slots=True)
+class TurnStarted:
+    """The harness's own turn (or prompt) id for the records that follow, until the next.
+
+    No trace record: the security events carry it as ``source_turn_id`` and
+    bind it in the action fingerprint. ``t`` is not read.
+    """
+
+    stream: str
+    t: int | None
+    turn_id: str
+
+
+@attrs.frozen(slots=True)
+class PermissionMode:
+    """The harness's permission mode in force from here on (``metadata.host_permission_mode``).
+
+    As the harness names it: Claude Code's ``permissionMode`` (``default``,
+    ``plan``, ``acceptEdits``...), Codex's approval policy and sandbox
+    (``on-request/workspace-write``). No trace record; ``t`` is not read.
+    """
+
+    stream: str
+    t: int | None
+    mode: str
+
+
 # -- live capture only: facts a hook sees that no transcript records -----------------------
 
 
@@ -331,6 +358,8 @@ Neutral = (
     | SkillInvoked
     | EntryLoaded
     | MarkNote
+    | TurnStarted
+    | PermissionMode
     | ToolStarted
     | CallBlocked
     | RunEnd
@@ -348,6 +377,8 @@ NEUTRAL_TYPES: tuple[type, ...] = (
     SkillInvoked,
     EntryLoaded,
     MarkNote,
+    TurnStarted,
+    PermissionMode,
     ToolStarted,
     CallBlocked,
     RunEnd,

@@ -14,8 +14,8 @@ limit is skipped without being held at all.
 
 from __future__ import annotations
 
+import decimal
 import io
-import json
 import os
 import zlib
 from collections.abc import Callable, Iterator
@@ -26,6 +26,10 @@ import orjson
 
 from rematch_trace.errors import RematchError
 from rematch_trace.host.source import Problem, RawRecord, Source
+from rematch_trace.trace.exactnum import exactify, parse_exact, parsed_exactly
+from rematch_trace.trace.exactnum import (
+    loads_exact as loads_exact,  # for plugins: the exact parse of embedded JSON
+)
 
 #: Lines up to this size are read whole and parsed by orjson.
 BIG_LINE = 4 * 1024 * 1024
@@ -61,6 +65,9 @@ def require_c_backend() -> None:
 def loads(data: bytes) -> Any:
     """Parse one JSON document: orjson, then :mod:`json` for what orjson refuses.
 
+    The :mod:`json` fallback keeps numbers exact
+    (:func:`~rematch_trace.trace.exactnum.parse_exact`); :func:`read_jsonl`
+    also re-parses exactly the orjson lines whose numbers could be inexact.
     Raises :class:`ValueError` (with a short reason) when neither accepts it.
     """
     try:
@@ -68,7 +75,7 @@ def loads(data: bytes) -> Any:
     except orjson.JSONDecodeError as first:
         try:
             # Decoded here, not by json: given bytes it guesses UTF-16/32 from NULs.
-            return json.loads(data.decode("utf-8"))
+            return parse_exact(data.decode("utf-8"))
         except RecursionError:
             raise ValueError("JSON nested too deeply") from None
         except UnicodeDecodeError:
@@ -172,6 +179,7 @@ def read_jsonl(
     readline = f.readline
     orjson_loads = orjson.loads
     decode_error = orjson.JSONDecodeError
+    exact = parsed_exactly
     while True:
         raw = readline(BIG_LINE)
         if not raw:
@@ -201,6 +209,13 @@ def read_jsonl(
             continue
         try:
             value = orjson_loads(raw)  # orjson takes the newline, CR and spaces as they are
+            if not exact(raw, value):
+                # A number orjson may have rounded: parse the line again, exactly.
+                try:
+                    value = parse_exact(raw)
+                except RecursionError:
+                    yield Problem(path, lineno, "JSON nested too deeply to read its numbers exactly; skipped")
+                    continue
         except decode_error:
             if not raw.strip():
                 continue
@@ -229,7 +244,8 @@ def _read_big(
     rest = _LineRest(head, f, limit)
     try:
         # yajl re-copies a token split across reads, so small reads make a long string quadratic.
-        value = next(ijson.items(io.BufferedReader(rest, _CHUNK), "", use_float=True, buf_size=BIG_LINE))
+        # Decimals, not floats: numbers stay exact (exactify keeps floats where nothing is lost).
+        value = exactify(next(ijson.items(io.BufferedReader(rest, _CHUNK), "", use_float=False, buf_size=BIG_LINE)))
         error: str | None = None
     except StopIteration:
         value, error = None, "empty line"
@@ -237,6 +253,8 @@ def _read_big(
         value, error = None, f"invalid JSON ({str(err).splitlines()[0][:80]})"
     except (RecursionError, MemoryError):
         value, error = None, "JSON nested too deeply"
+    except decimal.InvalidOperation:  # an exponent past 10^18: no decimal holds it
+        value, error = None, "number out of range"
     except UnicodeDecodeError:
         value, error = None, "invalid UTF-8"
     used = rest.consumed + rest.drain()

@@ -32,6 +32,7 @@ from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
 from rematch_trace.store.pending import write_pending
 from rematch_trace.store.states import state_dumps, state_loads
+from rematch_trace.trace.exactnum import json_default
 from rematch_trace.trace.synth import Synthesizer
 
 #: Problems kept per source for reporting (all are counted).
@@ -105,7 +106,7 @@ class SourceOutcome:
 def dumps_record(rec: dict[str, Any]) -> bytes:
     """One output line: the record's JSON and a newline."""
     try:
-        return orjson.dumps(rec) + b"\n"
+        return orjson.dumps(rec, default=json_default) + b"\n"
     except orjson.JSONEncodeError:
         # What orjson refuses (an integer past 64 bits, a lone surrogate in an id
         # from a hostile file): plain json writes it, ASCII-escaped.

@@ -30,6 +30,7 @@ from rematch_trace.host.source import Source
 from rematch_trace.security.fingerprint import action_fingerprint
 from rematch_trace.security.redact import PLACEHOLDER, Redactor
 from rematch_trace.security.risk import command_text, file_paths, risk_features, strings_of
+from rematch_trace.trace.exactnum import ExactNumber
 
 SCHEMA_VERSION = 1
 #: The longest ``args_summary``, in characters.
@@ -37,6 +38,8 @@ SUMMARY_LIMIT = 200
 #: The namespace of event ids (UUIDv5 over agent, session, stream position).
 EVENT_NAMESPACE = uuid.UUID("6f1c2f0e-4d2b-5a8e-9c57-3e0b8d1a7c42")
 _NAMESPACE_BYTES = EVENT_NAMESPACE.bytes
+#: The longest turn id or permission mode kept, in characters.
+ID_LIMIT = 128
 #: How much of an input's text the risk rules read.
 RISK_TEXT_LIMIT = 64 * 1024
 
@@ -140,7 +143,7 @@ def summarize(action_type: str, tool: str, tool_input: Any) -> str:
 def _scalar(v: Any) -> str:
     if isinstance(v, str):
         return v if len(v) <= 80 else v[:80] + "…"
-    if isinstance(v, bool | int | float) or v is None:
+    if isinstance(v, bool | int | float | ExactNumber) or v is None:
         return str(v)
     return "[…]" if isinstance(v, list) else "{…}"
 
@@ -180,6 +183,8 @@ class EventSink:
         self.t: int | None = s.get("t", session.t)
         self.started: bool = s.get("started", False)
         self.calls: dict[str, list[Any]] = s.get("calls", {})
+        self.turn: str | None = s.get("turn")  # the harness's turn id the records belong to
+        self.mode: str | None = s.get("mode")  # the harness's permission mode in force
         # Event ids are UUIDv5 of "<agent>\x1f<session>\x1f<n>": the same prefix for every event.
         prefix = f"{self.agent}\x1f{session.session_id}\x1f".encode("utf-8", "surrogatepass")
         self._id_hash = hashlib.sha1(_NAMESPACE_BYTES + prefix)
@@ -192,7 +197,8 @@ class EventSink:
 
     def state(self) -> dict[str, Any]:
         """The state as JSON-able data (no original input); pass it back as ``state=``."""
-        return {"n": self.n, "t": self.t, "started": self.started, "calls": self.calls}
+        return {"n": self.n, "t": self.t, "started": self.started, "calls": self.calls, "turn": self.turn,
+                "mode": self.mode}
 
     # -- events --------------------------------------------------------------------------
 
@@ -200,6 +206,7 @@ class EventSink:
         self,
         kind: str,
         *,
+        source_turn_id: str | None = None,
         source_tool_call_id: str | None = None,
         tool_name: str | None = None,
         action_type: str | None = None,
@@ -224,13 +231,17 @@ class EventSink:
                 if type(t) is int and _MIN_MS <= t <= _MAX_MS:
                     self._sec_ms = t - t % 1000
                     self._sec_text = self._t_text[:-4]
+        if metadata is None:
+            metadata = {}
+        if self.mode is not None:
+            metadata["host_permission_mode"] = self.mode
         return {
             "schema_version": SCHEMA_VERSION,
             "event_id": _uuid_text(h.digest()),
             "agent": self.agent,
             "source_session_id": self.source_session_id,
             "agent_sub_id": self.agent_sub_id,
-            "source_turn_id": None,
+            "source_turn_id": source_turn_id,
             "source_tool_call_id": source_tool_call_id,
             "kind": kind,
             "occurred_at": self._t_text,
@@ -243,7 +254,7 @@ class EventSink:
             "redaction_count": redaction_count,
             "raw_input_truncated": raw_input_truncated,
             "action_fingerprint": action_fingerprint,
-            "metadata": {} if metadata is None else metadata,
+            "metadata": metadata,
         }
 
     def _start(self, out: list[dict[str, Any]]) -> None:
@@ -263,6 +274,13 @@ class EventSink:
     def feed(self, rec: vocab.Neutral) -> list[dict[str, Any]]:
         """Take one neutral record; return the events it makes, in order."""
         out: list[dict[str, Any]] = []
+        if type(rec) is vocab.TurnStarted:
+            self.turn = rec.turn_id[:ID_LIMIT] if isinstance(rec.turn_id, str) and rec.turn_id else None
+            return out
+        if type(rec) is vocab.PermissionMode:
+            if isinstance(rec.mode, str) and rec.mode:
+                self.mode = self._redact(rec.mode[:ID_LIMIT])[0]
+            return out
         if rec.t is not None:
             try:
                 self.t = int(rec.t)
@@ -279,7 +297,8 @@ class EventSink:
             # Only the summary is written: redact what can reach it, with a margin.
             text, n = self._redact(rec.text[: SUMMARY_LIMIT + 1024])
             summary, cut = _cut(text)
-            out.append(self._event("user_prompt", args_summary=summary, redaction_count=n, raw_input_truncated=cut))
+            out.append(self._event("user_prompt", source_turn_id=self.turn, args_summary=summary, redaction_count=n,
+                                   raw_input_truncated=cut))
         elif isinstance(rec, vocab.AssistantMessage):
             for call in rec.tool_calls:
                 out.append(self._pre(call))
@@ -294,7 +313,8 @@ class EventSink:
             path, n = self._redact(rec.path)
             summary, cut = _cut(path)
             out.append(
-                self._event("instruction_loaded", args_summary=summary, redaction_count=n, raw_input_truncated=cut)
+                self._event("instruction_loaded", source_turn_id=self.turn, args_summary=summary, redaction_count=n,
+                            raw_input_truncated=cut)
             )
         return out
 
@@ -325,7 +345,7 @@ class EventSink:
         meta: dict[str, Any] = {}
         try:
             fp: str | None = action_fingerprint(
-                self.agent, self.session.session_id, None, call_id, name, self.cwd, call.input, self.agent_sub_id
+                self.agent, self.session.session_id, self.turn, call_id, name, self.cwd, call.input, self.agent_sub_id
             )
         except NonExactNumber:
             fp = None
@@ -339,7 +359,7 @@ class EventSink:
             summary, cut = _cut(raw_summary)
         else:
             summary, cut = _cut(self._redact(raw_summary)[0])
-        return [name, action, fp, summary, features, redactions, cut, meta.get("fingerprint_error")]
+        return [name, action, fp, summary, features, redactions, cut, meta.get("fingerprint_error"), self.turn]
 
     def take_call(self, call_id: str, entry: list[Any]) -> None:
         """Expect the result of a call digested by :meth:`digest_call`."""
@@ -353,10 +373,11 @@ class EventSink:
 
     def pre_event(self, call_id: str, entry: list[Any]) -> dict[str, Any]:
         """The ``pre_tool_use`` event of a call digested by :meth:`digest_call`."""
-        name, action, fp, summary, features, redactions, cut, fp_error = entry
+        name, action, fp, summary, features, redactions, cut, fp_error, *rest = entry
         meta: dict[str, Any] = {"fingerprint_error": fp_error} if fp_error else {}
         return self._event(
             "pre_tool_use",
+            source_turn_id=rest[0] if rest else None,  # the turn the call was digested in
             source_tool_call_id=call_id,
             tool_name=name,
             action_type=action,
@@ -376,9 +397,11 @@ class EventSink:
             name = rec.tool if isinstance(rec.tool, str) else ""
             action = self.host.action_type(self.source, name, None) if name else "other"
             fp, summary, features, redactions, cut = None, None, [], 0, False
+            turn = self.turn
             meta["call_seen"] = False
         else:
-            name, action, fp, summary, features, redactions, cut, fp_error = pending
+            name, action, fp, summary, features, redactions, cut, fp_error, *rest = pending
+            turn = rest[0] if rest else None  # (a state saved before turns were kept has none)
             if fp_error:
                 meta["fingerprint_error"] = fp_error
         is_error = bool(rec.is_error) if rec.is_error is not None else bool(rec.error_class)
@@ -386,6 +409,7 @@ class EventSink:
             meta["error_class"] = vocab.result_error_class(rec)
         return self._event(
             "post_tool_failure" if is_error else "post_tool_use",
+            source_turn_id=turn,
             source_tool_call_id=call_id,
             tool_name=name,
             action_type=action,

@@ -52,8 +52,10 @@ def sort_features(features: Iterable[str]) -> list[str]:
 
 _I = re.I
 
+# A name starts the text, follows a separator, or follows "@" or "<" (curl's
+# -d @file, -F f=@file and -F f=<file read the file and send its contents).
 _SENSITIVE = re.compile(
-    r"(?:^|[\s\"'=:/\\(])(?:"
+    r"(?:^|[\s\"'=:/\\(@<])(?:"
     r"\.env(?:\.[A-Za-z0-9_.-]+)?"
     r"|\.ssh/|id_(?:rsa|dsa|ecdsa|ed25519)\b|authorized_keys|known_hosts"
     r"|\.aws/(?:credentials|config)|\.azure/|\.config/gcloud|application_default_credentials\.json"

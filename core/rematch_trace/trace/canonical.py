@@ -11,6 +11,7 @@ import orjson
 import rfc8785
 
 from rematch_trace.errors import NonExactNumber
+from rematch_trace.trace.exactnum import ExactNumber, big_int_text, exact_text
 
 _MAX_SAFE = 2**53 - 1
 
@@ -55,14 +56,23 @@ def _key_ok(k: str) -> bool:
     return _utf8_ok(k) and all(ord(c) <= 0xFFFF for c in k)
 
 
+class _NeedsExactPath(Exception):
+    """A number RFC 8785's binary64 form would change: take :func:`_exact_json`."""
+
+
 def _exact(value: Any) -> Any:
-    """Check every number is exactly representable; turn Decimals into floats."""
+    """Check every number is a finite binary64 one; turn exact Decimals into floats.
+
+    Raises :class:`_NeedsExactPath` for an integer beyond ±(2^53-1), an
+    :class:`~rematch_trace.trace.exactnum.ExactNumber` or a Decimal no float
+    holds exactly.
+    """
     t = type(value)
     if t is bool or value is None or t is str:
         return value
     if t is int:
         if not -_MAX_SAFE <= value <= _MAX_SAFE:
-            raise NonExactNumber(f"integer {value} is outside the exact range ±(2^53-1)")
+            raise _NeedsExactPath
         return value
     if t is float:
         if not math.isfinite(value):
@@ -73,13 +83,94 @@ def _exact(value: Any) -> Any:
             raise NonExactNumber(f"number {value} is not finite")
         f = float(value)
         if not math.isfinite(f) or Decimal(repr(f)) != value:
-            raise NonExactNumber(f"number {value} has no exact binary64 representation")
+            raise _NeedsExactPath
         return f
+    if t is ExactNumber:
+        raise _NeedsExactPath
     if t is list or t is tuple:
         return [_exact(v) for v in value]
     if t is dict:
         return {str(k): _exact(v) for k, v in value.items()}
     raise NonExactNumber(f"value of type {t.__name__} is not JSON")
+
+
+def _exact_json(value: Any) -> bytes:
+    """RFC 8785 extended to exact numbers (see :mod:`rematch_trace.trace.exactnum`).
+
+    Every number is written by ECMAScript's layout with all its significant
+    digits (:func:`~rematch_trace.trace.exactnum.exact_text`): the RFC 8785
+    form for a number a double holds, the exact value for any other, so no two
+    different values share a text. Non-standard ``NaN``/``Infinity`` literals
+    read from a transcript are written as those bare words, which no JSON
+    value is. Lone surrogates are escaped as in :func:`canonical_json`.
+    """
+    out: list[str] = []
+    escaped = [False]
+    _write(value, out, escaped)
+    data = "".join(out).encode("utf-8")
+    return b"\xff" + data if escaped[0] else data
+
+
+def _string(s: str, escaped: list[bool]) -> str:
+    try:
+        return orjson.dumps(s).decode("utf-8")  # orjson writes strings as RFC 8785 does
+    except orjson.JSONEncodeError:
+        escaped[0] = True
+        return orjson.dumps(s.encode("utf-8", "backslashreplace").decode("utf-8")).decode("utf-8")
+
+
+def _utf16_key(item: tuple[str, Any]) -> bytes:
+    return item[0].encode("utf-16be", "surrogatepass")
+
+
+def _write(value: Any, out: list[str], escaped: list[bool]) -> None:
+    t = type(value)
+    if value is None:
+        out.append("null")
+    elif t is bool:
+        out.append("true" if value else "false")
+    elif t is str:
+        out.append(_string(value, escaped))
+    elif t is int:
+        out.append(str(value) if -_MAX_SAFE <= value <= _MAX_SAFE else big_int_text(value))
+    elif t is float:
+        if not math.isfinite(value):
+            raise NonExactNumber(f"number {value!r} is not finite")
+        out.append(exact_text(repr(value)))
+    elif t is ExactNumber:
+        out.append(value.text)
+    elif isinstance(value, Decimal):
+        if not value.is_finite():
+            raise NonExactNumber(f"number {value} is not finite")
+        out.append(exact_text(format(value, "f") if abs(value.adjusted()) < 10000 else str(value)))
+    elif t is list or t is tuple:
+        out.append("[")
+        for i, v in enumerate(value):
+            if i:
+                out.append(",")
+            _write(v, out, escaped)
+        out.append("]")
+    elif t is dict:
+        items = [(_escape_key(str(k), escaped), v) for k, v in value.items()]
+        items.sort(key=_utf16_key)
+        out.append("{")
+        for i, (k, v) in enumerate(items):
+            if i:
+                out.append(",")
+            out.append(_string(k, escaped))
+            out.append(":")
+            _write(v, out, escaped)
+        out.append("}")
+    else:
+        raise NonExactNumber(f"value of type {t.__name__} is not JSON")
+
+
+def _escape_key(k: str, escaped: list[bool]) -> str:
+    """A key with lone surrogates escaped (keys sort by their escaped form, as in the RFC 8785 path)."""
+    if k.isascii() or _utf8_ok(k):
+        return k
+    escaped[0] = True
+    return k.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 # The trace's args_hash and the event's fingerprint canonicalise the same tool
@@ -112,16 +203,22 @@ def canonical_input(value: Any) -> bytes:
 def canonical_json(value: Any) -> bytes:
     """The RFC 8785 canonical JSON of ``value``.
 
-    Raises :class:`~rematch_trace.errors.NonExactNumber` for a number with no
-    exact representation (an integer beyond ±(2^53-1), a non-finite or
-    inexact decimal), so that two different originals never canonicalise alike.
+    A number RFC 8785 cannot write exactly (an integer beyond ±(2^53-1), an
+    :class:`~rematch_trace.trace.exactnum.ExactNumber`, a Decimal no double
+    holds) is written with its exact value (:func:`_exact_json`), so two
+    different originals never canonicalise alike. Raises
+    :class:`~rematch_trace.errors.NonExactNumber` for a non-finite float or
+    Decimal, or a value that is not JSON.
     """
     if _fast_ok(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
             pass  # lone surrogates: the exact path below handles them
-    exact = _exact(value)
+    try:
+        exact = _exact(value)
+    except _NeedsExactPath:
+        return _exact_json(value)
     try:
         return bytes(rfc8785.dumps(exact))
     except (rfc8785.CanonicalizationError, UnicodeEncodeError) as err:

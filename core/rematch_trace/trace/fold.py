@@ -94,6 +94,10 @@ def fold_trace(path: str | PathLike[str]) -> FoldedSession:
                 for i in ids:
                     if isinstance(i, str):
                         loaded.setdefault(i, LoadedEntry(id=i))
+                for v in r.get("loaded_entries") or []:
+                    e = _entry(v)
+                    if e is not None and (loaded.get(e.id) in (None, LoadedEntry(id=e.id))):
+                        loaded[e.id] = e  # a late load's version and sha
     reasons = tracker.reasons()
     return FoldedSession(
         session_id=start.get("session_id", ""),

@@ -25,11 +25,14 @@ REPROMPT_MIN_TOKENS = 6
 
 
 def normalize_mark(text: str) -> str:
-    """Spell ``/rematch-mark X`` and ``/rematch:rematch-mark X`` as ``/rematch mark X``."""
-    stripped = text.lstrip()
-    m = _CC_MARK_RE.match(stripped)
+    """Spell ``/rematch-mark X`` and ``/rematch:rematch-mark X`` as ``/rematch mark X``.
+
+    Like the mark pattern itself, only at the very start: the seed trims
+    leading whitespace for negation alone.
+    """
+    m = _CC_MARK_RE.match(text)
     if m:
-        return "/rematch mark" + stripped[m.end() :]
+        return "/rematch mark" + text[m.end() :]
     return text
 
 
@@ -55,7 +58,7 @@ def is_reprompt(new_tokens: set[str], previous_tokens: Iterable[str] | None) -> 
 def prelabel_tokens(text: str, new_tokens: set[str], previous_tokens: Iterable[str] | None, interrupted: bool) -> str:
     """:func:`prelabel` with the token sets supplied (the synthesizer keeps them)."""
     text = normalize_mark(text)
-    m = MARK_RE.match(text.lstrip())
+    m = MARK_RE.match(text)  # as typed: the seed trims leading whitespace for negation only
     if m:
         return f"mark:{m.group(1).lower()}"
     if interrupted:
@@ -114,9 +117,10 @@ def skills_in(text: str) -> list[str]:
 def is_dropped_command(text: str) -> bool:
     """Whether an imported input is a slash, ``!`` or ``%`` line the trace drops.
 
-    Mark lines and lines invoking a skill with ``/skill:`` are kept.
+    Mark lines and lines invoking a skill with ``/skill:`` are kept. Like the
+    mark pattern, it looks at the line as typed: ``"  /x"`` is text, not a command.
     """
-    s = normalize_mark(text).lstrip()
+    s = normalize_mark(text)
     if not s or s[0] not in "/!%":
         return False
     if MARK_RE.match(s):

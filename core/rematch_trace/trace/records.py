@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import attrs
 import cattrs
-from cattrs.gen import make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 
 @attrs.frozen(slots=True)
@@ -154,12 +154,17 @@ class MarkRecord:
 
 @attrs.frozen(slots=True)
 class Retrieval:
-    """Context a retrieve hook added (live capture only)."""
+    """Context added after the first model response: a retrieve hook's (live), or a late load.
+
+    ``loaded_entries`` (written only when not empty) keeps the version and sha
+    of entries an import saw loaded after ``session_start`` was written.
+    """
 
     EV: ClassVar[str] = "retrieval"
     entry_ids: list[str]
     units: list[dict[str, Any]]
     bytes: int
+    loaded_entries: list[LoadedEntry] = attrs.field(factory=list)
 
 
 @attrs.frozen(slots=True)
@@ -199,6 +204,28 @@ converter.register_structure_hook(
 converter.register_structure_hook(
     MarkRecord, lambda d, _: MarkRecord(cls=d["class"], note=d.get("note", ""))
 )
+def _retrieval(cls: Any) -> Any:
+    """Retrieval's unstructure function: ``loaded_entries`` written only when there are any."""
+    fields = make_dict_unstructure_fn(Retrieval, converter)
+
+    def unstructure(record: Retrieval) -> dict[str, Any]:
+        d: dict[str, Any] = fields(record)
+        if not d["loaded_entries"]:
+            del d["loaded_entries"]  # live capture's retrievals stay as the seed writes them
+        return d
+
+    return unstructure
+
+
+def _loaded_entry(cls: Any) -> Any:
+    """LoadedEntry's structure function: the plain ``[id, ...]`` form of older traces is still read."""
+    fields = make_dict_structure_fn(LoadedEntry, converter)
+    return lambda d, _: LoadedEntry(id=d) if isinstance(d, str) else fields(d, LoadedEntry)
+
+
+# Generated on first use too, like the others.
+converter.register_unstructure_hook_factory(lambda cls: cls is Retrieval, _retrieval)
+converter.register_structure_hook_factory(lambda cls: cls is LoadedEntry, _loaded_entry)
 
 
 _HOOKS: dict[type, Any] = {}

@@ -61,6 +61,8 @@ from rematch_trace.trace.truncate import HEAD_LIMIT, TEXT_LIMIT, cut_utf8, trunc
 
 #: The records :class:`~rematch_trace.trace.flags.FlagTracker` looks at (it passes over the rest).
 _FLAG_EVS = frozenset({"input", "mark", "tool_result"})
+#: Neutral records the trace has no field for.
+_EVENT_ONLY = (vocab.TurnStarted, vocab.PermissionMode)
 #: A run's records wait at most this many before they are written anyway.
 RUN_BUFFER_RECORDS = 64
 
@@ -237,6 +239,8 @@ class Synthesizer:
     def feed(self, rec: vocab.Neutral) -> list[dict[str, Any]]:
         """Take one neutral record; return the trace records now final, in order."""
         out: list[dict[str, Any]] = []
+        if type(rec) in _EVENT_ONLY:
+            return out  # turn ids and permission modes are the security events' alone
         if rec.t is not None:
             self.t = int(rec.t)
         if isinstance(rec, vocab.Session):
@@ -510,4 +514,6 @@ class Synthesizer:
             if entry not in self.loaded:
                 self.loaded.append(entry)
             return
-        self._emit(Retrieval(entry_ids=[rec.id], units=[], bytes=0))
+        # session_start is written: a later load keeps its version and sha in the retrieval record.
+        late = [LoadedEntry(rec.id, rec.version, rec.sha)] if rec.version is not None or rec.sha is not None else []
+        self._emit(Retrieval(entry_ids=[rec.id], units=[], bytes=0, loaded_entries=late))

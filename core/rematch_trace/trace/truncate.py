@@ -6,6 +6,8 @@ from typing import Any
 
 import orjson
 
+from rematch_trace.trace.exactnum import ExactNumber, json_default
+
 #: ``input.text`` limit.
 TEXT_LIMIT = 16 * 1024
 #: ``after_deliverable`` and ``turn_end.text_head`` limit.
@@ -32,7 +34,7 @@ def cut_utf8(text: str, limit: int) -> str:
 
 def _dumps(value: Any) -> bytes:
     try:
-        return orjson.dumps(value)
+        return orjson.dumps(value, default=json_default)
     except (orjson.JSONEncodeError, TypeError):
         return orjson.dumps(_printable(value))
 
@@ -49,8 +51,8 @@ def _printable(value: Any) -> Any:
         return value
     if isinstance(value, int):
         return value if -(2**63) <= value < 2**64 else str(value)
-    if isinstance(value, float):
-        return value
+    if isinstance(value, float | ExactNumber):
+        return value  # an exact number is written exactly (json_default)
     return str(value)
 
 
@@ -96,7 +98,7 @@ def truncate_input(value: Any, limit: int = INPUT_LIMIT) -> Any:
     shortened the same way (``"…[+N]"`` standing for N dropped elements).
     """
     try:
-        if len(orjson.dumps(value)) <= limit:
+        if len(orjson.dumps(value, default=json_default)) <= limit:
             return value  # the common case: small and plain, kept as it is
     except (orjson.JSONEncodeError, TypeError):
         pass

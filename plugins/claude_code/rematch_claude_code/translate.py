@@ -11,8 +11,11 @@ Rules that need the next line wait in the ``state`` dict (JSON-able, bounded):
   form one open *group* until a line of another response, a typed input, an
   interrupt or a compaction closes it. Tool results of the group's calls that
   arrive meanwhile wait with it, so they follow their assistant message.
-* a slash command is held until the next line says whether it invoked a skill
-  (the skill body arrives as the following ``isMeta`` line).
+* a slash command is held until the next line says whether it started a model
+  run: a skill's or prompt command's body arrives as the following ``isMeta``
+  line, or a model response follows. Such a command is the user's input (its
+  name a skill invoked, its arguments the text); a built-in command that runs
+  no model (``/clear``, ``/model``) is passed on as typed, for the core to drop.
 
 The end-of-input flush reads ``state`` without changing it: the core saves the
 state at the end of the input and runs the flush again when the file grows.
@@ -36,18 +39,22 @@ from rematch_trace.host.vocab import (
     Abort,
     AssistantMessage,
     Compaction,
+    Instructions,
     ModelRef,
     Neutral,
+    PermissionMode,
     Session,
     SkillInvoked,
     ToolCall,
     ToolResult,
+    TurnStarted,
     Usage,
     UserMessage,
 )
+from rematch_trace.trace.prelabel import normalize_mark
 
 from .discover import session_stem
-from .usertext import INTERRUPT_PREFIX, SKILL_BODY_PREFIX, classify, strip_context
+from .usertext import INTERRUPT_PREFIX, classify, strip_context
 
 STATE_VERSION = 1
 PROVIDER = "anthropic"
@@ -268,6 +275,8 @@ class _Translator:
         """Translate one line into ``out``."""
         typ = v.get("type")
         if type(typ) is not str or typ not in _HANDLED:
+            if typ == "permission-mode":
+                self._mode_line(v)
             # progress lines carry copies of subagent messages: never counted.
             return
         st = self.st
@@ -365,15 +374,56 @@ class _Translator:
         main = own or self.stem
         return Session(key, t, f"{main}.{key}", cwd, "sub", None, ver, main)
 
-    def _prep(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
-        """Make the stream ready for a new record: its Session first, a held command released."""
+    def _prep(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral], ran: bool = False) -> None:
+        """Make the stream ready for a new record: its Session first, a held command released.
+
+        ``ran``: the record is a model response, so the held command started a
+        model run and is the user's input; otherwise it is passed on as typed
+        (the core drops slash lines).
+        """
         if not ss["on"]:
             out.append(self._session(key, t))
             ss["on"] = True
         hold = ss["hold"]
         if hold is not None:
             ss["hold"] = None
-            out.append(UserMessage(key, hold[1], hold[0]))
+            out.append(_command_input(key, hold) if ran else UserMessage(key, hold[1], hold[0]))
+
+    def _context(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
+        """Pass on a prompt id or permission mode seen since the last time (stream ready)."""
+        pid = ss.get("pid")
+        if pid is not None and pid != ss.get("pide"):
+            ss["pide"] = pid
+            out.append(TurnStarted(key, t, pid))
+        mode = ss.get("pm")
+        if mode is not None and mode != ss.get("pme"):
+            ss["pme"] = mode
+            out.append(PermissionMode(key, t, mode))
+
+    def _instructions(
+        self, key: str, ss: dict[str, Any], att: dict[str, Any], t: int | None, out: list[Neutral]
+    ) -> None:
+        """Instruction files loaded into the context: an ``Instructions`` record each (its path)."""
+        paths = _instruction_paths(att)
+        if not paths:
+            return
+        if not ss["on"]:
+            # The stream's Session first; a held command stays held (this is no sign it ran or not).
+            out.append(self._session(key, t))
+            ss["on"] = True
+        for path in paths:
+            out.append(Instructions(key, t, "", path))
+
+    def _mode_line(self, v: dict[str, Any]) -> None:
+        """A ``permission-mode`` line (2.1.x): the main session's mode from here on."""
+        mode = v.get("permissionMode")
+        sid = v.get("sessionId")
+        if type(mode) is not str or not mode or (type(sid) is str and self.st["own"] not in (None, clean(sid))):
+            return
+        ss = self.streams.get("")
+        if ss is None:
+            ss = self.streams[""] = _new_stream()
+        ss["pm"] = clean(mode)
 
     def _close(self, key: str, ss: dict[str, Any], out: list[Neutral]) -> None:
         g = ss["g"]
@@ -403,7 +453,8 @@ class _Translator:
                 return
             self._close(key, ss, out)
             t = iso_ms(v.get("timestamp"))
-            self._prep(key, ss, t, out)
+            self._prep(key, ss, t, out, ran=True)
+            self._context(key, ss, t, out)
             g = ss["g"] = _new_group(mid, t)
         self._absorb(g, msg, v)
         if mid is None:
@@ -468,6 +519,14 @@ class _Translator:
         msg = v.get("message")
         if type(msg) is not dict:
             return
+        # User lines carry the permission mode (and, from 2.1.x, the prompt's id): passed on
+        # before the next input or response.
+        mode = v.get("permissionMode")
+        if type(mode) is str and mode:
+            ss["pm"] = clean(mode)
+        prompt_id = v.get("promptId")
+        if type(prompt_id) is str and prompt_id:
+            ss["pid"] = clean(prompt_id)
         content = msg.get("content")
         texts: list[str]
         images = 0
@@ -498,15 +557,11 @@ class _Translator:
             return
         if v.get("isMeta") is True:
             hold = ss["hold"]
-            if (
-                hold is not None
-                and not v.get("sourceToolUseID")
-                and any(x.lstrip().startswith(SKILL_BODY_PREFIX) for x in texts)
-            ):
-                # The command the user typed was a skill: its body follows as a meta line.
+            if hold is not None and not v.get("sourceToolUseID") and any(_expands(x) for x in texts):
+                # The command the user typed was a skill or a prompt command: its body
+                # follows as a meta line, and the model runs on it.
                 ss["hold"] = None
-                skill = hold[0].split()[0].lstrip("/")
-                out.append(UserMessage(key, hold[1], hold[0], skills=(skill,)))
+                out.append(_command_input(key, hold))
             return
         if v.get("isCompactSummary") is True or v.get("isVisibleInTranscriptOnly") is True:
             return
@@ -524,6 +579,7 @@ class _Translator:
         else:
             self._close(key, ss, out)
             self._prep(key, ss, t, out)
+            self._context(key, ss, t, out)
             out.append(UserMessage(key, t, text))
 
     def _abort(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
@@ -545,6 +601,7 @@ class _Translator:
             return
         self._close(key, ss, out)
         self._prep(key, ss, t, out)
+        self._context(key, ss, t, out)
         ss["hold"] = [text, t]
         ss["lc"] = [text, t]
 
@@ -603,7 +660,13 @@ class _Translator:
 
     def _attachment(self, key: str, ss: dict[str, Any], v: dict[str, Any], out: list[Neutral]) -> None:
         att = v.get("attachment")
-        if type(att) is not dict or att.get("type") != "queued_command":
+        if type(att) is not dict:
+            return
+        kind = att.get("type")
+        if kind in ("nested_memory", "instructions"):
+            self._instructions(key, ss, att, iso_ms(v.get("timestamp")), out)
+            return
+        if kind != "queued_command":
             return
         origin = att.get("origin")
         origin_kind = origin.get("kind") if type(origin) is dict else None
@@ -623,6 +686,49 @@ class _Translator:
         self._prep(key, ss, t, out)
         out.append(Abort(key, t, "queued"))
         out.append(UserMessage(key, t, text))
+
+
+def _instruction_paths(att: dict[str, Any]) -> list[str]:
+    """The instruction files (CLAUDE.md, rules, memory) an attachment loads, in order.
+
+    ``nested_memory`` names one file (``path``, or its ``content.path``); the
+    grouped ``instructions`` form lists ``files[].path``.
+    """
+    if att.get("type") == "nested_memory":
+        items: list[Any] = [att]
+    else:
+        files = att.get("files")
+        items = files if type(files) is list else []
+    paths: list[str] = []
+    for item in items:
+        if type(item) is not dict:
+            continue
+        path = item.get("path")
+        content = item.get("content")
+        if type(path) is not str and type(content) is dict:
+            path = content.get("path")
+        if type(path) is str and path and clean(path) not in paths:
+            paths.append(clean(path))
+    return paths
+
+
+def _expands(text: str) -> bool:
+    """Whether a meta line's text is a command's expansion (a prompt or skill body, not a caveat)."""
+    return bool(text.strip()) and classify(text)[0] == "input"
+
+
+def _command_input(key: str, hold: list[Any]) -> UserMessage:
+    """A slash command that started a model run, as the user's input.
+
+    Its name goes to ``skills`` and its arguments are the text; a mark command
+    (``/rematch-mark <class>``) stays as typed, for the core to read the mark.
+    """
+    typed, t = hold
+    if normalize_mark(typed) != typed:
+        return UserMessage(key, t, typed)
+    name, _, args = typed.partition(" ")
+    name = name.lstrip("/")
+    return UserMessage(key, t, args.strip(), skills=(name,) if name else ())
 
 
 def _agent_type(path: Path) -> str | None:

@@ -51,8 +51,11 @@ def to_trace_records(
 
 @hookimpl
 def visible_entries(text: str) -> Iterable[str]:
-    """The skills a Codex catalog (AGENTS.md-era or ``<skills_instructions>``) offers."""
-    return skills.offered_skills(text)
+    """The rematch entries a Codex catalog (AGENTS.md-era or ``<skills_instructions>``) offers.
+
+    Only skills with a ``rematch.json`` beside their file are rematch entries.
+    """
+    return skills.offered_entries(text)
 
 
 @hookimpl

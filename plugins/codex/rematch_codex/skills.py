@@ -16,8 +16,10 @@ a plugin prefix (``box:box-content-api``), so an entry's name ends at the first
 
 An explicitly invoked skill (v0.69+) is injected as a user message
 ``<skill>\\n<name>N</name>\\n<path>P</path>\\n[<resource_access>..</resource_access>\\n]CONTENT\\n</skill>``.
-Nothing in the rollout gives its version, so it comes from the content's front
-matter or a ``rematch.json`` beside the file, and the sha is computed here.
+Nothing in the rollout gives its version or hash. A rematch entry is a skill
+with a ``rematch.json`` manifest beside its file: its ``id``, ``version`` and
+``content_sha256`` are the entry's. Otherwise the version comes from the
+content's front matter and the sha is that of the content as injected.
 """
 
 from __future__ import annotations
@@ -37,13 +39,24 @@ _INJECTION = re.compile(
     re.S,
 )
 _MAX_SIDECAR = 64 * 1024
+_FILE = re.compile(r"\(file: ([^()]*)\)\s*$")
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def offered_skills(text: str) -> list[str]:
     """The skill names a catalog text offers, in order, without repeats."""
+    names: list[str] = []
+    for name, _ in _listed(text):
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _listed(text: str) -> list[tuple[str, str | None]]:
+    """Each catalog entry's name and the file its ``(file: ...)`` locator names (``None`` if none)."""
     if "## Skills" not in text and "<skills_instructions>" not in text:
         return []
-    names: list[str] = []
+    listed: list[tuple[str, str | None]] = []
     in_section = False  # inside "## Skills" or <skills_instructions>
     listing = False  # inside "### Available skills"
     for line in text.splitlines():
@@ -61,13 +74,15 @@ def offered_skills(text: str) -> list[str]:
         if not line.startswith("- "):
             continue
         name, sep, _ = line[2:].partition(": ")
+        locator = _LOCATOR.search(line)
         # Outside the listing (older catalogs had none) only lines ending in a locator count.
-        if not sep or not name.strip() or (not listing and not _LOCATOR.search(line)):
+        if not sep or not name.strip() or (not listing and not locator):
             continue
         name = name.strip().strip("`")
-        if name and name not in names:
-            names.append(name)
-    return names
+        file = _FILE.search(line)
+        if name:
+            listed.append((name, file.group(1).strip() if file else None))
+    return listed
 
 
 @attrs.frozen(slots=True)
@@ -132,8 +147,8 @@ def _scalar(value: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def _sidecar_version(skill_path: str) -> str | None:
-    """``version`` from the ``rematch.json`` beside a skill file on disk, if there is one."""
+def _sidecar(skill_path: str) -> dict[str, Any] | None:
+    """The ``rematch.json`` beside a skill file on disk (a rematch entry's manifest), if there is one."""
     try:
         sidecar = Path(skill_path).parent / "rematch.json"
         if not sidecar.is_file() or sidecar.stat().st_size > _MAX_SIDECAR:
@@ -141,10 +156,30 @@ def _sidecar_version(skill_path: str) -> str | None:
         doc: Any = orjson.loads(sidecar.read_bytes())
     except (OSError, ValueError):
         return None
-    version = doc.get("version") if isinstance(doc, dict) else None
+    return doc if isinstance(doc, dict) else None
+
+
+def _sidecar_version(skill_path: str) -> str | None:
+    """``version`` from the ``rematch.json`` beside a skill file, if there is one."""
+    doc = _sidecar(skill_path)
+    version = doc.get("version") if doc is not None else None
     if isinstance(version, bool) or not isinstance(version, (str, int, float)):
         return None
     return str(version)
+
+
+def _sidecar_id(skill_path: str, name: str) -> str:
+    """The entry id a ``rematch.json`` gives (``id``), else the skill's name."""
+    doc = _sidecar(skill_path)
+    found = doc.get("id") if doc is not None else None
+    return found if isinstance(found, str) and found.strip() else name
+
+
+def _sidecar_sha(skill_path: str) -> str | None:
+    """``content_sha256`` from the ``rematch.json`` beside a skill file, when it is a sha256."""
+    doc = _sidecar(skill_path)
+    sha = doc.get("content_sha256") if doc is not None else None
+    return sha.lower() if isinstance(sha, str) and _SHA256.fullmatch(sha) else None
 
 
 def skill_version(injection: Injection) -> str | None:
@@ -152,3 +187,42 @@ def skill_version(injection: Injection) -> str | None:
     return front_matter_version(injection.content) or (
         _sidecar_version(injection.path) if injection.path else None
     )
+
+
+@attrs.frozen(slots=True)
+class Loaded:
+    """A loaded skill as a ``loaded_entries`` item."""
+
+    id: str
+    version: str | None
+    sha: str
+
+
+def loaded_entry(injection: Injection) -> Loaded:
+    """A loaded skill's entry: id, version and sha from its ``rematch.json`` when it has one.
+
+    A rematch entry's version and sha are its manifest's ``version`` and
+    ``content_sha256``, as the seed defines them; where the manifest lacks
+    one, the front matter's version and the sha256 of the content Codex
+    injected stand in, as for a skill without a manifest.
+    """
+    path = injection.path
+    if not path or _sidecar(path) is None:
+        return Loaded(injection.name, skill_version(injection), injection.sha)
+    version = _sidecar_version(path) or front_matter_version(injection.content)
+    return Loaded(_sidecar_id(path, injection.name), version, _sidecar_sha(path) or injection.sha)
+
+
+def offered_entries(text: str) -> list[str]:
+    """The rematch entries a catalog offers: listed skills whose file has a ``rematch.json`` beside it.
+
+    Read from disk at import time (only a ``file:`` locator names a file);
+    other skills in the catalog are not rematch entries.
+    """
+    found: list[str] = []
+    for name, path in _listed(text):
+        if path is not None and _sidecar(path) is not None:
+            entry = _sidecar_id(path, name)
+            if entry not in found:
+                found.append(entry)
+    return found

@@ -32,8 +32,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from rematch_trace.errors import RestartImport
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.text import utf8_len
@@ -47,12 +45,15 @@ from rematch_trace.host.vocab import (
     Instructions,
     ModelRef,
     Neutral,
+    PermissionMode,
     Session,
     SkillInvoked,
     ToolCall,
     ToolResult,
+    TurnStarted,
     UserMessage,
 )
+from rematch_trace.importing.reader import loads_exact
 
 from . import results, skills, usage, usertext
 from .discover import thread_id_of
@@ -63,6 +64,8 @@ MAX_TRACKED = 1024
 #: A copied history is written in one burst; a gap this long (ms) means it has ended.
 COPY_GAP_MS = 1000
 SPAWN_HANDOVER = "You are the newly spawned agent"
+#: Prompt items whose event copy may still follow (each copy follows its item at once).
+MAX_MIRRORS = 8
 
 _ENVELOPE_TYPES = frozenset(
     {
@@ -107,6 +110,9 @@ def _new_state() -> dict[str, Any]:
         "calls": {},
         "abort": None,
         "unknown": 0,
+        "mirrors": 0,  # prompts seen as response items whose event_msg/user_message copy is still to come
+        "turn": None,  # the turn id last passed on
+        "perm": None,  # the permission mode last passed on
     }
 
 
@@ -170,6 +176,8 @@ class _Translator:
             model = payload.get("model")
             if isinstance(model, str) and model:
                 s["model"] = model
+            self.turn(payload.get("turn_id"), t)
+            self.permissions(payload, t)
         elif kind == "compacted":
             self.boundary(t)
             self.ensure_session(t)
@@ -290,7 +298,7 @@ class _Translator:
                 for text in _texts(payload.get("content")):
                     kind_, _ = usertext.classify(text)
                     if kind_ == "instructions" or (payload.get("role") == "developer" and usertext.is_catalog(text)):
-                        self.out.append(Instructions(STREAM, t, text))
+                        self.out.append(Instructions(STREAM, t, text, usertext.instructions_path(text)))
             elif typ in _OUTPUT_ITEMS:
                 text = results.output_text(payload.get("output"))
                 if text.startswith(SPAWN_HANDOVER):
@@ -322,6 +330,8 @@ class _Translator:
                 s["pusage"] = usage.add(s["pusage"], vec)
         elif typ in _BOUNDARY_EVENTS:
             self.boundary(t)
+            if typ in ("task_started", "turn_started"):
+                self.turn(payload.get("turn_id"), t)
         elif typ == "turn_aborted":
             pend = s["pend"]
             if pend is not None:
@@ -332,6 +342,32 @@ class _Translator:
             s["abort"] = reason if isinstance(reason, str) and reason else "interrupted"
         elif typ in _OUTCOME_EVENTS:
             self.outcome(typ, payload)
+        elif typ == "user_message":
+            self.user_event(payload, t)
+
+    def user_event(self, payload: dict[str, Any], t: int | None) -> None:
+        """``event_msg/user_message``: a copy of a prompt item, or the only record of a prompt.
+
+        Codex mirrors each prompt as this event right after its ``response_item``;
+        some rollouts hold only the event. An event with no item before it is the input.
+        """
+        s = self.s
+        if s["mirrors"] > 0:
+            s["mirrors"] -= 1
+            return
+        kind = payload.get("kind")
+        if kind not in (None, "plain"):
+            return  # v0.30-0.47 also mirrored injected instructions and context
+        message = payload.get("message")
+        what, body = usertext.classify(message) if isinstance(message, str) else ("context", "")
+        images = payload.get("images")
+        image = bool(images) or bool(payload.get("local_images"))
+        if what != "typed" and not image:
+            return
+        self.boundary(t)
+        self.ensure_session(t)
+        s["own"] = True
+        self.out.append(UserMessage(STREAM, t, body if what == "typed" else ""))
 
     def outcome(self, typ: str, payload: dict[str, Any]) -> None:
         s = self.s
@@ -349,6 +385,23 @@ class _Translator:
         early[cid] = list(found)
         while len(early) > MAX_TRACKED:
             del early[next(iter(early))]
+
+    def turn(self, turn_id: Any, t: int | None) -> None:
+        """Pass on a new turn id (v0.100+ turn_context and task_started carry one)."""
+        s = self.s
+        if isinstance(turn_id, str) and turn_id and turn_id != s["turn"]:
+            s["turn"] = turn_id
+            self.ensure_session(t)
+            self.out.append(TurnStarted(STREAM, t, turn_id))
+
+    def permissions(self, payload: dict[str, Any], t: int | None) -> None:
+        """Pass on a changed permission mode: ``<approval_policy>/<sandbox>`` of a turn_context."""
+        s = self.s
+        mode = permission_mode(payload)
+        if mode is not None and mode != s["perm"]:
+            s["perm"] = mode
+            self.ensure_session(t)
+            self.out.append(PermissionMode(STREAM, t, mode))
 
     # -- response items --------------------------------------------------------------------
 
@@ -496,16 +549,20 @@ class _Translator:
             if what == "typed":
                 typed.append(body)
             elif what == "instructions":
-                deferred.append(Instructions(STREAM, t, text))
+                deferred.append(Instructions(STREAM, t, text, usertext.instructions_path(text)))
             elif what == "skill":
                 inj = skills.parse_injection(text)
                 if inj is not None:
-                    deferred.append(EntryLoaded(STREAM, t, inj.name, skills.skill_version(inj), inj.sha))
+                    entry = skills.loaded_entry(inj)
+                    # The skill file read into the context: an instruction_loaded event.
+                    deferred.append(Instructions(STREAM, t, "", inj.path or None))
+                    deferred.append(EntryLoaded(STREAM, t, entry.id, entry.version, entry.sha))
                     deferred.append(SkillInvoked(STREAM, t, inj.name))
         self.boundary(t)
         self.ensure_session(t)
         if typed or image:
             self.s["own"] = True
+            self.s["mirrors"] = min(self.s["mirrors"] + 1, MAX_MIRRORS)
             self.out.append(UserMessage(STREAM, t, "\n".join(typed)))
         self.out.extend(deferred)
 
@@ -571,6 +628,21 @@ class _Translator:
             self.boundary(None)
 
 
+def permission_mode(turn_context: dict[str, Any]) -> str | None:
+    """A turn_context's approval policy and sandbox as one mode (``on-request/workspace-write``).
+
+    The sandbox is the ``sandbox_policy``'s ``type`` (``mode`` up to v0.58);
+    either part may be missing.
+    """
+    approval = turn_context.get("approval_policy")
+    policy = turn_context.get("sandbox_policy")
+    sandbox = policy.get("type", policy.get("mode")) if isinstance(policy, dict) else policy
+    parts = [p if isinstance(p, str) and p else "" for p in (approval, sandbox)]
+    if not any(parts):
+        return None
+    return "/".join(parts) if parts[1] else parts[0]
+
+
 def _texts(content: Any) -> list[str]:
     """The texts of a message's content items (input_text/output_text/text)."""
     if isinstance(content, str):
@@ -584,8 +656,9 @@ def _parse_args(args: Any) -> Any:
     """A function call's arguments: a JSON string parsed, else as recorded."""
     if isinstance(args, str):
         try:
-            return orjson.loads(args)
-        except orjson.JSONDecodeError:
+            # Numbers a float would round stay exact (the arguments are hashed and fingerprinted).
+            return loads_exact(args)
+        except ValueError:
             return args
     return args
 

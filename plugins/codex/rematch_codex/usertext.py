@@ -62,3 +62,22 @@ def classify(text: str) -> tuple[Kind, str]:
 def is_catalog(text: str) -> bool:
     """Whether a developer-message text carries instructions worth recording."""
     return "<skills_instructions>" in text or text.lstrip().startswith(INSTRUCTION_OPENERS)
+
+
+_AGENTS_FOR = "# AGENTS.md instructions for "
+
+
+def instructions_path(text: str) -> str | None:
+    """The AGENTS.md file an ``# AGENTS.md instructions for <dir>`` message loads, else ``None``.
+
+    Codex names the folder only; the file is that folder's ``AGENTS.md``
+    (written with the folder's own separator).
+    """
+    s = text.lstrip()
+    if not s.startswith(_AGENTS_FOR):
+        return None
+    folder = s[len(_AGENTS_FOR) :].split("\n", 1)[0].strip()
+    if not folder:
+        return None
+    sep = "\\" if "\\" in folder and "/" not in folder else "/"
+    return folder.rstrip("/\\") + sep + "AGENTS.md"
