@@ -170,10 +170,13 @@ def test_without_a_failure_the_third_party_plugin_imports(tmp_path: Path, site: 
     assert json.loads(res.stdout)["sessions_imported"] == 2 and "failed" not in res.stderr
 
 
-@pytest.mark.parametrize("args", [("plugins",), ("import", "-j", "2"), ("import", "-j", "1")])
+@pytest.mark.parametrize("args", [("plugins",), ("import", "-j", "2"), ("import", "-j", "1"), ("flagged",),
+                                  ("sessions",), ("audit",)])
 def test_a_plugin_that_fails_to_load_is_said_once(tmp_path: Path, site: Path, args: tuple[str, ...]) -> None:
     if args[0] == "import":
         args = (*args, str(_sources(tmp_path)), "--out", str(tmp_path / "d"))
+    elif args[0] != "plugins":
+        args = (*args, "--out", str(tmp_path / "nothing-here"))
     res = rematch(site, *args, REMATCH_LOAD_PLUGINS="toy,broken,unloadable")
     said = [line for line in res.stderr.splitlines() if "plugin 'unloadable' failed to load" in line]
     assert len(said) == 1, res.stderr

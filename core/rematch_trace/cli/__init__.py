@@ -87,6 +87,11 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="rematch-trace", prog_name="rematch")
 def cli() -> None:
     """Import coding-agent transcripts into one trace schema and flag sessions worth reflecting on."""
+    # Every command says, once, which installed plugin failed to load: a reading
+    # command's answer may be missing what that plugin would have imported.
+    from rematch_trace.host.loading import load_plugins
+
+    load_plugins()
 
 
 def main() -> None:
