@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import orjson
 import pytest
-from live_helpers import clean_env, pre_tool_use, wait_for
+from live_helpers import clean_env, connectable, pre_tool_use, wait_for
 
 from rematch_trace.live import client, paths
 from rematch_trace.live.ipc.codec import encode_frame
@@ -64,7 +65,11 @@ def fake_service(data: Path, answer: Callable[[socket.socket, bytes], None]) -> 
 
 
 def log_of(data: Path) -> str:
-    return paths.log_file(data).read_text()
+    """The data folder's live log, or "" when nothing was logged."""
+    try:
+        return paths.log_file(data).read_text()
+    except FileNotFoundError:
+        return ""
 
 
 def test_no_service_fails_open_fast_and_logs_it(tmp_path: Path) -> None:
@@ -120,6 +125,71 @@ def test_client_starts_the_service_on_demand(tmp_path: Path) -> None:
         pid = int(lock.read_text())
         os.kill(pid, signal.SIGTERM)
         wait_for(lambda: not paths.events_socket(data).exists(), what="the started service to stop")
+
+
+def test_a_connection_reset_before_any_reply_is_tried_once_more(tmp_path: Path) -> None:
+    """A service stopping as the client connects resets the connection; the retry is answered."""
+    run = paths.run_dir(tmp_path)
+    run.mkdir(parents=True, mode=0o700)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(os.fspath(paths.events_socket(tmp_path)))
+    srv.listen(8)
+    seen: list[str] = []
+
+    def serve() -> None:
+        first, _ = srv.accept()
+        time.sleep(0.05)  # the request is in first's receive queue, unread
+        first.close()  # unread data: the kernel resets the client's connection
+        seen.append("reset")
+        with srv.accept()[0] as conn:
+            conn.settimeout(5)
+            head = conn.recv(4, socket.MSG_WAITALL)
+            body = conn.recv(int.from_bytes(head, "big"), socket.MSG_WAITALL)
+            rid = orjson.loads(body)["request_id"]
+            conn.sendall(encode_frame(make_reply(rid, "no_override", "ok", "ok", source="local_rules"), 1 << 14))
+            seen.append("answered")
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        reply = ask(tmp_path, deadline_ms=3000)
+    finally:
+        t.join(5)
+        srv.close()
+    assert seen == ["reset", "answered"]
+    assert reply is not None and reply["decision"] == "no_override", log_of(tmp_path)
+    assert log_of(tmp_path) == ""  # answered: nothing failed open
+
+
+def test_a_reply_cut_short_fails_open_within_the_deadline(tmp_path: Path) -> None:
+    def cut(conn: socket.socket, _: bytes) -> None:
+        conn.sendall(b"\x00\x00")  # half a header, then the close below
+    with fake_service(tmp_path, cut):
+        t = time.monotonic()
+        assert ask(tmp_path, deadline_ms=300) is None
+        assert time.monotonic() - t < 0.9
+    assert "client fail_open" in log_of(tmp_path)
+
+
+def test_a_killed_services_socket_is_replaced_by_the_next_start(tmp_path: Path) -> None:
+    """SIGKILL leaves the sockets behind; the next client's start replaces them and is answered."""
+    data = tmp_path / "data"
+    assert ask(data, start=True, deadline_ms=20000) is not None, log_of(data)
+    lock = paths.run_dir(data) / "serve.lock"
+    first = int(lock.read_text())
+    os.kill(first, signal.SIGKILL)
+    # Not the leader's zombie state: the leader of a threaded process turns zombie while its other
+    # threads, which share its open sockets, are still exiting (a connection made then is reset).
+    # So wait until the socket refuses connections: the last thread, and the listener, are gone.
+    wait_for(lambda: not connectable(paths.events_socket(data)), what="the killed service's listener to close")
+    assert paths.events_socket(data).exists()  # left behind: nobody removed it
+    try:
+        assert ask(data, start=True, deadline_ms=20000) is not None, log_of(data)
+        second = int(lock.read_text())
+        assert second != first
+    finally:
+        os.kill(int(lock.read_text()), signal.SIGTERM)
+        wait_for(lambda: not paths.events_socket(data).exists(), what="the second service to stop")
 
 
 def test_client_module_imports_only_the_standard_library_and_the_codec() -> None:

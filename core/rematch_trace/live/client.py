@@ -123,12 +123,33 @@ def _start_service(data: Path) -> None:
     )
 
 
+class _Reset(ExchangeFailed):
+    """The connection was reset before any reply: the listener closed (a service stopping or dying)."""
+
+
 def exchange(sock_path: Path, message: dict[str, Any], deadline: float, *, data: Path, start: bool,
              limit: int = MAX_REPLY_BYTES) -> Any:
     """Send ``message`` as one frame to ``sock_path``, return the decoded reply payload.
 
+    A connection reset before any reply is tried once more, within the same
+    deadline: it is what a client sees when it connected just as the service
+    stopped (its idle exit, a SIGTERM, a kill), and the retry reaches the next
+    service (started on demand when ``start``). Asking twice is safe: a verdict
+    has no side effect, and the service applies a captured event once by its
+    request id and digest.
+
     :raises ExchangeFailed: on anything that is not one well-framed, bounded reply before ``deadline``.
     """
+    try:
+        return _exchange_once(sock_path, message, deadline, data=data, start=start, limit=limit)
+    except _Reset:
+        if time.monotonic() + _CONNECT_POLL_S >= deadline:
+            raise
+        return _exchange_once(sock_path, message, deadline, data=data, start=start, limit=limit)
+
+
+def _exchange_once(sock_path: Path, message: dict[str, Any], deadline: float, *, data: Path, start: bool,
+                   limit: int) -> Any:
     sock = _connect(sock_path, deadline, data, start)
     try:
         try:
@@ -138,6 +159,8 @@ def exchange(sock_path: Path, message: dict[str, Any], deadline: float, *, data:
         try:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
             sock.sendall(frame)
+        except (ConnectionResetError, BrokenPipeError) as err:
+            raise _Reset(f"send_failed: {type(err).__name__}") from None
         except OSError as err:
             raise ExchangeFailed(f"send_failed: {type(err).__name__}") from None
         try:
@@ -147,6 +170,8 @@ def exchange(sock_path: Path, message: dict[str, Any], deadline: float, *, data:
             raise ExchangeFailed("closed: the service closed the connection without a reply") from None
         except DecodeError as err:
             raise ExchangeFailed(f"bad_reply: {err.code}") from None
+        except ConnectionResetError as err:
+            raise _Reset(f"receive_failed: {type(err).__name__}") from None
         except OSError as err:
             raise ExchangeFailed(f"receive_failed: {type(err).__name__}") from None
     finally:
