@@ -21,9 +21,7 @@ Every cluster run's outputs are checked byte for byte against ``--jobs 1``'s.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -31,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from many_files import generate_many  # noqa: E402
+from many_files import prepare_many  # noqa: E402
 from run import corpus_size, measure, rematch  # noqa: E402
 
 # This file's name is the package's: past its siblings, "import dask" must find the package.
@@ -100,16 +98,7 @@ def main() -> None:
     a = ap.parse_args()
 
     work = HERE / "out" / f"dask-{a.files}-{a.median_kb}"
-    corpus = work / "corpus"
-    stamp = work / "corpus.json"
-    if a.regenerate or not stamp.exists():
-        shutil.rmtree(work, ignore_errors=True)
-        corpus.mkdir(parents=True)
-        generate_many(corpus, a.files, a.median_kb)
-        stamp.write_text(json.dumps({"files": a.files, "median_kb": a.median_kb}))
-    for d in work.glob("out-*"):
-        shutil.rmtree(d)
-    os.sync()
+    corpus = prepare_many(work, a.files, a.median_kb, regenerate=a.regenerate)
     size = corpus_size(corpus)
     cores = os.cpu_count() or 1
     rows: list[tuple[str, float, float, str]] = []

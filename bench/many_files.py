@@ -46,6 +46,25 @@ def generate_many(root: Path, files: int, median_kb: int, seed: int = 5) -> int:
     return written
 
 
+def prepare_many(work: Path, files: int, median_kb: int, *, regenerate: bool = False) -> Path:
+    """The many-files archive under ``work/corpus``, generated once (again with ``regenerate``).
+
+    Earlier runs' outputs (``work/out-*``) are removed and the disk synced, so
+    every run starts from the same cold state. Returns the corpus folder.
+    """
+    corpus = work / "corpus"
+    stamp = work / "corpus.json"
+    if regenerate or not stamp.exists():
+        shutil.rmtree(work, ignore_errors=True)
+        corpus.mkdir(parents=True)
+        generate_many(corpus, files, median_kb)
+        stamp.write_text(json.dumps({"files": files, "median_kb": median_kb}))
+    for d in work.glob("out-*"):
+        shutil.rmtree(d)
+    os.sync()
+    return corpus
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=2000)
@@ -55,16 +74,7 @@ def main() -> None:
     a = ap.parse_args()
 
     work = HERE / "out" / f"many-{a.files}-{a.median_kb}"
-    corpus = work / "corpus"
-    stamp = work / "corpus.json"
-    if a.regenerate or not stamp.exists():
-        shutil.rmtree(work, ignore_errors=True)
-        corpus.mkdir(parents=True)
-        generate_many(corpus, a.files, a.median_kb)
-        stamp.write_text(json.dumps({"files": a.files, "median_kb": a.median_kb}))
-    for d in work.glob("out-*"):
-        shutil.rmtree(d)
-    os.sync()
+    corpus = prepare_many(work, a.files, a.median_kb, regenerate=a.regenerate)
     size = corpus_size(corpus)
     rows: list[tuple[str, float, float]] = []
 
