@@ -9,16 +9,23 @@ imports) measured in one process over the same payloads::
 
     .venv/bin/python bench/live.py --turns 20 --calls 4
 
+The command is the one ``rematch hooks install`` writes
+(:func:`rematch_trace.live.install.hook_command`: ``<python> -S -I
+<rematch_hook.py> claude_code``, the fast client), measured twice: with the
+resident service (``rematch serve``) running, which captures each event and
+answers once it is committed, and without it (``REMATCH_LIVE_SERVICE=0``: the
+client loads ``site`` and captures in its own process, as when no service
+answers). Each invocation is paired with a bare ``python -c pass`` run just
+before it: on a shared machine only the two side by side say what rematch
+itself costs.
+
 Targets (issue 15): p50 <= 30 ms and p99 <= 80 ms per invocation with the
-resident service running. That service (``rematch serve``, issue 14) is not
-wired into the hook yet: every figure here is the in-process path, where
-each hook process imports the capture code and writes the session itself.
+service running; correct output, just slower, without it.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import statistics
@@ -32,7 +39,14 @@ from typing import Any
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
-HOOK = shutil.which("rematch-hook", path=str(Path(sys.executable).parent)) or "rematch-hook"
+
+def hook_argv() -> list[str]:
+    """The installed hook command, as argv."""
+    import shlex
+
+    from rematch_trace.live.install import hook_command
+
+    return shlex.split(hook_command())
 
 
 def payloads(sid: str, cwd: str, turns: int, calls: int) -> list[dict[str, Any]]:
@@ -72,6 +86,7 @@ def time_hooks(events: list[dict[str, Any]], env: dict[str, str]) -> tuple[list[
 
     On a shared machine only the two measured side by side say what rematch itself costs.
     """
+    hook_argv_cached = hook_argv()
     hooks: list[float] = []
     bare: list[float] = []
     for payload in events:
@@ -79,7 +94,7 @@ def time_hooks(events: list[dict[str, Any]], env: dict[str, str]) -> tuple[list[
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         bare.append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()
-        res = subprocess.run([HOOK, "claude_code"], input=orjson.dumps(payload), env=env, capture_output=True)
+        res = subprocess.run(hook_argv_cached, input=orjson.dumps(payload), env=env, capture_output=True)
         hooks.append((time.perf_counter() - start) * 1000)
         if res.returncode or res.stdout or res.stderr:
             raise SystemExit(f"hook misbehaved on {payload['hook_event_name']}: {res}")
@@ -100,9 +115,9 @@ def replay_served(events: list[dict[str, Any]], work: Path, repo: Path) -> tuple
                 raise SystemExit("rematch serve did not listen within 30 s")
             time.sleep(0.05)
         hooks, bare = time_hooks(events, env)
-        fallbacks = (data / "live.log").read_text().count("hook_event") if (data / "live.log").exists() else 0
-        if fallbacks:
-            print(f"note: {fallbacks} requests fell back to in-process capture (see {data / 'live.log'})")
+        errors = data / "live" / "errors.log"
+        if errors.exists():
+            raise SystemExit(f"the hook logged errors (or fell back to in-process capture): {errors.read_text()}")
         if not (data / "traces" / "bench-session.jsonl").exists():
             raise SystemExit("the service wrote no trace")
         return hooks, bare
@@ -127,8 +142,7 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("REMATCH_")}
         env["REMATCH_HOME"] = str(work / "data")
         env["REMATCH_LIVE_SERVICE"] = "0"
-        # The resident service (issue 14), when this build has it.
-        served = replay_served(events, work, repo) if importlib.util.find_spec("rematch_trace.live.service") else None
+        served = replay_served(events, work, repo)
         every, bare = time_hooks(events, env)
         by_event: dict[str, list[float]] = {}
         for payload, ms in zip(events, every, strict=True):
@@ -152,14 +166,18 @@ def main() -> None:
         print(f"live capture: {len(events)} hook invocations ({args.turns} turns x {args.calls} calls); "
               f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
         print(f"{'invocation (ms)':<22} {'n':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
-        if served is None:
-            print("with the service: not measured (rematch serve is not in this build)")
-        else:
-            print(row("with the service", served[0]))
-            print(row("  python -c pass", served[1]))
-            print(f"  hook / bare start, p50 of the pairs: "
-                  f"{statistics.median(h / b for h, b in zip(served[0], served[1], strict=True)):.1f}x")
-        print("without the service (in-process):")
+        print("with the service (rematch serve running):")
+        print(row("every hook (process)", served[0]))
+        served_by: dict[str, list[float]] = {}
+        for payload, ms in zip(events, served[0], strict=True):
+            served_by.setdefault(payload["hook_event_name"], []).append(ms)
+        for name in sorted(served_by):
+            print(row(f"  {name}", served_by[name]))
+        print(row("python -c pass", served[1]))
+        print(row("hook minus bare start", [h - b for h, b in zip(served[0], served[1], strict=True)]))
+        print(f"hook / bare start, p50 of the pairs: "
+              f"{statistics.median(h / b for h, b in zip(served[0], served[1], strict=True)):.2f}x")
+        print("without the service (REMATCH_LIVE_SERVICE=0: the client captures in-process):")
         print(row("every hook (process)", every))
         for name in sorted(by_event):
             print(row(f"  {name}", by_event[name]))

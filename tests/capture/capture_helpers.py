@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,19 @@ import orjson
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
 FIXTURE_CWD = "/work/project"
+#: The older, slower entry point (``rematch-hook``), still installed as a console script.
 HOOK = shutil.which("rematch-hook", path=str(Path(sys.executable).parent)) or "rematch-hook"
+
+
+def hook_argv() -> list[str]:
+    """The command ``rematch hooks install`` writes (the fast client), as argv."""
+    from rematch_trace.live.install import hook_command
+
+    return shlex.split(hook_command())
+
+
+#: What Claude Code runs for every hook event once ``rematch hooks install`` ran.
+HOOK_ARGV = hook_argv()
 REMATCH = shutil.which("rematch", path=str(Path(sys.executable).parent)) or "rematch"
 
 
@@ -29,10 +42,18 @@ def make_repo(root: Path, remote: str = "https://dev:s3cr3t-token@github.com/acm
     return root
 
 
-def hook_env(home: Path, data: Path, session_id: str = "", project: Path | None = None) -> dict[str, str]:
-    """The environment Claude Code gives a hook (the documented variables), plus the data folder."""
+def hook_env(home: Path, data: Path, session_id: str = "", project: Path | None = None,
+             service: bool = False) -> dict[str, str]:
+    """The environment Claude Code gives a hook (the documented variables), plus the data folder.
+
+    ``service=False`` (``REMATCH_LIVE_SERVICE=0``): the hook captures in its own process and
+    starts no ``rematch serve`` (which would outlive the test); the tests of the service start
+    and stop their own.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "CLAUDE_"))}
     env.update(HOME=str(home), REMATCH_HOME=str(data))
+    if not service:
+        env["REMATCH_LIVE_SERVICE"] = "0"
     if project is not None:
         env["CLAUDE_PROJECT_DIR"] = str(project)
     if session_id:
@@ -41,7 +62,7 @@ def hook_env(home: Path, data: Path, session_id: str = "", project: Path | None 
 
 
 def run_hook(payload: Any, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
-    """Run ``rematch-hook claude_code`` once with ``payload`` (bytes as they are, else JSON) on stdin."""
+    """Run the installed hook command once with ``payload`` (bytes as they are, else JSON) on stdin."""
     if isinstance(payload, bytes):
         data = payload
     else:
@@ -49,7 +70,7 @@ def run_hook(payload: Any, env: dict[str, str], *args: str) -> subprocess.Comple
             data = orjson.dumps(payload)
         except TypeError:  # a lone surrogate: JSON's escape for it, as a hostile harness could send
             data = json.dumps(payload).encode()
-    return subprocess.run([HOOK, "claude_code", *args], input=data, env=env, capture_output=True, timeout=60)
+    return subprocess.run([*HOOK_ARGV, *args], input=data, env=env, capture_output=True, timeout=60)
 
 
 def load_fixture(project: Path, transcript: Path) -> tuple[list[dict[str, Any]], bytes]:

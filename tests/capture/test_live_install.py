@@ -47,10 +47,15 @@ def test_install_is_idempotent_keeps_user_hooks_and_uninstall_restores_exactly(t
     assert doc["model"] == "opus" and doc["permissions"] == {"allow": ["Bash(ls:*)"]}
     pre = doc["hooks"]["PreToolUse"]
     assert pre[0] == {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}
-    assert pre[1]["matcher"] == "*" and pre[1]["hooks"][0]["async"] is True
+    # Synchronous: a call rematch denies must wait for the answer.
+    assert pre[1]["matcher"] == "*" and "async" not in pre[1]["hooks"][0]
+    assert doc["hooks"]["PostToolUse"][-1]["hooks"][0]["async"] is True
     assert sorted(doc["hooks"]) == sorted(e for e, _a, _m in EVENTS)
     command = doc["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    assert Path(shlex.split(command)[0]).name == "rematch-hook" and shlex.split(command)[1] == "claude_code"
+    # The fast client, with absolute paths: this environment's python without site, the plugin's script.
+    words = shlex.split(command)
+    assert Path(words[0]).is_absolute() and words[1:3] == ["-S", "-I"] and words[4] == "claude_code"
+    assert Path(words[3]) == (PLUGIN / "bin" / "rematch_hook.py").resolve()
     assert (cfg / "settings.json.rematch-backup").read_bytes() == USER_SETTINGS
     assert oct(settings.stat().st_mode & 0o777) == oct(0o640)
     status = _rematch(env, "status", "--json")
@@ -82,7 +87,7 @@ def test_install_into_no_file_and_back(tmp_path: Path) -> None:
     env = hook_env(tmp_path, tmp_path / "data")
     assert _rematch(env, "install", "--settings", str(settings), "--out", str(tmp_path / "d")).returncode == 0
     command = json.loads(settings.read_bytes())["hooks"]["Stop"][0]["hooks"][0]["command"]
-    assert shlex.split(command)[2:] == ["--out", str(tmp_path / "d")]
+    assert shlex.split(command)[-2:] == ["--out", str(tmp_path / "d")]
     assert oct(settings.stat().st_mode & 0o777) == oct(0o600)
     assert _rematch(env, "uninstall", "--settings", str(settings)).returncode == 0
     assert not settings.exists() and list(settings.parent.iterdir()) == []
@@ -130,6 +135,8 @@ def test_plugin_hooks_json_matches_the_installed_hooks() -> None:
         assert handler.get("async", False) is is_async and ("matcher" in group) is matcher
     assert (PLUGIN / "commands" / "rematch-mark.md").read_text().startswith("---\ndescription:")
     assert os.access(PLUGIN / "bin" / "rematch-hook", os.X_OK)
+    # The script runs the fast client without site.
+    assert 'python3 -S -I "${0%/*}/rematch_hook.py"' in (PLUGIN / "bin" / "rematch-hook").read_text()
 
 
 def test_plugin_hook_script_runs_as_claude_code_runs_it(tmp_path: Path) -> None:

@@ -1,45 +1,64 @@
-"""Live capture through the resident service (``rematch serve``, issue 14): the hook hands each payload over."""
+"""Live capture through the resident service (``rematch serve``): the fast hook client hands each payload over.
+
+Every test here drives the command ``rematch hooks install`` writes (``<python> -S -I
+rematch_hook.py claude_code``) as Claude Code runs it: a process per event, JSON on stdin.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
-from capture_helpers import hook_env, load_fixture, read_jsonl, run_hook
+from capture_helpers import HOOK_ARGV, hook_env, load_fixture, make_repo, read_jsonl, run_hook
 
+from rematch_trace.live import paths
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import validate_trace
-
-pytest.importorskip("rematch_trace.live.service", reason="the resident service (issue 14) is not in this build")
 
 SID = "7c1e2a4b-5d6f-4a8b-9c0d-1e2f3a4b5c6d"
 
 
-def test_the_service_captures_what_the_hook_hands_it(tmp_path: Path, project: Path) -> None:
+def _wait_for_socket(data: Path, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + 60
+    while not paths.events_socket(data).exists():
+        assert time.monotonic() < deadline and (proc is None or proc.poll() is None), "rematch serve did not listen"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A data folder with ``rematch serve`` running on it (the default policy), and the hooks' environment."""
     data = tmp_path / "data"
-    env = hook_env(tmp_path, data, SID, project)
+    env = hook_env(tmp_path, data, SID, service=True)
     service = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while not (data / "run" / "events.sock").exists():
-            assert time.monotonic() < deadline and service.poll() is None, "rematch serve did not listen"
-            time.sleep(0.05)
-        # The hook processes can capture nothing themselves (no plugin loaded): what is written, the service wrote.
-        env["REMATCH_LOAD_PLUGINS"] = ""
-        env["REMATCH_IPC_DEADLINE_MS"] = "20000"
-        hooks, _text = load_fixture(project, tmp_path / "absent.jsonl")
-        for payload in hooks:
-            res = run_hook(payload, env)
-            assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+        _wait_for_socket(data, service)
+        yield data, env
     finally:
         service.terminate()
         assert service.wait(timeout=60) is not None
+
+
+def test_the_service_captures_what_the_hook_hands_it(tmp_path: Path, project: Path,
+                                                     served: tuple[Path, dict[str, str]]) -> None:
+    data, env = served
+    # The hook processes can capture nothing themselves (no plugin loaded): what is written, the service wrote.
+    env["REMATCH_LOAD_PLUGINS"] = ""
+    env["REMATCH_IPC_DEADLINE_MS"] = "20000"
+    hooks, _text = load_fixture(project, tmp_path / "absent.jsonl")
+    for payload in hooks:
+        res = run_hook(payload, env)
+        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
     trace = read_jsonl(DataDir(data).trace_path(SID))
     assert validate_trace(trace) == [] and trace[0]["mode"] == "live"
     assert [r["prelabel"] for r in trace if r["ev"] == "input"] == ["none", "revert", "mark:correction"]
@@ -47,3 +66,126 @@ def test_the_service_captures_what_the_hook_hands_it(tmp_path: Path, project: Pa
     assert trace[-1]["reasons"] == ["redirect", "error_cluster", "mark"]
     assert not (data / "live" / "errors.log").exists()
     assert os.stat(DataDir(data).events_path(SID)).st_size > 0
+
+
+def test_a_denied_call_is_answered_with_claude_codes_deny_output(tmp_path: Path,
+                                                                 served: tuple[Path, dict[str, str]]) -> None:
+    """The default policy denies a write outside the repository: the hook prints the PreToolUse deny."""
+    data, env = served
+    env["REMATCH_IPC_DEADLINE_MS"] = "20000"
+    repo = make_repo(tmp_path / "repo")
+    base = {"session_id": SID, "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(repo),
+            "permission_mode": "default"}
+    outside = str(tmp_path / "elsewhere" / "notes.txt")
+    steps = [
+        ({"hook_event_name": "UserPromptSubmit", "prompt": "write the notes"}, b""),
+        # Inside the repository: no_override, nothing printed.
+        ({"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_in",
+          "tool_input": {"file_path": str(repo / "notes.txt"), "content": "x"}}, b""),
+        ({"hook_event_name": "PostToolUse", "tool_name": "Write", "tool_use_id": "toolu_in",
+          "tool_input": {"file_path": str(repo / "notes.txt"), "content": "x"},
+          "tool_response": {"filePath": str(repo / "notes.txt"), "success": True}}, b""),
+        ({"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_out",
+          "tool_input": {"file_path": outside, "content": "x"}}, None),
+        ({"hook_event_name": "Stop", "last_assistant_message": "I could not write there."}, b""),
+        ({"hook_event_name": "SessionEnd", "reason": "other"}, b""),
+    ]
+    for fields, expected in steps:
+        res = run_hook({**base, **fields}, env)
+        assert res.returncode == 0 and res.stderr == b"", fields["hook_event_name"]
+        if expected is not None:
+            assert res.stdout == expected, fields
+            continue
+        answer = json.loads(res.stdout)
+        assert answer == {"hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": answer["hookSpecificOutput"]["permissionDecisionReason"]}}
+        reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
+        assert reason.startswith("rematch: ") and "policy:write-outside-repository" in reason and "incident inc-" in reason
+    trace = read_jsonl(DataDir(data).trace_path(SID))
+    assert validate_trace(trace) == []
+    [blocked] = [r for r in trace if r["ev"] == "tool_blocked"]
+    assert (blocked["tool"], blocked["call_id"], blocked["hook_id"]) == ("Write", "toolu_out", "rematch")
+    assert blocked["reason"].startswith("policy:write-outside-repository: ") and len(blocked["args_hash"]) == 64
+    assert [r["call_id"] for r in trace if r["ev"] == "tool_result"] == ["toolu_in"]
+    assert not (data / "live" / "errors.log").exists()
+
+
+def test_with_no_service_the_hook_starts_one_and_still_captures(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    env = hook_env(tmp_path, data, "od-1", service=True)
+    repo = make_repo(tmp_path / "repo")
+    base = {"session_id": "od-1", "cwd": str(repo)}
+    res = run_hook({**base, "hook_event_name": "UserPromptSubmit", "prompt": "hello"}, env)
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+    # This event was captured in the hook's own process; the service it started takes the next ones.
+    assert read_jsonl(DataDir(data).trace_path("od-1"))[0]["ev"] == "session_start"
+    _wait_for_socket(data)
+    pid = int((paths.run_dir(data) / "serve.lock").read_text().strip())
+    try:
+        env["REMATCH_LOAD_PLUGINS"] = ""  # the hook process itself can capture nothing now
+        for fields in ({"hook_event_name": "UserPromptSubmit", "prompt": "again"},
+                       {"hook_event_name": "SessionEnd", "reason": "other"}):
+            res = run_hook({**base, **fields}, env)
+            assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+        trace = read_jsonl(DataDir(data).trace_path("od-1"))
+        assert [r["text"] for r in trace if r["ev"] == "input"] == ["hello", "again"]
+    finally:
+        os.kill(pid, signal.SIGTERM)  # the service this test's hook started
+    assert not (data / "live" / "errors.log").exists()
+
+
+def _where(env: dict[str, str]) -> tuple[str, str]:
+    res = subprocess.run([*HOOK_ARGV, "--where"], env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    data, sock = res.stdout.splitlines()
+    return data, sock
+
+
+def _core_where(env: dict[str, str]) -> tuple[str, str]:
+    code = ("import os; from rematch_trace.live import paths; d = paths.data_folder(None); "
+            "print(os.path.abspath(d)); print(os.path.abspath(paths.events_socket(d)))")
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    data, sock = res.stdout.splitlines()
+    return data, sock
+
+
+@pytest.mark.parametrize("case", ["rematch_home", "xdg_absolute", "xdg_relative", "default", "long_path"])
+def test_the_client_finds_the_folder_and_socket_as_the_core_does(tmp_path: Path, case: str) -> None:
+    """The client replicates platformdirs' default and the socket rule without importing either."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "XDG_"))}
+    env["HOME"] = str(tmp_path / "home")
+    if case == "rematch_home":
+        env["REMATCH_HOME"] = str(tmp_path / "here")
+    elif case == "xdg_absolute":
+        env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    elif case == "xdg_relative":
+        env["XDG_DATA_HOME"] = "relative/xdg"
+    elif case == "long_path":
+        env["REMATCH_HOME"] = str(tmp_path / ("x" * 60) / ("y" * 60))
+        env["XDG_RUNTIME_DIR"] = str(tmp_path / "runtime")
+    ours = _where(env)
+    assert ours == _core_where(env)
+    if case == "long_path":
+        assert ours[1].startswith(str(tmp_path / "runtime") + "/rematch-")
+
+
+def test_a_payload_the_protocol_cannot_carry_is_captured_in_process(tmp_path: Path,
+                                                                    served: tuple[Path, dict[str, str]]) -> None:
+    """A Write of more than 64 KiB of text: the service refuses the request's bounds; the hook captures it itself."""
+    data, env = served
+    repo = make_repo(tmp_path / "repo")
+    base = {"session_id": "big-1", "cwd": str(repo)}
+    big = {"tool_name": "Write", "tool_use_id": "toolu_big",
+           "tool_input": {"file_path": str(repo / "big.txt"), "content": "z" * (70 << 10)}}
+    for fields in ({"hook_event_name": "UserPromptSubmit", "prompt": "write it"},
+                   {"hook_event_name": "PreToolUse", **big},
+                   {"hook_event_name": "PostToolUse", **big, "tool_response": {"success": True}},
+                   {"hook_event_name": "SessionEnd", "reason": "other"}):
+        res = run_hook({**base, **fields}, env)
+        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+    trace = read_jsonl(DataDir(data).trace_path("big-1"))
+    assert [r["call_id"] for r in trace if r["ev"] == "tool_result"] == ["toolu_big"]
+    assert not (data / "live" / "errors.log").exists()
+    assert orjson.loads(orjson.dumps(trace[-1]))["ev"] == "session_shutdown"

@@ -47,16 +47,22 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     return event
 
 
-def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any], t: int) -> list[str]:
+def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any], t: int,
+                  blocked: tuple[str, str] | None = None) -> list[str]:
     """Apply one hook payload; return the session ids it touched.
 
     Each stream's records go to that session's writer, under its lock, in the
     order the plugin gave them. A session's end also ends its subagents that
-    never reported their own stop.
+    never reported their own stop. ``blocked`` (``hook_id``, ``reason``): the
+    service denied the payload's call, so it is held as ``tool_blocked`` (the
+    harness runs no post-tool hook for it).
     """
     records = host.live(harness, event, t)
     if not records:
         return []
+    if blocked is not None:
+        records = [*records, *(vocab.CallBlocked(r.stream, r.t, r.call.id, r.call.name, *blocked)
+                               for r in records if isinstance(r, vocab.ToolStarted) and not r.fallback)]
     # The same invocation delivered twice (a service that answered too late, then the
     # in-process fallback) is applied once: its digest, never the payload, is remembered.
     try:
@@ -112,7 +118,8 @@ def default_host() -> Host:
     return Host(pm)
 
 
-def handle_hook_event(request: dict[str, Any], data: DataDir, host: Host | None = None) -> list[str]:
+def handle_hook_event(request: dict[str, Any], data: DataDir, host: Host | None = None,
+                      blocked: tuple[str, str] | None = None) -> list[str]:
     """Capture the payload of an IPC v2 ``hook_event`` request (docs/ipc-v2.md): what the service runs.
 
     ``adapter`` names the harness, ``host_payload`` is the hook's payload and
@@ -123,27 +130,57 @@ def handle_hook_event(request: dict[str, Any], data: DataDir, host: Host | None 
     t = request.get("received_at_ms")
     if type(payload) is not dict or type(harness) is not str or type(t) is not int:
         raise BadPayload("a hook_event request needs host_payload (object), adapter (string), received_at_ms (int)")
-    return capture_event(host or default_host(), data, harness, payload, t)
+    return capture_event(host or default_host(), data, harness, payload, t, blocked)
+
+
+#: ``tool_blocked.hook_id`` of a call the service's verdict denied.
+VERDICT_HOOK_ID = "rematch"
 
 
 def register_capture(service: Any, data: Path) -> None:
     """Serve ``hook_event`` requests on ``service`` (``rematch serve``): capture each payload.
+
+    The reply comes once the event is committed to its session's files
+    (``recorded``): a killed service loses at most the events it was handed
+    and had not answered. A ``PreToolUse`` payload is first judged by the
+    service's verdict path (the ``pre_tool_use`` handler: policy, approvals);
+    a ``deny`` is recorded as the call's ``tool_blocked`` and answered as the
+    verdict, which the hook hands to the harness. A capture that fails after
+    a verdict is logged and the verdict still answered (the call's deny must
+    not be lost to a full disk); without a verdict the failure is the
+    handler's, and the hook captures in its own process instead.
 
     One capture at a time in the process: the handlers run on connection
     threads, and a capture is a few milliseconds of work on shared caches.
     """
     import threading
 
-    from rematch_trace.live.ipc.messages import make_reply  # type: ignore[import-not-found,unused-ignore]
+    from rematch_trace.live.folder import log_error
+    from rematch_trace.live.ipc.messages import make_reply
 
     host = default_host()
+    if getattr(service, "host", None) is None:
+        service.host = host
     folder = DataDir(data)
     one_at_a_time = threading.Lock()
 
     def on_hook_event(request: dict[str, Any], invocation: Any) -> Any:
-        with one_at_a_time:
-            handle_hook_event(request, folder, host)
-        return make_reply(request["request_id"], "no_override", "recorded", "", source="service")
+        payload = request.get("host_payload")
+        verdict = None
+        if (type(payload) is dict and payload.get("hook_event_name") == "PreToolUse"
+                and getattr(service, "provider", None) is not None):
+            verdict = service.verdict(request, invocation)
+        if verdict is None or verdict["decision"] != "deny":
+            with one_at_a_time:
+                handle_hook_event(request, folder, host)
+            return make_reply(request["request_id"], "no_override", "recorded", "", source="service",
+                              tool_class=verdict["tool_class"] if verdict else "unknown")
+        try:
+            with one_at_a_time:
+                handle_hook_event(request, folder, host, (VERDICT_HOOK_ID, f"{verdict['reason']}: {verdict['explanation']}"))
+        except Exception as err:
+            log_error(folder.root, "rematch serve hook_event", f"a denied call was not recorded: {type(err).__name__}")
+        return verdict
 
     service.register_handler("hook_event", on_hook_event)
 

@@ -89,14 +89,32 @@ def _to_service(harness: str, raw: bytes, t: int, root: Path) -> bool:
     request["received_at_ms"] = t
     request["hard_deadline_ms"] = t + budget
     reply = client.send(request, data=root)
-    # Only a service that captured it says "recorded"; any other answer (an older service
-    # without the handler, say) leaves the capture to this process.
-    return reply is not None and reply.get("reason") == "recorded"
+    # Only a service that captured it says "recorded" (or denies the call, recorded first); any
+    # other answer (an older service without the handler, say) leaves the capture to this process.
+    # This command prints no deny: the fast client (the Claude Code plugin's bin/rematch_hook.py) does.
+    return reply is not None and (reply.get("reason") == "recorded" or reply.get("decision") == "deny")
 
 
 #: How long the hook waits for the service before capturing in-process (it may have to start
 #: it), unless ``REMATCH_IPC_DEADLINE_MS`` says otherwise.
 SERVICE_DEADLINE_MS = 1000
+
+
+def capture_local(harness: str, raw: bytes, t: int, root: Path) -> None:
+    """Capture one payload in this process, failing open: any error is one line in ``live/errors.log``.
+
+    What the fast hook client (the Claude Code plugin's ``bin/rematch_hook.py``)
+    runs when no service took the event; ``t`` is when the hook started.
+    """
+    os.environ.setdefault("REMATCH_LOAD_PLUGINS", harness)
+    try:
+        from rematch_trace.live.capture import capture_bytes
+
+        capture_bytes(harness, raw, t, root)
+    except BaseException as err:  # fail open: the session goes on whatever happened here
+        from rematch_trace.live.folder import log_error
+
+        log_error(root, f"rematch-hook {harness}", _describe(err))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,15 +30,18 @@ from typing import Any
 
 import attrs
 
-#: The hook command's executable name.
+#: The hook command's executable name (the slower entry point, and what older installs ran).
 HOOK_EXE = "rematch-hook"
+#: The fast hook client's file name, in the Claude Code plugin's ``claude_plugin/bin``.
+HOOK_CLIENT = "rematch_hook.py"
 #: Events captured, and how: synchronous where order matters (a prompt, a stop, the
-#: start and the end), asynchronous elsewhere so that no tool call waits for rematch.
+#: start and the end) and where rematch may deny (a call, before it runs), asynchronous
+#: elsewhere so that no tool call waits for rematch.
 EVENTS: tuple[tuple[str, bool, bool], ...] = (
     # (event, async, has a tool-name matcher)
     ("SessionStart", False, False),
     ("UserPromptSubmit", False, False),
-    ("PreToolUse", True, True),
+    ("PreToolUse", False, True),
     ("PostToolUse", True, True),
     ("PostToolUseFailure", True, True),
     ("PermissionDenied", True, True),
@@ -66,8 +69,38 @@ def settings_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     return root / "settings.json"
 
 
+def hook_client() -> Path | None:
+    """The fast hook client that the installed ``rematch-claude-code`` ships, or ``None``.
+
+    Found without importing the plugin (its module imports the core).
+    """
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("rematch_claude_code")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    path = Path(spec.origin).resolve().parent / "claude_plugin" / "bin" / HOOK_CLIENT
+    return path if path.is_file() else None
+
+
 def hook_command(out: str | None = None, exe: str | None = None) -> str:
-    """The command line installed: this environment's ``rematch-hook claude_code`` (absolute)."""
+    """The command line installed (absolute paths, so Claude Code's ``PATH`` does not matter).
+
+    ``<this python> -S -I <rematch_hook.py> claude_code``: the fast client,
+    which starts Python without ``site`` and imports no rematch code (see
+    docs/live-capture.md). ``exe`` (or a build without the Claude Code plugin)
+    installs ``rematch-hook claude_code`` instead. ``out`` is written as
+    ``--out``, absolute.
+    """
+    client = None if exe else hook_client()
+    if client is not None:
+        cmd = f"{shlex.quote(sys.executable)} -S -I {shlex.quote(str(client))} claude_code"
+        if out:
+            cmd += f" --out {shlex.quote(str(Path(out).expanduser().resolve()))}"
+        return cmd
     beside = Path(sys.executable).with_name(HOOK_EXE)
     # This environment's own script first: Claude Code runs hooks with its PATH, not the venv's.
     path = exe or (str(beside) if beside.exists() else shutil.which(HOOK_EXE) or HOOK_EXE)
@@ -78,14 +111,20 @@ def hook_command(out: str | None = None, exe: str | None = None) -> str:
 
 
 def is_ours(handler: Any) -> bool:
-    """Whether a hook handler is rematch's (its command runs ``rematch-hook``)."""
+    """Whether a hook handler is rematch's (its command runs ``rematch-hook`` or the fast client)."""
     if type(handler) is not dict or type(handler.get("command")) is not str:
         return False
     try:
         words = shlex.split(handler["command"])
     except ValueError:
         return False
-    return bool(words) and os.path.basename(words[0]) == HOOK_EXE
+    if not words:
+        return False
+    if os.path.basename(words[0]) == HOOK_EXE:
+        return True
+    # <python> [-S -I ...] <path>/rematch_hook.py: the script is the first word that is not an option.
+    script = next((w for w in words[1:] if not w.startswith("-")), "")
+    return os.path.basename(script) == HOOK_CLIENT
 
 
 def _read(path: Path) -> tuple[bytes | None, dict[str, Any]]:

@@ -501,6 +501,13 @@ class Service:
 
     # -- pre_tool_use ------------------------------------------------------------------------
 
+    def verdict(self, request: Request, inv: Invocation) -> Reply:
+        """The ``pre_tool_use`` verdict of ``request``'s call (its ``host_payload`` as that handler reads it).
+
+        Also what live capture's ``hook_event`` handler asks for a ``PreToolUse`` payload.
+        """
+        return self._pre_tool_use(request, inv)
+
     def _pre_tool_use(self, request: Request, inv: Invocation) -> Reply:
         from rematch_trace.live.verdicts.action import build_action
         from rematch_trace.live.verdicts.provider import ProviderUnavailable
