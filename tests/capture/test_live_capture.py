@@ -114,11 +114,17 @@ def test_live_and_import_of_the_same_session_agree(tmp_path: Path, project: Path
     assert not any(r["ev"] == "mark" for r in imported) and imported[0]["head_sha"] is None
     assert "files_changed" not in imported[-1]
     # The import reads the CLAUDE.md attachment as the live InstructionsLoaded hook does: one instruction_loaded.
-    live_events = [(e["kind"], e["source_tool_call_id"], e["action_fingerprint"])
-                   for e in read_jsonl(DataDir(data).events_path(SID))]
-    imported_events = [(e["kind"], e["source_tool_call_id"], e["action_fingerprint"])
-                       for e in read_jsonl(DataDir(other).events_path(SID))]
-    assert sorted(live_events) == sorted(imported_events)
+    # Each event's turn (the prompt id) and permission mode agree, and so the fingerprints that bind the turn.
+    def events_of(folder: Path) -> list[tuple[Any, ...]]:
+        return sorted((e["kind"], e["source_tool_call_id"], e["action_fingerprint"], e["source_turn_id"] or "",
+                       e["metadata"].get("host_permission_mode", ""))
+                      for e in read_jsonl(DataDir(folder).events_path(SID)))
+
+    live_events = events_of(data)
+    assert live_events == events_of(other)
+    turns = {e[3] for e in live_events if e[0] in ("user_prompt", "pre_tool_use", "post_tool_use")}
+    assert turns == {f"5b0c7e2a-1d3f-4e6a-9b8c-{n:012d}" for n in (1, 2, 3)}
+    assert {e[4] for e in live_events if e[0] == "user_prompt"} == {"default", "acceptEdits"}
 
 
 def test_importing_a_live_session_keeps_the_live_trace(tmp_path: Path, project: Path) -> None:

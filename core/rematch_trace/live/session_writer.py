@@ -289,6 +289,9 @@ class SessionWriter:
                 self._merge(rec)
         if prompt:
             self.flush(now, final=False)
+        # The payload's own turn (its prompt id): a held call is digested, and so fingerprinted, in it,
+        # whenever it arrives. Its permission mode takes effect from a prompt (see docs/live-capture.md).
+        turn = next((r.turn_id for r in records if isinstance(r, vocab.TurnStarted)), None)
         for rec in records:
             if isinstance(rec, vocab.Session):
                 continue
@@ -297,7 +300,7 @@ class SessionWriter:
             elif prompt:
                 self._write(self.synth.feed(rec), self.sink.feed(rec))
             else:
-                self._hold(rec)
+                self._hold(rec, turn)
         held = self.st["held"]
         if sum(len(v) for v in held.values()) >= MAX_HELD:
             self.flush(now, final=False)
@@ -337,7 +340,7 @@ class SessionWriter:
         self.trace.settle()
         self.events.settle()
 
-    def _hold(self, rec: vocab.Neutral) -> None:
+    def _hold(self, rec: vocab.Neutral, turn: str | None = None) -> None:
         held = self.st["held"]
         t = int(rec.t) if rec.t is not None else int(self.synth.t)
         if isinstance(rec, vocab.ToolStarted):
@@ -351,11 +354,16 @@ class SessionWriter:
                     return
             action = self.host.action_type(self.source, call.name, call.input)
             paths = file_paths(call.input) if action in _WRITES else []
+            in_force = self.sink.turn
+            if turn is not None:
+                self.sink.feed(vocab.TurnStarted(rec.stream, rec.t, turn))
+            digest = self.sink.digest_call(call)
+            self.sink.turn = in_force
             held["calls"][call.id] = {
                 "t": min(t, known["t"]) if known else t,
                 "fb": rec.fallback,
                 "s": self.synth.digest_call(call),
-                "e": self.sink.digest_call(call),
+                "e": digest,
                 "p": paths[:64],
             }
         elif isinstance(rec, vocab.ToolResult):

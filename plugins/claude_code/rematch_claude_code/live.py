@@ -18,6 +18,12 @@ records it states, in order, each stream opened by its
   ``SubagentStop`` and ``SessionEnd`` end their session;
 * ``InstructionsLoaded`` an instruction file loaded.
 
+Every payload's ``prompt_id`` (Claude Code 2.1.196+: the turn's prompt, the
+transcript's ``promptId``) is a :class:`~rematch_trace.host.vocab.TurnStarted`
+and its ``permission_mode`` a :class:`~rematch_trace.host.vocab.PermissionMode`,
+right after the Session record, as the import passes on the transcript's
+``promptId`` and ``permissionMode``: the core decides what they bind.
+
 Nothing here keeps the payload: records carry what the core digests.
 """
 
@@ -37,12 +43,14 @@ from rematch_trace.host.vocab import (
     Instructions,
     ModelRef,
     Neutral,
+    PermissionMode,
     RunEnd,
     Session,
     SessionEnded,
     ToolCall,
     ToolResult,
     ToolStarted,
+    TurnStarted,
     UserMessage,
 )
 
@@ -161,6 +169,12 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
     stream, session = opened
     name = event.get("hook_event_name")
     out: list[Neutral] = [session]
+    prompt_id = _str(event, "prompt_id")
+    if prompt_id:
+        out.append(TurnStarted(stream, t, prompt_id))
+    mode = _str(event, "permission_mode")
+    if mode:
+        out.append(PermissionMode(stream, t, mode))
     if name == "SessionStart" or name == "SubagentStart":
         return out
     if name == "UserPromptSubmit":
