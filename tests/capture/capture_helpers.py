@@ -73,15 +73,27 @@ def run_hook(payload: Any, env: dict[str, str], *args: str) -> subprocess.Comple
     return subprocess.run([*HOOK_ARGV, *args], input=data, env=env, capture_output=True, timeout=60)
 
 
+#: The key of each recorded hook line saying how many transcript lines existed when it ran.
+LINES_KEY = "__transcript_lines__"
+
+
 def load_fixture(project: Path, transcript: Path) -> tuple[list[dict[str, Any]], bytes]:
     """The recorded hook payloads and transcript bytes, moved to ``project`` and ``transcript``."""
+    hooks, _progress, text = load_fixture_progress(project, transcript)
+    return hooks, text
+
+
+def load_fixture_progress(project: Path, transcript: Path) -> tuple[list[dict[str, Any]], list[int], bytes]:
+    """:func:`load_fixture`, and for each hook how many transcript lines the session had written then."""
     hooks = []
+    progress = []
     for raw in (FIXTURES / "hooks.jsonl").read_bytes().splitlines():
         h = orjson.loads(raw.replace(FIXTURE_CWD.encode(), str(project).encode()))
         h["transcript_path"] = str(transcript)
+        progress.append(h.pop(LINES_KEY))
         hooks.append(h)
     text = (FIXTURES / "transcript.jsonl").read_bytes().replace(FIXTURE_CWD.encode(), str(project).encode())
-    return hooks, text
+    return hooks, progress, text
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

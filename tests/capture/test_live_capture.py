@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
-from capture_helpers import REMATCH, hook_env, load_fixture, make_repo, read_jsonl, run_hook
+from capture_helpers import REMATCH, hook_env, load_fixture_progress, make_repo, read_jsonl, run_hook
 
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import validate_trace
@@ -21,10 +21,12 @@ SID = "7c1e2a4b-5d6f-4a8b-9c0d-1e2f3a4b5c6d"
 def _replay(tmp_path: Path, project: Path, data: Path) -> tuple[list[dict[str, Any]], Path]:
     transcript = tmp_path / "home" / ".claude" / "projects" / "-project" / f"{SID}.jsonl"
     transcript.parent.mkdir(parents=True)
-    hooks, text = load_fixture(project, transcript)
-    transcript.write_bytes(text)
+    hooks, progress, text = load_fixture_progress(project, transcript)
+    lines = text.splitlines(keepends=True)
     env = hook_env(tmp_path / "home", data, SID, project)
-    for payload in hooks:
+    for payload, n in zip(hooks, progress, strict=True):
+        # The transcript as the session had written it when the hook ran (a stop reads its end).
+        transcript.write_bytes(b"".join(lines[:n]))
         res = run_hook(payload, env)
         assert (res.returncode, res.stdout, res.stderr) == (0, b"", b""), payload["hook_event_name"]
     return hooks, transcript
@@ -98,6 +100,19 @@ def _project_fields(trace: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _usage_of_runs(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run's summed turn_end usage."""
+    runs: list[dict[str, Any]] = [{}]
+    for r in trace:
+        if r["ev"] == "turn_end":
+            for k, v in r["usage"].items():
+                if v is not None:
+                    runs[-1][k] = runs[-1].get(k, 0) + v
+        elif r["ev"] == "agent_end":
+            runs.append({})
+    return [u for u in runs if u]
+
+
 def test_live_and_import_of_the_same_session_agree(tmp_path: Path, project: Path) -> None:
     data = tmp_path / "data"
     _hooks, transcript = _replay(tmp_path, project, data)
@@ -109,6 +124,9 @@ def test_live_and_import_of_the_same_session_agree(tmp_path: Path, project: Path
     imported = read_jsonl(DataDir(other).trace_path(SID))
     assert imported[0]["mode"] == "import"
     assert _project_fields(live) == _project_fields(imported)
+    # One live turn_end per run carries what the import's turn_end records of that run add up to.
+    assert _usage_of_runs(live) == _usage_of_runs(imported)
+    assert [u["output"] for u in _usage_of_runs(live)] == [40 * 6 + 10 * 21, 40 * 2 + 10 * 15, 40 + 10 * 9]
     # What the live trace carries more: the input source, the mark, HEAD, the changed files.
     assert {r["source"] for r in imported if r["ev"] == "input"} == {""}
     assert not any(r["ev"] == "mark" for r in imported) and imported[0]["head_sha"] is None

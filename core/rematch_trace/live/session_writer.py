@@ -379,13 +379,15 @@ class SessionWriter:
             if rec.path and [t, rec.path] not in held["instr"]:
                 held["instr"].append([t, rec.path])
         elif isinstance(rec, vocab.AssistantMessage):
-            held["stops"].append([t, self.synth.clean_text(rec.text, HEAD_LIMIT), rec.stop_reason, None])
+            u = rec.usage
+            usage = [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost] if u is not None else None
+            held["stops"].append([t, self.synth.clean_text(rec.text, HEAD_LIMIT), rec.stop_reason, None, usage])
         elif isinstance(rec, vocab.RunEnd):
             stops = held["stops"]
             if stops and stops[-1][0] == t and stops[-1][3] is None:
                 stops[-1][3] = rec.reason
             else:
-                stops.append([t, None, None, rec.reason])
+                stops.append([t, None, None, rec.reason, None])
         # Other records (a Compaction, a mark note...) have no live meaning yet: passed over.
 
     def flush(self, now: int, final: bool) -> None:
@@ -454,9 +456,11 @@ class SessionWriter:
                 events += self.sink.feed(blocked)
                 del opened[cid]
                 self._done(cid)
-        for t, text, stop_reason, end in stops:
+        for t, text, stop_reason, end, *more in stops:
             if text is not None:
-                msg = vocab.AssistantMessage(stream, t, stop_reason=stop_reason, text=text)
+                # (a state saved before usage was kept has none)
+                usage = vocab.Usage(*more[0]) if more and more[0] is not None else None
+                msg = vocab.AssistantMessage(stream, t, stop_reason=stop_reason, text=text, usage=usage)
                 out += self.synth.feed(msg)
                 events += self.sink.feed(msg)
             if end is not None:

@@ -14,8 +14,9 @@ records it states, in order, each stream opened by its
   interrupt of a running loop;
 * ``PreToolUse`` a call, ``PostToolUse``/``PostToolUseFailure`` its result
   (restating the call, as a fallback), ``PermissionDenied`` a blocked call;
-* ``Stop``/``StopFailure``/``SubagentStop`` the run's last response and its end;
-  ``SubagentStop`` and ``SessionEnd`` end their session;
+* ``Stop``/``StopFailure``/``SubagentStop`` the run's last response and its end,
+  with the run's token usage read from the transcript's end
+  (:mod:`.runusage`); ``SubagentStop`` and ``SessionEnd`` end their session;
 * ``InstructionsLoaded`` an instruction file loaded.
 
 Every payload's ``prompt_id`` (Claude Code 2.1.196+: the turn's prompt, the
@@ -30,7 +31,6 @@ Nothing here keeps the payload: records carry what the core digests.
 from __future__ import annotations
 
 import os
-import stat
 from typing import Any
 
 import orjson
@@ -54,6 +54,7 @@ from rematch_trace.host.vocab import (
     UserMessage,
 )
 
+from .runusage import open_regular, run_usage
 from .translate import PROVIDER, clean_value, measure
 from .usertext import INTERRUPT_PREFIX
 
@@ -119,16 +120,11 @@ def aborted_last_turn(transcript: str, prompt: str) -> bool:
     """
     if not transcript:
         return False
-    try:
-        # Non-blocking and regular files only: a FIFO named here must not hang the hook.
-        fd = os.open(transcript, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError):
+    fd = open_regular(transcript)  # a FIFO named here must not hang the hook
+    if fd is None:
         return False
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return False
-        size = st.st_size
+        size = os.fstat(fd).st_size
         tail = os.pread(fd, TAIL_BYTES, max(0, size - TAIL_BYTES))
     except OSError:
         return False
@@ -212,13 +208,15 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         return out
     if name in ("Stop", "SubagentStop", "StopFailure"):
         text = _str(event, "last_assistant_message")
+        # The run's token usage, from the transcript's end (a subagent's own file on SubagentStop).
+        usage = run_usage(_str(event, "agent_transcript_path" if name == "SubagentStop" else "transcript_path"))
         if name == "StopFailure":
             error = _str(event, "error")
             stop = error[:STOP_REASON_CHARS] if error else "error"
-            out.append(AssistantMessage(stream, t, stop_reason=stop, text=text))
+            out.append(AssistantMessage(stream, t, stop_reason=stop, text=text, usage=usage))
             out.append(RunEnd(stream, t, "failure"))
         else:
-            out.append(AssistantMessage(stream, t, stop_reason="end_turn", text=text))
+            out.append(AssistantMessage(stream, t, stop_reason="end_turn", text=text, usage=usage))
             out.append(RunEnd(stream, t, "stop"))
         if name == "SubagentStop":
             out.append(SessionEnded(stream, t, "subagent_stop"))

@@ -1,0 +1,151 @@
+"""The token usage of the run a ``Stop`` hook ends, read from the end of the transcript.
+
+Hooks carry no usage; the transcript does (claude-code-format.md 1.4). At a
+``Stop`` (or ``SubagentStop``, from the subagent's own file) the plugin reads
+the transcript **backwards from its end** to the run's prompt: exactly the
+lines the run added since the previous stop, never the whole file, and only
+one line at a time in memory (a line longer than :data:`MAX_LINE_BYTES` is
+passed over, as is anything past :data:`MAX_SCAN_BYTES`). Each response
+(``message.id``) counts once, with the usage of its line with the most
+``output_tokens`` (the last line of a streamed response carries the final
+count), as the importer counts it; the run's usage is their sum, so a live
+``turn_end`` carries what the import's ``turn_end`` records of the same run add
+up to.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from rematch_trace.host.vocab import Usage
+
+from .translate import _int, _usage
+from .usertext import INTERRUPT_PREFIX
+
+#: Bytes read per step from the end.
+CHUNK_BYTES = 64 * 1024
+#: A longer line is passed over (a huge tool result: it carries no usage).
+MAX_LINE_BYTES = 16 << 20
+#: At most this much of the file's end is read for one run.
+MAX_SCAN_BYTES = 256 << 20
+
+
+def open_regular(path: str) -> int | None:
+    """A read-only descriptor of ``path`` when it is a regular file (a FIFO must not hang a hook)."""
+    if not path:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def lines_backward(fd: int, end: int, limit: int = MAX_SCAN_BYTES) -> Iterator[bytes]:
+    """The lines before byte ``end``, last first, reading at most ``limit`` bytes.
+
+    The first line of the window (cut by ``limit``) is not yielded; a line
+    longer than :data:`MAX_LINE_BYTES` is skipped whole, never held.
+    """
+    start_of_scan = max(0, end - limit)
+    pos = end
+    tail = b""  # the start of a line whose end has been read
+    skipping = False
+    while pos > start_of_scan:
+        step = min(CHUNK_BYTES, pos - start_of_scan)
+        pos -= step
+        chunk = os.pread(fd, step, pos)
+        if len(chunk) != step:
+            return  # the file shrank under us
+        parts = (chunk + tail).split(b"\n")
+        tail = parts[0]
+        for line in reversed(parts[1:]):
+            if skipping:
+                skipping = False  # the rest of an over-long line: its start is this part
+                continue
+            if line.strip():
+                yield line
+        if len(tail) > MAX_LINE_BYTES:
+            tail = b""
+            skipping = True
+    if pos == 0 and tail.strip() and not skipping:
+        yield tail
+
+
+def _is_prompt(line: dict[str, Any]) -> bool:
+    """A user line a person typed (not meta, not tool results, not an interrupt marker)."""
+    if line.get("isMeta") is True:
+        return False
+    message = line.get("message")
+    content = message.get("content") if type(message) is dict else None
+    if type(content) is str:
+        return bool(content.strip()) and not content.lstrip().startswith(INTERRUPT_PREFIX)
+    if type(content) is list:
+        blocks = [b for b in content if type(b) is dict]
+        if any(b.get("type") == "tool_result" for b in blocks):
+            return False
+        return any(b.get("type") == "text" and type(b.get("text")) is str and b["text"].strip()
+                   and not b["text"].lstrip().startswith(INTERRUPT_PREFIX) for b in blocks)
+    return False
+
+
+def run_usage(path: str) -> Usage | None:
+    """The summed usage of the responses after the transcript's last prompt; ``None`` when none is readable."""
+    fd = open_regular(path)
+    if fd is None:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        best: dict[str, tuple[int, list[int], float | None]] = {}
+        for raw in lines_backward(fd, size):
+            is_assistant = b'"assistant"' in raw
+            if not is_assistant and b'"user"' not in raw:
+                continue
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if type(line) is not dict or line.get("isSidechain") is True:
+                continue
+            typ = line.get("type")
+            if typ == "user":
+                if _is_prompt(line):
+                    break
+                continue
+            if typ != "assistant":
+                continue
+            message = line.get("message")
+            usage = message.get("usage") if type(message) is dict else None
+            if type(usage) is not dict:
+                continue
+            mid = message.get("id") if type(message) is dict else None
+            key = mid if type(mid) is str and mid else f"line:{len(best)}"
+            out_tokens = _int(usage.get("output_tokens"))
+            cost = line.get("costUSD")
+            cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+            # Read last first: a line replaces the one kept only with strictly more output tokens,
+            # so among equals the later line wins, as in the importer's forward reading.
+            if key not in best or out_tokens > best[key][0]:
+                best[key] = (out_tokens, _usage(usage), cost)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not best:
+        return None
+    i = o = cr = cw = 0
+    costs = [c for _, _, c in best.values() if c is not None]
+    for _, (a, b, c, d), _cost in best.values():
+        i, o, cr, cw = i + a, o + b, cr + c, cw + d
+    return Usage(i, o, cr, cw, i + o + cr + cw, sum(costs) if costs else None)
