@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -115,6 +116,9 @@ def _usage_of_runs(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_live_and_import_of_the_same_session_agree(tmp_path: Path, project: Path) -> None:
     data = tmp_path / "data"
+    # The project's CLAUDE.md is a rematch entry (a manifest beside it): both read it as loaded.
+    (project / "rematch.json").write_text(json.dumps({"id": "widget-rules", "version": "1.2.0",
+                                                      "content_sha256": "AB" * 32}))
     _hooks, transcript = _replay(tmp_path, project, data)
     live = read_jsonl(DataDir(data).trace_path(SID))
     other = tmp_path / "imported"
@@ -124,6 +128,10 @@ def test_live_and_import_of_the_same_session_agree(tmp_path: Path, project: Path
     imported = read_jsonl(DataDir(other).trace_path(SID))
     assert imported[0]["mode"] == "import"
     assert _project_fields(live) == _project_fields(imported)
+    expected = [{"id": "widget-rules", "version": "1.2.0", "sha": "ab" * 32}]
+    assert live[0]["loaded_entries"] == imported[0]["loaded_entries"] == expected
+    assert live[0]["visible_entries"] == imported[0]["visible_entries"] == []
+    assert not any(r["ev"] == "retrieval" for r in live + imported)
     # One live turn_end per run carries what the import's turn_end records of that run add up to.
     assert _usage_of_runs(live) == _usage_of_runs(imported)
     assert [u["output"] for u in _usage_of_runs(live)] == [40 * 6 + 10 * 21, 40 * 2 + 10 * 15, 40 + 10 * 9]

@@ -378,6 +378,11 @@ class SessionWriter:
         elif isinstance(rec, vocab.Instructions):
             if rec.path and [t, rec.path] not in held["instr"]:
                 held["instr"].append([t, rec.path])
+        elif isinstance(rec, vocab.EntryLoaded):
+            entry = [t, rec.id, rec.version, rec.sha]
+            loaded = held.setdefault("loaded", [])  # (a state saved before entries were kept has none)
+            if entry not in loaded:
+                loaded.append(entry)
         elif isinstance(rec, vocab.AssistantMessage):
             u = rec.usage
             usage = [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost] if u is not None else None
@@ -392,9 +397,14 @@ class SessionWriter:
 
     def flush(self, now: int, final: bool) -> None:
         """Apply the held records of the turn in the session's own order (see the module docstring)."""
-        self._open()
         held = self.st["held"]
         self.st["held"] = _empty_held()
+        # Entries loaded before the session's start is written are its loaded_entries (as on import,
+        # where they precede the first response); later ones are retrieval records.
+        stream = self.session.stream
+        for t, ident, version, sha in sorted(held.get("loaded", []), key=lambda e: (e[0], e[1], e[2] or "", e[3] or "")):
+            self._write(self.synth.feed(vocab.EntryLoaded(stream, t, ident, version, sha)), [])
+        self._open()
         opened: dict[str, list[Any]] = self.st["open"]
         calls = held["calls"]
         items: list[tuple[tuple[Any, ...], str, Any]] = []
@@ -411,7 +421,6 @@ class SessionWriter:
         stops = sorted(held["stops"], key=lambda s: (s[0], s[3] or "", s[1] or "", s[2] or ""))
         out: list[dict[str, Any]] = []
         events: list[dict[str, Any]] = []
-        stream = self.session.stream
         for key, kind, ident in items:
             t = key[0]
             if kind == "call":

@@ -17,7 +17,8 @@ records it states, in order, each stream opened by its
 * ``Stop``/``StopFailure``/``SubagentStop`` the run's last response and its end,
   with the run's token usage read from the transcript's end
   (:mod:`.runusage`); ``SubagentStop`` and ``SessionEnd`` end their session;
-* ``InstructionsLoaded`` an instruction file loaded.
+* ``InstructionsLoaded`` an instruction file loaded, and the rematch entry
+  it is when a ``rematch.json`` sits beside it (:mod:`.entries`).
 
 Every payload's ``prompt_id`` (Claude Code 2.1.196+: the turn's prompt, the
 transcript's ``promptId``) is a :class:`~rematch_trace.host.vocab.TurnStarted`
@@ -54,6 +55,7 @@ from rematch_trace.host.vocab import (
     UserMessage,
 )
 
+from .entries import instruction_entry
 from .runusage import open_regular, run_usage
 from .translate import PROVIDER, clean_value, measure
 from .usertext import INTERRUPT_PREFIX
@@ -223,7 +225,11 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         return out
     if name == "InstructionsLoaded":
         path = _str(event, "file_path")
-        return [*out, Instructions(stream, t, "", path)] if path else []
+        if not path:
+            return []
+        out.append(Instructions(stream, t, "", path))
+        entry = instruction_entry(stream, t, path)
+        return [*out, entry] if entry is not None else out
     if name == "SessionEnd":
         return [*out, SessionEnded(stream, t, _str(event, "reason"))]
     return []

@@ -54,6 +54,7 @@ from rematch_trace.host.vocab import (
 from rematch_trace.trace.prelabel import normalize_mark
 
 from .discover import session_stem
+from .entries import instruction_entry
 from .usertext import INTERRUPT_PREFIX, classify, strip_context
 
 STATE_VERSION = 1
@@ -413,6 +414,9 @@ class _Translator:
             ss["on"] = True
         for path in paths:
             out.append(Instructions(key, t, "", path))
+            entry = instruction_entry(key, t, path)
+            if entry is not None:
+                out.append(entry)
 
     def _mode_line(self, v: dict[str, Any]) -> None:
         """A ``permission-mode`` line (2.1.x): the main session's mode from here on."""
