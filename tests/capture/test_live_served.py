@@ -189,3 +189,45 @@ def test_a_payload_the_protocol_cannot_carry_is_captured_in_process(tmp_path: Pa
     assert [r["call_id"] for r in trace if r["ev"] == "tool_result"] == ["toolu_big"]
     assert not (data / "live" / "errors.log").exists()
     assert orjson.loads(orjson.dumps(trace[-1]))["ev"] == "session_shutdown"
+
+
+def test_a_killed_service_loses_nothing_it_had_answered(tmp_path: Path) -> None:
+    """SIGKILL the service mid-session: the next hook finds its stale socket, captures in-process, starts another."""
+    data = tmp_path / "data"
+    env = hook_env(tmp_path, data, "kill-1", service=True)
+    repo = make_repo(tmp_path / "repo")
+    base = {"session_id": "kill-1", "cwd": str(repo)}
+    first = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
+                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    second_pid = 0
+    try:
+        _wait_for_socket(data, first)
+        for fields in ({"hook_event_name": "UserPromptSubmit", "prompt": "one"},
+                       {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_k1",
+                        "tool_input": {"command": "ls"}}):
+            assert run_hook({**base, **fields}, env).returncode == 0
+        first.kill()
+        first.wait(timeout=60)
+        for fields in ({"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_k1",
+                        "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a\n", "stderr": ""}},
+                       {"hook_event_name": "Stop", "last_assistant_message": "listed"},
+                       {"hook_event_name": "SessionEnd", "reason": "other"}):
+            res = run_hook({**base, **fields}, env)
+            assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+        deadline = time.monotonic() + 60
+        lock = paths.run_dir(data) / "serve.lock"
+        while not second_pid:
+            text = lock.read_text().strip() if lock.exists() else ""
+            second_pid = int(text) if text.isdigit() and int(text) != first.pid else 0
+            assert second_pid or time.monotonic() < deadline, "the hook started no new service"
+            time.sleep(0.05)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        if second_pid:
+            os.kill(second_pid, signal.SIGTERM)  # the service this test's hook started
+    trace = read_jsonl(DataDir(data).trace_path("kill-1"))
+    assert validate_trace(trace) == []
+    assert [r["call_id"] for r in trace if r["ev"] == "tool_result"] == ["toolu_k1"]
+    assert [r["text"] for r in trace if r["ev"] == "input"] == ["one"] and trace[-1]["ev"] == "session_shutdown"
+    assert not (data / "live" / "errors.log").exists()
