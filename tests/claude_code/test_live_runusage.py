@@ -45,6 +45,7 @@ def test_the_run_usage_stops_at_its_prompt_and_counts_each_response_once(tmp_pat
         + _line("user", message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
                                                                "content": "ok"}]})
         + _line("user", isMeta=True, message={"role": "user", "content": "meta text"})
+        + _line("user", isCompactSummary=True, message={"role": "user", "content": "This session is being continued"})
         + _assistant("m2", 7)
         + _line("assistant", isSidechain=True, message={"id": "side", "usage": {"output_tokens": 500}})
     )

@@ -84,8 +84,8 @@ def lines_backward(fd: int, end: int, limit: int = MAX_SCAN_BYTES) -> Iterator[b
 
 
 def _is_prompt(line: dict[str, Any]) -> bool:
-    """A user line a person typed (not meta, not tool results, not an interrupt marker)."""
-    if line.get("isMeta") is True:
+    """A user line a person typed (not meta, a compaction summary, tool results or an interrupt marker)."""
+    if line.get("isMeta") is True or line.get("isCompactSummary") is True:
         return False
     message = line.get("message")
     content = message.get("content") if type(message) is dict else None

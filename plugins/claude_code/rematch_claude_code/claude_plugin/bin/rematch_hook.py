@@ -82,6 +82,10 @@ class _Failed(Exception):
     """The exchange with the service failed; the message says how (never with payload text)."""
 
 
+class _Reset(_Failed):
+    """The service closed or reset the connection before replying (it may be stopping as we connect)."""
+
+
 # --- where things are ------------------------------------------------------------------------
 
 
@@ -221,7 +225,7 @@ def _recv_exact(sock: _socket.socket, n: int, deadline: float) -> bytes:
         except _socket.timeout:
             raise _Failed(f"read_deadline: {len(buf)} of {n} bytes") from None
         if not chunk:
-            raise _Failed("closed: the service closed the connection without a reply")
+            raise _Reset("closed: the service closed the connection without a reply")
         buf += chunk
     return buf
 
@@ -247,6 +251,8 @@ def exchange(sock_path: str, frame: bytes, deadline: float) -> dict[str, object]
             if n > MAX_REPLY_BYTES:
                 raise _Failed(f"bad_reply: frame_too_long ({n} bytes)")
             reply = _decode(_recv_exact(sock, n, deadline))
+        except (ConnectionResetError, BrokenPipeError) as err:
+            raise _Reset(f"exchange_failed: {type(err).__name__}") from None
         except OSError as err:
             raise _Failed(f"exchange_failed: {type(err).__name__}") from None
         except UnicodeDecodeError:
@@ -287,6 +293,7 @@ def ask_service(harness: str, raw: bytes, t: int, data: str, wait: bool) -> tupl
     if not _private(run):
         return None, "no_service: no private service folder"
     deadline = time.monotonic() + max(0.0, (t + budget) / 1000 - time.time())
+    retried = False
     while True:
         try:
             reply = exchange(os.path.join(run, "events.sock"), frame, deadline)
@@ -295,6 +302,12 @@ def ask_service(harness: str, raw: bytes, t: int, data: str, wait: bool) -> tupl
             if not wait or time.monotonic() + POLL_S >= deadline:
                 return None, "no_service"
             time.sleep(POLL_S)
+        except _Reset as why:
+            # A service stopping (idle) as we connected: once more, the same request (the service
+            # answers a repeated request id with its first reply, so nothing is applied twice).
+            if retried or time.monotonic() + POLL_S >= deadline:
+                return None, str(why)
+            retried = True  # (gone by then: "no_service", and the caller starts another)
         except _Failed as why:
             return None, str(why)
     if reply.get("decision_source") == "protocol_error":
