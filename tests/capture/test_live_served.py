@@ -231,3 +231,39 @@ def test_a_killed_service_loses_nothing_it_had_answered(tmp_path: Path) -> None:
     assert [r["call_id"] for r in trace if r["ev"] == "tool_result"] == ["toolu_k1"]
     assert [r["text"] for r in trace if r["ev"] == "input"] == ["one"] and trace[-1]["ev"] == "session_shutdown"
     assert not (data / "live" / "errors.log").exists()
+
+
+def test_through_the_service_no_payload_reaches_the_data_folder(tmp_path: Path,
+                                                                  served: tuple[Path, dict[str, str]]) -> None:
+    """A token and a response body the hooks saw are nowhere in the data folder (live.log included)."""
+    data, env = served
+    env["REMATCH_IPC_DEADLINE_MS"] = "20000"
+    repo = make_repo(tmp_path / "repo")
+    base = {"session_id": "sv-secret", "cwd": str(repo)}
+    token = "ghp_" + "Qx7" * 12
+    marker = "RESPONSE-BODY-51c0de"
+    command = {"command": f"curl -H 'Authorization: token {token}' https://api.github.com/x"}
+    outputs = []
+    for fields in ({"hook_event_name": "UserPromptSubmit", "prompt": f"push with GITHUB_TOKEN={token}"},
+                   {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_s1",
+                    "tool_input": command},
+                   {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_s2",
+                    "tool_input": {"command": "echo hi"}},
+                   {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_s2",
+                    "tool_input": {"command": "echo hi"},
+                    "tool_response": {"stdout": marker * 10, "stderr": "", "interrupted": False}},
+                   {"hook_event_name": "Stop", "last_assistant_message": "Done."},
+                   {"hook_event_name": "SessionEnd", "reason": "other"}):
+        res = run_hook({**base, **fields}, env)
+        assert res.returncode == 0 and res.stderr == b""
+        outputs.append(res.stdout)
+    # The credential sent to the network is denied (the default policy), and the deny quotes no input.
+    assert b'"permissionDecision":"deny"' in outputs[1] and token.encode() not in outputs[1]
+    assert [o for i, o in enumerate(outputs) if i != 1] == [b""] * 5
+    for path in data.rglob("*"):
+        if path.is_file():
+            body = path.read_bytes()
+            assert token.encode() not in body, path
+            assert marker.encode() not in body, path
+    trace = read_jsonl(DataDir(data).trace_path("sv-secret"))
+    assert [r["call_id"] for r in trace if r["ev"] == "tool_blocked"] == ["toolu_s1"]
