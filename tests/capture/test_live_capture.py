@@ -228,6 +228,48 @@ def test_interrupt_rule_and_mark_spellings(tmp_path: Path) -> None:
     assert blocked["call_id"] == "toolu_a" and blocked["tool"] == "Bash" and len(blocked["args_hash"]) == 64
 
 
+def _skill(folder: Path, manifest: dict[str, Any] | None, skill_md: bool = True) -> None:
+    folder.mkdir(parents=True)
+    if skill_md:
+        (folder / "SKILL.md").write_text("---\nname: x\n---\nDo the thing.\n")
+    if manifest is not None:
+        (folder / "rematch.json").write_text(json.dumps(manifest))
+
+
+def test_visible_entries_are_the_rematch_skills_in_the_sessions_skill_folders(tmp_path: Path) -> None:
+    env, base, data = _session(tmp_path)  # HOME is tmp_path: the user's skills are in tmp_path/.claude/skills
+    user = tmp_path / ".claude" / "skills"
+    _skill(user / "notes", {"id": "release-notes", "version": "2.0.0"})
+    _skill(user / "plain", None)  # a skill, but no manifest: not a rematch entry
+    _skill(user / "loose", {"id": "not-a-skill"}, skill_md=False)  # a manifest without a skill
+    project = Path(base["cwd"])
+    _skill(project / ".claude" / "skills" / "deploy", {"version": "1"})  # no id: the folder's name
+    _skill(tmp_path / ".claude" / "skills" / "notes-copy", {"id": "release-notes"})  # the same id twice
+    (project / "pkg").mkdir()
+    _skill(project / "pkg" / ".claude" / "skills" / "lint", {"id": "lint-rules"})  # cwd's own folder
+    _send(env, dict(base, cwd=str(project / "pkg")), "SessionStart", source="startup")
+    _send(env, base, "UserPromptSubmit", prompt="tidy the release notes")
+    _send(env, base, "Stop", last_assistant_message="Done.")
+    # Offered after the start was written: the start does not change.
+    _skill(user / "late", {"id": "late-entry"})
+    _send(env, base, "SessionStart", source="resume")
+    _send(env, base, "SessionEnd", reason="other")
+    trace = read_jsonl(DataDir(data).trace_path("s-live-1"))
+    assert validate_trace(trace) == []
+    assert trace[0]["visible_entries"] == ["deploy", "lint-rules", "release-notes"]
+    # Only ids reach the outputs: no skill folder path is persisted.
+    for path in (data / "traces").iterdir():
+        assert b".claude/skills" not in path.read_bytes()
+
+
+def test_a_session_with_no_skill_folders_has_no_visible_entries(tmp_path: Path) -> None:
+    env, base, data = _session(tmp_path)
+    _send(env, base, "SessionStart", source="startup")
+    _send(env, base, "UserPromptSubmit", prompt="hello there")
+    _send(env, base, "SessionEnd", reason="other")
+    assert read_jsonl(DataDir(data).trace_path("s-live-1"))[0]["visible_entries"] == []
+
+
 def test_permission_denied_and_out_of_order_results(tmp_path: Path) -> None:
     env, base, data = _session(tmp_path, "s-live-2")
     _send(env, base, "UserPromptSubmit", prompt="clean up")

@@ -330,6 +330,7 @@ class SessionWriter:
         self.st["opened"] = True
         session = session_of_state(self.st["session"])
         self.session = session
+        self.synth.offer(self.st.get("visible", []))
         self._write(self.synth.feed(session), self.sink.feed(session))
 
     def _reopen(self) -> None:
@@ -378,6 +379,13 @@ class SessionWriter:
         elif isinstance(rec, vocab.Instructions):
             if rec.path and [t, rec.path] not in held["instr"]:
                 held["instr"].append([t, rec.path])
+            if rec.text and not self.st.get("opened"):
+                # Offered entries, read by the plugin's visible_entries hook before the start is
+                # written (later ones cannot change it): only the ids are kept, never the text.
+                visible: list[str] = self.st.setdefault("visible", [])
+                for offered in self.host.visible(self.source, rec.text):
+                    if offered not in visible:
+                        visible.append(offered)
         elif isinstance(rec, vocab.EntryLoaded):
             entry = [t, rec.id, rec.version, rec.sha]
             loaded = held.setdefault("loaded", [])  # (a state saved before entries were kept has none)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rematch_trace.errors import NonExactNumber
@@ -278,9 +278,7 @@ class Synthesizer:
             self._loaded(rec)
         elif isinstance(rec, vocab.Instructions):
             if rec.text and not self.started:
-                for entry in self._visible_of(rec.text):
-                    if entry not in self.visible:
-                        self.visible.append(entry)
+                self.offer(self._visible_of(rec.text))
         elif isinstance(rec, vocab.MarkNote):
             self._close_turn()
             self._emit(MarkRecord(cls=rec.cls, note=self._clean(rec.note, HEAD_LIMIT)))
@@ -304,6 +302,14 @@ class Synthesizer:
         except (NonExactNumber, RecursionError, ValueError, TypeError):
             digest = None
         return [call.name, truncate_input(self._redact_input(call.input)), digest]
+
+    def offer(self, entries: Iterable[str]) -> None:
+        """Entries offered to the session before its start is written (``visible_entries``); later ones are ignored."""
+        if self.started:
+            return
+        for entry in entries:
+            if entry not in self.visible:
+                self.visible.append(entry)
 
     def take_call(self, call_id: str, digested: list[Any]) -> None:
         """Expect the result of a call seen on its own (live), digested by :meth:`digest_call`."""

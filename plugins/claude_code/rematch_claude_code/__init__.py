@@ -15,7 +15,7 @@ from rematch_trace.host.hookspecs import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
 from rematch_trace.host.vocab import Neutral
 
-from . import actions, discover, live, reader, translate
+from . import actions, discover, live, reader, skills, translate
 
 __version__ = "0.1.0"
 HARNESS = discover.HARNESS
@@ -45,6 +45,12 @@ def to_trace_records(
 ) -> Iterator[Neutral]:
     """Translate a claimed file's records into neutral records."""
     return translate.translate(source, records, state)
+
+
+@hookimpl
+def visible_entries(text: str) -> list[str]:
+    """The rematch entries a session's skill folders offer (the live ``SessionStart`` lists them)."""
+    return skills.offered_entries(text)
 
 
 @hookimpl

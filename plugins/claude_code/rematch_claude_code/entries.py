@@ -42,6 +42,19 @@ def _manifest(folder: str) -> dict[str, Any] | None:
     return doc if type(doc) is dict else None
 
 
+def _ident(folder: str, doc: dict[str, Any]) -> str | None:
+    ident = doc.get("id")
+    if type(ident) is not str or not ident.strip():
+        ident = os.path.basename(folder)
+    return ident.strip()[:256] or None
+
+
+def manifest_id(folder: str) -> str | None:
+    """The id of the rematch entry in ``folder`` (its manifest's ``id``, else the folder's name), or ``None``."""
+    doc = _manifest(folder)
+    return None if doc is None else _ident(folder, doc)
+
+
 def instruction_entry(stream: str, t: int | None, path: str) -> EntryLoaded | None:
     """The entry an instruction file at ``path`` is, or ``None`` (no manifest beside it)."""
     if not path or not os.path.isabs(path):
@@ -50,13 +63,11 @@ def instruction_entry(stream: str, t: int | None, path: str) -> EntryLoaded | No
     doc = _manifest(folder)
     if doc is None:
         return None
-    ident = doc.get("id")
-    if type(ident) is not str or not ident.strip():
-        ident = os.path.basename(folder)
-    if not ident:
+    ident = _ident(folder, doc)
+    if ident is None:
         return None
     version = doc.get("version")
     version = str(version) if type(version) in (str, int, float) else None
     sha = doc.get("content_sha256")
     sha = sha.lower() if type(sha) is str and _SHA256.fullmatch(sha) else None
-    return EntryLoaded(stream, t, ident.strip()[:256], version[:64] if version else None, sha)
+    return EntryLoaded(stream, t, ident, version[:64] if version else None, sha)

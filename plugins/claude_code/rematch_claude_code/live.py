@@ -18,7 +18,10 @@ records it states, in order, each stream opened by its
   with the run's token usage read from the transcript's end
   (:mod:`.runusage`); ``SubagentStop`` and ``SessionEnd`` end their session;
 * ``InstructionsLoaded`` an instruction file loaded, and the rematch entry
-  it is when a ``rematch.json`` sits beside it (:mod:`.entries`).
+  it is when a ``rematch.json`` sits beside it (:mod:`.entries`);
+* the main session's ``SessionStart`` also lists the skill folders Claude
+  Code offers it, as an :class:`~rematch_trace.host.vocab.Instructions` text
+  that this plugin's ``visible_entries`` hook reads (:mod:`.skills`).
 
 Every payload's ``prompt_id`` (Claude Code 2.1.196+: the turn's prompt, the
 transcript's ``promptId``) is a :class:`~rematch_trace.host.vocab.TurnStarted`
@@ -55,6 +58,7 @@ from rematch_trace.host.vocab import (
     UserMessage,
 )
 
+from . import skills
 from .entries import instruction_entry
 from .runusage import open_regular, run_usage
 from .translate import PROVIDER, clean_value, measure
@@ -174,6 +178,9 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
     if mode:
         out.append(PermissionMode(stream, t, mode))
     if name == "SessionStart" or name == "SubagentStart":
+        listing = skills.catalog(session.cwd) if name == "SessionStart" and not stream else None
+        if listing is not None:
+            out.append(Instructions(stream, t, listing))  # the core asks visible_entries about it
         return out
     if name == "UserPromptSubmit":
         prompt = event.get("prompt")
