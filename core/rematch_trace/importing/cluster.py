@@ -352,8 +352,16 @@ class DaskExecutor:
 
     @staticmethod
     def _kill(cluster: Any) -> None:
-        # The worker processes are this process's children, each behind its nanny.
+        # The worker processes are this process's children, each behind its nanny. A nanny
+        # restarts a worker that dies unless told the cluster is closing (Dask's own shutdown
+        # signal, `close_gracefully`): without it the close waits for workers it just restarted.
         for nanny in list(getattr(cluster, "workers", {}).values()):
+            closing = getattr(nanny, "close_gracefully", None)
+            if callable(closing):
+                try:
+                    closing(reason="rematch: the run is stopping")
+                except Exception:
+                    pass  # an older or newer Dask: the kill below still ends the worker
             proc = getattr(getattr(nanny, "process", None), "process", None)
             pid = getattr(proc, "pid", None)
             if isinstance(pid, int):
