@@ -82,12 +82,13 @@ _WORDS = r"(?:\S+\s+)*"
 # a run inside one match ("-[a-z]*r[a-z]*\s+", "\s*=?\s*") are written with
 # lookaheads and possessive repeats that match the same texts in linear time.
 _REMOTE_EXEC = (
-    alt(r"\b" + _FETCHERS + r"\b", _FETCH_WORDS, flags=_I, stretch=r"[^|;&\n]*",
+    alt(r"\b" + _FETCHERS + r"\b", _FETCH_WORDS, flags=_I, stretch=r"[^|;&\n]*", needs="|",
         tail=r"\|\s*(?:(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+\S+\s+)*(?:ba|z|da|k|fi)?sh\b"
              r"|(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node|php|iex|pwsh|powershell)\b)"),
-    alt(r"(?:ba|z)?sh\s+", ("sh",), back=2, flags=_I, stretch=r"(?:-\w+\s+)*", tail=r"<\(\s*" + _FETCHERS + r"\b"),
-    alt(r"(?:ba|z)?sh\s+-c\s+[\"']?\$\(\s*" + _FETCHERS + r"\b", ("sh",), back=2, flags=_I),
-    alt(r"\b(?:eval|source|\.)\s+[\"']?\$\(\s*" + _FETCHERS + r"\b", ("eval", "source", "."), flags=_I),
+    alt(r"(?:ba|z)?sh\s+", ("sh",), back=2, flags=_I, stretch=r"(?:-\w+\s+)*", tail=r"<\(\s*" + _FETCHERS + r"\b",
+        needs="<("),
+    alt(r"(?:ba|z)?sh\s+-c\s+[\"']?\$\(\s*" + _FETCHERS + r"\b", ("sh",), back=2, flags=_I, needs="$("),
+    alt(r"\b(?:eval|source|\.)\s+[\"']?\$\(\s*" + _FETCHERS + r"\b", ("eval", "source", "."), flags=_I, needs="$("),
     alt(r"\biex\s*+(?:\(\s*+)?(?:(?:\(\s*+)?New-Object\s+Net\.WebClient\)?\.DownloadString"
         r"|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)", ("iex",), flags=_I),
 )
@@ -357,13 +358,12 @@ def _command_features(command: str) -> set[str]:
     gates = _open_gates(low)
     if not gates:
         return set()
-    if not command.isascii():
-        low = lowered(command)
-    found = {feature for gate, rule, feature in _COMMAND_RULES if gate in gates and occurs(rule, command, low)}
+    scan_low = low if command.isascii() else lowered(command)
+    found = {feature for gate, rule, feature in _COMMAND_RULES if gate in gates and occurs(rule, command, scan_low)}
     # Look for a writing verb only when one of its rules' gates is open.
     write_rules = [rule for rule in _WRITE_RULES if rule[0] in gates]
-    if write_rules and occurs(_WRITE_VERB, command, low):
-        found.update(feature for _, rule, feature in write_rules if occurs(rule, command, low))
+    if write_rules and occurs(_WRITE_VERB, command, scan_low):
+        found.update(feature for _, rule, feature in write_rules if occurs(rule, command, scan_low))
     return found
 
 

@@ -56,6 +56,8 @@ class Alt:
         unbounded stretch begins); with ``span``.
     :param span: ``lead`` and the unbounded stretch after it, taken whole
         (possessive): the positions a failed start examined.
+    :param needs: a lower-case literal every match holds somewhere (a cheap
+        test that skips the alternative when absent).
     """
 
     pattern: re.Pattern[str]
@@ -63,10 +65,11 @@ class Alt:
     back: int = 0
     lead: re.Pattern[str] | None = None
     span: re.Pattern[str] | None = None
+    needs: str | None = None
 
 
 def alt(pattern: str, anchors: Iterable[str], *, back: int = 0, flags: int = 0, stretch: str | None = None,
-        tail: str = "") -> Alt:
+        tail: str = "", needs: str | None = None) -> Alt:
     """An :class:`Alt`: ``pattern`` alone, or ``pattern`` (the lead) + ``stretch`` + ``tail``.
 
     ``stretch`` is a greedy unbounded repeat (``[^\\n;|&]*``, ``(?:-\\S+\\s+)*``);
@@ -75,7 +78,7 @@ def alt(pattern: str, anchors: Iterable[str], *, back: int = 0, flags: int = 0, 
     anchors = tuple(anchors)
     assert all(a == a.lower() and a.isascii() and a for a in anchors), anchors
     if stretch is None:
-        return Alt(re.compile(pattern, flags), anchors, back)
+        return Alt(re.compile(pattern, flags), anchors, back, needs=needs)
     assert stretch.endswith("*"), stretch
     return Alt(
         re.compile(pattern + stretch + tail, flags),
@@ -83,44 +86,60 @@ def alt(pattern: str, anchors: Iterable[str], *, back: int = 0, flags: int = 0, 
         back,
         re.compile(pattern, flags),
         re.compile(f"(?:{pattern}){stretch}+", flags),
+        needs,
     )
 
 
 def occurs(alts: tuple[Alt, ...], text: str, low: str) -> bool:
     """Whether any of ``alts`` matches somewhere in ``text`` (``low`` is :func:`lowered` ``text``)."""
-    for a in alts:  # noqa: SIM110 - a plain loop: no generator to set up per call
-        if _occurs(a, text, low):
-            return True
+    for a in alts:
+        if a.needs is not None and a.needs not in low:
+            continue
+        match = a.pattern.match
+        back = a.back
+        for anchor in a.anchors:
+            k = low.find(anchor)
+            if k < 0:
+                continue
+            if a.span is not None:
+                if _spanned(a, text, low, anchor, k):
+                    return True
+            elif back == 0:
+                while k >= 0:
+                    if match(text, k) is not None:
+                        return True
+                    k = low.find(anchor, k + 1)
+            else:
+                while k >= 0:
+                    for p in range(k - back if k > back else 0, k + 1):
+                        if match(text, p) is not None:
+                            return True
+                    k = low.find(anchor, k + 1)
     return False
 
 
-def _occurs(a: Alt, text: str, low: str) -> bool:
-    match = a.pattern.match
-    back = a.back
-    span = a.span
-    for anchor in a.anchors:
-        k = low.find(anchor)
-        # Starts are tried in increasing order; one before ``until`` whose lead
-        # ends in [lead_end, until] is dominated by the failed start that set them.
-        until = -1
-        lead_end = 0
-        while k >= 0:
-            for p in range(k - back if k > back else 0, k + 1):
-                if p < until:
-                    assert a.lead is not None
-                    m = a.lead.match(text, p)
-                    if m is None or lead_end <= m.end() <= until:
-                        continue
-                if match(text, p) is not None:
-                    return True
-                if span is not None:
-                    s = span.match(text, p)
-                    if s is not None:
-                        assert a.lead is not None
-                        lead = a.lead.match(text, p)
-                        until = s.end()
-                        lead_end = lead.end() if lead is not None else s.end()
-            k = low.find(anchor, k + 1)
+def _spanned(a: Alt, text: str, low: str, anchor: str, k: int) -> bool:
+    """Whether ``a`` matches at a start near an occurrence of ``anchor`` from ``k`` on, skipping dominated starts."""
+    assert a.lead is not None and a.span is not None
+    match, lead, span, back = a.pattern.match, a.lead.match, a.span.match, a.back
+    # Starts are tried in increasing order; one before ``until`` whose lead
+    # ends in [lead_end, until] is dominated by the failed start that set them.
+    until = -1
+    lead_end = 0
+    while k >= 0:
+        for p in range(k - back if k > back else 0, k + 1):
+            if p < until:
+                m = lead(text, p)
+                if m is None or lead_end <= m.end() <= until:
+                    continue
+            if match(text, p) is not None:
+                return True
+            s = span(text, p)
+            if s is not None:
+                until = s.end()
+                m = lead(text, p)
+                lead_end = m.end() if m is not None else until
+        k = low.find(anchor, k + 1)
     return False
 
 
