@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rematch_trace.security.redact import _trie_pattern
+from rematch_trace.security.scan import alt, lowered, occurs
 
 #: The closed list of features, most severe first, each with what it means.
 RISK_FEATURES: tuple[tuple[str, str], ...] = (
@@ -69,92 +70,140 @@ _SENSITIVE = re.compile(
     _I,
 )
 _FETCHERS = r"(?:curl|wget|fetch|http|xh|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)"
-_REMOTE_EXEC = re.compile(
-    r"\b" + _FETCHERS + r"\b[^|;&\n]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+\S+\s+)*"
-    r"(?:ba|z|da|k|fi)?sh\b|\b" + _FETCHERS + r"\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node|php|iex|pwsh|powershell)\b"
-    r"|(?:ba|z)?sh\s+(?:-\w+\s+)*<\(\s*" + _FETCHERS + r"\b"
-    r"|(?:ba|z)?sh\s+-c\s+[\"']?\$\(\s*" + _FETCHERS + r"\b"
-    r"|\b(?:eval|source|\.)\s+[\"']?\$\(\s*" + _FETCHERS + r"\b"
-    r"|\biex\s*\(?\s*(?:\(?\s*New-Object\s+Net\.WebClient\)?\.DownloadString|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)",
-    _I,
+_FETCH_WORDS = ("curl", "wget", "fetch", "http", "xh", "iwr", "irm", "invoke-")
+# The unbounded stretches the rules scan: the rest of one command (up to a
+# separator), a run of flags, a run of any words.
+_SEG = r"[^\n;|&]*"
+_FLAGS = r"(?:-\S+\s+)*"
+_WORDS = r"(?:\S+\s+)*"
+
+# Each rule is a tuple of alternatives (see rematch_trace.security.scan): a
+# feature is found when any alternative matches. Patterns that backtracked over
+# a run inside one match ("-[a-z]*r[a-z]*\s+", "\s*=?\s*") are written with
+# lookaheads and possessive repeats that match the same texts in linear time.
+_REMOTE_EXEC = (
+    alt(r"\b" + _FETCHERS + r"\b", _FETCH_WORDS, flags=_I, stretch=r"[^|;&\n]*", needs="|",
+        tail=r"\|\s*(?:(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+\S+\s+)*(?:ba|z|da|k|fi)?sh\b"
+             r"|(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node|php|iex|pwsh|powershell)\b)"),
+    alt(r"(?:ba|z)?sh\s+", ("sh",), back=2, flags=_I, stretch=r"(?:-\w+\s+)*", tail=r"<\(\s*" + _FETCHERS + r"\b",
+        needs="<("),
+    alt(r"(?:ba|z)?sh\s+-c\s+[\"']?\$\(\s*" + _FETCHERS + r"\b", ("sh",), back=2, flags=_I, needs="$("),
+    alt(r"\b(?:eval|source|\.)\s+[\"']?\$\(\s*" + _FETCHERS + r"\b", ("eval", "source", "."), flags=_I, needs="$("),
+    alt(r"\biex\s*+(?:\(\s*+)?(?:(?:\(\s*+)?New-Object\s+Net\.WebClient\)?\.DownloadString"
+        r"|iwr|irm|Invoke-WebRequest|Invoke-RestMethod)", ("iex",), flags=_I),
 )
-_UPLOAD = re.compile(
-    r"\bcurl\b[^\n;|&]*?(?:\s(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file|--json)[\s=]"
-    r"|\s-X\s*(?:POST|PUT|PATCH)\b|\s--request\s+(?:POST|PUT|PATCH)\b)"
-    r"|\bwget\b[^\n;|&]*--(?:post|put|body)-(?:file|data)"
+_UPLOAD = (
+    alt(r"\bcurl\b", ("curl",), flags=_I, stretch=_SEG,
+        tail=r"(?:\s(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file|--json)[\s=]"
+             r"|\s-X\s*(?:POST|PUT|PATCH)\b|\s--request\s+(?:POST|PUT|PATCH)\b)"),
+    alt(r"\bwget\b", ("wget",), flags=_I, stretch=_SEG, tail=r"--(?:post|put|body)-(?:file|data)"),
     # scp/rsync upload when the remote (host:path) is the destination, the last argument.
-    r"|\b(?:scp|rsync)\b[^\n;|&]*\s(?:[\w.-]+@)?[\w.-]+:(?!//)[^\s;|&]*\s*(?:$|[;|&\n])"
-    r"|\b(?:nc|ncat|netcat|socat)\b[^\n;|&]*(?:<|\s\S+\s+\d+\s*<)"
-    r"|\|\s*(?:nc|ncat|netcat)\s"
-    r"|\b(?:aws\s+s3\s+(?:cp|sync|mv)|gsutil\s+(?:-m\s+)?(?:cp|rsync|mv)|gcloud\s+storage\s+cp|azcopy\s+(?:copy|sync)"
-    r"|rclone\s+(?:copy|sync|move))\b[^\n;|&]*\s(?:s3|gs|https?|az|\w+)://?"
-    r"|\bInvoke-(?:WebRequest|RestMethod)\b[^\n;|&]*-(?:InFile|Body)\b"
-    r"|\bgh\s+gist\s+create\b",
-    _I,
+    alt(r"\b(?:scp|rsync)\b", ("scp", "rsync"), flags=_I, stretch=_SEG,
+        tail=r"\s(?:[\w.-]+@)?[\w.-]+:(?!//)[^\s;|&]*\s*(?:$|[;|&\n])"),
+    alt(r"\b(?:nc|ncat|netcat|socat)\b", ("nc", "netcat", "socat"), flags=_I, stretch=_SEG,
+        tail=r"(?:<|\s\S+\s+\d+\s*<)"),
+    alt(r"\|\s*(?:nc|ncat|netcat)\s", ("|",), flags=_I),
+    alt(r"\b(?:aws\s+s3\s+(?:cp|sync|mv)|gsutil\s+(?:-m\s+)?(?:cp|rsync|mv)|gcloud\s+storage\s+cp|azcopy\s+(?:copy|sync)"
+        r"|rclone\s+(?:copy|sync|move))\b", ("aws", "gsutil", "gcloud", "azcopy", "rclone"), flags=_I, stretch=_SEG,
+        tail=r"\s(?:s3|gs|https?|az|\w+)://?"),
+    alt(r"\bInvoke-(?:WebRequest|RestMethod)\b", ("invoke-",), flags=_I, stretch=_SEG, tail=r"-(?:InFile|Body)\b"),
+    alt(r"\bgh\s+gist\s+create\b", ("gh",), flags=_I),
 )
 _CRED_VAR = re.compile(r"\$\{?[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)\b", _I)
-_DESTRUCTIVE = re.compile(
-    r"\brm\s+(?:-[A-Za-z]*[rR][A-Za-z]*\s+(?:-\S+\s+)*|-[A-Za-z]*f[A-Za-z]*\s+-[A-Za-z]*[rR]|--recursive\b|-rf\b|-fr\b)"
-    r"|\brm\s+(?:-\S+\s+)*(?:/|~|\*|/\*|~/\*?|\$HOME/?)(?:\s|$)"
-    r"|\bfind\b[^\n;|&]*\s-delete\b|\bfind\b[^\n;|&]*-exec\s+rm\b"
-    r"|\bmkfs(?:\.\w+)?\b|\bdd\b[^\n;|&]*\bof=/dev/|>\s*/dev/(?:sd|nvme|hd|disk)\w*"
-    r"|\bshred\b|\bwipefs\b|\btruncate\s+(?:-\S+\s+)*-s\s*0\b"
-    r"|\bgit\s+clean\s+(?:-\S*\s+)*-\S*[fdx]"
-    r"|\bgit\s+reset\s+(?:\S+\s+)*--hard\b|\bgit\s+checkout\s+(?:-f\s+)?--\s+\.(?:\s|$)|\bgit\s+restore\s+(?:--\S+\s+)*\.(?:\s|$)"
-    r"|\b(?:DROP\s+(?:TABLE|DATABASE|SCHEMA)|TRUNCATE\s+TABLE)\b|\bDELETE\s+FROM\s+\w+\s*(?:;|$)"
-    r"|\bkubectl\s+delete\b|\bterraform\s+destroy\b|\bdocker\s+(?:system|volume|image)\s+prune\b"
-    r"|\bdropdb\b|\bredis-cli\b[^\n;|&]*\bflush(?:all|db)\b"
-    r"|:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:",
-    _I,
+_DESTRUCTIVE = (
+    # rm with a flag word holding r (then whitespace), -f… then -…r, --recursive, -rf, -fr.
+    alt(r"\brm\s+(?:-(?=[A-Za-z]*?[rR])[A-Za-z]*+\s|-(?=[A-Za-z]*?f)[A-Za-z]*+\s+-[A-Za-z]*?[rR]"
+        r"|--recursive\b|-rf\b|-fr\b)", ("rm",), flags=_I),
+    alt(r"\brm\s+", ("rm",), flags=_I, stretch=_FLAGS, tail=r"(?:/|~|\*|/\*|~/\*?|\$HOME/?)(?:\s|$)"),
+    alt(r"\bfind\b", ("find",), flags=_I, stretch=_SEG, tail=r"(?:\s-delete\b|-exec\s+rm\b)"),
+    alt(r"\bmkfs(?:\.\w+)?\b|\bshred\b|\bwipefs\b", ("mkfs", "shred", "wipefs"), flags=_I),
+    alt(r"\bdd\b", ("dd",), flags=_I, stretch=_SEG, tail=r"\bof=/dev/"),
+    alt(r">\s*/dev/(?:sd|nvme|hd|disk)\w*", (">",), flags=_I),
+    alt(r"\btruncate\s+", ("truncate",), flags=_I, stretch=_FLAGS, tail=r"-s\s*0\b"),
+    alt(r"\bgit\s+clean\s+", ("git",), flags=_I, stretch=r"(?:-\S*\s+)*", tail=r"-\S*[fdx]"),
+    alt(r"\bgit\s+reset\s+", ("git",), flags=_I, stretch=_WORDS, tail=r"--hard\b"),
+    alt(r"\bgit\s+checkout\s+(?:-f\s+)?--\s+\.(?:\s|$)", ("git",), flags=_I),
+    alt(r"\bgit\s+restore\s+", ("git",), flags=_I, stretch=r"(?:--\S+\s+)*", tail=r"\.(?:\s|$)"),
+    alt(r"\b(?:DROP\s+(?:TABLE|DATABASE|SCHEMA)|TRUNCATE\s+TABLE)\b|\bDELETE\s+FROM\s+\w+\s*(?:;|$)",
+        ("drop", "truncate", "delete"), flags=_I),
+    alt(r"\bkubectl\s+delete\b|\bterraform\s+destroy\b|\bdocker\s+(?:system|volume|image)\s+prune\b|\bdropdb\b",
+        ("kubectl", "terraform", "docker", "dropdb"), flags=_I),
+    alt(r"\bredis-cli\b", ("redis-cli",), flags=_I, stretch=_SEG, tail=r"\bflush(?:all|db)\b"),
+    alt(r":\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:", (":()",), flags=_I),
 )
-_PRIV = re.compile(
-    r"(?:^|[\s;&|(`]|\$\()(?:sudo|doas|pkexec|su|runas)(?:\s|$)"
-    r"|\bchmod\s+(?:-\S+\s+)*(?:[ugoa]*\+[rwx]*s|[2467][0-7]{3})\b|\bsetcap\b|\bchown\s+(?:-\S+\s+)*root\b"
-    r"|/etc/sudoers|\bvisudo\b|\busermod\s+(?:-\S+\s+)*-a?G\s*(?:sudo|wheel|admin|docker)\b"
-    r"|--privileged\b",
-    _I,
+_PRIV = (
+    alt(r"(?:^|[\s;&|(`]|\$\()(?:sudo|doas|pkexec|su|runas)(?:\s|$)", ("su", "doas", "pkexec", "runas"), back=2,
+        flags=_I),
+    alt(r"\bchmod\s+", ("chmod",), flags=_I, stretch=_FLAGS, tail=r"(?:[ugoa]*\+[rwx]*s|[2467][0-7]{3})\b"),
+    alt(r"\bsetcap\b|/etc/sudoers|\bvisudo\b|--privileged\b", ("setcap", "/etc/sudoers", "visudo", "--privileged"),
+        flags=_I),
+    alt(r"\bchown\s+", ("chown",), flags=_I, stretch=_FLAGS, tail=r"root\b"),
+    alt(r"\busermod\s+", ("usermod",), flags=_I, stretch=_FLAGS, tail=r"-a?G\s*(?:sudo|wheel|admin|docker)\b"),
 )
-_EGRESS = re.compile(
-    r"(?:^|[\s;&|(`]|\$\()(?:curl|wget|nc|ncat|netcat|socat|ssh|scp|sftp|ftp|telnet|xh|httpie|http|https|rsync\s[^\n;|&]*:"
-    r"|Invoke-WebRequest|Invoke-RestMethod|iwr|irm)(?:\s|$)"
-    r"|\bgit\s+(?:push|fetch|pull|clone|ls-remote)\b|\b(?:aws|gsutil|gcloud|az)\s+\w+",
-    _I,
+_EGRESS = (
+    alt(r"(?:^|[\s;&|(`]|\$\()(?:curl|wget|nc|ncat|netcat|socat|ssh|scp|sftp|ftp|telnet|xh|httpie|http|https"
+        r"|Invoke-WebRequest|Invoke-RestMethod|iwr|irm)(?:\s|$)",
+        ("curl", "wget", "nc", "netcat", "socat", "ssh", "scp", "sftp", "ftp", "telnet", "xh", "http", "invoke-",
+         "iwr", "irm"), back=2, flags=_I),
+    alt(r"(?:^|[\s;&|(`]|\$\()rsync\s", ("rsync",), back=2, flags=_I, stretch=_SEG, tail=r":(?:\s|$)"),
+    alt(r"\bgit\s+(?:push|fetch|pull|clone|ls-remote)\b", ("git",), flags=_I),
+    alt(r"\b(?:aws|gsutil|gcloud|az)\s+\w+", ("aws", "gsutil", "gcloud", "az"), flags=_I),
 )
-_HISTORY = re.compile(
-    r"\bgit\s+push\b[^\n;|&]*(?:\s--force(?:-with-lease)?\b|\s-f\b|\s\+\S+|--mirror\b|--delete\b|\s:\S)"
-    r"|\bgit\s+reset\s+(?:\S+\s+)*--hard\b|\bgit\s+rebase\b|\bgit\s+commit\b[^\n;|&]*--amend\b"
-    r"|\bgit\s+filter-(?:branch|repo)\b|\bgit\s+reflog\s+(?:expire|delete)\b|\bgit\s+gc\b[^\n;|&]*--prune"
-    r"|\bgit\s+branch\s+(?:\S+\s+)*-D\b|\bgit\s+update-ref\s+-d\b|\bgit\s+replace\b|\bgit\s+stash\s+(?:drop|clear)\b",
+_HISTORY = (
+    alt(r"\bgit\s+push\b", ("git",), stretch=_SEG,
+        tail=r"(?:\s--force(?:-with-lease)?\b|\s-f\b|\s\+\S+|--mirror\b|--delete\b|\s:\S)"),
+    alt(r"\bgit\s+reset\s+", ("git",), stretch=_WORDS, tail=r"--hard\b"),
+    alt(r"\bgit\s+rebase\b|\bgit\s+filter-(?:branch|repo)\b|\bgit\s+reflog\s+(?:expire|delete)\b"
+        r"|\bgit\s+update-ref\s+-d\b|\bgit\s+replace\b|\bgit\s+stash\s+(?:drop|clear)\b", ("git",)),
+    alt(r"\bgit\s+commit\b", ("git",), stretch=_SEG, tail=r"--amend\b"),
+    alt(r"\bgit\s+gc\b", ("git",), stretch=_SEG, tail=r"--prune"),
+    alt(r"\bgit\s+branch\s+", ("git",), stretch=_WORDS, tail=r"-D\b"),
 )
-_BYPASS = re.compile(
-    r"--no-verify\b|--dangerously-skip-permissions\b|--dangerously-bypass-approvals-and-sandbox\b"
-    r"|\bcurl\b[^\n;|&]*\s(?:-k|--insecure)\b|--no-check-certificate\b|GIT_SSL_NO_VERIFY\s*=\s*(?:1|true)"
-    r"|NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['\"]?0|PYTHONHTTPSVERIFY\s*=\s*0|\bsetenforce\s+0\b"
-    r"|\b(?:ufw|firewall-cmd)\s+(?:disable|--state\s*=\s*off)|\bsystemctl\s+(?:stop|disable)\s+(?:firewalld|apparmor|auditd)"
-    r"|\bspctl\s+--master-disable\b|\bcsrutil\s+disable\b|--trusted-host\b|\bsslVerify\s*=?\s*false\b"
-    r"|http\.sslVerify\s+false",
-    _I,
+_BYPASS = (
+    alt(r"--no-verify\b|--dangerously-skip-permissions\b|--dangerously-bypass-approvals-and-sandbox\b"
+        r"|--no-check-certificate\b|--trusted-host\b",
+        ("--no-verify", "--dangerously-", "--no-check-certificate", "--trusted-host"), flags=_I),
+    alt(r"\bcurl\b", ("curl",), flags=_I, stretch=_SEG, tail=r"\s(?:-k|--insecure)\b"),
+    alt(r"GIT_SSL_NO_VERIFY\s*=\s*(?:1|true)|NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['\"]?0|PYTHONHTTPSVERIFY\s*=\s*0"
+        r"|\bsetenforce\s+0\b", ("git_ssl_no_verify", "node_tls_reject_unauthorized", "pythonhttpsverify", "setenforce"),
+        flags=_I),
+    alt(r"\b(?:ufw|firewall-cmd)\s+(?:disable|--state\s*=\s*off)|\bsystemctl\s+(?:stop|disable)\s+(?:firewalld|apparmor|auditd)"
+        r"|\bspctl\s+--master-disable\b|\bcsrutil\s+disable\b", ("ufw", "firewall-cmd", "systemctl", "spctl", "csrutil"),
+        flags=_I),
+    alt(r"\bsslVerify\s*+(?:=\s*+)?false\b", ("sslverify",), flags=_I),
+    alt(r"http\.sslVerify\s+false", ("http.sslverify",), flags=_I),
 )
-_PERSIST = re.compile(
-    r"\bcrontab\b(?!\s+-l\b)|/etc/cron|\bsystemctl\s+(?:--user\s+)?enable\b|\blaunchctl\s+(?:load|bootstrap|submit)\b"
-    r"|LaunchAgents/|LaunchDaemons/|/etc/systemd/system/|\.config/systemd/user/|/etc/rc\.local|/etc/init\.d/"
-    r"|(?:^|[\s\"'/~])\.(?:bashrc|bash_profile|zshrc|zprofile|profile|zshenv)\b|authorized_keys|\bat\s+now\b"
-    r"|\.git/hooks/",
-    _I,
+_PERSIST = (
+    alt(r"\bcrontab\b(?!\s+-l\b)", ("crontab",), flags=_I),
+    alt(r"/etc/cron|LaunchAgents/|LaunchDaemons/|/etc/systemd/system/|\.config/systemd/user/|/etc/rc\.local|/etc/init\.d/"
+        r"|authorized_keys|\.git/hooks/",
+        ("/etc/", "launchagents/", "launchdaemons/", ".config/systemd/user/", "authorized_keys", ".git/hooks/"), flags=_I),
+    alt(r"\bsystemctl\s+(?:--user\s+)?enable\b|\blaunchctl\s+(?:load|bootstrap|submit)\b|\bat\s+now\b",
+        ("systemctl", "launchctl", "at"), flags=_I),
+    alt(r"(?:^|[\s\"'/~])\.(?:bashrc|bash_profile|zshrc|zprofile|profile|zshenv)\b", (".bash", ".zsh", ".zprofile", ".profile"),
+        back=1, flags=_I),
 )
-_AGENT_CONFIG = re.compile(
-    r"(?:^|[\s\"'/\\])(?:CLAUDE(?:\.local)?\.md|AGENTS(?:\.override)?\.md|GEMINI\.md|\.cursorrules"
-    r"|\.claude/(?:settings[\w.-]*\.json|commands/|agents/|hooks/|skills/)|\.mcp\.json|\.codex/(?:config\.toml|AGENTS\.md)"
-    r"|\.omp/|copilot-instructions\.md)",
+_AGENT_CONFIG = (
+    alt(r"(?:^|[\s\"'/\\])(?:CLAUDE(?:\.local)?\.md|AGENTS(?:\.override)?\.md|GEMINI\.md|\.cursorrules"
+        r"|\.claude/(?:settings[\w.-]*\.json|commands/|agents/|hooks/|skills/)|\.mcp\.json|\.codex/(?:config\.toml|AGENTS\.md)"
+        r"|\.omp/|copilot-instructions\.md)",
+        ("claude", "agents", "gemini.md", ".cursorrules", ".mcp.json", ".codex/", ".omp/", "copilot-instructions.md"),
+        back=2),
 )
-_PERMS = re.compile(r"\bchmod\s+(?:-\S+\s+)*(?:0?[0-7]?77[0-7]|a\+[rwx]*w|o\+[rwx]*w|\+w\b)", _I)
+_PERMS = (
+    alt(r"\bchmod\s+", ("chmod",), flags=_I, stretch=_FLAGS,
+        tail=r"(?:0?[0-7]?77[0-7]|a\+[rwx]*w|o\+[rwx]*w|\+w\b)"),
+)
 
 _FILE_KEYS = ("file_path", "path", "filePath", "notebook_path", "file", "filename", "target", "target_file", "paths")
 _SHELL_KEYS = ("command", "cmd", "script", "commands", "input")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 _WRITES = frozenset({"file_write", "file_edit"})
 # A shell command that writes: a redirection, tee, in-place sed, a copy or move, crontab, an enable.
-_WRITE_VERB = re.compile(r">|\btee\b|\bsed\s+-i|\b(?:cp|mv|install|ln|crontab|systemctl|launchctl|at)\b")
+_WRITE_VERB = (
+    alt(r">|\btee\b|\bsed\s+-i|\b(?:cp|mv|install|ln|crontab|systemctl|launchctl|at)\b",
+        (">", "tee", "sed", "cp", "mv", "install", "ln", "crontab", "systemctl", "launchctl", "at")),
+)
 
 
 # Each rule runs only when one of its lowercase gate substrings occurs: a substring
@@ -286,7 +335,7 @@ def strings_of(value: Any, limit: int = 64 * 1024) -> str:
     return "\n".join(parts)[:limit]
 
 
-#: Each command rule: the gate that must be open, its pattern, the feature it finds.
+#: Each command rule: the gate that must be open, its alternatives, the feature it finds.
 _COMMAND_RULES = (
     ("remote_exec", _REMOTE_EXEC, "remote_code_fetch_exec"),
     ("upload", _UPLOAD, "outbound_upload"),
@@ -305,14 +354,16 @@ _WRITE_RULES = (
 
 
 def _command_features(command: str) -> set[str]:
-    gates = _open_gates(command.lower())
+    low = command.lower()
+    gates = _open_gates(low)
     if not gates:
         return set()
-    found = {feature for gate, pattern, feature in _COMMAND_RULES if gate in gates and pattern.search(command)}
+    scan_low = low if command.isascii() else lowered(command)
+    found = {feature for gate, rule, feature in _COMMAND_RULES if gate in gates and occurs(rule, command, scan_low)}
     # Look for a writing verb only when one of its rules' gates is open.
     write_rules = [rule for rule in _WRITE_RULES if rule[0] in gates]
-    if write_rules and _WRITE_VERB.search(command) is not None:
-        found.update(feature for _, pattern, feature in write_rules if pattern.search(command))
+    if write_rules and occurs(_WRITE_VERB, command, scan_low):
+        found.update(feature for _, rule, feature in write_rules if occurs(rule, command, scan_low))
     return found
 
 
@@ -352,9 +403,10 @@ def risk_features(
                 found.add("outbound_upload")
     if paths and action_type in _WRITES:
         low = paths.lower()
-        if _gate("agent_config", low) and _AGENT_CONFIG.search(paths):
+        scan_low = low if paths.isascii() else lowered(paths)
+        if _gate("agent_config", low) and occurs(_AGENT_CONFIG, paths, scan_low):
             found.add("agent_config_change")
-        if _gate("persist", low) and _PERSIST.search(paths):
+        if _gate("persist", low) and occurs(_PERSIST, paths, scan_low):
             found.add("persistence")
     if command:
         found.update(_command_features(command))
