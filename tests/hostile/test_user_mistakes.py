@@ -222,6 +222,36 @@ def test_two_copies_in_one_run_keep_the_fuller_and_count_once(tmp_path: Path, jo
     assert ledger.returncode == 0
 
 
+def test_two_copies_of_one_size_keep_the_same_one_in_any_order(tmp_path: Path) -> None:
+    """Copies that tie on records and size: the kept one follows from their bytes, not from who came last."""
+    sid = sid_for("claude_code", 9)
+    lines = lines_for("claude_code", sid, turns=3)
+    other = [dict(x) for x in lines]
+    stamp = other[0]["timestamp"]
+    other[0]["timestamp"] = stamp[:-2] + ("9" if stamp[-2] != "9" else "8") + "Z"  # same length, other bytes
+    a = write(path_for(tmp_path / "a", "claude_code", sid), lines)
+    b = write(path_for(tmp_path / "b", "claude_code", sid), other)
+
+    def outputs(out: Path) -> dict[str, bytes]:
+        return {f"{d}/{p.name}": p.read_bytes() for d in ("traces", "events") for p in sorted((out / d).glob("*"))}
+
+    ab, ba = tmp_path / "ab", tmp_path / "ba"
+    run_import(ab, a)
+    run_import(ab, b)
+    run_import(ba, b)
+    run_import(ba, a)
+    assert traces(ab) and outputs(ab) == outputs(ba)
+    for jobs in (1, 2):
+        both = tmp_path / f"both-{jobs}"
+        run_import(both, a, b, jobs=jobs)
+        assert outputs(both) == outputs(ab), jobs
+    alone_a, alone_b = tmp_path / "alone-a", tmp_path / "alone-b"
+    run_import(alone_a, a)
+    run_import(alone_b, b)
+    assert outputs(alone_a) != outputs(alone_b)  # the two copies really differ
+    assert outputs(ab) in (outputs(alone_a), outputs(alone_b))
+
+
 # -- item 11: a read-only data folder ----------------------------------------------------------
 
 

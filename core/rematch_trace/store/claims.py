@@ -14,8 +14,11 @@ The rule, for a session whose trace already exists:
   session to it, and the file predates this run) is replaced: a transcript
   that shrank says so itself;
 - otherwise (another file's copy, from an earlier run or from this one) the
-  copy with more trace records wins, then the longer trace; a tie replaces,
-  so a retried file (a killed worker's) rewrites its own identical copy.
+  copy with more trace records wins, then the longer trace, then (two copies
+  of one size) the greater trace bytes, then the greater events bytes: a total
+  order on the outputs, so which copy stays never depends on which worker
+  committed last. Identical copies replace each other, so a retried file (a
+  killed worker's) rewrites its own identical copy.
 
 What the ledger knows travels with the work item (the session ids it
 attributes to the file), so a worker never opens the ledger. When this run
@@ -28,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
@@ -71,6 +74,33 @@ def records_in(path: Path, size: int) -> int:
     return -1
 
 
+#: Bytes read at a time when two copies of one size are compared.
+COMPARE_CHUNK = 1 << 20
+
+
+def compare_files(mine: Path, theirs: Path) -> int:
+    """-1, 0 or 1 as the bytes of ``mine`` sort before, equal or after those of ``theirs``.
+
+    Read a chunk at a time from both (memory stays bounded); a file that cannot
+    be read sorts first, so a readable copy replaces it.
+    """
+    with contextlib.ExitStack() as stack:
+        try:
+            a = stack.enter_context(open(mine, "rb"))
+        except OSError:
+            return -1
+        try:
+            b = stack.enter_context(open(theirs, "rb"))
+        except OSError:
+            return 1
+        while True:
+            x, y = a.read(COMPARE_CHUNK), b.read(COMPARE_CHUNK)
+            if x != y:
+                return 1 if x > y else -1
+            if not x:
+                return 0
+
+
 class Claims:
     """The decisions of one source's import about sessions whose traces already exist."""
 
@@ -106,9 +136,13 @@ class Claims:
                 self._started = 0  # no run lock (a direct import): every existing file predates it
         return self._started
 
-    def may_write(self, session_id: str, records: int, size: int) -> bool:
+    def may_write(self, session_id: str, records: int, size: int, copies: Sequence[tuple[Path, Path]] = ()) -> bool:
         """Whether this source's copy of ``session_id`` (``records`` records, ``size`` bytes) may replace
-        the trace there now. Call while :meth:`held`; conflicts are noted in :attr:`conflicts`."""
+        the trace there now. Call while :meth:`held`; conflicts are noted in :attr:`conflicts`.
+
+        ``copies`` pairs each of this copy's written files (trace first, then events) with the
+        file it would replace: compared, in order, when the two traces tie on records and size.
+        """
         target = self.data.trace_path(session_id)
         try:
             st = os.stat(target)
@@ -118,6 +152,12 @@ class Claims:
             return True
         theirs = records_in(target, st.st_size)
         mine_wins = (records, size) >= (theirs, st.st_size)
+        if (records, size) == (theirs, st.st_size):
+            for mine_file, their_file in copies:
+                order = compare_files(mine_file, their_file)
+                if order:
+                    mine_wins = order > 0
+                    break
         self.conflicts.append(Conflict(session_id, "mine" if mine_wins else "theirs", records, theirs))
         return mine_wins
 
