@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hostile_gen import HARNESSES, cli_env, lines_for, path_for, run_import, sid_for
+from hostile_gen import HARNESSES, assert_clean_stderr, cli_env, lines_for, path_for, run_import, sid_for
 
 #: A credential in a prompt and a command: the trace and events redact it, so no page may hold it.
 TOKEN = "ghp_S3cr3tT0kenAAAAAAAAAAAAAAAAAAAAAAAAAA"
@@ -91,6 +91,14 @@ def rematch(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
     """Run ``rematch`` as a user would, with the three plugins."""
     return subprocess.run([sys.executable, "-m", "rematch_trace.cli", *args], capture_output=True, text=True,
                           env=cli_env(), timeout=timeout, errors="replace")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """``rematch`` as :func:`rematch` runs it, which must succeed with nothing but one-line problems on stderr."""
+    res = rematch(*args)
+    assert_clean_stderr(res)
+    assert res.returncode == 0, res.stderr
+    return res
 
 
 def build_hostile(root: Path) -> dict[str, Any]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hostile_gen import HARNESSES, assert_clean_stderr, lines_for, make, path_for, run_import, sid_for, write
+from hostile_gen import HARNESSES, lines_for, make, path_for, run_import, sid_for, write
 from page_check import embedded, parse
-from report_gen import rematch
+from report_gen import run
 
 
 @pytest.fixture(scope="module")
@@ -26,13 +26,6 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(path_for(src, "claude_code", sid_for("claude_code", 2)), lines)
     assert run_import(out, src).returncode == 0
     return out
-
-
-def run(*args: str) -> Any:
-    res = rematch(*args)
-    assert_clean_stderr(res)
-    assert res.returncode == 0, res.stderr
-    return res
 
 
 def test_sessions_lists_everything_newest_first_and_filters(data: Path) -> None:
@@ -64,18 +57,22 @@ def test_stats_agree_with_sessions_and_the_report(data: Path) -> None:
     assert sum(d["tokens"] for d in stats["days"]) == total["tokens"]
     assert sum(m["tokens"] for m in stats["models"]) == total["tokens"]
     assert sum(h["sessions"] for h in stats["harnesses"]) == 4
-    # omp states a cost on its turns that had one (3 x 0.3); the others state none: the cost covers
-    # only that share of the tokens, and says so.
+    # omp states a cost on the turns that had one (3 x $0.3); its other turns (claude-opus-4-5, 1 input and
+    # 1 output token each) are priced from the table, $5 and $25 a million: exact decimals, as text.
     omp = next(h for h in stats["harnesses"] if h["name"] == "omp")
-    assert omp["cost"] == pytest.approx(0.9) and 0.9 < omp["priced_share"] < 1
-    assert next(h for h in stats["harnesses"] if h["name"] == "codex")["priced_share"] == 0
-    assert 0 < total["priced_share"] < 1
+    assert omp["cost"] == "0.90009" and omp["priced_share"] == 1
+    # Claude Code and Codex state no cost: their known models are priced from the table.
+    assert all(h["priced_share"] == 1 and h["cost"] is not None for h in stats["harnesses"])
+    assert stats["unpriced_models"] == [] and stats["prices"]["as_of"]
     text = run("stats", "--out", str(data)).stdout
-    assert re.search(r"^total\s+4\s", text, re.M) and "claude_code" in text and "%)" in text
+    assert re.search(r"^total\s+4\s", text, re.M) and "claude_code" in text
+    assert not re.search(r"\sn/a$", text, re.M)  # no row without a cost
     # The report's embedded figures add up to the same.
     run("report", "--data", str(data))
     figures = embedded(parse(data / "report" / "index.html"))["sessions"]
     assert sum(u[2] for s in figures for u in s["u"]) == total["tokens"]
+    # The index's script adds costs as whole billionths of a dollar: the same total, exactly.
+    assert sum(u[3] for s in figures for u in s["u"]) == Decimal(total["cost"]) * 10**9
     assert sum(d[1] for s in figures for d in s["daily"]) == total["inputs"]
 
 

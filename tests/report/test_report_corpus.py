@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from decimal import Decimal
 from pathlib import Path
 
 from hostile_gen import run_import
@@ -43,4 +44,9 @@ def test_corpus_report(corpus_dir: Path, tmp_path: Path) -> None:
     sessions = embedded(parsed[(report / "index.html").resolve()])["sessions"]
     assert stats["total"]["sessions"] == len(sessions) == len(rows)
     assert stats["total"]["tokens"] == sum(u[2] for s in sessions for u in s["u"]) > 0
-    assert 0 < stats["total"]["priced_share"] < 1  # omp states costs, Claude Code and Codex do not
+    # omp states costs; Claude Code's and Codex's turns are priced from the table: every model the corpus
+    # names is in it, so the whole of the tokens is priced, and the index's script sums the same cost.
+    assert stats["total"]["priced_share"] == 1 and stats["unpriced_models"] == []
+    # (each entry is rounded to a billionth: omp states costs with more digits than that)
+    entries = [u for s in sessions for u in s["u"]]
+    assert abs(sum(u[3] for u in entries) - Decimal(stats["total"]["cost"]) * 10**9) <= len(entries) / 2

@@ -13,11 +13,17 @@ from rematch_trace.cli.common import echo_json, readable
 def flagged_cmd(out: str | None, as_json: bool) -> None:
     """List flagged sessions, newest first, with their date, folder, counts and reasons."""
     from rematch_trace.cli.sessions_cmd import summaries, table
+    from rematch_trace.report.prices import PriceError, load
     from rematch_trace.report.summary import reason_seqs
     from rematch_trace.report.text import clip, when
 
     # A killed import or live writer put right first.
-    entries = [e for e in summaries(readable(out)) if e.row["flagged"]]
+    data = readable(out)
+    try:
+        prices = load(data.root)
+    except PriceError:
+        prices = load()  # this list shows no cost: a broken prices.yml is for stats and report to say
+    entries = [e for e in summaries(data, prices) if e.row["flagged"]]
     if as_json:
         echo_json(
             [

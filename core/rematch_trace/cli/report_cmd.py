@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from rematch_trace.cli.common import data_folder
+from rematch_trace.cli.sessions_cmd import prices_option
 
 
 def since_day(value: str | None) -> str | None:
@@ -27,22 +28,25 @@ def since_day(value: str | None) -> str | None:
 @click.option("--out", "out", type=click.Path(), help="Report folder (default: report/ in the data folder).")
 @click.option("--data", "data_dir", type=click.Path(), help="Data folder (default: $REMATCH_HOME or the platform's).")
 @click.option("--since", help="Only sessions started on or after this day (YYYY-MM-DD, UTC).")
-@click.option("--open", "open_", is_flag=True, help="Open the index in a browser when done.")
-def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: bool) -> None:
+@click.option("--open", "open_", is_flag=True, help="Open the index in a browser when done ($BROWSER, else the system's).")
+@prices_option
+def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: bool, prices_file: str | None) -> None:
     """Build or refresh a static HTML report of every session (only changed pages are rewritten)."""
-    try:
-        import jinja2  # noqa: F401
-    except ImportError:
-        raise click.ClickException("rematch report needs Jinja2: pip install 'rematch-trace[report]'") from None
+    import importlib.util
+
+    if importlib.util.find_spec("jinja2") is None:  # found, not imported: a rerun may render nothing
+        raise click.ClickException("rematch report needs Jinja2: pip install 'rematch-trace[report]'")
+    from rematch_trace.cli.sessions_cmd import price_table
     from rematch_trace.report.build import build
     from rematch_trace.report.collect import NothingImported
 
     day = since_day(since)
     data = data_folder(data_dir)
     folder = Path(out).expanduser() if out else data.root / "report"
+    prices = price_table(data, prices_file)
     started = time.perf_counter()
     try:
-        res = build(data, folder, day)
+        res = build(data, folder, day, prices)
     except NothingImported as err:
         raise click.ClickException(str(err)) from None
     except (OSError, sqlite3.Error) as err:
@@ -55,7 +59,23 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     )
     index = res.out / "index.html"
     click.echo(f"report: {index}")
-    if open_:
-        webbrowser.open(index.resolve().as_uri())
     if res.problems:
+        if open_:
+            open_in_browser(index)
         raise SystemExit(1)
+    if open_ and not open_in_browser(index):
+        raise SystemExit(1)
+
+
+def open_in_browser(index: Path) -> bool:
+    """Open ``index`` as a ``file://`` URL in a browser (``$BROWSER``, else the system's); when none can be
+    opened, say so in one line, with the URL to open by hand, and return ``False``."""
+    uri = index.resolve().as_uri()
+    reason = "no browser could be started"
+    try:
+        if webbrowser.open(uri):
+            return True
+    except (webbrowser.Error, OSError) as err:
+        reason = " ".join(str(err).split()) or reason
+    click.echo(f"rematch: report built but not opened ({reason}); open {uri}", err=True)
+    return False

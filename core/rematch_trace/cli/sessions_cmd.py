@@ -9,12 +9,33 @@ import click
 
 from rematch_trace.cli.common import data_folder, echo_json
 from rematch_trace.report.collect import Entry
+from rematch_trace.report.prices import PriceTable
 from rematch_trace.store.datafolder import DataDir
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The ``--prices`` option of the commands that show costs.
+prices_option = click.option(
+    "--prices", "prices_file", type=click.Path(dir_okay=False),
+    help="A price table (YAML, see docs/report.md) over rematch's own and the data folder's prices.yml.")
 
-def summaries(data: DataDir) -> list[Entry]:
+
+def price_table(data: DataDir, prices_file: str | None) -> PriceTable:
+    """The prices in force: rematch's table, the data folder's ``prices.yml``, then ``--prices``.
+
+    A price file that cannot be used stops the command with a one-line error (costs would be wrong).
+    """
+    from pathlib import Path
+
+    from rematch_trace.report.prices import PriceError, load
+
+    try:
+        return load(data.root, Path(prices_file).expanduser() if prices_file else None)
+    except PriceError as err:
+        raise click.ClickException(f"prices not loaded: {err}") from None
+
+
+def summaries(data: DataDir, prices: PriceTable) -> list[Entry]:
     """Every session of ``data``, newest first, reusing the default report's cache when it matches.
 
     The cache is only read here; problems are printed as one line each on stderr.
@@ -22,7 +43,7 @@ def summaries(data: DataDir) -> list[Entry]:
     from rematch_trace.report.collect import CACHE_NAME, NothingImported, collect, read_cache
 
     try:
-        got = collect(data, read_cache(data.root / "report" / CACHE_NAME)[0])
+        got = collect(data, read_cache(data.root / "report" / CACHE_NAME)[0], prices)
     except NothingImported as err:
         raise click.ClickException(str(err)) from None
     for p in got.problems:
@@ -88,14 +109,16 @@ def table(rows: list[list[str]], right: set[int]) -> list[str]:
 @click.command("sessions")
 @click.option("--out", "out", type=click.Path(), help="Data folder.")
 @filter_options
+@prices_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: str | None, domain: str | None,
-                 flag: str | None, since: str | None, as_json: bool) -> None:
+                 flag: str | None, since: str | None, prices_file: str | None, as_json: bool) -> None:
     """List every session (not only flagged ones), newest first, with its counts."""
     from rematch_trace.report.summary import to_json
     from rematch_trace.report.text import clip, when
 
-    entries = chosen(summaries(data_folder(out)), harness, model, repo, domain, flag, since)
+    data = data_folder(out)
+    entries = chosen(summaries(data, price_table(data, prices_file)), harness, model, repo, domain, flag, since)
     if as_json:
         echo_json([dict(to_json(e.summary), trace=str(e.trace)) for e in entries])
         return

@@ -5,22 +5,30 @@ from __future__ import annotations
 import click
 
 from rematch_trace.cli.common import data_folder, echo_json
-from rematch_trace.cli.sessions_cmd import filter_options
+from rematch_trace.cli.sessions_cmd import filter_options, prices_option
 
 
 @click.command("stats")
 @click.option("--out", "out", type=click.Path(), help="Data folder.")
 @filter_options
+@prices_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str | None, domain: str | None,
-              flag: str | None, since: str | None, as_json: bool) -> None:
-    """Sessions, inputs, redirects, error clusters, tokens and cost per day, model and harness."""
-    from rematch_trace.cli.sessions_cmd import chosen, summaries
+              flag: str | None, since: str | None, prices_file: str | None, as_json: bool) -> None:
+    """Sessions, inputs, redirects, error clusters, tokens and cost per day, model and harness.
+
+    Cost: what the trace states (omp), else each turn's tokens at the price table's prices, exact; a
+    model without a price is named and its cost is n/a.
+    """
+    from rematch_trace.cli.sessions_cmd import chosen, price_table, summaries
     from rematch_trace.report.figures import figures, format_figures
 
-    entries = chosen(summaries(data_folder(out)), harness, model, repo, domain, flag, since)
+    data = data_folder(out)
+    prices = price_table(data, prices_file)
+    entries = chosen(summaries(data, prices), harness, model, repo, domain, flag, since)
     f = figures(e.summary for e in entries)
     if as_json:
-        echo_json(f.as_json())
+        echo_json(dict(f.as_json(), prices={"as_of": prices.as_of, "files": list(prices.files)}))
     else:
-        click.echo(format_figures(f))
+        click.echo(format_figures(f, f"prices as of {prices.as_of}"
+                                     + (f", over them {', '.join(prices.files[1:])}" if len(prices.files) > 1 else "")))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
+from decimal import ROUND_HALF_EVEN, Decimal
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,9 @@ import orjson
 
 from rematch_trace.report.collect import CACHE_NAME, Entry, collect, read_cache, since_filter
 from rematch_trace.report.figures import figures
-from rematch_trace.report.render import environment, flag_reasons_by_seq, timeline
-from rematch_trace.report.summary import SessionSummary, reason_seqs, to_json, trace_records
-from rematch_trace.security.audit import actions, most_severe_first
+from rematch_trace.report.prices import PriceTable
+from rematch_trace.report.prices import load as load_prices
+from rematch_trace.report.summary import reason_seqs, trace_records
 from rematch_trace.store.datafolder import AtomicFile, DataDir, clean_temporaries, write_atomic
 
 #: The files copied into ``assets/``.
@@ -57,13 +58,15 @@ def _package_bytes(folder: str, name: str) -> bytes:
     return (resources.files("rematch_trace.report") / folder / name).read_bytes()
 
 
-def build_id() -> str:
-    """A digest of the templates, the assets and the code that shapes a page: a change rewrites every page.
+def build_id(prices: str = "") -> str:
+    """A digest of the templates, the assets, the code that shapes a page and the prices (``prices``, the
+    price table's digest; pages show costs): a change rewrites every page.
 
-    The code is read as it is installed (``summary``, ``figures``, ``render``, ``text``, this module), so a
-    new rematch never keeps pages an older one rendered; :data:`PAGE_VERSION` remains for anything else.
+    The code is read as it is installed (``summary``, ``figures``, ``render``, ``text``, ``prices``, this
+    module), so a new rematch never keeps pages an older one rendered; :data:`PAGE_VERSION` remains for
+    anything else.
     """
-    h = hashlib.sha256(str(PAGE_VERSION).encode())
+    h = hashlib.sha256(f"{PAGE_VERSION}\0{prices}".encode())
     package = resources.files("rematch_trace.report")
     templates = package / "templates"
     for item in sorted(templates.iterdir(), key=lambda p: p.name):
@@ -71,7 +74,7 @@ def build_id() -> str:
             h.update(item.name.encode() + b"\0" + item.read_bytes())
     for name in ASSETS:
         h.update(name.encode() + b"\0" + _package_bytes("static", name))
-    for module in ("summary.py", "figures.py", "render.py", "text.py", "build.py"):
+    for module in ("summary.py", "figures.py", "render.py", "text.py", "prices.py", "build.py"):
         h.update(module.encode() + b"\0" + (package / module).read_bytes())
     return h.hexdigest()[:32]
 
@@ -114,22 +117,32 @@ def _call_ids(trace: Path) -> set[str]:
     return {r["call_id"] for r in trace_records(trace) if r.get("ev") == "tool_result" and isinstance(r.get("call_id"), str)}
 
 
-def index_data(summaries: list[SessionSummary]) -> dict[str, Any]:
-    """What the index's script draws and filters: per session its facets and per-day figures, no text."""
+def nano(cost: Decimal) -> int:
+    """A cost in whole billionths of a dollar: the index's script adds integers, which it does exactly."""
+    return int(cost.scaleb(9).to_integral_value(ROUND_HALF_EVEN))
+
+
+def index_entry(j: dict[str, Any]) -> dict[str, Any]:
+    """What the index's script draws and filters of one session (its summary's JSON): its facets and per-day
+    figures, no text. A usage entry is ``[day, model, tokens, cost in billionths of a dollar, priced tokens]``.
+
+    Read from the JSON so that a session whose summary came from the cache is never structured for it.
+    """
     return {
-        "sessions": [
-            {
-                "k": s.key, "h": s.harness, "m": s.model or "", "r": s.repo or "", "d": s.domain or "",
-                "f": s.reasons, "day": s.day or "unknown",
-                "daily": [[d.day, d.inputs, d.redirects, d.error_clusters, d.tool_errors] for d in s.daily],
-                "u": [[u.day, u.model, u.tokens, round(u.cost, 6), u.priced_tokens] for u in s.usage],
-            }
-            for s in summaries
-        ]
+        "k": j["key"], "h": j["harness"], "m": j.get("model") or "", "r": j.get("repo") or "",
+        "d": j.get("domain") or "", "f": j.get("reasons") or [], "day": j.get("day") or "unknown",
+        "daily": [[d["day"], d["inputs"], d["redirects"], d["error_clusters"], d["tool_errors"]]
+                  for d in j.get("daily") or []],
+        "u": [[u["day"], u["model"], u["tokens"], nano(Decimal(u["cost"])), u["priced_tokens"]]
+              for u in j.get("usage") or []],
     }
 
 
-def _render_session(env: Any, e: Entry, target: Path, since: str | None) -> None:
+def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices: PriceTable) -> None:
+    # Imported here: a rerun that writes no page never pays for the risk rules or Jinja2.
+    from rematch_trace.report.render import flag_reasons_by_seq, timeline
+    from rematch_trace.security.audit import actions, most_severe_first
+
     rows = actions(e.events) if e.events.exists() else []
     call_ids = e.call_ids if e.call_ids is not None else _call_ids(e.trace)
     unanswered = [r for r in rows if r["outcome"] == "unknown" and r["call_id"] not in call_ids]
@@ -142,19 +155,51 @@ def _render_session(env: Any, e: Entry, target: Path, since: str | None) -> None
     template = env.get_template("session.html")
     _write_stream(target, template.generate(
         root="../", s=e.summary, row=e.row, last_seq=last_seq, seqs=seqs, risky=risky, actions=len(rows),
-        unanswered=unanswered, records=timeline(e.trace, why), since=since,
+        unanswered=unanswered, records=timeline(e.trace, why, prices), since=since,
     ))
 
 
-def build(data: DataDir, out: Path, since: str | None = None) -> BuildResult:
-    """Build or refresh the report of ``data`` in ``out``; see the module's docstring."""
+class _Env:
+    """The Jinja2 environment, made (and Jinja2 imported, the templates compiled) only when a page or the
+    index is rendered: a rerun that finds nothing new renders nothing."""
+
+    def __init__(self) -> None:
+        self._env: Any = None
+
+    def get_template(self, name: str) -> Any:
+        """The template ``name``, compiled on first use."""
+        if self._env is None:
+            from rematch_trace.report.render import environment
+
+            self._env = environment()
+        return self._env.get_template(name)
+
+
+def _cache_entry(e: Entry, old: dict[str, Any], page: bool, row: str | None, same_build: bool) -> dict[str, Any]:
+    """A session's entry in the new cache: its stamp, summary, whether its page is current, and its index
+    row (the one just rendered, else the old one while it still matches)."""
+    entry: dict[str, Any] = {"stamp": e.stamp, "summary": e.json(), "page": page}
+    if row is None and same_build and old.get("stamp") == e.stamp and isinstance(old.get("row"), str):
+        row = old["row"]
+    if row is not None:
+        entry["row"] = row
+    return entry
+
+
+def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable | None = None) -> BuildResult:
+    """Build or refresh the report of ``data`` in ``out``; see the module's docstring.
+
+    ``prices`` defaults to the shipped table with the data folder's ``prices.yml`` over it.
+    """
+    if prices is None:
+        prices = load_prices(data.root)
     if out.is_symlink():
         raise OSError(f"{out} is a symbolic link; refusing to write through it")
     cache_path = out / CACHE_NAME
-    bid = build_id()
+    bid = build_id(prices.digest)
     cache, previous_build, previous_index = read_cache(cache_path)
     same_build = previous_build == bid
-    got = collect(data, cache)  # before any folder is made: nothing imported means nothing written
+    got = collect(data, cache, prices)  # before any folder is made: nothing imported means nothing written
     ours = cache_path.exists() or (out / "assets" / "report.css").exists()
     if out.is_dir() and not ours and any(out.iterdir()):
         # Never mix a report into a folder of other files (an index.html of someone else's, say).
@@ -169,18 +214,20 @@ def build(data: DataDir, out: Path, since: str | None = None) -> BuildResult:
         for p in [*out.glob(f".{name}.*.tmp"), *out.glob(f".{name}.*.trash")]:
             p.unlink(missing_ok=True)
     chosen = list(since_filter(got.entries, since))
-    env = environment()
+    env = _Env()
     written = kept = 0
     paged: set[str] = set()
+    pages_dir = str(pages)
     for e in chosen:
-        target = pages / f"{e.key}.html"
         old = cache.get(e.key) or {}
-        if same_build and old.get("stamp") == e.stamp and old.get("page") and target.is_file():
+        if same_build and old.get("stamp") == e.stamp and old.get("page") and os.path.isfile(
+                os.path.join(pages_dir, f"{e.key}.html")):
             kept += 1
             paged.add(e.key)
             continue
+        target = pages / f"{e.key}.html"
         try:
-            _render_session(env, e, target, since)
+            _render_session(env, e, target, since, prices)
         except OSError as err:
             got.problems.append(f"{target}: {err.strerror or err}; page not written")
             continue
@@ -188,25 +235,43 @@ def build(data: DataDir, out: Path, since: str | None = None) -> BuildResult:
         paged.add(e.key)
     for name in ASSETS:
         _write_if_changed(assets / name, _package_bytes("static", name))
-    summaries = [e.summary for e in chosen]
     # The index is a function of the build, --since, the chosen sessions' stamps and the problems met:
     # when none changed (a rerun that found nothing new) it is not even rendered.
     index_key = hashlib.sha256(orjson.dumps([bid, since, [e.stamp for e in chosen], got.problems])).hexdigest()[:32]
+    rows: dict[str, str] = {}
     if not (index_key == previous_index and (out / "index.html").is_file()):
+        # Each session's row of the session table is rendered once per stamp and kept in the cache: a
+        # refresh renders the rows of the sessions that changed and joins the others' as they were.
+        from markupsafe import Markup as markup
+
+        row_template = env.get_template("row.html")
+        for e in chosen:
+            old = cache.get(e.key) or {}
+            kept_row = old.get("row")
+            if same_build and old.get("stamp") == e.stamp and isinstance(kept_row, str):
+                rows[e.key] = kept_row
+            else:
+                rows[e.key] = row_template.render(s=e.summary)
+        summaries = [e.summary for e in chosen]
         index = env.get_template("index.html").render(
-            root="", sessions=summaries, figures=figures(summaries), data=index_data(summaries), since=since,
-            problems=got.problems,
+            root="", sessions=chosen, rows=markup("".join(rows[e.key] for e in chosen)), figures=figures(summaries),
+            data={"sessions": [index_entry(e.json()) for e in chosen]}, since=since, problems=got.problems,
+            prices=prices,
         )
         # Held whole (a few bytes a session), so an unchanged index is not rewritten.
         _write_if_changed(out / "index.html", index.encode("utf-8", "backslashreplace"))
-    new_cache = {
-        "build": bid,
-        "index": index_key,
-        "sessions": {e.key: {"stamp": e.stamp, "summary": e.cached if e.cached is not None else to_json(e.summary),
-                             "page": e.key in paged}
-                     for e in got.entries},
-    }
-    _write_if_changed(cache_path, orjson.dumps(new_cache, option=orjson.OPT_SORT_KEYS))
+    # A rerun that found nothing new would write the cache back byte for byte: it is not even serialized.
+    unchanged = (same_build and index_key == previous_index and not rows and len(cache) == len(got.entries)
+                 and all(not e.fresh and e.key in cache and cache[e.key].get("stamp") == e.stamp
+                         and bool(cache[e.key].get("page")) == (e.key in paged) for e in got.entries))
+    if not unchanged:
+        new_cache = {
+            "build": bid,
+            "index": index_key,
+            "sessions": {e.key: _cache_entry(e, cache.get(e.key) or {}, e.key in paged, rows.get(e.key), same_build)
+                         for e in got.entries},
+        }
+        _write_if_changed(cache_path, orjson.dumps(new_cache, option=orjson.OPT_SORT_KEYS))
     # Last: the index no longer links them, so a killed run leaves no link to a missing page.
     keep = {f"{e.key}.html" for e in chosen}
     removed = 0

@@ -19,7 +19,8 @@ from typing import Any
 import attrs
 import orjson
 
-from rematch_trace.report.summary import SessionSummary, from_json, summarize
+from rematch_trace.report.prices import PriceTable
+from rematch_trace.report.summary import SUMMARY_VERSION, SessionSummary, from_json, summarize, to_json
 from rematch_trace.store.datafolder import DataDir
 
 #: What a trace file name (the ledger's ``trace_path``, inside ``traces/``) may look like: a safe name.
@@ -47,13 +48,15 @@ def key_of(row: Mapping[str, Any]) -> str | None:
     path = row.get("trace_path")
     if not isinstance(path, str):
         return None
-    p = Path(path)
-    if p.suffix != ".jsonl" or p.parent.name != "traces" or not _KEY.fullmatch(p.stem):
+    # String operations, not pathlib: this runs for every session on every run.
+    folder, name = os.path.split(path)
+    stem = name[:-6] if name.endswith(".jsonl") else ""
+    if os.path.basename(folder) != "traces" or not _KEY.fullmatch(stem):
         return None
-    return p.stem
+    return stem
 
 
-def _stat(path: Path) -> list[int]:
+def _stat(path: str) -> list[int]:
     try:
         st = os.stat(path)
     except OSError:
@@ -61,25 +64,66 @@ def _stat(path: Path) -> list[int]:
     return [st.st_size, st.st_mtime_ns]
 
 
-def stamp(row: Mapping[str, Any], trace: Path, events: Path) -> str:
-    """A digest that changes whenever the session's ledger row, trace or events file does."""
-    blob = orjson.dumps([dict(row), _stat(trace), _stat(events)], option=orjson.OPT_SORT_KEYS, default=str)
+def stamp(row: Mapping[str, Any], trace: Path | str, events: Path | str, prices: str = "") -> str:
+    """A digest that changes whenever the session's ledger row, trace or events file, or the prices
+    (``prices``, the price table's digest), change."""
+    blob = orjson.dumps([dict(row), _stat(str(trace)), _stat(str(events)), prices], option=orjson.OPT_SORT_KEYS,
+                        default=str)
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
 @attrs.define
 class Entry:
-    """One session as collected: its row, stamp, summary, and whether the summary was recomputed."""
+    """One session as collected: its row, stamp, summary, and whether the summary was recomputed.
+
+    A session whose stamp matches the cache keeps the cache's JSON (``cached``) and is turned into a
+    :class:`SessionSummary` only when something asks for ``summary``: a rerun that changes nothing
+    never pays for it.
+    """
 
     key: str
     row: dict[str, Any]
     stamp: str
-    trace: Path
-    events: Path
-    summary: SessionSummary
+    trace_file: str
+    events_file: str
     fresh: bool
-    call_ids: set[str] | None = None
     cached: dict[str, Any] | None = None  # the summary's JSON as the cache held it (written back as it is)
+    call_ids: set[str] | None = None
+    prices: PriceTable | None = None  # to recompute a cached summary that turns out to be damaged
+    _summary: SessionSummary | None = None
+
+    @property
+    def trace(self) -> Path:
+        """The session's trace file."""
+        return Path(self.trace_file)
+
+    @property
+    def events(self) -> Path:
+        """The session's events file."""
+        return Path(self.events_file)
+
+    @property
+    def summary(self) -> SessionSummary:
+        """The session's summary (from the cache's JSON, or recomputed if that JSON is damaged)."""
+        if self._summary is None:
+            got = from_json(self.cached)
+            if got is None:
+                assert self.prices is not None
+                self.call_ids = set()
+                got = summarize(self.key, self.row, self.trace, self.prices, self.call_ids)
+                self.cached, self.fresh = None, True
+            self._summary = got
+        return self._summary
+
+    def facet(self, name: str) -> Any:
+        """One field of the summary, read from the cache's JSON when the summary is not made yet."""
+        if self._summary is None and self.cached is not None:
+            return self.cached.get(name)
+        return getattr(self.summary, name)
+
+    def json(self) -> dict[str, Any]:
+        """The summary as JSON (the cache's own object when it was not recomputed)."""
+        return self.cached if self.cached is not None else to_json(self.summary)
 
 
 @attrs.define
@@ -92,8 +136,9 @@ class Collected:
 
 
 def read_cache(path: Path) -> tuple[dict[str, dict[str, Any]], str | None, str | None]:
-    """``key -> {"stamp", "summary", "page"}`` from a report's cache file, the build it was made by and the
-    digest of what its index was made from; empty and ``None`` if the file is missing or not readable."""
+    """``key -> {"stamp", "summary", "page", "row"}`` from a report's cache file, the build it was made by
+    and the digest of what its index was made from; empty and ``None`` if the file is missing or not
+    readable."""
     try:
         value = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -106,13 +151,28 @@ def read_cache(path: Path) -> tuple[dict[str, dict[str, Any]], str | None, str |
     return ({k: v for k, v in sessions.items() if isinstance(v, dict)} if isinstance(sessions, dict) else {}), build, index
 
 
+def _order(e: Entry) -> tuple[int, str, str]:
+    started = e.facet("started")
+    return (-(started if type(started) is int else 0), str(e.facet("harness")), str(e.facet("session_id")))
+
+
 def newest_first(entries: list[Entry]) -> None:
     """Sort in place: newest start first, then harness and id (a stable order)."""
-    entries.sort(key=lambda e: (-(e.summary.started or 0), e.summary.harness, e.summary.session_id))
+    entries.sort(key=_order)
 
 
-def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]]) -> Collected:
+def _usable(cached: Any) -> bool:
+    """Whether a cached summary is of this version and has the fields read before it is structured."""
+    return (isinstance(cached, dict) and cached.get("version") == SUMMARY_VERSION
+            and isinstance(cached.get("harness"), str) and isinstance(cached.get("session_id"), str)
+            and (cached.get("started") is None or type(cached.get("started")) is int)
+            and (cached.get("day") is None or isinstance(cached.get("day"), str)))
+
+
+def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: PriceTable) -> Collected:
     """Summaries of every session in the ledger, reusing ``cache`` entries whose stamp still matches.
+
+    The stamp includes the digest of ``prices``: a changed price recomputes every summary.
 
     A session whose trace cannot be read is a problem line, not a crash; the others still count.
     """
@@ -120,29 +180,29 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]]) -> Collected:
     problems: list[str] = []
     reused = 0
     seen: set[str] = set()
+    # Plain strings for the paths: thousands of sessions are stat'ed on every run.
+    traces, events_dir = str(data.traces), str(data.events)
     for row in ledger_rows(data):
         key = key_of(row)
         if key is None or key in seen:
             problems.append(f"session {row.get('session_id')!r}: unusable trace path {row.get('trace_path')!r}; skipped")
             continue
         seen.add(key)
-        trace = data.traces / f"{key}.jsonl"
-        events = data.events / f"{key}.jsonl"
-        st = stamp(row, trace, events)
+        trace = os.path.join(traces, f"{key}.jsonl")
+        events = os.path.join(events_dir, f"{key}.jsonl")
+        st = stamp(row, trace, events, prices.digest)
         cached = cache.get(key)
-        summary = from_json(cached.get("summary")) if cached and cached.get("stamp") == st else None
-        if summary is not None:
+        if cached and cached.get("stamp") == st and _usable(cached.get("summary")):
             reused += 1
-            assert cached is not None
-            entries.append(Entry(key, row, st, trace, events, summary, fresh=False, cached=cached.get("summary")))
+            entries.append(Entry(key, row, st, trace, events, fresh=False, cached=cached["summary"], prices=prices))
             continue
         ids: set[str] = set()
         try:
-            summary = summarize(key, row, trace, ids)
+            summary = summarize(key, row, Path(trace), prices, ids)
         except OSError as err:
             problems.append(f"{trace}: {err.strerror or err}; session {row.get('session_id')!r} skipped")
             continue
-        entries.append(Entry(key, row, st, trace, events, summary, fresh=True, call_ids=ids))
+        entries.append(Entry(key, row, st, trace, events, fresh=True, call_ids=ids, prices=prices, summary=summary))
     newest_first(entries)
     return Collected(entries, problems, reused)
 
@@ -150,5 +210,6 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]]) -> Collected:
 def since_filter(entries: list[Entry], since: str | None) -> Iterator[Entry]:
     """The entries whose session started on or after the day ``since`` (``YYYY-MM-DD``); all if ``None``."""
     for e in entries:
-        if since is None or (e.summary.day is not None and e.summary.day >= since):
+        day = e.facet("day")
+        if since is None or (isinstance(day, str) and day >= since):
             yield e

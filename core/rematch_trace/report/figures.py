@@ -2,19 +2,22 @@
 
 Sessions count on the day they started; inputs, redirects, error clusters and
 tool errors on the day they happened; tokens and cost on the day of their turn.
-Cost is the sum of the traces' ``turn_end.usage.cost``; ``priced_share`` says
-which share of the tokens it covers (harnesses that state no cost leave it
-below 1), so a partial cost is never shown as the whole.
+Cost is the exact sum of each turn's cost (stated by the trace, else priced from
+the price table); ``priced_share`` says which share of the tokens it covers (a
+model without a price leaves it below 1, and is named), so a partial cost is
+never shown as the whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 import attrs
 
 from rematch_trace.report.summary import SessionSummary
+from rematch_trace.report.text import clip
 
 
 @attrs.define
@@ -29,15 +32,24 @@ class Row:
     tool_errors: int = 0
     turns: int = 0
     tokens: int = 0
-    cost: float = 0.0
+    cost: Decimal = Decimal(0)
     priced_tokens: int = 0
 
     def as_json(self) -> dict[str, Any]:
-        """The row as JSON, with the cost rounded to a millionth and the priced share of the tokens."""
+        """The row as JSON: the cost as an exact decimal string (``null`` when no token of the row is
+        priced), and the priced share of the tokens."""
         out = attrs.asdict(self)
-        out["cost"] = round(self.cost, 6)
+        out["cost"] = decimal_text(self.cost) if self.priced_tokens or not self.tokens else None
         out["priced_share"] = round(self.priced_tokens / self.tokens, 4) if self.tokens else None
         return out
+
+
+def decimal_text(d: Decimal) -> str:
+    """An exact decimal as plain digits, without an exponent or trailing zeros (``"12.5"``, ``"0"``)."""
+    text = format(d, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text or "0"
 
 
 @attrs.define
@@ -49,6 +61,11 @@ class Figures:
     models: list[Row]
     harnesses: list[Row]
 
+    def unpriced(self) -> list[tuple[str, int]]:
+        """The models with tokens no price covers, and how many, most first."""
+        rows = [(r.name, r.tokens - r.priced_tokens) for r in self.models if r.tokens > r.priced_tokens]
+        return sorted(rows, key=lambda x: (-x[1], x[0]))
+
     def as_json(self) -> dict[str, Any]:
         """Everything as JSON."""
         return {
@@ -56,6 +73,7 @@ class Figures:
             "days": [r.as_json() for r in self.days],
             "models": [r.as_json() for r in self.models],
             "harnesses": [r.as_json() for r in self.harnesses],
+            "unpriced_models": [{"model": m, "tokens": n} for m, n in self.unpriced()],
         }
 
 
@@ -97,7 +115,7 @@ def figures(summaries: Iterable[SessionSummary]) -> Figures:
     return Figures(total, [days[k] for k in sorted(days)], by_tokens(models), by_tokens(harnesses))
 
 
-def _money(cost: float, priced: int, tokens: int) -> str:
+def _money(cost: Decimal, priced: int, tokens: int) -> str:
     if not priced:
         return "n/a" if tokens else "-"
     text = f"${cost:,.2f}"
@@ -112,7 +130,7 @@ _MODEL = (("sessions", "sessions"), ("turns", "turns"), ("tokens", "tokens"))
 
 def _table(title: str, rows: list[Row], cols: tuple[tuple[str, str], ...]) -> list[str]:
     heads = [h for _, h in cols] + ["cost"]
-    cells = [[r.name, *(f"{getattr(r, c):,}" for c, _ in cols), _money(r.cost, r.priced_tokens, r.tokens)]
+    cells = [[visible_name(r.name), *(f"{getattr(r, c):,}" for c, _ in cols), _money(r.cost, r.priced_tokens, r.tokens)]
              for r in rows]
     widths = [max(len(title), *(len(c[0]) for c in cells))] + [
         max(len(h), *(len(c[i + 1]) for c in cells)) for i, h in enumerate(heads)]
@@ -122,11 +140,22 @@ def _table(title: str, rows: list[Row], cols: tuple[tuple[str, str], ...]) -> li
     return lines
 
 
-def format_figures(f: Figures) -> str:
-    """The figures as terminal tables: per day, then per model and per harness."""
+def format_figures(f: Figures, prices: str = "") -> str:
+    """The figures as terminal tables: per day, then per model and per harness; ``prices`` says where
+    the prices came from."""
     if not f.total.sessions:
         return "no sessions"
     out = _table("day", [*f.days, f.total], _ALL)
     out += ["", *_table("model", f.models, _MODEL), "", *_table("harness", f.harnesses, _ALL)]
-    out += ["", "cost: the traces' turn_end.usage.cost; (N%) = the share of tokens it covers, n/a = none stated"]
+    out += ["", "cost: as the trace states it, else tokens x the price table" + (f" ({prices})" if prices else "")
+            + "; (N%) = the share of tokens it covers, n/a = no price"]
+    missing = f.unpriced()
+    if missing:
+        named = ", ".join(f"{visible_name(m)} ({n:,} tokens)" for m, n in missing)
+        out.append(f"no price for: {named}; add them to prices.yml in the data folder or pass --prices FILE")
     return "\n".join(out)
+
+
+def visible_name(name: str) -> str:
+    """A model or harness name as a terminal may show it (hidden characters escaped, one line, clipped)."""
+    return clip(name, 60)

@@ -17,7 +17,8 @@ from typing import Any
 import jinja2
 import orjson
 
-from rematch_trace.report.summary import reason_seqs, trace_records
+from rematch_trace.report.prices import Price, PriceTable
+from rematch_trace.report.summary import model_name, reason_seqs, trace_records, turn_cost
 from rematch_trace.report.text import duration, money, tokens, visible, when
 from rematch_trace.trace.flags import CLUSTER_ERRORS, CLUSTER_WINDOW
 
@@ -73,14 +74,17 @@ _KINDS = frozenset({"input", "tool_result", "turn_end", "model_change", "mark", 
                    "session_start", "session_shutdown", "retrieval"})
 
 
-def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, Any]]:
+def timeline(trace: Path, why: Mapping[int, list[str]], prices: PriceTable) -> Iterator[dict[str, Any]]:
     """One view per trace record, streamed: what the session page's timeline shows.
 
     ``why`` maps a seq to the flag reasons it stands behind. A view holds the
     record's seq, time, kind, flag reasons, a headline, badges, and the long
-    text or arguments the template collapses.
+    text or arguments the template collapses. A turn shows its cost (stated, or
+    priced from ``prices``; ``no price`` for a model the table does not know).
     """
     last_day = None
+    current: str | None = None
+    price_of: dict[str, Price | None] = {}
     for rec in trace_records(trace):
         if not rec:
             yield {"seq": None, "ev": "unreadable", "label": "unreadable", "cls": "ev-unreadable", "reasons": [],
@@ -118,14 +122,18 @@ def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, An
         elif ev == "turn_end":
             u = rec.get("usage") if isinstance(rec.get("usage"), Mapping) else {}
             assert isinstance(u, Mapping)
-            view["head"] = _model(rec.get("model"))
+            name = model_name(rec.get("model")) or current or "unknown"
+            view["head"] = name
             badges.append((f"{tokens(u.get('totalTokens') or 0)} tok", "muted"))
-            if isinstance(u.get("cost"), int | float) and not isinstance(u.get("cost"), bool):
-                badges.append((f"${u['cost']:.4f}", "muted"))
+            if name not in price_of:
+                price_of[name] = prices.lookup(name)
+            cost = turn_cost(u, price_of[name])
+            badges.append((f"${cost:.4f}" if cost is not None else "no price", "muted"))
             if rec.get("stop_reason"):
                 badges.append((str(rec.get("stop_reason")), "muted"))
             view["text"] = str(rec.get("text_head") or "") or None
         elif ev == "model_change":
+            current = model_name(rec.get("to")) or current
             view["head"] = f"{_model(rec.get('from'))} → {_model(rec.get('to'))}"
             if rec.get("reason"):
                 badges.append((str(rec.get("reason")), "muted"))
@@ -141,6 +149,7 @@ def timeline(trace: Path, why: Mapping[int, list[str]]) -> Iterator[dict[str, An
             badges.append((f"blocked by {rec.get('hook_id')}", "error"))
             view["text"] = str(rec.get("reason") or "") or None
         elif ev == "session_start":
+            current = model_name(rec.get("model"))
             agent = rec.get("agent") if isinstance(rec.get("agent"), Mapping) else {}
             assert isinstance(agent, Mapping)
             view["head"] = f"{agent.get('name') or '?'} ({agent.get('kind') or '?'}) in {rec.get('cwd') or '?'}"

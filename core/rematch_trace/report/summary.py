@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,11 @@ import attrs
 import cattrs
 import orjson
 
+from rematch_trace.report.prices import Price, PriceTable
 from rematch_trace.trace.flags import CLUSTER_WINDOW, REASONS
 
 #: Bumped whenever what a summary holds changes: cached summaries of another version are recomputed.
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 
 
 def day_of(t_ms: int | None) -> str | None:
@@ -52,9 +54,11 @@ def _int(value: Any) -> int:
 class Usage:
     """Tokens and cost of one (day, model) of one session.
 
-    ``cost`` sums the ``turn_end.usage.cost`` the traces hold; ``priced_tokens``
-    is the share of ``tokens`` whose turns had a cost, so a cost is never shown
-    as complete when it is not.
+    ``cost`` sums, exactly, each turn's cost: the ``turn_end.usage.cost`` the
+    trace states (omp), else the turn's tokens at the price table's prices;
+    ``priced_tokens`` is the share of ``tokens`` whose turns had a cost (a model
+    the table does not know has none), so a cost is never shown as complete
+    when it is not.
     """
 
     day: str
@@ -65,7 +69,7 @@ class Usage:
     cache_read: int = 0
     cache_write: int = 0
     tokens: int = 0
-    cost: float = 0.0
+    cost: Decimal = Decimal(0)
     priced_tokens: int = 0
 
 
@@ -107,7 +111,7 @@ class SessionSummary:
     error_clusters: int
     marks: int
     tokens: int
-    cost: float
+    cost: Decimal
     priced_tokens: int
     unreadable_lines: int
     usage: list[Usage]
@@ -116,6 +120,21 @@ class SessionSummary:
 
 
 converter = cattrs.Converter()
+# Costs are exact decimals: kept in JSON as their digits, never as a binary float.
+converter.register_unstructure_hook(Decimal, str)
+
+
+def _decimal(value: Any, _: Any) -> Decimal:
+    try:
+        d = Decimal(value) if isinstance(value, str) else None
+    except ArithmeticError:
+        d = None
+    if d is None or not d.is_finite():
+        raise ValueError(f"not a decimal: {value!r}")
+    return d
+
+
+converter.register_structure_hook(Decimal, _decimal)
 
 
 def to_json(summary: SessionSummary) -> dict[str, Any]:
@@ -180,7 +199,25 @@ def cluster_starts(error_cluster_seqs: list[int], result_index: Mapping[int, int
     return starts
 
 
-def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] | None = None) -> SessionSummary:
+def stated_cost(value: Any) -> Decimal | None:
+    """A turn's ``usage.cost`` as the trace states it, as a decimal (its shortest digits), or ``None``."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e9:
+        return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    return None
+
+
+def turn_cost(u: Mapping[str, Any], price: Price | None) -> Decimal | None:
+    """One turn's cost: what the trace states, else its tokens at ``price``; ``None`` if neither."""
+    stated = stated_cost(u.get("cost"))
+    if stated is not None:
+        return stated
+    if price is None:
+        return None
+    return price.cost(_int(u.get("input")), _int(u.get("output")), _int(u.get("cacheRead")), _int(u.get("cacheWrite")))
+
+
+def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
+              call_ids: set[str] | None = None) -> SessionSummary:
     """Fold the ledger ``row`` of a session and its ``trace`` file into a :class:`SessionSummary`.
 
     ``call_ids``, when given, receives the call id of every tool_result (a page needs them to tell
@@ -195,6 +232,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] 
     agent_name: str | None = None
     models: list[str] = []
     usage: dict[tuple[str, str], Usage] = {}
+    price_of: dict[str, Price | None] = {}
     daily: dict[str, Daily] = {}
     result_index: dict[int, int] = {}
     result_day: dict[int, str] = {}
@@ -247,9 +285,11 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] 
             slot.cache_write += _int(u.get("cacheWrite"))
             total = _int(u.get("totalTokens"))
             slot.tokens += total
-            cost = u.get("cost")
-            if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e9:
-                slot.cost += float(cost)
+            if name not in price_of:
+                price_of[name] = prices.lookup(name)
+            cost = turn_cost(u, price_of[name])
+            if cost is not None:
+                slot.cost += cost
                 slot.priced_tokens += total
         name_ = model_name(rec.get("model")) if ev in ("session_start", "turn_end") else None
         if name_ and name_ not in models:
@@ -283,7 +323,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, call_ids: set[str] 
         error_clusters=len(starts),
         marks=len(flags.get("mark", [])),
         tokens=sum(u.tokens for u in use),
-        cost=round(sum(u.cost for u in use), 6),
+        cost=sum((u.cost for u in use), Decimal(0)),
         priced_tokens=sum(u.priced_tokens for u in use),
         unreadable_lines=unreadable,
         usage=use,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from decimal import Decimal
 from typing import Any
 
 #: Characters shown as escapes: C0/C1 controls (not tab or newline), bidi controls, zero-width
@@ -59,13 +60,12 @@ def tokens(n: Any) -> str:
     return f"{n:,}"
 
 
-def money(cost: float, priced: int, total: int) -> str:
-    """A cost in dollars; ``n/a`` when no turn stated one, and the share covered when partial."""
+def money(cost: Decimal, priced: int, total: int) -> str:
+    """A cost in dollars; ``n/a`` when no turn has a cost, and ``*`` when only part of the tokens do."""
     if not priced:
         return "n/a" if total else "-"
     text = f"${cost:,.2f}"
     return text if priced >= total else f"{text}*"
-
 
 
 

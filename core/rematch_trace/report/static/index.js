@@ -100,7 +100,7 @@
         labels: agg.labels,
         datasets: agg.groups.map(function (g, i) {
           return { label: g, backgroundColor: PALETTE[i % PALETTE.length], stack: "s",
-                   data: agg.labels.map(function (d) { return agg.days[d][field][g] || 0; }) };
+                   data: agg.labels.map(function (d) { return (agg.days[d][field][g] || 0) / (money ? 1e9 : 1); }) };
         })
       },
       options: {
@@ -128,7 +128,8 @@
     document.getElementById("t-redirects").textContent = t.redirects;
     document.getElementById("t-clusters").textContent = t.clusters;
     document.getElementById("t-tokens").textContent = fmtTokens(t.tokens);
-    document.getElementById("t-cost").textContent = t.priced ? "$" + t.cost.toFixed(2) : (t.tokens ? "n/a" : "-");
+    // Costs arrive in whole billionths of a dollar: integer sums stay exact; dollars only for display.
+    document.getElementById("t-cost").textContent = t.priced ? "$" + (t.cost / 1e9).toFixed(2) : (t.tokens ? "n/a" : "-");
     document.getElementById("t-priced").textContent =
       t.tokens && t.priced < t.tokens ? "covers " + Math.floor(t.priced * 100 / t.tokens) + "% of tokens" : "";
     draw("c-activity", {

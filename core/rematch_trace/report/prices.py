@@ -1,0 +1,224 @@
+"""Token prices: the table shipped with rematch (``report/data/prices.yml``), a user's file over it, and
+the cost of one turn, exact.
+
+Prices are read as :class:`~decimal.Decimal` (YAML floats parsed as decimals, never as binary floats) and
+a turn's cost is ``tokens x price / 1,000,000`` in decimals, so a total over any number of turns is the
+exact sum of its parts. A turn is priced the way ccusage reads usage: uncached input, cache writes, cache
+reads and output each at their own price (Codex's input already has its cached part split off into
+``cacheRead`` by the plugin); a kind without a price of its own is billed as input; a model the table does
+not know has no cost at all (``None``), never zero.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+import yaml
+
+#: The file in a data folder that overrides or extends the shipped table.
+USER_FILE = "prices.yml"
+_MILLION = Decimal(1_000_000)
+#: A dated snapshot suffix (``-20250929``, ``-2025-09-29``) or ``-latest``: priced as the model it names.
+_SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
+_RATE_KEYS = ("input", "cache_write", "cache_read", "output")
+_MODEL_KEYS = frozenset({*_RATE_KEYS, "source", "aliases", "long_context"})
+_LONG_KEYS = frozenset({*_RATE_KEYS, "above"})
+
+
+class PriceError(Exception):
+    """A price file that cannot be used (the message is one line and names the file)."""
+
+
+@attrs.frozen
+class Rates:
+    """USD per million tokens of each kind; ``None`` = billed as input."""
+
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal | None = None
+    cache_write: Decimal | None = None
+
+    def cost(self, inp: int, out: int, cache_read: int, cache_write: int) -> Decimal:
+        """The exact cost of these tokens."""
+        read = self.cache_read if self.cache_read is not None else self.input
+        write = self.cache_write if self.cache_write is not None else self.input
+        return (inp * self.input + out * self.output + cache_read * read + cache_write * write) / _MILLION
+
+
+@attrs.frozen
+class Price:
+    """One model's prices: the base rates, and the rates of a turn whose prompt is above ``above`` tokens."""
+
+    base: Rates
+    source: str | None = None
+    long: Rates | None = None
+    above: int | None = None
+
+    def cost(self, inp: int, out: int, cache_read: int, cache_write: int) -> Decimal:
+        """The exact cost of one turn's tokens (a long prompt bills the whole turn at the long rates)."""
+        rates = self.base
+        if self.long is not None and self.above is not None and inp + cache_read + cache_write > self.above:
+            rates = self.long
+        return rates.cost(inp, out, cache_read, cache_write)
+
+
+@attrs.frozen
+class PriceTable:
+    """Model name -> :class:`Price`, with where the prices came from and a digest of them all."""
+
+    models: Mapping[str, Price]
+    as_of: str
+    files: tuple[str, ...]
+    digest: str
+
+    def lookup(self, model: str) -> Price | None:
+        """The price of a trace's model name (``provider/id`` or ``id``), or ``None`` if unknown.
+
+        Tried in turn: the whole name, then the name without each leading ``provider/`` part, each as it
+        is and without a dated snapshot suffix; names are compared in lower case. No guessing beyond that
+        (a ``-max`` or ``-mini`` variant is not priced as its base model unless the table says so).
+        """
+        name = model.strip().lower()
+        candidates = [name]
+        while "/" in name:
+            name = name.split("/", 1)[1]
+            candidates.append(name)
+        for c in candidates:
+            for key in (c, _SNAPSHOT.sub("", c)):
+                price = self.models.get(key)
+                if price is not None:
+                    return price
+        return None
+
+    def cost(self, model: str, inp: int, out: int, cache_read: int, cache_write: int) -> Decimal | None:
+        """The exact cost of one turn of ``model``, or ``None`` when the table has no price for it."""
+        price = self.lookup(model)
+        return None if price is None else price.cost(inp, out, cache_read, cache_write)
+
+
+def _decimal(value: Any, where: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | Decimal):
+        raise PriceError(f"{where} is not a number")
+    d = Decimal(value)
+    if not d.is_finite() or d < 0:
+        raise PriceError(f"{where} is not a price (a number, 0 or more)")
+    return d
+
+
+def _rates(table: Mapping[str, Any], where: str) -> Rates:
+    for key in ("input", "output"):
+        if key not in table:
+            raise PriceError(f"{where} has no {key} price")
+    opt = {k: _decimal(table[k], f"{where}.{k}") for k in ("cache_read", "cache_write") if k in table}
+    return Rates(_decimal(table["input"], f"{where}.input"), _decimal(table["output"], f"{where}.output"), **opt)
+
+
+def _entries(doc: Mapping[str, Any], origin: str) -> dict[str, Price]:
+    models = doc.get("models", {})
+    if not isinstance(models, dict):
+        raise PriceError(f"{origin}: models is not a table")
+    out: dict[str, Price] = {}
+    for name, entry in models.items():
+        where = f"{origin}: models.{name}"
+        if not isinstance(entry, dict):
+            raise PriceError(f"{where} is not a table")
+        unknown = sorted(set(entry) - _MODEL_KEYS)
+        if unknown:  # a misspelt key would silently leave a price out
+            raise PriceError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_MODEL_KEYS))})")
+        long = entry.get("long_context")
+        long_rates: Rates | None = None
+        above: int | None = None
+        if long is not None:
+            if not isinstance(long, dict):
+                raise PriceError(f"{where}.long_context is not a table")
+            bad = sorted(set(long) - _LONG_KEYS)
+            if bad:
+                raise PriceError(f"{where}.long_context: unknown key {bad[0]!r}")
+            above = long.get("above")
+            if type(above) is not int or above <= 0:
+                raise PriceError(f"{where}.long_context.above is not a whole number of tokens above 0")
+            long_rates = _rates(long, f"{where}.long_context")
+        source = entry.get("source")
+        if source is not None and not isinstance(source, str):
+            raise PriceError(f"{where}.source is not a string")
+        price = Price(_rates(entry, where), source, long_rates, above)
+        aliases = entry.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise PriceError(f"{where}.aliases is not a list of names")
+        for key in (name, *aliases):
+            out[key.strip().lower()] = price
+    return out
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """YAML's safe loader (libyaml's when installed), reading floats as exact decimals."""
+
+
+def _float(loader: yaml.SafeLoader, node: yaml.Node) -> Decimal:
+    text = str(loader.construct_scalar(node)).replace("_", "")  # type: ignore[arg-type]
+    if text.lower().lstrip("+-") in (".nan", ".inf"):  # YAML's spelling; refused as a price later
+        text = text.replace(".", "")
+    try:
+        return Decimal(text)
+    except ArithmeticError:
+        raise yaml.constructor.ConstructorError(None, None, f"{text!r} is not a decimal number", node.start_mark) from None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:float", _float)
+
+
+def _read(text: str, origin: str) -> tuple[dict[str, Price], str | None]:
+    try:
+        doc = yaml.load(text, Loader=_Loader)  # a safe loader (C when available), with decimals for floats
+    except yaml.YAMLError as err:
+        raise PriceError(f"{origin}: not YAML: {' '.join(str(err).split())}") from None
+    if not isinstance(doc, dict):
+        raise PriceError(f"{origin}: not a mapping with a models: section")
+    as_of = doc.get("as_of")
+    if as_of is not None and not isinstance(as_of, str):
+        as_of = str(as_of)  # a bare YAML date
+    return _entries(doc, origin), as_of
+
+
+def _digest(models: Mapping[str, Price]) -> str:
+    def rates(r: Rates | None) -> list[str | None] | None:
+        return None if r is None else [str(r.input), str(r.output), str(r.cache_read), str(r.cache_write)]
+
+    blob = orjson.dumps({k: [rates(p.base), rates(p.long), p.above] for k, p in sorted(models.items())})
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def shipped_text() -> str:
+    """The text of the table shipped with rematch."""
+    return (resources.files("rematch_trace.report") / "data" / "prices.yml").read_text("utf-8")
+
+
+def load(data_root: Path | None = None, extra: Path | None = None) -> PriceTable:
+    """The shipped table, then ``<data_root>/prices.yml`` if it exists, then ``extra``: a later entry
+    replaces an earlier one of the same name. A file that cannot be read or used is a :class:`PriceError`."""
+    models, as_of = _read(shipped_text(), "the shipped price table")
+    files = ["(shipped)"]
+    dates = [as_of or "unknown"]
+    layers = [data_root / USER_FILE] if data_root is not None else []
+    if extra is not None:
+        layers.append(extra)
+    for path in layers:
+        if path is extra or path.exists():
+            try:
+                text = path.read_text("utf-8")
+            except (OSError, UnicodeDecodeError) as err:
+                raise PriceError(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
+            more, date = _read(text, str(path))
+            models.update(more)
+            files.append(str(path))
+            if date:
+                dates.append(date)
+    return PriceTable(models, " / ".join(dates), tuple(files), _digest(models))
