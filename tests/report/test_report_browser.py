@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from page_check import parse
-from report_gen import NAMES
+from hostile_gen import lines_for, make, path_for, run_import, sid_for, write
+from page_check import embedded, parse
+from report_gen import NAMES, run
 
 
 class Watched:
@@ -141,4 +142,95 @@ def test_session_page_highlights_flagged_seqs(hostile: dict[str, Any], watched: 
         if s["harness"] == "claude_code":
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(artifacts / "session.png"), full_page=True)
+    watched.clean()
+
+
+@pytest.fixture(scope="module")
+def facets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A report whose sessions differ in every facet the index filters by: harness, model, repository (two
+    folders with a git origin, one without), domain (from a REMATCH_CONFIG inference table) and flag."""
+    root = tmp_path_factory.mktemp("facets")
+    folders = {}
+    for name, origin in (("alpha", "git@github.com:acme/alpha.git"), ("beta", "https://github.com/acme/beta"),
+                         ("plain", None)):
+        top = root / "work" / name
+        (top / ".git").mkdir(parents=True)
+        if origin is None:
+            (top / ".git").rmdir()
+        else:
+            (top / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+            (top / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {origin}\n')
+        folders[name] = str(top)
+    config = root / "config.yml"
+    config.write_text(f"domains:\n  - {{path: '{folders['alpha']}*', domain: web}}\n"
+                      f"  - {{path: '{folders['beta']}*', domain: infra}}\n")
+    src = root / "src"
+    make(src, "claude_code", 1, cwd=folders["alpha"])
+    turned = lines_for("claude_code", sid_for("claude_code", 2), cwd=folders["beta"], turns=3)
+    turned[5]["message"]["content"] = "no, stop, that is wrong"  # a redirect: the session is flagged
+    write(path_for(src, "claude_code", sid_for("claude_code", 2)), turned)
+    make(src, "codex", 1, cwd=folders["beta"])
+    make(src, "omp", 1, cwd=folders["plain"])
+    imported = run_import(root / "data", src, REMATCH_CONFIG=str(config))
+    assert imported.returncode == 0, imported.stderr
+    run("report", "--data", str(root / "data"))
+    return root / "data" / "report" / "index.html"
+
+
+def _expect(sessions: list[dict[str, Any]], key: str, value: str) -> set[str]:
+    if key != "f":
+        return {s["k"] for s in sessions if s[key] == value}
+    return {s["k"] for s in sessions if (s["f"] if value == "-" else not s["f"] if value == "+" else value in s["f"])}
+
+
+def check_every_filter(page: Any, sessions: list[dict[str, Any]]) -> int:
+    """Choose every option of every filter, one at a time: the visible rows and the sessions card must be
+    exactly the sessions the embedded data says match. Returns how many options were tried."""
+    tried = 0
+    for sel in ("#f-h", "#f-m", "#f-r", "#f-d", "#f-f"):
+        key = page.get_attribute(sel, "data-key")
+        values = [v for v in page.eval_on_selector(sel, "s => Array.from(s.options).map(o => o.value)") if v]
+        for value in values:
+            page.select_option(sel, value)
+            shown = set(page.eval_on_selector_all("#sessions tbody tr:not(.hidden-by-filter)",
+                                                  "els => els.map(e => e.dataset.k)"))
+            want = _expect(sessions, key, value)
+            assert shown == want, (sel, value)
+            assert page.locator("#t-sessions").inner_text() == str(len(want)), (sel, value)
+            tried += 1
+        page.select_option(sel, "")
+    return tried
+
+
+def test_every_filter_by_harness_model_repository_domain_and_flag(facets: Path, watched: Watched,
+                                                                   artifacts: Path) -> None:
+    page = watched.open(facets)
+    sessions = embedded(parse(facets))["sessions"]
+    assert {s["r"] for s in sessions} == {"github.com/acme/alpha", "github.com/acme/beta", ""}
+    assert {s["d"] for s in sessions} == {"web", "infra", ""}
+    assert [s["f"] for s in sessions if s["f"]] == [["redirect"]]
+    # harnesses 3, models 3, repositories 2, domains 2, flag choices 5 (flagged, three reasons, not flagged)
+    assert check_every_filter(page, sessions) == 15
+    # Two filters at once: the intersection.
+    page.select_option("#f-r", "github.com/acme/beta")
+    page.select_option("#f-h", "claude_code")
+    shown = page.eval_on_selector_all("#sessions tbody tr:not(.hidden-by-filter)", "els => els.map(e => e.dataset.k)")
+    assert shown == [s["k"] for s in sessions if s["r"] == "github.com/acme/beta" and s["h"] == "claude_code"]
+    page.screenshot(path=str(artifacts / "index-filtered.png"), full_page=True)
+    watched.clean()
+
+
+def test_every_filter_on_the_shared_corpus(corpus_dir: Path, tmp_path: Path, watched: Watched) -> None:
+    data = tmp_path / "data"
+    assert run_import(data, corpus_dir, timeout=600).returncode in (0, 1)
+    run("report", "--data", str(data))
+    index = data / "report" / "index.html"
+    page = watched.open(index)
+    sessions = embedded(parse(index))["sessions"]
+    assert check_every_filter(page, sessions) >= 3 + 10 + 4
+    # Every session page of the real corpus opens without an error, and its flagged records are highlighted.
+    for s in sessions:
+        p = watched.open(data / "report" / "sessions" / f"{s['k']}.html")
+        if s["f"]:
+            assert p.locator("li.rec.hl").count() > 0, s["k"]
     watched.clean()

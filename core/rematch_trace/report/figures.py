@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from rematch_trace.report.summary import SessionSummary
-from rematch_trace.report.text import clip
+from rematch_trace.report.text import clip, dollars
 
 
 @attrs.define
@@ -118,7 +118,7 @@ def figures(summaries: Iterable[SessionSummary]) -> Figures:
 def _money(cost: Decimal, priced: int, tokens: int) -> str:
     if not priced:
         return "n/a" if tokens else "-"
-    text = f"${cost:,.2f}"
+    text = dollars(cost)
     return text if priced == tokens else f"{text} ({priced * 100 // tokens}%)"
 
 

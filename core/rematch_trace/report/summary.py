@@ -18,6 +18,7 @@ import attrs
 import cattrs
 import orjson
 
+from rematch_trace.place.identity import normalize_remote
 from rematch_trace.report.prices import Price, PriceTable
 from rematch_trace.trace.flags import CLUSTER_WINDOW, REASONS
 
@@ -311,7 +312,8 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
         model=start_model,
         models=models,
         cwd=row.get("cwd"),
-        repo=row.get("repo_remote") or row.get("repo"),
+        # One spelling per repository (host/owner/repo), so a filter groups its sessions however git spelt it.
+        repo=normalize_remote(row.get("repo_remote")) or row.get("repo"),
         domain=row.get("domain"),
         flagged=bool(row.get("flagged")),
         reasons=[r for r in row.get("reasons") or [] if isinstance(r, str)],

@@ -64,8 +64,13 @@ def money(cost: Decimal, priced: int, total: int) -> str:
     """A cost in dollars; ``n/a`` when no turn has a cost, and ``*`` when only part of the tokens do."""
     if not priced:
         return "n/a" if total else "-"
-    text = f"${cost:,.2f}"
+    text = dollars(cost)
     return text if priced >= total else f"{text}*"
+
+
+def dollars(cost: Decimal) -> str:
+    """Dollars and cents; a cost above zero but below a cent is ``<$0.01``, never a zero it is not."""
+    return "<$0.01" if 0 < cost < Decimal("0.005") else f"${cost:,.2f}"
 
 
 

@@ -129,7 +129,8 @@
     document.getElementById("t-clusters").textContent = t.clusters;
     document.getElementById("t-tokens").textContent = fmtTokens(t.tokens);
     // Costs arrive in whole billionths of a dollar: integer sums stay exact; dollars only for display.
-    document.getElementById("t-cost").textContent = t.priced ? "$" + (t.cost / 1e9).toFixed(2) : (t.tokens ? "n/a" : "-");
+    document.getElementById("t-cost").textContent = !t.priced ? (t.tokens ? "n/a" : "-") :
+      (t.cost > 0 && t.cost < 5e6 ? "<$0.01" : "$" + (t.cost / 1e9).toFixed(2));
     document.getElementById("t-priced").textContent =
       t.tokens && t.priced < t.tokens ? "covers " + Math.floor(t.priced * 100 / t.tokens) + "% of tokens" : "";
     draw("c-activity", {
