@@ -131,3 +131,44 @@ def test_report_files_are_private(data: dict[str, Any]) -> None:
         mode = p.stat().st_mode & 0o777
         assert mode & 0o077 == 0, f"{p}: {oct(mode)}"
     assert os.access(data["report"] / "index.html", os.R_OK)
+
+
+def test_a_refreshed_index_is_the_index_a_fresh_build_makes(data: dict[str, Any], tmp_path: Path) -> None:
+    """The index of a refresh joins the kept rows of unchanged sessions with the new rows of changed ones,
+    and adds up cached summaries: byte for byte what a build from nothing makes of the same data."""
+    report(data)
+    make(data["src"], "claude_code", 1, turns=6)  # one session grows
+    make(data["src"], "omp", 7, turns=2)  # one is new
+    assert run_import(data["data"], data["src"]).returncode == 0
+    res = report(data)
+    assert "7 session(s): 2 page(s) written, 5 unchanged" in res.stdout and "2 trace(s) read" in res.stdout
+    fresh = tmp_path / "fresh"
+    assert rematch("report", "--data", str(data["data"]), "--out", str(fresh)).returncode == 0
+    assert (data["report"] / "index.html").read_bytes() == (fresh / "index.html").read_bytes()
+    assert (data["report"] / "summaries.json").read_bytes() == (fresh / "summaries.json").read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["usage", "cost", "daily", "row"])
+def test_a_damaged_cache_entry_is_recomputed_not_a_crash(data: dict[str, Any], damage: str) -> None:
+    report(data)
+    before = (data["report"] / "index.html").read_bytes()
+    cache = data["report"] / "summaries.json"
+    value = orjson.loads(cache.read_bytes())
+    key = sorted(value["sessions"])[0]
+    entry = value["sessions"][key]
+    if damage == "usage":
+        del entry["summary"]["usage"]
+    elif damage == "cost":
+        entry["summary"]["usage"][0]["cost"] = "a lot"
+    elif damage == "daily":
+        entry["summary"]["daily"] = [{"day": "2026-02-10"}]
+    else:
+        entry["row"] = 42
+    value["index"] = "changed"  # the index is made again, from the damaged cache
+    cache.write_bytes(orjson.dumps(value))
+    res = report(data)
+    assert res.returncode == 0 and res.stderr == ""
+    assert (data["report"] / "index.html").read_bytes() == before
+    assert ("1 trace(s) read" if damage != "row" else "0 trace(s) read") in res.stdout
+    stats = rematch("stats", "--out", str(data["data"]), "--json")
+    assert stats.returncode == 0 and orjson.loads(stats.stdout)["total"]["sessions"] == 6

@@ -21,12 +21,13 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
     model without a price is named and its cost is n/a.
     """
     from rematch_trace.cli.sessions_cmd import chosen, price_table, summaries
+    from rematch_trace.report.collect import with_json
     from rematch_trace.report.figures import figures, format_figures
 
     data = data_folder(out)
     prices = price_table(data, prices_file)
     entries = chosen(summaries(data, prices), harness, model, repo, domain, flag, since)
-    f = figures(e.summary for e in entries)
+    f = with_json(entries, figures)
     if as_json:
         echo_json(dict(f.as_json(), prices={"as_of": prices.as_of, "files": list(prices.files)}))
     else:

@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import orjson
 
-from rematch_trace.report.collect import CACHE_NAME, Entry, collect, read_cache, since_filter
+from rematch_trace.report.collect import CACHE_NAME, Entry, collect, read_cache, since_filter, with_json
 from rematch_trace.report.figures import figures
 from rematch_trace.report.prices import PriceTable
 from rematch_trace.report.prices import load as load_prices
@@ -252,11 +252,10 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
                 rows[e.key] = kept_row
             else:
                 rows[e.key] = row_template.render(s=e.summary)
-        summaries = [e.summary for e in chosen]
+        fig, data_ = with_json(chosen, lambda js: (figures(js), [index_entry(j) for j in js]))
         index = env.get_template("index.html").render(
-            root="", sessions=chosen, rows=markup("".join(rows[e.key] for e in chosen)), figures=figures(summaries),
-            data={"sessions": [index_entry(e.json()) for e in chosen]}, since=since, problems=got.problems,
-            prices=prices,
+            root="", sessions=chosen, rows=markup("".join(rows[e.key] for e in chosen)), figures=fig,
+            data={"sessions": data_}, since=since, problems=got.problems, prices=prices,
         )
         # Held whole (a few bytes a session), so an unchanged index is not rewritten.
         _write_if_changed(out / "index.html", index.encode("utf-8", "backslashreplace"))

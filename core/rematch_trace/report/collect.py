@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import orjson
@@ -67,8 +67,8 @@ def _stat(path: str) -> list[int]:
 def stamp(row: Mapping[str, Any], trace: Path | str, events: Path | str, prices: str = "") -> str:
     """A digest that changes whenever the session's ledger row, trace or events file, or the prices
     (``prices``, the price table's digest), change."""
-    blob = orjson.dumps([dict(row), _stat(str(trace)), _stat(str(events)), prices], option=orjson.OPT_SORT_KEYS,
-                        default=str)
+    # The ledger gives its columns in one order: no key sorting needed for the digest to be stable.
+    blob = orjson.dumps([row, _stat(str(trace)), _stat(str(events)), prices], default=str)
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
@@ -107,7 +107,9 @@ class Entry:
         """The session's summary (from the cache's JSON, or recomputed if that JSON is damaged)."""
         if self._summary is None:
             got = from_json(self.cached)
-            if got is None:
+            # Damaged is also what structures but does not give back the same JSON (a field dropped, a
+            # default filled in): recomputed from the trace, never shown as it is.
+            if got is None or to_json(got) != self.cached:
                 assert self.prices is not None
                 self.call_ids = set()
                 got = summarize(self.key, self.row, self.trace, self.prices, self.call_ids)
@@ -205,6 +207,23 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
         entries.append(Entry(key, row, st, trace, events, fresh=True, call_ids=ids, prices=prices, summary=summary))
     newest_first(entries)
     return Collected(entries, problems, reused)
+
+
+T = TypeVar("T")
+
+
+def with_json(entries: list[Entry], use: Callable[[list[dict[str, Any]]], T]) -> T:
+    """``use`` applied to the entries' summaries as JSON (most of them the cache's, used as they are).
+
+    A cache entry damaged in a way :func:`collect`'s first checks let through makes every summary be
+    checked (a damaged one recomputed from its trace), and ``use`` is applied again.
+    """
+    try:
+        return use([e.json() for e in entries])
+    except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError):
+        for e in entries:
+            assert e.summary is not None
+        return use([e.json() for e in entries])
 
 
 def since_filter(entries: list[Entry], since: str | None) -> Iterator[Entry]:

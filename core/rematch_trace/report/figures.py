@@ -16,7 +16,6 @@ from typing import Any
 
 import attrs
 
-from rematch_trace.report.summary import SessionSummary
 from rematch_trace.report.text import clip, dollars
 
 
@@ -77,8 +76,10 @@ class Figures:
         }
 
 
-def figures(summaries: Iterable[SessionSummary]) -> Figures:
-    """Aggregate summaries into :class:`Figures`."""
+def figures(summaries: Iterable[Mapping[str, Any]]) -> Figures:
+    """Aggregate summaries, as their JSON (:func:`~rematch_trace.report.summary.to_json`, or the report
+    cache's copy of it), into :class:`Figures`: a refresh adds up thousands of cached summaries without
+    making an object of each."""
     total = Row("total")
     days: dict[str, Row] = {}
     models: dict[str, Row] = {}
@@ -88,26 +89,27 @@ def figures(summaries: Iterable[SessionSummary]) -> Figures:
         return days.setdefault(name, Row(name))
 
     for s in summaries:
-        h = harnesses.setdefault(s.harness, Row(s.harness))
-        for row in (total, h, day(s.day or "unknown")):
+        h = harnesses.setdefault(s["harness"], Row(s["harness"]))
+        for row in (total, h, day(s.get("day") or "unknown")):
             row.sessions += 1
         counted: set[str] = set()
-        for d in s.daily:
-            for row in (total, h, day(d.day)):
-                row.inputs += d.inputs
-                row.redirects += d.redirects
-                row.error_clusters += d.error_clusters
-                row.tool_errors += d.tool_errors
-        for u in s.usage:
-            m = models.setdefault(u.model, Row(u.model))
-            if u.model not in counted:
-                counted.add(u.model)
+        for d in s["daily"]:
+            for row in (total, h, day(d["day"])):
+                row.inputs += d["inputs"]
+                row.redirects += d["redirects"]
+                row.error_clusters += d["error_clusters"]
+                row.tool_errors += d["tool_errors"]
+        for u in s["usage"]:
+            m = models.setdefault(u["model"], Row(u["model"]))
+            if u["model"] not in counted:
+                counted.add(u["model"])
                 m.sessions += 1
-            for row in (total, h, day(u.day), m):
-                row.turns += u.turns
-                row.tokens += u.tokens
-                row.cost += u.cost
-                row.priced_tokens += u.priced_tokens
+            cost = Decimal(u["cost"])
+            for row in (total, h, day(u["day"]), m):
+                row.turns += u["turns"]
+                row.tokens += u["tokens"]
+                row.cost += cost
+                row.priced_tokens += u["priced_tokens"]
 
     def by_tokens(rows: Mapping[str, Row]) -> list[Row]:
         return sorted(rows.values(), key=lambda r: (-r.tokens, r.name))
