@@ -130,7 +130,7 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
     for e in entries:
         s = e.summary
         sid = s.session_id + (" (sub)" if s.agent_kind == "sub" else "")
-        rows.append([when(s.started, "%Y-%m-%d %H:%M"), s.harness, clip(sid, 200), clip(s.model or "-", 32),
+        rows.append([when(s.started, "%Y-%m-%d %H:%M"), s.harness, clip(sid, 200), clip(s.model or "-", 40),
                      str(s.inputs), str(s.tool_errors), str(s.redirects), clip(s.repo or s.cwd or "-", 80)])
     for line in table(rows, {4, 5, 6}):
         click.echo(line)
