@@ -31,6 +31,7 @@ import pluggy
 from rematch_trace.host import hookspecs, vocab
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.source import Location, Problem, Source
+from rematch_trace.importing.settings import ImportSettings
 from rematch_trace.importing.source_import import import_source
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.trace.records import from_dict
@@ -131,17 +132,7 @@ def synthesize_file(
     try:
         data = DataDir(Path(out))
         data.ensure()
-        from rematch_trace.importing.pipeline import redactors, sink_factory_for
-
-        r_text, r_input = redactors(redact)
-        outcome = import_source(
-            host,
-            source,
-            data,
-            sink_factory=sink_factory_for(host) if events else None,
-            redact=r_text,
-            redact_input=r_input,
-        )
+        outcome = import_source(host, source, data, ImportSettings(events=events, redact=redact))
         return [
             SynthesizedSession(
                 session_id=s.session_id,

@@ -80,7 +80,7 @@ def _import(harness: str, data: bytes) -> None:
     """Import ``data`` as a ``harness`` transcript through the real core; check every trace."""
     import orjson
 
-    from rematch_trace.importing.pipeline import redactors, sink_factory_for
+    from rematch_trace.importing.settings import ImportSettings
     from rematch_trace.importing.source_import import import_source
     from rematch_trace.store.datafolder import DataDir
     from rematch_trace.testing import validate_trace
@@ -98,9 +98,7 @@ def _import(harness: str, data: bytes) -> None:
     source = _host.detect(src, _HINTS[harness])
     if source is None:
         return
-    r_text, r_input = redactors(True)
-    outcome = import_source(_host, source, ddir, sink_factory=sink_factory_for(_host), redact=r_text,
-                            redact_input=r_input)
+    outcome = import_source(_host, source, ddir, ImportSettings())
     for s in outcome.sessions:
         recs = [orjson.loads(x) for x in s.trace_path.read_bytes().splitlines()]
         errors = validate_trace(recs)

@@ -24,7 +24,7 @@ import rematch_claude_code
 import rematch_codex
 import rematch_omp
 from rematch_trace.host.facade import Host
-from rematch_trace.importing.pipeline import redactors, sink_factory_for
+from rematch_trace.importing.settings import ImportSettings
 from rematch_trace.importing.source_import import import_source
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import make_host, validate_trace
@@ -123,9 +123,7 @@ def import_twice(harness: str, data: bytes) -> None:
                 return
             data_dir = DataDir(root / f"out{k}")
             data_dir.ensure()
-            r_text, r_input = redactors(True)
-            outcome = import_source(HOST, source, data_dir, sink_factory=sink_factory_for(HOST), redact=r_text,
-                                    redact_input=r_input)
+            outcome = import_source(HOST, source, data_dir, ImportSettings())
             files = {}
             for s in outcome.sessions:
                 body = s.trace_path.read_bytes()

@@ -175,10 +175,9 @@ class Host:
 
         The source names the plugin that claimed it (:attr:`Source.plugin`).
         """
-        from rematch_trace.importing.fs import open_raw
+        from rematch_trace.importing.fs import read_spans
 
-        with open_raw(path) as f:
-            head = f.read(HEAD_BYTES)
+        head = read_spans(path, [(0, HEAD_BYTES)])[0]
         result = self._isolated("detect_source", path=path, head=head, hint=hint)
         if not isinstance(result, Source):
             return None

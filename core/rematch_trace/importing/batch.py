@@ -172,18 +172,9 @@ def run_import(
     with ImportLock(data.lock):
         clean_outputs(data)
         host = worker_host()
-        if executor is None:
-            executor = make_executor(settings, data, progress, scheduler)
-            # Local workers are forked before discovery and planning fill this process.
-            start = getattr(executor, "start", None)
-            if start is not None and settings.jobs > 1:
-                start()
-        try:
-            searched: list[Searched] = []
-            found = discover(host, paths, searched)
-            summary = import_locked(found, data, settings, progress=progress, executor=executor, scheduler=scheduler)
-        finally:
-            executor.kill()  # whatever happened, no worker outlives the lock
+        searched: list[Searched] = []
+        summary = import_locked(lambda: discover(host, paths, searched), data, settings, progress=progress,
+                                executor=executor, scheduler=scheduler)
         summary.searched = searched
         for place in searched:
             if paths and place.exists and not place.found:
@@ -214,7 +205,7 @@ def clean_outputs(data: DataDir) -> None:
 
 
 def import_locked(
-    found: list[tuple[str, str | None]],
+    found: list[tuple[str, str | None]] | Callable[[], list[tuple[str, str | None]]],
     data: DataDir,
     settings: ImportSettings,
     *,
@@ -229,43 +220,51 @@ def import_locked(
     runs (``rematch watch``), and may keep its ``ledger`` open too. It settles
     the journal, plans against the ledger, imports, records and commits; a
     signal stops it as it stops :func:`run_import`, with
-    :attr:`Summary.interrupted` set (not raised).
+    :attr:`Summary.interrupted` set (not raised). ``found`` may be a function
+    that discovers them: it is then called once local workers are forked, so
+    they do not start with an archive's paths in their memory. Whatever
+    happens, the executor's workers are gone when this returns or raises.
     """
     summary = Summary()
     host = worker_host()  # loaded before any worker is forked: workers start with the plugins
     executor = executor or make_executor(settings, data, progress, scheduler)
+    start = getattr(executor, "start", None)
+    if start is not None and settings.jobs > 1:
+        start()  # forked before discovery and planning fill this process
     with contextlib.ExitStack() as stack:
-        book = ledger if ledger is not None else stack.enter_context(Ledger(data.ledger))
-        signals = stack.enter_context(_Signals(executor))
-        recover(data, _committed(book), settings.fsync)
-        # The lock's mtime marks when this run began (see rematch_trace.store.claims): set after
-        # the journal is settled (what it restored predates the run), and by every run of a
-        # caller that keeps the lock across runs (rematch watch).
-        os.utime(data.lock)
-        todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None)
-        # Said by this process (default_locations), before workers inherit the host.
-        summary.plugin_failed(host.drain_isolated())
-
-        def prepare(item: WorkItem) -> WorkItem:
-            # A grown file's fingerprints and saved state are read now, one file at a time.
-            if item.grown is not None and item.grown.saved is None:
-                head, tail, saved = book.continuation_of(as_stored(item.path))
-                return attrs.evolve(item, grown=Grown(item.grown.offset, head, tail, saved))
-            return item
-
-        removals: list[tuple[str, str]] = []
-        conflicts = Conflicts(data)
         try:
-            _record_all(book, data, executor.run(todo, prepare), summary, removals, conflicts)
-        except Interrupted:
-            pass
-        except BaseException:
-            # Something unforeseen: the workers go, and what is uncommitted stays
-            # in the journal for the next command to settle, as after a kill.
+            if callable(found):
+                found = found()  # under the default signal handlers: Ctrl-C stops it at once
+            book = ledger if ledger is not None else stack.enter_context(Ledger(data.ledger))
+            signals = stack.enter_context(_Signals(executor))
+            recover(data, _committed(book), settings.fsync)
+            # The lock's mtime marks when this run began (see rematch_trace.store.claims): set after
+            # the journal is settled (what it restored predates the run), and by every run of a
+            # caller that keeps the lock across runs (rematch watch).
+            os.utime(data.lock)
+            todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None)
+            # Said by this process (default_locations), before workers inherit the host.
+            summary.plugin_failed(host.drain_isolated())
+
+            def prepare(item: WorkItem) -> WorkItem:
+                # A grown file's fingerprints and saved state are read now, one file at a time.
+                if item.grown is not None and item.grown.saved is None:
+                    head, tail, saved = book.continuation_of(as_stored(item.path))
+                    return attrs.evolve(item, grown=Grown(item.grown.offset, head, tail, saved))
+                return item
+
+            removals: list[tuple[str, str]] = []
+            conflicts = Conflicts(data)
+            try:
+                _record_all(book, data, executor.run(todo, prepare), summary, removals, conflicts)
+            except Interrupted:
+                pass
+        finally:
+            # The one place the workers end, whatever happened: before the batch is committed
+            # and the journal settled (no worker may still be writing), and before the caller
+            # releases the lock. After something unforeseen, what is uncommitted stays in the
+            # journal for the next command to settle, as after a kill.
             executor.kill()
-            raise
-        # Workers are gone (the executor reaps them); what they finished is recorded.
-        executor.kill()
         _commit(book, data, removals)
         summary.conflicts = conflicts.lines(book)
         summary.worker_deaths.extend(executor.deaths)

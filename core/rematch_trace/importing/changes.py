@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rematch_trace.errors import RematchError
-from rematch_trace.importing.fs import open_raw
+from rematch_trace.importing.fs import read_spans
 from rematch_trace.importing.outcome import Grown
 from rematch_trace.store.states import state_loads
 
@@ -33,16 +33,16 @@ def fingerprints(path: Path, offset: int, skip: int = 0, head: str | None = None
     """
     skip = min(max(0, skip), offset)
     tail_start = max(skip, offset - TAIL_FP)
+    spans = [(tail_start, offset - tail_start)]
+    if head is None:
+        spans.append((skip, min(HEAD_FP, offset - skip)))
     try:
-        with open_raw(path) as f:  # one open for both: this runs for every changed file
-            if head is None:
-                f.seek(skip)
-                head = hashlib.sha256(f.read(min(HEAD_FP, offset - skip))).hexdigest()
-            f.seek(tail_start)
-            tail = hashlib.sha256(f.read(offset - tail_start)).hexdigest()
+        parts = read_spans(path, spans)  # one open for both: this runs for every changed file
     except (OSError, RematchError):
         return None, None
-    return head, tail
+    if head is None:
+        head = hashlib.sha256(parts[1]).hexdigest()
+    return head, hashlib.sha256(parts[0]).hexdigest()
 
 
 def plan(row: Any, path: Path, size: int | None, mtime_ns: int, load_saved: Any) -> tuple[Plan, Grown | None]:

@@ -113,6 +113,39 @@ def open_raw(path: str | os.PathLike[str]) -> IO[bytes]:
     return io.BufferedReader(f, _READ_BUFFER)
 
 
+def read_spans(path: str | os.PathLike[str], spans: list[tuple[int, int]]) -> list[bytes]:
+    """The bytes of each ``(start, length)`` span of a file, local or at an fsspec URL; one open.
+
+    A local file is read with ``pread`` alone: :func:`open_raw`'s large buffer
+    would read up to a MiB to return a head of a few KiB, and this runs for
+    every file a rerun continues (claiming it, checking its fingerprints).
+    Raises :class:`OSError` or :class:`RematchError` as :func:`open_raw` does.
+    """
+    if url_of(path) is not None:
+        with open_raw(path) as f:
+            out = []
+            for start, length in spans:
+                f.seek(start)
+                out.append(f.read(length))
+            return out
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return [_pread_all(fd, length, start) for start, length in spans]
+    finally:
+        os.close(fd)
+
+
+def _pread_all(fd: int, length: int, start: int) -> bytes:
+    """``length`` bytes at ``start`` (fewer at the end of the file)."""
+    data = os.pread(fd, length, start) if length > 0 else b""
+    while 0 < len(data) < length:  # a short read before the end (seldom: a signal, a network file system)
+        more = os.pread(fd, length - len(data), start + len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
 def stat_of(path: str | os.PathLike[str]) -> tuple[int, int, bool]:
     """``(size, mtime_ns, is a regular file)`` of a local path or a URL; raises :class:`OSError`.
 

@@ -26,26 +26,38 @@ class ImportSettings:
     jobs: int = 1
     fsync: bool = False
 
-    def source_kwargs(self, host: Host) -> dict[str, Any]:
-        """The keyword arguments of :func:`~rematch_trace.importing.source_import.import_source`."""
-        return _kwargs(host, self.events, self.redact, self.fsync)
+    def wiring(self, host: Host) -> Wiring:
+        """What these settings make of an import's writers for ``host``: built once per process and host."""
+        key = (id(host), self.events, self.redact)
+        cached = _WIRING.get(key)
+        if cached is None:
+            # Building them compiles the redaction and risk patterns: once, not per file.
+            from rematch_trace.importing.pipeline import redactors, sink_factory_for
+
+            r_text, r_input = redactors(self.redact)
+            factory = sink_factory_for(host) if self.events else None
+            cached = _WIRING[key] = Wiring(factory, r_text, r_input)
+        return cached
 
 
-_CACHE: dict[tuple[int, bool, bool, bool], dict[str, Any]] = {}
+#: Settings that write the trace alone, unredacted (what a bare
+#: :func:`~rematch_trace.importing.source_import.import_source` call does).
+BARE = ImportSettings(events=False, redact=False)
 
 
-def _kwargs(host: Host, events: bool, redact: bool, fsync: bool) -> dict[str, Any]:
-    # The redactor and the sink factory are built once per process and host: building
-    # them compiles the redaction and risk patterns.
-    key = (id(host), events, redact, fsync)
-    cached = _CACHE.get(key)
-    if cached is None:
-        from rematch_trace.importing.pipeline import redactors, sink_factory_for
+@attrs.frozen
+class Wiring:
+    """The writers an import's settings call for: the security-event sink factory and the redactors."""
 
-        r_text, r_input = redactors(redact)
-        factory: SinkFactory | None = sink_factory_for(host) if events else None
-        cached = _CACHE[key] = {"sink_factory": factory, "redact": r_text, "redact_input": r_input, "fsync": fsync}
-    return cached
+    #: Makes a session's security-event sink (``None``: no event stream).
+    sink_factory: SinkFactory | None
+    #: Replaces credentials in text written to the trace (``None``: no redaction).
+    redact: Callable[[str], str] | None
+    #: Replaces credentials in a tool input's strings.
+    redact_input: Callable[[Any], Any] | None
+
+
+_WIRING: dict[tuple[int, bool, bool], Wiring] = {}
 
 
 #: Called with (files done, files to do) as an import proceeds.

@@ -26,6 +26,7 @@ from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.source import Problem, RawRecord, Source
 from rematch_trace.host.text import clean
 from rematch_trace.importing.fs import source_name
+from rematch_trace.importing.settings import BARE, ImportSettings
 from rematch_trace.live.folder import is_live
 from rematch_trace.store.claims import Claims, Conflict
 from rematch_trace.store.datafolder import AtomicFile, DataDir
@@ -203,12 +204,9 @@ class SourceImport:
         host: Host,
         source: Source,
         data: DataDir,
+        settings: ImportSettings = BARE,
         *,
         saved: dict[str, Any] | None = None,
-        sink_factory: SinkFactory | None = None,
-        redact: Callable[[str], str] | None = None,
-        redact_input: Callable[[Any], Any] | None = None,
-        fsync: bool = False,
         claims: Claims | None = None,
     ) -> None:
         self.host = host
@@ -216,10 +214,11 @@ class SourceImport:
         self.source = source
         self.data = data
         self.saved = saved or {}
-        self.sink_factory = sink_factory
-        self.redact = redact
-        self.redact_input = redact_input
-        self.fsync = fsync
+        wiring = settings.wiring(host)
+        self.sink_factory = wiring.sink_factory
+        self.redact = wiring.redact
+        self.redact_input = wiring.redact_input
+        self.fsync = settings.fsync
         self.outs: dict[str, _Out] = {}
         self.result = SourceOutcome(source)
         self.snapshot: bytes | None = None
@@ -432,30 +431,24 @@ def import_source(
     host: Host,
     source: Source,
     data: DataDir,
+    settings: ImportSettings = BARE,
     *,
     saved: dict[str, Any] | None = None,
-    sink_factory: SinkFactory | None = None,
-    redact: Callable[[str], str] | None = None,
-    redact_input: Callable[[Any], Any] | None = None,
-    fsync: bool = False,
     claims: Claims | None = None,
 ) -> SourceOutcome:
     """Import one source; with ``saved``, continue a grown file (falling back to a full import).
 
-    With ``claims``, a session whose trace another file's copy holds is written only
-    if this copy holds at least as much (see :mod:`rematch_trace.store.claims`).
+    ``settings`` say what is written (the event stream, redaction, fsync); the
+    default writes the trace alone, unredacted. With ``claims``, a session whose
+    trace another file's copy holds is written only if this copy holds at least
+    as much (see :mod:`rematch_trace.store.claims`).
     """
-    kwargs: dict[str, Any] = {
-        "sink_factory": sink_factory, "redact": redact, "redact_input": redact_input, "fsync": fsync,
-    }
-    if claims is not None:
-        kwargs["claims"] = claims
     if saved:
         try:
-            return SourceImport(host, source, data, saved=saved, **kwargs).run()
+            return SourceImport(host, source, data, settings, saved=saved, claims=claims).run()
         except RestartImport:
             pass
-    return SourceImport(host, source, data, **kwargs).run()
+    return SourceImport(host, source, data, settings, claims=claims).run()
 
 
 def remove_outputs(data: DataDir, session_id: str) -> None:

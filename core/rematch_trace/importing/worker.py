@@ -99,9 +99,9 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             host,
             source,
             data,
+            settings,
             saved=saved if saved and saved.get("harness") == source.harness else None,
             claims=claims,
-            **settings.source_kwargs(host),
         )
     except FileNotFoundError as err:
         if err.filename in (None, item.path):
