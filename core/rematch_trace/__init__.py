@@ -8,15 +8,13 @@ plugins implement hooks with.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# Eager: the submodule of the same name would otherwise shadow the function.
-from rematch_trace.trace.prelabel import prelabel
-
 if TYPE_CHECKING:
     from rematch_trace.host.hookspecs import hookimpl, hookspec
     from rematch_trace.place.identity import Place, identify, normalize_remote
     from rematch_trace.trace.canonical import args_hash, canonical_json
     from rematch_trace.trace.flags import flag_reasons
     from rematch_trace.trace.fold import FoldedSession, fold_trace
+    from rematch_trace.trace.prelabel import prelabel
     from rematch_trace.trace.records import (
         Agent,
         AgentEnd,
@@ -35,7 +33,9 @@ if TYPE_CHECKING:
     )
 
 # The public API loads on first use, so the command starts fast.
+# Imported on first use: every command (a rerun with nothing to do too) imports this package.
 _LAZY: dict[str, str] = {
+    "prelabel": "trace.prelabel",
     "args_hash": "trace.canonical",
     "canonical_json": "trace.canonical",
     "flag_reasons": "trace.flags",

@@ -21,15 +21,18 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
-from rematch_trace.host.vocab import NEUTRAL_TYPES, Neutral
-from rematch_trace.place.identity import Place
+
+if TYPE_CHECKING:
+    # Imported where used: registering the plugins and planning a rerun need neither.
+    from rematch_trace.host.vocab import Neutral
+    from rematch_trace.place.identity import Place
 
 ACTION_TYPES = ("shell_exec", "file_read", "file_write", "file_edit", "network", "mcp", "subagent", "other")
 HEAD_BYTES = 4096
@@ -232,6 +235,8 @@ class Host:
         cached = self._places.get(cwd)
         if cached is None:
             result = self._isolated("identify_place", cwd=cwd)
+            from rematch_trace.place.identity import Place
+
             cached = result if isinstance(result, Place) else Place()
             self._places[cwd] = cached
         return cached
@@ -280,6 +285,8 @@ class Host:
             raise
         except Exception as err:
             raise PluginFailure(self._culprit("live_records", err) or "?", "live_records", err) from err
+        from rematch_trace.host.vocab import NEUTRAL_TYPES
+
         return [r for r in result or () if isinstance(r, NEUTRAL_TYPES)]  # type: ignore[misc]
 
     def action_type(self, source: Source, tool: str, tool_input: Any) -> str:

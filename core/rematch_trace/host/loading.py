@@ -9,8 +9,8 @@ load is said on stderr, once per process, by every command that loads plugins.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import os
+import re
 import sys
 from typing import Any
 
@@ -27,8 +27,8 @@ pm = pluggy.PluginManager(GROUP)
 pm.add_hookspecs(hookspecs)
 
 _loaded = False
-#: Versions of the distributions plugins came from, by plugin name.
-versions: dict[str, str] = {}
+#: The entry points plugins were loaded from, by plugin name (their metadata is parsed only when asked).
+_dists: dict[str, EntryPoint] = {}
 #: Entry points that failed to load: (name, error).
 load_errors: list[tuple[str, str]] = []
 
@@ -46,10 +46,8 @@ def load_plugins() -> None:
         return
     allowed_env = os.environ.get("REMATCH_LOAD_PLUGINS")
     allowed = None if allowed_env is None else {p.strip() for p in allowed_env.split(",") if p.strip()}
-    for ep in importlib.metadata.entry_points(group=GROUP):
-        dist = getattr(ep, "dist", None)
-        dist_name = dist.metadata["Name"] if dist is not None else ""
-        if allowed is not None and ep.name not in allowed and dist_name not in allowed:
+    for ep in entry_points(GROUP):
+        if allowed is not None and ep.name not in allowed and ep.dist_name() not in allowed:
             continue
         if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
             continue
@@ -61,11 +59,99 @@ def load_plugins() -> None:
                   f"{type(err).__name__}: {err}", file=sys.stderr)
             continue
         pm.register(plugin, name=ep.name)
-        if dist is not None:
-            versions[ep.name] = dist.version
+        _dists[ep.name] = ep
     pm.check_pending()
     if os.environ.get("REMATCH_TRACE_PLUGINS"):
         _trace_hooks()
+
+
+class EntryPoint:
+    """One entry point of an installed distribution: what :mod:`importlib.metadata` gives, found
+    without importing it (it imports ``email``, ``zipfile`` and more: a third of a rerun's start-up)."""
+
+    def __init__(self, name: str, value: str, dist_path: str) -> None:
+        self.name = name
+        self.value = value
+        self.dist_path = dist_path
+
+    def load(self) -> Any:
+        """The object the entry point names (``module`` or ``module:attr.attr``)."""
+        module, _, attrs = self.value.partition(":")
+        obj: Any = importlib.import_module(module.strip())
+        for attr in re.sub(r"\[.*\]", "", attrs).strip().split("."):
+            if attr:
+                obj = getattr(obj, attr)
+        return obj
+
+    def _metadata(self) -> Any:
+        import importlib.metadata
+        from pathlib import Path
+
+        return importlib.metadata.PathDistribution(Path(self.dist_path))
+
+    def dist_name(self) -> str:
+        """The name of the distribution it comes from."""
+        return str(self._metadata().metadata["Name"] or "")
+
+    def version(self) -> str | None:
+        """The version of the distribution it comes from."""
+        version = self._metadata().version
+        return str(version) if version else None
+
+
+def entry_points(group: str) -> list[EntryPoint]:
+    """The entry points of ``group``, in the order :func:`importlib.metadata.entry_points` gives them.
+
+    The same search: every folder on ``sys.path`` in order, its ``*.dist-info`` and
+    ``*.egg-info`` folders in listing order, the first distribution of a name winning.
+    (A plugin inside a zip archive on ``sys.path`` is not found here.)
+    """
+    seen: set[str] = set()
+    out: list[EntryPoint] = []
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            children = os.listdir(folder)
+        except OSError:
+            continue  # a zip archive, or a folder that is gone
+        by_name: dict[str, list[str]] = {}
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")):
+                by_name.setdefault(_normalize(low.rpartition(".")[0].partition("-")[0]), []).append(child)
+        for name, dists in by_name.items():
+            for child in dists:
+                if name in seen:
+                    break
+                seen.add(name)
+                out.extend(_group_of(os.path.join(folder, child), group))
+    return out
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
+
+
+def _group_of(dist_path: str, group: str) -> list[EntryPoint]:
+    """The entry points of ``group`` in one distribution's ``entry_points.txt``."""
+    try:
+        with open(os.path.join(dist_path, "entry_points.txt"), encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return []
+    out: list[EntryPoint] = []
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+            continue
+        if section == group and "=" in line:
+            name, _, value = line.partition("=")
+            out.append(EntryPoint(name.strip(), value.strip(), dist_path))
+    return out
 
 
 def _trace_hooks() -> None:
@@ -97,7 +183,8 @@ def get_plugins(include_builtin: bool = False) -> list[dict[str, Any]]:
             continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         entry: dict[str, Any] = {"name": name, "hooks": hooks, "locations": _locations_of(plugin)}
-        version = versions.get(name) or getattr(plugin, "__version__", None)
+        ep = _dists.get(name)
+        version = (ep.version() if ep is not None else None) or getattr(plugin, "__version__", None)
         if version:
             entry["version"] = version
         out.append(entry)

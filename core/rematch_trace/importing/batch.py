@@ -33,7 +33,6 @@ from rematch_trace.importing.executor import Executor, Interrupted
 from rematch_trace.importing.fs import exists, stat_of
 from rematch_trace.importing.lock import ImportLock
 from rematch_trace.importing.outcome import FileOutcome, Grown, WorkItem
-from rematch_trace.importing.reader import require_c_backend
 from rematch_trace.importing.settings import ImportSettings, Progress
 from rematch_trace.importing.summary import FileResult, Summary, print_problems
 from rematch_trace.importing.worker import use_host, worker_host
@@ -161,7 +160,6 @@ def run_import(
     what finished) when a signal stopped the run.
     """
     started = time.monotonic()
-    require_c_backend()
     if host is not None:
         use_host(host)  # forked workers inherit it
     # Nothing to read at all: say so before a data folder is made for nothing.
@@ -243,6 +241,11 @@ def import_locked(
             # caller that keeps the lock across runs (rematch watch).
             os.utime(data.lock)
             todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None)
+            if todo:
+                # Checked once there is something to read (the reader and ijson load only then).
+                from rematch_trace.importing.reader import require_c_backend
+
+                require_c_backend()
             # Said by this process (default_locations), before workers inherit the host.
             summary.plugin_failed(host.drain_isolated())
 

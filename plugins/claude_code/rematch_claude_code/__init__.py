@@ -9,33 +9,42 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rematch_trace.host.hookspecs import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
-from rematch_trace.host.vocab import Neutral
 
-from . import actions, discover, live, reader, skills, translate
+if TYPE_CHECKING:
+    from rematch_trace.host.vocab import Neutral
+
+# The submodules are imported by the hooks that use them: a rerun that finds nothing to
+# read registers this plugin without loading its reader and translator.
 
 __version__ = "0.1.0"
-HARNESS = discover.HARNESS
+HARNESS = "claude_code"  # discover.HARNESS, without importing it
 
 
 @hookimpl
 def default_locations() -> list[Location]:
     """``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``."""
+    from . import discover
+
     return discover.locations()
 
 
 @hookimpl
 def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
     """Claim Claude Code transcripts; ``agent-*.jsonl`` files are subagent sessions."""
+    from . import discover
+
     return discover.detect(path, head, hint)
 
 
 @hookimpl
 def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream a claimed file's records from byte ``start`` (plain, gzip or zstd)."""
+    from . import reader
+
     return reader.read(source, start)
 
 
@@ -44,24 +53,32 @@ def to_trace_records(
     source: Source, records: Iterator[RawRecord], state: dict[str, Any]
 ) -> Iterator[Neutral]:
     """Translate a claimed file's records into neutral records."""
+    from . import translate
+
     return translate.translate(source, records, state)
 
 
 @hookimpl
 def visible_entries(text: str) -> list[str]:
     """The rematch entries a session's skill folders offer (the live ``SessionStart`` lists them)."""
+    from . import skills
+
     return skills.offered_entries(text)
 
 
 @hookimpl
 def classify_action(tool: str, tool_input: Any) -> str:
     """The security action type of a Claude Code tool call."""
+    from . import actions
+
     return actions.action_type(tool, tool_input)
 
 
 @hookimpl
 def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] | None:
     """The neutral records of one Claude Code hook payload (live capture)."""
+    from . import live
+
     if harness != HARNESS:
         return None
     return live.records(event, t)

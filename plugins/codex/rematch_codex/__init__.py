@@ -11,33 +11,42 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rematch_trace.host.hookspecs import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
-from rematch_trace.host.vocab import Neutral
 
-from . import actions, discover, skills, translate
+if TYPE_CHECKING:
+    from rematch_trace.host.vocab import Neutral
+
+# The submodules are imported by the hooks that use them: a rerun that finds nothing to
+# read registers this plugin without loading its reader and translator.
 
 __version__ = "0.1.0"
-HARNESS = discover.HARNESS
+HARNESS = "codex"  # discover.HARNESS, without importing it
 
 
 @hookimpl
 def default_locations() -> Iterable[Location]:
     """``$CODEX_HOME/sessions`` and ``$CODEX_HOME/archived_sessions`` (``~/.codex`` by default)."""
+    from . import discover
+
     return discover.locations()
 
 
 @hookimpl
 def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
     """Claim Codex rollouts (``.jsonl`` or ``.jsonl.zst``) by name and first line."""
+    from . import discover
+
     return discover.detect(path, head, hint)
 
 
 @hookimpl
 def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream a rollout, decompressing ``.zst`` on the fly, from byte ``start``."""
+    from . import discover
+
     return discover.read(source, start)
 
 
@@ -46,6 +55,8 @@ def to_trace_records(
     source: Source, records: Iterator[RawRecord], state: dict[str, Any]
 ) -> Iterator[Neutral]:
     """Translate rollout lines into neutral records (see :mod:`.translate`)."""
+    from . import translate
+
     return translate.translate(source, records, state)
 
 
@@ -55,10 +66,14 @@ def visible_entries(text: str) -> Iterable[str]:
 
     Only skills with a ``rematch.json`` beside their file are rematch entries.
     """
+    from . import skills
+
     return skills.offered_entries(text)
 
 
 @hookimpl
 def classify_action(tool: str, tool_input: Any) -> str:
     """The security action type of a Codex tool call."""
+    from . import actions
+
     return actions.classify(tool, tool_input)

@@ -11,43 +11,56 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rematch_trace.host.hookspecs import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
-from rematch_trace.host.vocab import Neutral
 
-from . import actions, discover, translate, tree
+if TYPE_CHECKING:
+    from rematch_trace.host.vocab import Neutral
+
+# The submodules are imported by the hooks that use them: a rerun that finds nothing to
+# read registers this plugin without loading its reader and translator.
 
 __version__ = "0.1.0"
-HARNESS = discover.HARNESS
+HARNESS = "omp"  # discover.HARNESS, without importing it
 
 
 @hookimpl
 def default_locations() -> Iterable[Location]:
     """omp's session folders (with its env overrides and profiles), its archive, and pi's."""
+    from . import discover
+
     return [Location(HARNESS, p) for p in discover.session_roots(os.environ, Path.home())]
 
 
 @hookimpl
 def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
     """Claim ``.jsonl`` / ``.jsonl.gz`` files that start with omp's title slot or session header."""
+    from . import discover
+
     return discover.detect(path, head, hint)
 
 
 @hookimpl
 def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """The active branch of the session tree (a full read), or the lines after ``start``."""
+    from . import tree
+
     return tree.read(source, start)
 
 
 @hookimpl
 def to_trace_records(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral]:
     """Translate omp entries to neutral records; see :mod:`rematch_omp.translate`."""
+    from . import translate
+
     return translate.translate(source, records, state)
 
 
 @hookimpl
 def classify_action(tool: str) -> str:
     """Type an omp tool call by its tool name."""
+    from . import actions
+
     return actions.classify(tool)
