@@ -25,10 +25,12 @@ from rematch_trace.host.vocab import (
     UserMessage,
 )
 from rematch_trace.place.identity import Place
+from rematch_trace.store.states import structure, unstructure
 from rematch_trace.testing import validate_trace
 from rematch_trace.trace.fold import fold_trace
 from rematch_trace.trace.records import LoadedEntry, from_dict
 from rematch_trace.trace.synth import RUN_BUFFER_RECORDS, Synthesizer
+from rematch_trace.trace.synth_state import SynthState
 
 OPUS = ModelRef("anthropic", "opus")
 HAIKU = ModelRef("anthropic", "haiku")
@@ -220,7 +222,7 @@ def test_pause_anywhere_equals_one_pass(cut: int) -> None:
     out: list[dict[str, Any]] = []
     for r in SCRIPT[:cut]:
         out += first.feed(r)
-    saved = orjson.loads(orjson.dumps(first.state()))
+    saved = structure(orjson.loads(orjson.dumps(unstructure(first.state()))), SynthState)
     second = Synthesizer("omp", state=saved)
     for r in SCRIPT[cut:]:
         out += second.feed(r)

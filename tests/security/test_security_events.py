@@ -15,6 +15,8 @@ from rematch_trace.host import vocab
 from rematch_trace.host.source import Source
 from rematch_trace.security.events import EventSink, rfc3339
 from rematch_trace.security.redact import default_redactor
+from rematch_trace.security.sink_state import SinkState
+from rematch_trace.store.states import structure, unstructure
 from rematch_trace.testing import make_host
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "event-v1.schema.json").read_text())
@@ -47,7 +49,7 @@ def records() -> list[vocab.Neutral]:
     ]
 
 
-def run(recs: list[vocab.Neutral], state: dict[str, Any] | None = None, session: vocab.Session = SESSION) -> tuple[list[dict[str, Any]], EventSink]:
+def run(recs: list[vocab.Neutral], state: SinkState | None = None, session: vocab.Session = SESSION) -> tuple[list[dict[str, Any]], EventSink]:
     sink = EventSink(SOURCE, session, host=HOST, redactor=default_redactor(), state=state)
     out: list[dict[str, Any]] = []
     for r in recs:
@@ -92,17 +94,17 @@ def test_event_ids_are_deterministic_and_unique() -> None:
 
 def test_no_original_input_or_secret_anywhere() -> None:
     out, sink = run(records())
-    blob = orjson.dumps(out + sink.finish()) + orjson.dumps(sink.state())
+    blob = orjson.dumps(out + sink.finish()) + orjson.dumps(unstructure(sink.state()))
     assert SECRET.encode() not in blob
     assert b"id_rsa" in blob  # a path is a summary, not a secret
-    assert str(2**60).encode() not in orjson.dumps(sink.state())
+    assert str(2**60).encode() not in orjson.dumps(unstructure(sink.state()))
 
 
 @pytest.mark.parametrize("cut", range(len(records()) + 1))
 def test_state_round_trip_equals_one_pass(cut: int) -> None:
     recs = records()
     first, sink = run(recs[:cut])
-    state = orjson.loads(orjson.dumps(sink.state()))
+    state = structure(orjson.loads(orjson.dumps(unstructure(sink.state()))), SinkState)
     rest, sink2 = run(recs[cut:], state)
     assert first + rest + sink2.finish() == one_pass()
 

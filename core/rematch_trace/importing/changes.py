@@ -10,13 +10,14 @@ before the old end are fingerprinted again, in the worker.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any, Literal
 
 from rematch_trace.errors import RematchError
 from rematch_trace.importing.fs import read_spans
 from rematch_trace.importing.outcome import Grown
-from rematch_trace.store.states import state_loads
+from rematch_trace.store.states import SavedState, load_saved, state_loads
 
 HEAD_FP = 16 * 1024
 TAIL_FP = 4096
@@ -26,7 +27,7 @@ RACY_SECONDS = 2
 Plan = Literal["skip", "full", "grown"]
 
 
-def fingerprints(path: Path, offset: int, skip: int = 0, head: str | None = None) -> tuple[str | None, str | None]:
+def fingerprints(path: str | os.PathLike[str], offset: int, skip: int = 0, head: str | None = None) -> tuple[str | None, str | None]:
     """sha256 of the first bytes after ``skip`` and of the last bytes before ``offset``.
 
     ``head``, when given, is the head fingerprint already known (not read again).
@@ -45,7 +46,7 @@ def fingerprints(path: Path, offset: int, skip: int = 0, head: str | None = None
     return head, hashlib.sha256(parts[0]).hexdigest()
 
 
-def plan(row: Any, path: Path, size: int | None, mtime_ns: int, load_saved: Any) -> tuple[Plan, Grown | None]:
+def plan(row: Any, path: str, size: int | None, mtime_ns: int, load_saved: Any) -> tuple[Plan, Grown | None]:
     """``skip``, ``full``, or ``grown`` (with what the worker needs to check and continue) for one file.
 
     ``row`` is the file's ledger row without its saved state (or ``None``);
@@ -73,12 +74,18 @@ def plan(row: Any, path: Path, size: int | None, mtime_ns: int, load_saved: Any)
     return "full", None
 
 
-def resumable(path: Path, grown: Grown | None) -> dict[str, Any] | None:
-    """The saved state to continue ``path`` from, if the part already imported is unchanged."""
+def resumable(path: Path, grown: Grown | None) -> SavedState | None:
+    """The saved state to continue ``path`` from, if the part already imported is unchanged.
+
+    A saved state this version cannot read (a damaged ledger) is none: the file is read whole.
+    """
     if grown is None or not grown.saved:
         return None
-    saved: dict[str, Any] = state_loads(grown.saved)
-    head, tail = fingerprints(path, grown.offset, saved.get("head_skip", 0))
+    try:
+        saved = load_saved(grown.saved)
+    except ValueError:
+        return None
+    head, tail = fingerprints(path, grown.offset, saved.head_skip)
     if head == grown.head_fp and tail == grown.tail_fp:
         return saved
     return None

@@ -9,6 +9,7 @@ from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host
 from rematch_trace.host.source import Source
 from rematch_trace.importing.source_import import Sink, SinkFactory
+from rematch_trace.security.sink_state import SinkState
 
 
 def redactors(enabled: bool) -> tuple[Callable[[str], str] | None, Callable[[Any], Any] | None]:
@@ -28,7 +29,7 @@ def sink_factory_for(host: Host) -> SinkFactory:
 
     redactor = default_redactor()
 
-    def make(source: Source, session: vocab.Session, state: dict[str, Any] | None) -> Sink:
+    def make(source: Source, session: vocab.Session, state: SinkState | None) -> Sink:
         return EventSink(source, session, host=host, redactor=redactor, state=state)
 
     return make

@@ -28,11 +28,19 @@ from rematch_trace.host.text import clean
 from rematch_trace.importing.fs import source_name
 from rematch_trace.importing.settings import BARE, ImportSettings
 from rematch_trace.live.folder import is_live
+from rematch_trace.security.sink_state import SinkState
 from rematch_trace.store.claims import Claims, Conflict
 from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
 from rematch_trace.store.pending import write_pending
-from rematch_trace.store.states import state_dumps, state_loads
+from rematch_trace.store.states import (
+    SavedState,
+    StreamState,
+    dump_saved,
+    load_saved,
+    state_dumps,
+    state_loads,
+)
 from rematch_trace.trace.exactnum import json_default
 from rematch_trace.trace.synth import Synthesizer
 
@@ -49,12 +57,12 @@ class Sink(Protocol):
     def finish(self) -> list[dict[str, Any]]:
         """The remaining output records."""
 
-    def state(self) -> dict[str, Any]:
-        """A JSON-able snapshot to continue from."""
+    def state(self) -> SinkState:
+        """A snapshot to continue from."""
 
 
 #: Makes a session's security-event sink: (source, session record, saved state) -> sink.
-SinkFactory = Callable[[Source, vocab.Session, "dict[str, Any] | None"], Sink]
+SinkFactory = Callable[[Source, vocab.Session, "SinkState | None"], Sink]
 
 
 @attrs.define
@@ -98,10 +106,9 @@ class SourceOutcome:
     dropped: bool = False
 
     @property
-    def saved(self) -> dict[str, Any]:
+    def saved(self) -> SavedState | None:
         """The state to continue from (``saved=`` of a later :func:`import_source`)."""
-        value: dict[str, Any] = state_loads(self.saved_blob) if self.saved_blob else {}
-        return value
+        return load_saved(self.saved_blob) if self.saved_blob else None
 
 
 def dumps_record(rec: dict[str, Any]) -> bytes:
@@ -151,7 +158,7 @@ class _Out:
         synth: Synthesizer,
         sink: Sink | None,
         data: DataDir,
-        saved: dict[str, Any] | None,
+        saved: StreamState | None,
     ) -> None:
         self.stream = stream
         self.session = session
@@ -167,11 +174,11 @@ class _Out:
         if self.kept_live:
             self.trace = _Discarded(trace_path)
             self.events = _Discarded(events_path) if sink is not None else None
-        elif saved:
-            self.trace = AppendFile(trace_path, saved["trace_len"])
+        elif saved is not None:
+            self.trace = AppendFile(trace_path, saved.trace_len)
             try:
                 if sink is not None:
-                    self.events = AppendFile(events_path, saved.get("events_len", 0))
+                    self.events = AppendFile(events_path, saved.events_len)
             except BaseException:
                 self.trace.discard()
                 raise
@@ -206,14 +213,14 @@ class SourceImport:
         data: DataDir,
         settings: ImportSettings = BARE,
         *,
-        saved: dict[str, Any] | None = None,
+        saved: SavedState | None = None,
         claims: Claims | None = None,
     ) -> None:
         self.host = host
         self.claims = claims
         self.source = source
         self.data = data
-        self.saved = saved or {}
+        self.saved = saved
         wiring = settings.wiring(host)
         self.sink_factory = wiring.sink_factory
         self.redact = wiring.redact
@@ -223,10 +230,11 @@ class SourceImport:
         self.result = SourceOutcome(source)
         self.snapshot: bytes | None = None
         self.generation: str | None = None
-        self.offset = int(self.saved.get("offset", 0))
+        self.offset = saved.offset if saved is not None else 0
         #: The last raw record handed to the plugin's translation, to say where it failed.
         self.last: RawRecord | None = None
-        self.plugin_state: dict[str, Any] = state_loads(state_dumps(self.saved.get("plugin", {})))
+        # The plugin changes its state in place: a copy, so a caller's saved state stays as it was.
+        self.plugin_state: dict[str, Any] = state_loads(state_dumps(saved.plugin)) if saved is not None else {}
 
     def _raw(self) -> Iterator[RawRecord]:
         for item in self.host.read(self.source, self.offset):
@@ -246,23 +254,22 @@ class SourceImport:
         streams = {}
         for key, out in self.outs.items():
             out.trace.flush()
-            streams[key] = {
-                "session": out.session_fields,
-                "synth": out.synth.state(),
-                "sink": out.sink.state() if out.sink is not None else None,
-                "trace_len": out.trace.size,
-                "events_len": out.events.size if out.events is not None else 0,
-            }
-        snap: dict[str, Any] = {"offset": self.offset, "plugin": self.plugin_state, "streams": streams,
-                                "harness": self.source.harness, "head_skip": self.source.mutable_prefix}
-        if self.generation is not None:
-            snap["journal"] = self.generation  # the ledger holding it is what commits the resume
+            streams[key] = StreamState(
+                session=out.session_fields,
+                synth=out.synth.state(),
+                sink=out.sink.state() if out.sink is not None else None,
+                trace_len=out.trace.size,
+                events_len=out.events.size if out.events is not None else 0,
+            )
+        # The journal generation: the ledger holding it is what commits the resume.
+        snap = SavedState(offset=self.offset, plugin=self.plugin_state, streams=streams,
+                          harness=self.source.harness, head_skip=self.source.mutable_prefix, journal=self.generation)
         # Encoded now: the copy that later records cannot change, the proof it
         # saves, and the very bytes the ledger stores.
-        self.snapshot = state_dumps(snap)
+        self.snapshot = dump_saved(snap)
 
     def _open(self, rec: vocab.Session) -> _Out:
-        saved = self.saved.get("streams", {}).get(rec.stream)
+        saved = self.saved.streams.get(rec.stream) if self.saved is not None else None
         taken = {o.session_id for o in self.outs.values()}
         if rec.session_id in taken:  # two streams claiming one id: keep both
             n = 2
@@ -275,24 +282,24 @@ class SourceImport:
             visible_of=lambda text: self.host.visible(self.source, text),
             redact=self.redact,
             redact_input=self.redact_input,
-            state=saved["synth"] if saved else None,
+            state=saved.synth if saved is not None else None,
         )
         sink = None
         if self.sink_factory is not None:
-            sink = self.sink_factory(self.source, rec, saved.get("sink") if saved else None)
+            sink = self.sink_factory(self.source, rec, saved.sink if saved is not None else None)
         out = _Out(rec.stream, rec, synth, sink, self.data, saved)
         self.outs[rec.stream] = out
         return out
 
     def run(self) -> SourceOutcome:
         """Import the source; on any failure leave every earlier output as it was."""
-        self.result.resumed = bool(self.saved)
+        self.result.resumed = self.saved is not None
         entry: dict[str, Any] | None = None
         try:
             # Reopen the sessions a resumed import had already started, and make
             # the in-place continuation undoable before a byte of them changes.
-            for stream, saved in self.saved.get("streams", {}).items():
-                sess = vocab.Session(**{**saved["session"], "stream": stream})
+            for stream, saved in (self.saved.streams if self.saved is not None else {}).items():
+                sess = vocab.Session(**{**saved.session, "stream": stream})
                 if self.claims is not None:
                     # Continue in place only a trace this source wrote in an earlier run;
                     # else (another file's copy took the session) read the file whole.
@@ -395,9 +402,9 @@ class SourceImport:
         if self.generation is None:
             self.snapshot = None
             return
-        snap = state_loads(self.snapshot)
-        snap.get("streams", {}).pop(stream, None)
-        self.snapshot = state_dumps(snap)
+        snap = load_saved(self.snapshot)
+        snap.streams.pop(stream, None)
+        self.snapshot = dump_saved(snap)
 
     def _commit_one(self, out: _Out) -> None:
         out.trace.commit(self.fsync)
@@ -433,7 +440,7 @@ def import_source(
     data: DataDir,
     settings: ImportSettings = BARE,
     *,
-    saved: dict[str, Any] | None = None,
+    saved: SavedState | None = None,
     claims: Claims | None = None,
 ) -> SourceOutcome:
     """Import one source; with ``saved``, continue a grown file (falling back to a full import).
@@ -443,7 +450,7 @@ def import_source(
     trace another file's copy holds is written only if this copy holds at least
     as much (see :mod:`rematch_trace.store.claims`).
     """
-    if saved:
+    if saved is not None:
         try:
             return SourceImport(host, source, data, settings, saved=saved, claims=claims).run()
         except RestartImport:

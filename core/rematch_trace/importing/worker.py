@@ -100,7 +100,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             source,
             data,
             settings,
-            saved=saved if saved and saved.get("harness") == source.harness else None,
+            saved=saved if saved is not None and saved.harness == source.harness else None,
             claims=claims,
         )
     except FileNotFoundError as err:
@@ -142,11 +142,11 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     # Here, while the file is fresh in the cache: the ledger writer records serially.
     # A continued file's head was just checked, and lies wholly in the part kept.
     skip = source.mutable_prefix
-    same_head = saved and grown and saved.get("head_skip", 0) == skip and grown.offset - skip >= HEAD_FP
+    same_head = saved is not None and grown and saved.head_skip == skip and grown.offset - skip >= HEAD_FP
     known = grown.head_fp if grown and same_head else None
     head, tail = fingerprints(p, result.offset, skip, known)
     return FileOutcome(
-        "resumed" if result.resumed and saved else "imported",
+        "resumed" if result.resumed and saved is not None else "imported",
         harness=source.harness,
         sessions=sessions,
         kept_live=kept_live,

@@ -47,10 +47,12 @@ from rematch_trace.live.folder import ensure_live_dir, state_path
 from rematch_trace.security.events import EventSink
 from rematch_trace.security.redact import Redactor, default_redactor
 from rematch_trace.security.risk import file_paths
+from rematch_trace.security.sink_state import SinkState
 from rematch_trace.store.datafolder import DataDir, safe_name
 from rematch_trace.store.rows import SessionRow
-from rematch_trace.store.states import state_dumps, state_loads
+from rematch_trace.store.states import state_dumps, state_loads, structure, unstructure
 from rematch_trace.trace.synth import Synthesizer
+from rematch_trace.trace.synth_state import SynthState
 from rematch_trace.trace.truncate import HEAD_LIMIT
 
 STATE_VERSION = 1
@@ -220,10 +222,11 @@ class SessionWriter:
             visible_of=lambda text: host.visible(self.source, text),
             redact=redactor.redact_text,
             redact_input=redactor.redact_value,
-            state=st["synth"],
+            state=structure(st["synth"], SynthState) if st["synth"] is not None else None,
             mode="live",
         )
-        self.sink = EventSink(self.source, self.session, host=host, redactor=redactor, state=st["sink"])
+        sink_state = structure(st["sink"], SinkState) if st["sink"] is not None else None
+        self.sink = EventSink(self.source, self.session, host=host, redactor=redactor, state=sink_state)
         ended = st.get("ended")
         self.trace = _Output(data.trace_path(self.session_id), ended["trace_len"] if ended else st["trace_len"])
         self.events = _Output(data.events_path(self.session_id), ended["events_len"] if ended else st["events_len"])
@@ -251,8 +254,8 @@ class SessionWriter:
         """Replace the saved state atomically (what makes the appended records committed)."""
         st = self.st
         if st.get("ended") is None:
-            st["synth"] = self.synth.state()
-            st["sink"] = self.sink.state()
+            st["synth"] = unstructure(self.synth.state())
+            st["sink"] = unstructure(self.sink.state())
             st["trace_len"] = self.trace.size
             st["events_len"] = self.events.size
         st["last_ms"] = int(time.time() * 1000)
@@ -509,8 +512,8 @@ class SessionWriter:
         place = self.host.place(self.session.cwd or "")
         files = hash_changed_files(self.st["changed"], place.repo, self.session.cwd, budget_s)
         # The state before the final records, kept (encoded now: finishing changes it).
-        self.st["synth"] = self.synth.state()
-        self.st["sink"] = self.sink.state()
+        self.st["synth"] = unstructure(self.synth.state())
+        self.st["sink"] = unstructure(self.sink.state())
         self.st["trace_len"] = self.trace.size
         self.st["events_len"] = self.events.size
         self.st = state_loads(state_dumps(self.st))

@@ -30,6 +30,7 @@ from rematch_trace.host.source import Source
 from rematch_trace.security.fingerprint import action_fingerprint
 from rematch_trace.security.redact import PLACEHOLDER, Redactor
 from rematch_trace.security.risk import command_text, file_paths, risk_features, strings_of
+from rematch_trace.security.sink_state import SinkState
 from rematch_trace.trace.exactnum import ExactNumber
 
 SCHEMA_VERSION = 1
@@ -165,7 +166,7 @@ class EventSink:
         *,
         host: Host,
         redactor: Redactor,
-        state: dict[str, Any] | None = None,
+        state: SinkState | None = None,
     ) -> None:
         self.source = source
         self.session = session
@@ -178,13 +179,13 @@ class EventSink:
         self.source_session_id = (session.parent_session_id or session.session_id) if sub else session.session_id
         self.cwd = session.cwd or ""
         self.repo_root: str | None = host.place(self.cwd).repo if self.cwd else None
-        s = state or {}
-        self.n: int = s.get("n", 0)
-        self.t: int | None = s.get("t", session.t)
-        self.started: bool = s.get("started", False)
-        self.calls: dict[str, list[Any]] = s.get("calls", {})
-        self.turn: str | None = s.get("turn")  # the harness's turn id the records belong to
-        self.mode: str | None = s.get("mode")  # the harness's permission mode in force
+        s = state or SinkState(t=session.t)
+        self.n: int = s.n
+        self.t: int | None = s.t
+        self.started: bool = s.started
+        self.calls: dict[str, list[Any]] = s.calls
+        self.turn: str | None = s.turn  # the harness's turn id the records belong to
+        self.mode: str | None = s.mode  # the harness's permission mode in force
         # Event ids are UUIDv5 of "<agent>\x1f<session>\x1f<n>": the same prefix for every event.
         prefix = f"{self.agent}\x1f{session.session_id}\x1f".encode("utf-8", "surrogatepass")
         self._id_hash = hashlib.sha1(_NAMESPACE_BYTES + prefix)
@@ -195,10 +196,9 @@ class EventSink:
         self._sec_ms = _MAX_MS + 1
         self._sec_text = ""
 
-    def state(self) -> dict[str, Any]:
-        """The state as JSON-able data (no original input); pass it back as ``state=``."""
-        return {"n": self.n, "t": self.t, "started": self.started, "calls": self.calls, "turn": self.turn,
-                "mode": self.mode}
+    def state(self) -> SinkState:
+        """The state (no original input; saved as JSON); pass it back as ``state=``."""
+        return SinkState(n=self.n, t=self.t, started=self.started, calls=self.calls, turn=self.turn, mode=self.mode)
 
     # -- events --------------------------------------------------------------------------
 

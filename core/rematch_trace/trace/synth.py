@@ -1,7 +1,7 @@
 """The synthesizer: neutral records in, trace records out, one session at a time.
 
-It runs incrementally, record by record, and its whole state is a JSON-able
-dict (:meth:`Synthesizer.state`), so an import can stop at any record and
+It runs incrementally, record by record, and its whole state is a
+:class:`~rematch_trace.trace.synth_state.SynthState` (:meth:`Synthesizer.state`), so an import can stop at any record and
 continue later (append-resume today; live capture and a verdict service next)
 with output identical to a single pass.
 
@@ -32,7 +32,6 @@ from rematch_trace.host import vocab
 from rematch_trace.host.text import clean
 from rematch_trace.place.identity import Place
 from rematch_trace.trace.canonical import args_hash
-from rematch_trace.trace.flags import FlagTracker
 from rematch_trace.trace.prelabel import (
     MARK_RE,
     is_dropped_command,
@@ -57,6 +56,7 @@ from rematch_trace.trace.records import (
     TurnEnd,
     to_dict,
 )
+from rematch_trace.trace.synth_state import SynthState
 from rematch_trace.trace.truncate import HEAD_LIMIT, TEXT_LIMIT, cut_utf8, truncate_input
 
 #: The records :class:`~rematch_trace.trace.flags.FlagTracker` looks at (it passes over the rest).
@@ -110,7 +110,7 @@ class Synthesizer:
         visible_of: VisibleOf | None = None,
         redact: Redact | None = None,
         redact_input: Callable[[Any], Any] | None = None,
-        state: dict[str, Any] | None = None,
+        state: SynthState | None = None,
         mode: str = "import",
     ) -> None:
         self.harness = harness
@@ -120,53 +120,53 @@ class Synthesizer:
         self._visible_of = visible_of or (lambda text: [])
         self._redact = redact or _identity
         self._redact_input = redact_input or (lambda v: v)
-        s = state or {}
-        self.seq: int = s.get("seq", 0)
-        self.t: int = s.get("t", 0)
-        self.session: dict[str, Any] | None = s.get("session")
-        self.started: bool = s.get("started", False)
-        self.first_model: dict[str, str] | None = s.get("first_model")
-        self.visible: list[str] = s.get("visible", [])
-        self.loaded: list[dict[str, Any]] = s.get("loaded", [])
-        self.buffer: list[list[Any]] = s.get("buffer", [])  # [record dict without seq, t]
-        self.input_at: int | None = s.get("input_at")  # index in buffer of the run's input
-        self.run_open: bool = s.get("run_open", False)
-        self.run_turns: int = s.get("run_turns", 0)
-        self.last_aborted: bool = s.get("last_aborted", False)
-        self.deliverable: str | None = s.get("deliverable")
-        self.prev_tokens: list[str] | None = s.get("prev_tokens")  # digests, as restored
+        s = state or SynthState()
+        self.seq: int = s.seq
+        self.t: int = s.t
+        self.session: dict[str, Any] | None = s.session
+        self.started: bool = s.started
+        self.first_model: dict[str, str] | None = s.first_model
+        self.visible: list[str] = s.visible
+        self.loaded: list[dict[str, Any]] = s.loaded
+        self.buffer: list[list[Any]] = s.buffer  # [record dict without seq, t]
+        self.input_at: int | None = s.input_at  # index in buffer of the run's input
+        self.run_open: bool = s.run_open
+        self.run_turns: int = s.run_turns
+        self.last_aborted: bool = s.last_aborted
+        self.deliverable: str | None = s.deliverable
+        self.prev_tokens: list[str] | None = s.prev_tokens  # digests, as restored
         self._prev_raw: set[str] | None = None  # the previous input's tokens, in memory only
-        self.calls: dict[str, list[Any]] = s.get("calls", {})
-        self.turn: dict[str, Any] | None = s.get("turn")
-        self.last_model: dict[str, str] | None = s.get("last_model")
-        self.flags = FlagTracker.from_state(s["flags"]) if "flags" in s else FlagTracker()
-        self.counts: dict[str, int] = s.get("counts", {})
+        self.calls: dict[str, list[Any]] = s.calls
+        self.turn: dict[str, Any] | None = s.turn
+        self.last_model: dict[str, str] | None = s.last_model
+        self.flags = s.flags
+        self.counts: dict[str, int] = s.counts
 
     # -- state ---------------------------------------------------------------------------
 
-    def state(self) -> dict[str, Any]:
-        """The whole state as JSON-able data; pass it back as ``state=`` to continue."""
-        return {
-            "seq": self.seq,
-            "t": self.t,
-            "session": self.session,
-            "started": self.started,
-            "first_model": self.first_model,
-            "visible": self.visible,
-            "loaded": self.loaded,
-            "buffer": self.buffer,
-            "input_at": self.input_at,
-            "run_open": self.run_open,
-            "run_turns": self.run_turns,
-            "last_aborted": self.last_aborted,
-            "deliverable": self.deliverable,
-            "prev_tokens": _token_digest(self._prev_raw) if self._prev_raw is not None else self.prev_tokens,
-            "calls": self.calls,
-            "turn": self.turn,
-            "last_model": self.last_model,
-            "flags": self.flags.to_state(),
-            "counts": self.counts,
-        }
+    def state(self) -> SynthState:
+        """The whole state (saved as JSON); pass it back as ``state=`` to continue."""
+        return SynthState(
+            seq=self.seq,
+            t=self.t,
+            session=self.session,
+            started=self.started,
+            first_model=self.first_model,
+            visible=self.visible,
+            loaded=self.loaded,
+            buffer=self.buffer,
+            input_at=self.input_at,
+            run_open=self.run_open,
+            run_turns=self.run_turns,
+            last_aborted=self.last_aborted,
+            deliverable=self.deliverable,
+            prev_tokens=_token_digest(self._prev_raw) if self._prev_raw is not None else self.prev_tokens,
+            calls=self.calls,
+            turn=self.turn,
+            last_model=self.last_model,
+            flags=self.flags,
+            counts=self.counts,
+        )
 
     @property
     def session_id(self) -> str | None:
