@@ -73,9 +73,9 @@ def _plan_all(
             summary.unchanged(mine["harness"] if mine is not None else None)
             continue
         work = (size or 0) - (grown.offset if grown else 0)
-        # The sessions the ledger gives this file travel with it: the worker never opens the ledger.
-        owned = tuple(sorted(sid for _h, sid in ledger.session_keys_of(key))) if mine is not None else ()
-        todo.append(WorkItem(path, hint, grown, work, owned))
+        # What the ledger holds of the file (its sessions, a grown file's state) is read when
+        # the file is handed out: 100,000 grown files do not hold it all at once.
+        todo.append(WorkItem(path, hint, grown, work, unread=mine is not None))
     # Consumed: the work items hold what is still needed (an archive's worth of tuples freed).
     found.clear()
     if largest_first:
@@ -250,11 +250,17 @@ def import_locked(
             summary.plugin_failed(host.drain_isolated())
 
             def prepare(item: WorkItem) -> WorkItem:
-                # A grown file's fingerprints and saved state are read now, one file at a time.
-                if item.grown is not None and item.grown.saved is None:
-                    head, tail, saved = book.continuation_of(as_stored(item.path))
-                    return attrs.evolve(item, grown=Grown(item.grown.offset, head, tail, saved))
-                return item
+                # Read now, one file at a time: the sessions the ledger gives the file (they travel
+                # with it: the worker never opens the ledger), a grown file's fingerprints and state.
+                if not item.unread:
+                    return item
+                key = as_stored(item.path)
+                owned = tuple(sorted(sid for _h, sid in book.session_keys_of(key)))
+                grown = item.grown
+                if grown is not None and grown.saved is None:
+                    head, tail, saved = book.continuation_of(key)
+                    grown = Grown(grown.offset, head, tail, saved)
+                return attrs.evolve(item, grown=grown, owned=owned, unread=False)
 
             removals: list[tuple[str, str]] = []
             conflicts = Conflicts(data)

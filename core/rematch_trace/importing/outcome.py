@@ -84,6 +84,9 @@ class WorkItem:
     work: int
     #: The session ids the ledger attributes to this file (the worker never opens the ledger).
     owned: tuple[str, ...] = ()
+    #: The ledger knows the file, and :attr:`owned` (and a grown file's state) are still to be
+    #: read from it: just before the file is handed out, not for every file at planning.
+    unread: bool = False
 
 
 @functools.cache
