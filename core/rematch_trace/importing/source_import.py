@@ -165,12 +165,15 @@ class _Out:
         self.synth = synth
         self.sink = sink
         self.session_id = session.session_id
-        self.session_fields = attrs.asdict(session)  # the record is frozen: once per session
+        # The record is frozen: once per session (recursing only into a model, the one nested record).
+        self.session_fields = attrs.asdict(session, recurse=session.model is not None)
         self.trace: AtomicFile | AppendFile | _Discarded
         self.events: AtomicFile | AppendFile | _Discarded | None = None
         trace_path = data.trace_path(self.session_id)
         events_path = data.events_path(self.session_id)
         self.kept_live = is_live(data, self.session_id)
+        #: A continued session that had no flag reasons has no pending file to remove.
+        self.had_reasons = saved is None or bool(saved.synth.flags.reasons())
         if self.kept_live:
             self.trace = _Discarded(trace_path)
             self.events = _Discarded(events_path) if sink is not None else None
@@ -414,7 +417,8 @@ class SourceImport:
         reasons = synth.flags.reasons()
         seqs = synth.flags.seqs()
         place = self.host.place(out.session.cwd or "")
-        write_pending(self.data, out.session_id, self.source.harness, reasons, seqs, out.trace.target, self.fsync)
+        if reasons or out.had_reasons:
+            write_pending(self.data, out.session_id, self.source.harness, reasons, seqs, out.trace.target, self.fsync)
         self.result.sessions.append(
             SessionOutcome(
                 stream=out.stream,
