@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from generate import append_percent, session_file  # noqa: E402
-from run import corpus_size, measure, rematch  # noqa: E402
+from run import corpus_size, measure_cpu, rematch  # noqa: E402
 
 
 def generate_many(root: Path, files: int, median_kb: int, seed: int = 5) -> int:
@@ -76,15 +76,15 @@ def main() -> None:
     work = HERE / "out" / f"many-{a.files}-{a.median_kb}"
     corpus = prepare_many(work, a.files, a.median_kb, regenerate=a.regenerate)
     size = corpus_size(corpus)
-    rows: list[tuple[str, float, float]] = []
+    rows: list[tuple[str, float, float, float]] = []
 
-    def row(name: str, cmd: list[str]) -> float:
-        wall, rss, code, err = measure(cmd)
+    def row(name: str, cmd: list[str]) -> tuple[float, float]:
+        wall, rss, code, err, cpu = measure_cpu(cmd)
         if code not in (0, 1):
             sys.stderr.write(err)
             raise SystemExit(f"{name}: exit {code}")
-        rows.append((name, wall, rss))
-        return wall
+        rows.append((name, wall, cpu, rss))
+        return wall, cpu
 
     cold = {j: row(f"cold import, --jobs {j}", rematch(corpus, work / f"out-{j}", j)) for j in a.jobs}
     last = a.jobs[-1]
@@ -95,11 +95,13 @@ def main() -> None:
 
     print(f"corpus: {a.files:,} files, {size / 1e6:,.0f} MB (+{added / 1e6:,.1f} MB appended, "
           f"{added / size:.2%}); {os.cpu_count()} cores; python {sys.version.split()[0]}")
-    print(f"{'run':<36} {'wall s':>8} {'peak RSS MiB':>13}")
-    for name, wall, rss in rows:
-        print(f"{name:<36} {wall:>8.2f} {rss:>13.0f}")
-    ratios = "   ".join(f"+1% rerun / cold with {j} job{'s' if j > 1 else ''}: {grown[j] / cold[j]:.1%}" for j in a.jobs)
-    print(f"rerun / cold: {rerun / cold[last]:.1%}   {ratios}")
+    print(f"{'run':<36} {'wall s':>8} {'CPU s':>8} {'peak RSS MiB':>13}")
+    for name, wall, cpu, rss in rows:
+        print(f"{name:<36} {wall:>8.2f} {cpu:>8.2f} {rss:>13.0f}")
+    for i, what in enumerate(("wall", "CPU")):
+        ratios = "   ".join(f"+1% rerun / cold, {j} job{'s' if j > 1 else ''}: {grown[j][i] / cold[j][i]:.1%}"
+                           for j in a.jobs)
+        print(f"{what:>4}: rerun / cold: {rerun[i] / cold[last][i]:.1%}   {ratios}")
 
 
 if __name__ == "__main__":

@@ -32,8 +32,10 @@ import resource, subprocess, sys, time
 t = time.perf_counter()
 p = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 wall = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-sys.stdout.write(f"{wall} {rss} {p.returncode}\n")
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+# CPU seconds of the command and every process it waited for (its workers): on a
+# machine shared with others, a steadier measure than wall time.
+sys.stdout.write(f"{wall} {usage.ru_maxrss} {p.returncode} {usage.ru_utime + usage.ru_stime}\n")
 sys.stderr.write(p.stderr.decode(errors="replace")[-2000:])
 """
 
@@ -57,9 +59,15 @@ print(n)
 
 def measure(cmd: list[str]) -> tuple[float, float, int, str]:
     """(wall seconds, peak RSS MiB of the largest process, exit code, stderr tail)."""
+    wall, rss, code, err, _cpu = measure_cpu(cmd)
+    return wall, rss, code, err
+
+
+def measure_cpu(cmd: list[str]) -> tuple[float, float, int, str, float]:
+    """:func:`measure`, and the CPU seconds (user + system) of the command and its workers."""
     res = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True)
-    wall, rss_kb, code = res.stdout.split()
-    return float(wall), int(rss_kb) / 1024, int(code), res.stderr
+    wall, rss_kb, code, cpu = res.stdout.split()
+    return float(wall), int(rss_kb) / 1024, int(code), res.stderr, float(cpu)
 
 
 def rematch(corpus: Path, out: Path, jobs: int) -> list[str]:
