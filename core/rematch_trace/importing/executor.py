@@ -35,7 +35,8 @@ class Executor(Protocol):
     deaths: list[str]
 
     def run(self, items: list[WorkItem], prepare: Callable[[WorkItem], WorkItem]) -> Iterator[tuple[WorkItem, FileOutcome]]:
-        """Import ``items`` (each passed through ``prepare`` just before it is handed out)."""
+        """Import ``items`` (each passed through ``prepare`` just before it is handed out); the list
+        may be consumed as the work goes (the local executors empty it)."""
 
     def stop(self) -> None:
         """Ask the run to end soon; safe to call from a signal handler."""

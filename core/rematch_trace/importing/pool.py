@@ -54,11 +54,13 @@ class InProcess:
         self.deaths: list[str] = []
 
     def run(self, items: list[WorkItem], prepare: Callable[[WorkItem], WorkItem]) -> Iterator[tuple[WorkItem, FileOutcome]]:
-        """Import ``items`` in order."""
-        for n, item in enumerate(items, 1):
+        """Import ``items`` in order (consumed: each is freed once its outcome is in)."""
+        total = len(items)
+        items.reverse()
+        for n in range(1, total + 1):
             if self._stopping:
                 return
-            item = prepare(item)
+            item = prepare(items.pop())
             self._busy = True
             try:
                 outcome = import_file(item, self.settings, self.data_root)
@@ -66,7 +68,7 @@ class InProcess:
                 self._busy = False
             yield item, outcome
             if self.progress:
-                self.progress(n, len(items))
+                self.progress(n, total)
 
     def stop(self) -> None:
         """Stop after the file being imported; the signal handler interrupts it (see :meth:`abortable`)."""
@@ -140,6 +142,9 @@ class LocalPool:
         """Import ``items`` in the workers; yield each outcome as it arrives."""
         queue: collections.deque[list[WorkItem]] = collections.deque(tasks_of(items))
         total = len(items)
+        # Consumed: a task's items are freed once their outcomes are in (100,000 files' items
+        # would otherwise stay to the end, beside the summary the outcomes fill).
+        items.clear()
         done = 0
         if not queue:
             return
