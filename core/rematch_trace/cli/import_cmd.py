@@ -70,7 +70,8 @@ def import_cmd(
     if data.root.is_dir() and not writable(data):
         raise read_only_error(data, "rematch import")
     try:
-        summary = run_import(sources, data, settings, progress=progress, scheduler=scheduler)
+        # The command prints counts and the files worth naming: no record per clean file.
+        summary = run_import(sources, data, settings, progress=progress, scheduler=scheduler, name_clean=False)
     except Interrupted as stop:
         click.echo(
             f"rematch: interrupted ({signal.Signals(stop.signum).name}); what finished is recorded, "

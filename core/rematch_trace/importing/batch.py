@@ -150,11 +150,14 @@ def run_import(
     progress: Progress | None = None,
     executor: Executor | None = None,
     scheduler: str | None = None,
+    name_clean: bool = True,
 ) -> Summary:
     """Import every source under ``paths`` (or the default locations) into ``data``.
 
     ``paths`` are local paths, or fsspec URLs as strings (see :mod:`rematch_trace.importing.fs`);
     ``scheduler`` runs the per-file work on a Dask cluster (see :mod:`rematch_trace.importing.cluster`).
+    Without ``name_clean``, :attr:`Summary.files` lists only the files worth naming (failed,
+    skipped, with problems): what the command prints, in memory that does not grow per clean file.
 
     Raises :class:`~rematch_trace.importing.pool.Interrupted` (after recording
     what finished) when a signal stopped the run.
@@ -172,7 +175,7 @@ def run_import(
         host = worker_host()
         searched: list[Searched] = []
         summary = import_locked(lambda: discover(host, paths, searched), data, settings, progress=progress,
-                                executor=executor, scheduler=scheduler)
+                                executor=executor, scheduler=scheduler, name_clean=name_clean)
         summary.searched = searched
         for place in searched:
             if paths and place.exists and not place.found:
@@ -211,6 +214,7 @@ def import_locked(
     executor: Executor | None = None,
     ledger: Ledger | None = None,
     scheduler: str | None = None,
+    name_clean: bool = True,
 ) -> Summary:
     """Import the ``found`` files (each with its harness hint) into ``data``, whose lock the caller holds.
 
@@ -223,7 +227,7 @@ def import_locked(
     they do not start with an archive's paths in their memory. Whatever
     happens, the executor's workers are gone when this returns or raises.
     """
-    summary = Summary()
+    summary = Summary(name_clean=name_clean)
     host = worker_host()  # loaded before any worker is forked: workers start with the plugins
     executor = executor or make_executor(settings, data, progress, scheduler)
     start = getattr(executor, "start", None)

@@ -66,6 +66,9 @@ class Summary:
     plugin_failures: list[str] = attrs.field(factory=list)
     #: Default folders of built-in harnesses whose plugin is absent: one line each.
     notes: list[str] = attrs.field(factory=list)
+    #: Whether :attr:`files` lists the files read without a problem too (``False``: only the
+    #: files worth naming, so a run over 100,000 files holds no record per clean file).
+    name_clean: bool = True
 
     def count(self, outcome: str) -> int:
         """How many files ended with ``outcome``."""
@@ -118,7 +121,8 @@ class Summary:
             path, _intern(outcome.harness), sys.intern(outcome.outcome), outcome.reason, tuple(outcome.problems[:PROBLEMS_PER_FILE]),
             outcome.problem_count, outcome.skipped_lines, outcome.malformed, len(recorded),
         )
-        self.files.append(fr)
+        if self.name_clean or not outcome.ok or fr.problem_count or fr.skipped_lines or fr.malformed:
+            self.files.append(fr)
         if outcome.ok and outcome.harness is not None:
             h = self.harnesses.setdefault(outcome.harness, {"files": 0, "sessions": 0, "flagged": 0})
             h["files"] += 1
