@@ -156,16 +156,21 @@ class LocalPool:
                 if self._stopping:
                     yield from self._wind_down()
                     return
+                # In rounds, one task per worker a round: handed out worker by worker, the
+                # first worker would take the two largest files and the other the rest,
+                # finishing long before it (the tasks come largest first).
+                for depth in range(1, self.AHEAD + 1):
+                    for worker in self.workers:
+                        if queue and worker.tasks < depth and worker.proc.is_alive():
+                            task = [prepare(i) for i in queue.popleft()]
+                            try:
+                                worker.conn.send([to_wire(i) for i in task])
+                            except OSError:
+                                queue.appendleft(task)  # it died: its death is handled below
+                                continue
+                            worker.outstanding.extend(task)
+                            worker.tasks += 1
                 for worker in list(self.workers):
-                    while queue and worker.tasks < self.AHEAD and worker.proc.is_alive():
-                        task = [prepare(i) for i in queue.popleft()]
-                        try:
-                            worker.conn.send([to_wire(i) for i in task])
-                        except OSError:
-                            queue.appendleft(task)  # it died: its death is handled below
-                            break
-                        worker.outstanding.extend(task)
-                        worker.tasks += 1
                     if not queue and not worker.outstanding:
                         self._retire(worker)
                 ready = wait([w.conn for w in self.workers] + [w.proc.sentinel for w in self.workers], timeout=0.2)
