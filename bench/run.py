@@ -99,14 +99,14 @@ def main() -> None:
         shutil.rmtree(a.work / d, ignore_errors=True)
     size = corpus_size(corpus)
     mb = size / 1e6
-    rows: list[tuple[str, float, float, int, float]] = []
+    rows: list[tuple[str, float, float, int, float, float]] = []
 
     def row(name: str, cmd: list[str], nbytes: float) -> float:
-        wall, rss, code, err = measure(cmd)
+        wall, rss, code, err, cpu = measure_cpu(cmd)
         if code not in (0, 1):
             sys.stderr.write(err)
             raise SystemExit(f"{name}: exit {code}")
-        rows.append((name, wall, nbytes / 1e6 / wall if wall else 0.0, code, rss))
+        rows.append((name, wall, nbytes / 1e6 / wall if wall else 0.0, code, rss, cpu))
         return wall
 
     row("parse only (orjson, 1 process)", [sys.executable, "-c", _PARSE, str(corpus)], size)
@@ -125,9 +125,13 @@ def main() -> None:
     print(f"corpus: {mb:,.0f} MB in {sum(1 for _ in corpus.rglob('*.jsonl'))} files "
           f"(+{added / 1e6:,.1f} MB appended, {added / size:.2%}); {os.cpu_count()} cores; "
           f"python {sys.version.split()[0]}")
-    print(f"{'run':<34} {'wall s':>8} {'MB/s':>8} {'peak RSS MiB':>13}")
-    for name, wall, rate, _code, rss in rows:
-        print(f"{name:<34} {wall:>8.2f} {rate:>8.1f} {rss:>13.0f}")
+    # Ratios to the parse-only run, by wall time and by CPU time (user + system, all the
+    # run's processes): on a machine shared with other work the CPU ratio moves less.
+    parse_wall, parse_cpu = rows[0][1], rows[0][5]
+    print(f"{'run':<34} {'wall s':>8} {'MB/s':>8} {'peak RSS MiB':>13} {'CPU s':>7} {'wall/parse':>10} {'CPU/parse':>9}")
+    for name, wall, rate, _code, rss, cpu in rows:
+        print(f"{name:<34} {wall:>8.2f} {rate:>8.1f} {rss:>13.0f} {cpu:>7.2f} "
+              f"{wall / parse_wall:>10.2f} {cpu / parse_cpu:>9.2f}")
     print(f"rerun / cold: {rerun / coldn:.1%}   +1% rerun / cold: {grown / coldn:.1%} with {a.jobs} jobs, "
           f"{grown1 / cold1:.1%} with 1   speed-up 1->{a.jobs} jobs: {cold1 / coldn:.2f}x")
 
