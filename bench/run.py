@@ -10,6 +10,9 @@ translating), a cold import with ``--jobs 1``, a cold import with all cores, a
 rerun with nothing changed, and reruns after appending about 1% to every file
 (with all cores in that import's folder, then with one job in the ``--jobs 1``
 import's folder: each compared with the cold import of the same job count).
+With ``--stages``, two more cold ``--jobs 1`` imports: without the security
+event stream, then without redaction either. Each run's CPU time (all its
+processes) is reported beside its wall time, both as ratios to the parse.
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--regenerate", action="store_true")
+    ap.add_argument("--stages", action="store_true",
+                    help="also cold --jobs 1 imports without the event stream, then without redaction either")
     a = ap.parse_args()
 
     corpus = a.work / "corpus"
@@ -113,6 +118,13 @@ def main() -> None:
     floor = str(HERE / "floor.py")
     row("  read through the plugins", [sys.executable, floor, str(corpus), "read"], size)
     row("  read + plugin translation", [sys.executable, floor, str(corpus), "translate"], size)
+    if a.stages:
+        # What the trace costs on top of reading and translating, with and without its redaction.
+        for name, flags in (("  cold -j1, no events", ["--no-events"]),
+                            ("  cold -j1, no events, no redaction", ["--no-events", "--no-redact"])):
+            shutil.rmtree(a.work / "stage", ignore_errors=True)
+            row(name, rematch(corpus, a.work / "stage", 1) + flags, size)
+        shutil.rmtree(a.work / "stage", ignore_errors=True)
     cold1 = row("cold import, --jobs 1", rematch(corpus, a.work / "out1", 1), size)
     coldn = row(f"cold import, --jobs {a.jobs}", rematch(corpus, a.work / "outN", a.jobs), size)
     rerun = row("rerun, nothing changed", rematch(corpus, a.work / "outN", a.jobs), size)
