@@ -26,7 +26,8 @@ def test_the_largest_files_go_to_different_workers(tmp_path: Path, monkeypatch: 
     sizes = [9 * TASK_BYTES, 8 * TASK_BYTES, 7 * TASK_BYTES, 6 * TASK_BYTES] + [1000] * 40
     items = [WorkItem(f"/nowhere/{i}.jsonl", None, None, work) for i, work in enumerate(sizes)]
     local = pool.LocalPool(ImportSettings(jobs=2), str(tmp_path))
-    done = {item.path: outcome.reason for item, outcome in local.run(items, lambda item: item)}
+    # The pool consumes the list it is given as it hands the files out: give it a copy.
+    done = {item.path: outcome.reason for item, outcome in local.run(list(items), lambda item: item)}
     assert len(done) == len(items)
     by_size = [done[item.path] for item in items]
     assert len(set(by_size)) == 2, by_size  # both workers imported files
