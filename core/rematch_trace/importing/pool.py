@@ -90,6 +90,8 @@ class _Worker:
         #: Files handed out and not yet reported, in the order the worker imports them.
         self.outstanding: collections.deque[WorkItem] = collections.deque()
         self.tasks = 0
+        #: Told to exit (no work was left): it takes no more tasks, though it may not have exited yet.
+        self.retired = False
 
 
 class LocalPool:
@@ -161,7 +163,7 @@ class LocalPool:
                 # finishing long before it (the tasks come largest first).
                 for depth in range(1, self.AHEAD + 1):
                     for worker in self.workers:
-                        if queue and worker.tasks < depth and worker.proc.is_alive():
+                        if queue and worker.tasks < depth and not worker.retired and worker.proc.is_alive():
                             task = [prepare(i) for i in queue.popleft()]
                             try:
                                 worker.conn.send([to_wire(i) for i in task])
@@ -171,7 +173,7 @@ class LocalPool:
                             worker.outstanding.extend(task)
                             worker.tasks += 1
                 for worker in list(self.workers):
-                    if not queue and not worker.outstanding:
+                    if not queue and not worker.outstanding and not worker.retired:
                         self._retire(worker)
                 ready = wait([w.conn for w in self.workers] + [w.proc.sentinel for w in self.workers], timeout=0.2)
                 for worker in list(self.workers):
@@ -192,7 +194,7 @@ class LocalPool:
                                 yield lost
                         else:
                             self._forget(worker)
-                        if queue and not self._stopping and len(self.workers) < self.settings.jobs:
+                        if queue and not self._stopping and sum(not w.retired for w in self.workers) < self.settings.jobs:
                             self._start()
                     if self.progress and done:
                         self.progress(done, total)
@@ -245,6 +247,10 @@ class LocalPool:
         worker.conn.close()
 
     def _retire(self, worker: _Worker) -> None:
+        # Once: a retired worker is never handed a task again. A task sent behind its "exit"
+        # (a file of a dead worker, handed out again) would end with it unread, and its clean
+        # exit would count as a death of that file.
+        worker.retired = True
         try:
             worker.conn.send(None)
         except OSError:
