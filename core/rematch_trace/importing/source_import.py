@@ -379,10 +379,7 @@ class SourceImport:
                 continue
             # The trace, events and pending of a session are replaced together, one
             # source at a time: a copy holding less never replaces one holding more.
-            copies = [(f.tmp, f.target) for f in (out.trace, out.events) if isinstance(f, AtomicFile)]
-            for f in (out.trace, out.events):
-                if isinstance(f, AtomicFile):
-                    f.flush()  # a tie compares the written bytes
+            copies = [f for f in (out.trace, out.events) if isinstance(f, AtomicFile)]
             with self.claims.held():
                 if self.claims.may_write(out.session_id, sum(out.synth.counts.values()), out.trace.size, copies):
                     self._commit_one(out)

@@ -37,7 +37,7 @@ from pathlib import Path
 import attrs
 import orjson
 
-from rematch_trace.store.datafolder import DataDir
+from rematch_trace.store.datafolder import AtomicFile, DataDir
 
 #: The tail of a trace read to find its last record's seq (a trace ends with a short record).
 TAIL_BYTES = 64 * 1024
@@ -136,12 +136,13 @@ class Claims:
                 self._started = 0  # no run lock (a direct import): every existing file predates it
         return self._started
 
-    def may_write(self, session_id: str, records: int, size: int, copies: Sequence[tuple[Path, Path]] = ()) -> bool:
+    def may_write(self, session_id: str, records: int, size: int, copies: Sequence[AtomicFile] = ()) -> bool:
         """Whether this source's copy of ``session_id`` (``records`` records, ``size`` bytes) may replace
         the trace there now. Call while :meth:`held`; conflicts are noted in :attr:`conflicts`.
 
-        ``copies`` pairs each of this copy's written files (trace first, then events) with the
-        file it would replace: compared, in order, when the two traces tie on records and size.
+        ``copies`` are this copy's files not yet committed (trace first, then events): each is
+        compared, in order, with the file it would replace when the two traces tie on records
+        and size (flushed first; only then, as a tie is rare).
         """
         target = self.data.trace_path(session_id)
         try:
@@ -153,8 +154,9 @@ class Claims:
         theirs = records_in(target, st.st_size)
         mine_wins = (records, size) >= (theirs, st.st_size)
         if (records, size) == (theirs, st.st_size):
-            for mine_file, their_file in copies:
-                order = compare_files(mine_file, their_file)
+            for mine in copies:
+                mine.flush()
+                order = compare_files(mine.tmp, mine.target)
                 if order:
                     mine_wins = order > 0
                     break
