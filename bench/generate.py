@@ -253,44 +253,101 @@ def generate(root: Path, size_mb: int, seed: int = 7, big: bool = True) -> int:
 RESULT_BYTES = {"claude_code": 9000, "codex": 3000 // 4, "omp": 6000}
 
 
-def append_percent(root: Path, percent: float, seed: int = 11) -> int:
-    """Append about ``percent`` % more records to every file, in its own format and shape.
+def append_percent(root: Path, percent: float, seed: int = 11, shape: str = "bytes") -> tuple[int, int]:
+    """Append about ``percent`` % more to every file, in its own format; return the bytes and lines appended.
 
-    Whole exchanges are appended, as a harness appends turns; their tool
-    outputs are the archive's size, or smaller where a small file's share is
-    smaller than one such exchange, so that the total stays close to ``percent``.
+    ``shape="bytes"`` (the default, the shape of earlier figures): every file
+    grows by whole exchanges totalling about ``percent`` % of its bytes, their
+    tool outputs shrunk where a small file's share is smaller than one exchange
+    of the archive's size. The new lines are then several times shorter than
+    the archive's: ``percent`` % of the bytes is several times that of the lines.
+
+    ``shape="lines"``: every file grows by ``percent`` % of its lines (at least
+    one): the first lines of its next exchanges, their tool outputs sized to
+    hold ``percent`` % of its bytes. Where those few lines hold no tool output
+    (a small file's one or two lines) they hold less, so the archive grows by
+    ``percent`` % of its lines and by less of its bytes.
     """
+    if shape not in ("lines", "bytes"):
+        raise ValueError(f"unknown append shape: {shape}")
     rng = random.Random(seed)
-    added = 0
+    added = added_lines = 0
     for p in sorted(root.rglob("*.jsonl")):
-        size = p.stat().st_size
-        want = int(size * percent / 100)
         kind = p.relative_to(root).parts[0]
-        out: list[bytes] = []
-        have = 0
         sid = p.stem.split("_")[-1][-36:]
-        if kind == "claude_code":
-            c = Claude(rng, sid)
+        maker = _maker(kind, rng, sid, p)
+        out: list[bytes] = []
+        if shape == "bytes":
+            want = int(p.stat().st_size * percent / 100)
+            have = 0
             while have < want:
-                c.exchange(out, _fit(kind, want - have))
-                have = sum(len(x) for x in out)
-        elif kind == "codex":
-            x = Codex(rng, sid)
-            x.total = 10**9
-            while have < want:
-                x.turn(out, _fit(kind, want - have))
+                maker(out, _fit(kind, want - have))
                 have = sum(len(b) for b in out)
         else:
-            last = _last_omp_id(p)
-            o = Omp(rng, sid)
-            o.parent = last
-            while have < want:
-                o.turn(out, _fit(kind, want - have))
-                have = sum(len(b) for b in out)
+            out = _lines_of_next_turn(kind, f"{seed}/{p.relative_to(root)}", sid, p, percent)
+        data = b"".join(out)
         with open(p, "ab") as f:
-            f.write(b"".join(out))
-        added += have
-    return added
+            f.write(data)
+        added += len(data)
+        added_lines += len(out)
+    return added, added_lines
+
+
+def _maker(kind: str, rng: random.Random, sid: str, p: Path) -> Any:
+    """The function that appends the next exchange of ``kind`` to a list of lines."""
+    if kind == "claude_code":
+        return Claude(rng, sid).exchange
+    if kind == "codex":
+        x = Codex(rng, sid)
+        x.total = 10**9
+        return x.turn
+    o = Omp(rng, sid)
+    o.parent = _last_omp_id(p)
+    return o.turn
+
+
+def count_lines(root: Path) -> int:
+    """The lines of every transcript under ``root``."""
+    return sum(_size_and_lines(p)[1] for p in root.rglob("*.jsonl"))
+
+
+def _size_and_lines(p: Path) -> tuple[int, int]:
+    size = lines = 0
+    with open(p, "rb") as f:
+        while chunk := f.read(1 << 20):
+            size += len(chunk)
+            lines += chunk.count(b"\n")
+    return size, lines
+
+
+def _lines_of_next_turn(kind: str, seed: str, sid: str, p: Path, percent: float) -> list[bytes]:
+    """``percent`` % of ``p``'s lines (at least one), holding about ``percent`` % of its bytes.
+
+    The first lines of the file's next exchanges, their tool outputs sized (by
+    bisection) so that those lines hold the wanted bytes; a file's own random
+    generator, so the result does not depend on the other files.
+    """
+    size, lines = _size_and_lines(p)
+    wanted = max(1, round(lines * percent / 100))
+    want_bytes = size * percent / 100
+
+    def take(result_bytes: int) -> list[bytes]:
+        maker = _maker(kind, random.Random(seed), sid, p)
+        out: list[bytes] = []
+        while len(out) < wanted:
+            maker(out, result_bytes)
+        return out[:wanted]
+
+    lo, hi = 50, 400_000
+    for _ in range(16):
+        if hi - lo < 16:
+            break
+        mid = (lo + hi) // 2
+        if sum(len(b) for b in take(mid)) < want_bytes:
+            lo = mid
+        else:
+            hi = mid
+    return take(lo)
 
 
 def _fit(kind: str, left: int) -> int:

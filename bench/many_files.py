@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate import append_percent, session_file  # noqa: E402
+from generate import append_percent, count_lines, session_file  # noqa: E402
 from run import corpus_size, measure_cpu, rematch  # noqa: E402
 
 
@@ -70,6 +70,10 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--median-kb", type=int, default=500)
     ap.add_argument("--jobs", type=int, nargs="+", default=[1, os.cpu_count() or 1])
+    ap.add_argument("--append-shape", choices=["lines", "bytes"], default="bytes",
+                    help="+1%% of each file's bytes in whole exchanges, shorter lines where a file is small (default), or "
+                         "+1%% of its lines with tool outputs sized to hold +1%% of its bytes where a turn allows: "
+                         "see generate.append_percent")
     ap.add_argument("--regenerate", action="store_true")
     a = ap.parse_args()
 
@@ -89,12 +93,14 @@ def main() -> None:
     cold = {j: row(f"cold import, --jobs {j}", rematch(corpus, work / f"out-{j}", j)) for j in a.jobs}
     last = a.jobs[-1]
     rerun = row(f"rerun, nothing changed, --jobs {last}", rematch(corpus, work / f"out-{last}", last))
-    added = append_percent(corpus, 1.0)
+    lines_before = count_lines(corpus)
+    added, added_lines = append_percent(corpus, 1.0, shape=a.append_shape)
     os.sync()
     grown = {j: row(f"rerun after +1%, --jobs {j}", rematch(corpus, work / f"out-{j}", j)) for j in a.jobs}
 
     print(f"corpus: {a.files:,} files, {size / 1e6:,.0f} MB (+{added / 1e6:,.1f} MB appended, "
-          f"{added / size:.2%}); {os.cpu_count()} cores; python {sys.version.split()[0]}")
+          f"{added / size:.2%}; +{added_lines:,} lines, {added_lines / lines_before:.2%}, shape {a.append_shape}); "
+          f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
     print(f"{'run':<36} {'wall s':>8} {'CPU s':>8} {'peak RSS MiB':>13}")
     for name, wall, cpu, rss in rows:
         print(f"{name:<36} {wall:>8.2f} {cpu:>8.2f} {rss:>13.0f}")

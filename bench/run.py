@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate import append_percent, generate  # noqa: E402
+from generate import append_percent, count_lines, generate  # noqa: E402
 
 _MEASURE = r"""
 import resource, subprocess, sys, time
@@ -87,6 +87,10 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--work", type=Path, default=HERE / "out")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--append-shape", choices=["lines", "bytes"], default="bytes",
+                    help="+1%% of each file's bytes in whole exchanges, shorter lines where a file is small (default), or "
+                         "+1%% of its lines with tool outputs sized to hold +1%% of its bytes where a turn allows: "
+                         "see generate.append_percent")
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--stages", action="store_true",
                     help="also cold --jobs 1 imports without the event stream, then without redaction either")
@@ -128,14 +132,16 @@ def main() -> None:
     cold1 = row("cold import, --jobs 1", rematch(corpus, a.work / "out1", 1), size)
     coldn = row(f"cold import, --jobs {a.jobs}", rematch(corpus, a.work / "outN", a.jobs), size)
     rerun = row("rerun, nothing changed", rematch(corpus, a.work / "outN", a.jobs), size)
-    added = append_percent(corpus, 1.0)
+    lines_before = count_lines(corpus)
+    added, added_lines = append_percent(corpus, 1.0, shape=a.append_shape)
     os.sync()
     grown = row(f"rerun after +1% appended, --jobs {a.jobs}", rematch(corpus, a.work / "outN", a.jobs), added)
     # The same appended bytes, continued in the --jobs 1 cold import's data folder.
     grown1 = row("rerun after +1% appended, --jobs 1", rematch(corpus, a.work / "out1", 1), added)
 
     print(f"corpus: {mb:,.0f} MB in {sum(1 for _ in corpus.rglob('*.jsonl'))} files "
-          f"(+{added / 1e6:,.1f} MB appended, {added / size:.2%}); {os.cpu_count()} cores; "
+          f"(+{added / 1e6:,.1f} MB appended, {added / size:.2%}; +{added_lines:,} lines, "
+          f"{added_lines / lines_before:.2%}, shape {a.append_shape}); {os.cpu_count()} cores; "
           f"python {sys.version.split()[0]}")
     # Ratios to the parse-only run, by wall time and by CPU time (user + system, all the
     # run's processes): on a machine shared with other work the CPU ratio moves less.
