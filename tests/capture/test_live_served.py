@@ -68,10 +68,16 @@ def test_the_service_captures_what_the_hook_hands_it(tmp_path: Path, project: Pa
     assert os.stat(DataDir(data).events_path(SID)).st_size > 0
 
 
-def test_a_denied_call_is_answered_with_claude_codes_deny_output(tmp_path: Path,
+@pytest.mark.parametrize("command", ["fast client", "rematch-hook"])
+def test_a_denied_call_is_answered_with_claude_codes_deny_output(tmp_path: Path, command: str,
                                                                  served: tuple[Path, dict[str, str]]) -> None:
-    """The default policy denies a write outside the repository: the hook prints the PreToolUse deny."""
+    """The default policy denies a write outside the repository: the hook prints the PreToolUse deny.
+
+    Both hook commands: the fast client ``rematch hooks install`` writes, and the older console
+    script ``rematch-hook`` (its deny output is the plugin's ``hook_denial``).
+    """
     data, env = served
+    argv = HOOK_ARGV if command == "fast client" else [str(Path(sys.executable).parent / "rematch-hook"), "claude_code"]
     env["REMATCH_IPC_DEADLINE_MS"] = "20000"
     repo = make_repo(tmp_path / "repo")
     base = {"session_id": SID, "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(repo),
@@ -91,7 +97,7 @@ def test_a_denied_call_is_answered_with_claude_codes_deny_output(tmp_path: Path,
         ({"hook_event_name": "SessionEnd", "reason": "other"}, b""),
     ]
     for fields, expected in steps:
-        res = run_hook({**base, **fields}, env)
+        res = subprocess.run(argv, input=orjson.dumps({**base, **fields}), env=env, capture_output=True, timeout=60)
         assert res.returncode == 0 and res.stderr == b"", fields["hook_event_name"]
         if expected is not None:
             assert res.stdout == expected, fields

@@ -370,3 +370,25 @@ def test_built_in_plugins_get_only_their_own_sources() -> None:
         assert calls == [("read_transcript", [source.plugin])]
     assert claimed == {"claude_code": "rematch_claude_code", "codex": "rematch_codex", "omp": "rematch_omp",
                        "toy": "rematch_toy"}
+
+
+def test_hook_hook_denial() -> None:
+    """The harness's own deny output, asked of its plugin; another harness's plugin answers nothing."""
+    import rematch_claude_code
+
+    class Quiet:
+        __name__ = "Quiet"
+
+        @hookimpl
+        def hook_denial(self, harness: str, verdict: dict[str, Any]) -> bytes | None:
+            return b"line says no\n" if harness == "line" else None
+
+    pm = make_host([Quiet(), rematch_claude_code]).pm
+    verdict = {"decision": "deny", "reason": "policy:write-outside-repository", "explanation": "outside the repo",
+               "incident_id": "inc-7"}
+    assert pm.hook.hook_denial(harness="line", verdict=verdict) == b"line says no\n"
+    answer = orjson.loads(pm.hook.hook_denial(harness="claude_code", verdict=verdict))
+    assert answer == {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": "rematch: outside the repo (policy:write-outside-repository, incident inc-7)"}}
+    assert pm.hook.hook_denial(harness="codex", verdict=verdict) is None

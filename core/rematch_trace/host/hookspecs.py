@@ -159,3 +159,22 @@ def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] |
     :return: the records, or ``None`` when ``harness`` is not yours. First
         result wins.
     """
+
+
+@hookspec(firstresult=True)
+def hook_denial(harness: str, verdict: dict[str, Any]) -> bytes | None:
+    """What your harness's hook prints to deny a tool call.
+
+    Called by the hook command ``rematch-hook <harness>`` when the service's
+    verdict on a call is ``deny`` (the call is already recorded as
+    ``tool_blocked``), so the harness blocks the call the trace says was
+    blocked. Without an answer the hook prints nothing and the harness runs
+    the call. Never put the call's input in the output.
+
+    :param harness: the harness the hook command was installed for.
+    :param verdict: the service's answer (IPC v2 ``verdict``: ``decision``,
+        ``reason``, ``explanation``, ``incident_id``...), untrusted like any
+        peer's bytes: check every field's type.
+    :return: the exact bytes for the hook's stdout, or ``None`` when
+        ``harness`` is not yours. First result wins.
+    """

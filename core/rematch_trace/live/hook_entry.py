@@ -3,7 +3,9 @@
 Thin on purpose: it starts with the standard library only, reads the payload
 from stdin, and hands it to the capture code. It **never gets in the way**:
 stdout and stderr are pointed at ``/dev/null`` before anything runs (nothing
-reaches the harness, which would act on it), every failure is logged to
+reaches the harness, which would act on it, except a deny: when the service's
+verdict denies a call, the harness plugin's ``hook_denial`` output is written
+to the real stdout, as the fast client does), every failure is logged to
 ``<data>/live/errors.log`` instead, and the exit status is always 0 (the
 session goes on: fail open). The payload itself is never written anywhere.
 
@@ -20,6 +22,10 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rematch_trace.live.ipc.messages import Reply
 
 
 def _data_root(out: str | None) -> Path:
@@ -42,12 +48,15 @@ def _args(argv: list[str]) -> tuple[str, str | None]:
     return harness, out
 
 
-def _silence() -> None:
-    """Point fds 1 and 2 at /dev/null: whatever any code prints, the harness sees nothing."""
+def _silence() -> int:
+    """Point fds 1 and 2 at /dev/null (whatever any code prints, the harness sees nothing);
+    return a copy of the real stdout, for a deny only."""
+    out = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
+    return out
 
 
 def _describe(err: BaseException) -> str:
@@ -61,10 +70,10 @@ def _describe(err: BaseException) -> str:
         return type(err).__name__
 
 
-def _to_service(harness: str, raw: bytes, t: int, root: Path) -> bool:
-    """Hand the payload to the resident service (started on demand); whether it took it.
+def _to_service(harness: str, raw: bytes, t: int, root: Path) -> Reply | None:
+    """Hand the payload to the resident service (started on demand); its verdict when it took it.
 
-    ``False`` (capture in this process instead) when the payload is not an
+    ``None`` (capture in this process instead) when the payload is not an
     object the protocol can carry, or the service did not answer in time. The
     request carries the hook's own start time, so an event the service did
     capture after all is not applied twice (the writer remembers each
@@ -73,15 +82,15 @@ def _to_service(harness: str, raw: bytes, t: int, root: Path) -> bool:
     try:
         from rematch_trace.live import client  # type: ignore[attr-defined,unused-ignore]  # IPC v2 (issue 14)
     except ImportError:
-        return False
+        return None
     import orjson
 
     try:
         payload = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return False
+        return None
     if type(payload) is not dict:
-        return False
+        return None
     text = os.environ.get("REMATCH_IPC_DEADLINE_MS", "")
     budget = int(text) if text.isdigit() and 0 < int(text) <= 60_000 else SERVICE_DEADLINE_MS
     request = client.new_request("hook_event", payload, adapter=harness, adapter_version="1",
@@ -91,8 +100,24 @@ def _to_service(harness: str, raw: bytes, t: int, root: Path) -> bool:
     reply = client.send(request, data=root)
     # Only a service that captured it says "recorded" (or denies the call, recorded first); any
     # other answer (an older service without the handler, say) leaves the capture to this process.
-    # This command prints no deny: the fast client (the Claude Code plugin's bin/rematch_hook.py) does.
-    return reply is not None and (reply.get("reason") == "recorded" or reply.get("decision") == "deny")
+    return reply if reply is not None and _taken(reply) else None
+
+
+def _taken(reply: Reply) -> bool:
+    """Whether the service took the event (as the fast client decides): recorded, or a recorded deny."""
+    return reply.get("reason") == "recorded" or (
+        reply.get("decision") == "deny" and reply.get("decision_source") not in ("protocol_error", "fail_open")
+    )
+
+
+def _deny(harness: str, verdict: Reply, out: int) -> None:
+    """Print the harness's own deny output (its plugin's ``hook_denial``) on the saved stdout."""
+    from rematch_trace.host.loading import load_plugins, pm
+
+    load_plugins()
+    text = pm.hook.hook_denial(harness=harness, verdict=dict(verdict))
+    if isinstance(text, bytes) and text:
+        os.write(out, text)
 
 
 #: How long the hook waits for the service before capturing in-process (it may have to start
@@ -121,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     """Capture one hook payload; always return 0."""
     t = time.time_ns() // 1_000_000
     harness, out = _args(sys.argv[1:] if argv is None else argv)
-    _silence()
+    out_fd = _silence()
     # Only the harness's own plugin (and the built-ins): importing every installed plugin
     # costs each hook process a third more. REMATCH_LOAD_PLUGINS still overrides.
     os.environ.setdefault("REMATCH_LOAD_PLUGINS", harness)
@@ -129,8 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         root = _data_root(out)
         raw = sys.stdin.buffer.read((64 << 20) + 1)  # capture.MAX_PAYLOAD_BYTES, and one more to tell
-        if os.environ.get("REMATCH_LIVE_SERVICE", "1") != "0" and _to_service(harness, raw, t, root):
-            return 0
+        if os.environ.get("REMATCH_LIVE_SERVICE", "1") != "0":
+            verdict = _to_service(harness, raw, t, root)
+            if verdict is not None:
+                if verdict.get("decision") == "deny":
+                    _deny(harness, verdict, out_fd)
+                return 0
         from rematch_trace.live.capture import capture_bytes
 
         capture_bytes(harness, raw, t, root)

@@ -82,3 +82,13 @@ def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] |
     if harness != HARNESS:
         return None
     return live.records(event, t)
+
+
+@hookimpl
+def hook_denial(harness: str, verdict: dict[str, Any]) -> bytes | None:
+    """Claude Code's documented ``PreToolUse`` deny output, as the fast hook client prints it."""
+    if harness != HARNESS:
+        return None
+    from . import hook_client
+
+    return hook_client.deny_output(verdict)
