@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -86,12 +87,25 @@ def test_wait_ends_in_expired_or_cancelled() -> None:
 
 
 def test_the_held_calls_harness_cannot_approve_it() -> None:
-    book = ApprovalBook()
-    a = held(book, harness_pid=os.getppid())
-    assert os.getppid() in ancestors(os.getpid())
-    assert book.decide(a.approval_id, FP, NONCE, True, approver_pid=os.getpid()).error == "self_approval"
-    assert a.state == "pending"
-    assert book.decide(a.approval_id, FP, NONCE, True, approver_pid=1).ok
+    # A harness process of its own with a child (a command the agent runs), so the test does not
+    # depend on who started pytest (an orphaned run's parent is init, every process's ancestor).
+    harness = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE)
+    inside = 0
+    try:
+        assert harness.stdout is not None
+        inside = int(harness.stdout.readline())
+        book = ApprovalBook()
+        a = held(book, harness_pid=harness.pid)
+        assert harness.pid in ancestors(inside)
+        assert book.decide(a.approval_id, FP, NONCE, True, approver_pid=inside).error == "self_approval"
+        assert book.decide(a.approval_id, FP, NONCE, True, approver_pid=harness.pid).error == "self_approval"
+        assert a.state == "pending"
+        assert book.decide(a.approval_id, FP, NONCE, True, approver_pid=os.getpid()).ok
+    finally:
+        if inside:
+            os.kill(inside, signal.SIGKILL)
+        harness.kill()
+        harness.wait()
 
 
 def test_book_is_bounded_and_cancel_all_ends_every_hold() -> None:
