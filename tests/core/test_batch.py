@@ -153,6 +153,18 @@ def test_second_import_is_refused_while_one_runs(tmp_path: Path, host) -> None: 
         run_import([DEMO], data, OPTS, host=host)
 
 
+def test_a_removed_lock_file_still_refuses_a_second_import(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    """A cleanup deletes import.lock under a run: the folder itself stays locked, and says so."""
+    data = DataDir(tmp_path / "out")
+    data.ensure()
+    with ImportLock(data.lock):
+        data.lock.unlink()
+        with pytest.raises(RematchError, match=r"holds the folder; its lock file .* was removed while it ran"):
+            run_import([DEMO], data, OPTS, host=host)
+    assert not data.lock.exists()  # the refused run made nothing
+    run_import([DEMO], data, OPTS, host=host)  # released with the run that held it
+
+
 def test_ledger_migrations(tmp_path: Path) -> None:
     import sqlite3
 

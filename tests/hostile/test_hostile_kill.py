@@ -345,3 +345,34 @@ def test_two_imports_at_once(tmp_path: Path) -> None:
         assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == len(big)
     finally:
         db.close()
+
+
+def test_a_lock_file_removed_under_a_running_import_still_guards_the_folder(tmp_path: Path) -> None:
+    """A cleanup deletes import.lock while an import runs: a second import is still refused."""
+    src = tmp_path / "src"
+    for h in HARNESSES:
+        for n in range(1, 4):
+            p = path_for(src, h, sid_for(h, n))
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(b"".join(dump(x) for x in lines_for(h, sid_for(h, n), turns=400)))
+    ref = reference(src, tmp_path / "ref")
+    out = tmp_path / "data"
+    env = cli_env()
+    a = subprocess.Popen(import_cmd(out, src), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    lock = out / "import.lock"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if lock.exists() and lock.stat().st_size > 0:
+            break
+        time.sleep(0.005)
+    lock.unlink()
+    b = subprocess.run(import_cmd(out, src), capture_output=True, text=True, env=env, timeout=60)
+    _, a_err = a.communicate(timeout=60)
+    assert a.returncode == 0, a_err
+    # The first takes over a second on this corpus; the second starts while it runs.
+    assert b.returncode == 2, b.stderr
+    lines = b.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in b.stderr, b.stderr
+    # Named by the pid the first run wrote again, or (removed after that) as a folder held by a run.
+    assert "another rematch import" in lines[0] and str(out) in lines[0]
+    assert traces(out) == ref

@@ -243,7 +243,7 @@ def import_locked(
             # The lock's mtime marks when this run began (see rematch_trace.store.claims): set after
             # the journal is settled (what it restored predates the run), and by every run of a
             # caller that keeps the lock across runs (rematch watch).
-            os.utime(data.lock)
+            _mark_run_start(data)
             todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None)
             if todo:
                 # Checked once there is something to read (the reader and ijson load only then).
@@ -332,6 +332,20 @@ def _commit(ledger: Ledger, data: DataDir, removals: list[tuple[str, str]]) -> N
                 pass
             remove_outputs(data, sid)
     removals.clear()
+
+
+def _mark_run_start(data: DataDir) -> None:
+    """Set the import lock's mtime to now: when this run began, for the claims and the sweep of removals."""
+    try:
+        os.utime(data.lock)
+    except FileNotFoundError:
+        # Removed under this run (a cleanup): the folder's own lock still guards it (see
+        # rematch_trace.importing.lock); the name is put back for those who read its time.
+        fd = os.open(data.lock, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
 
 
 def _run_started(data: DataDir) -> int:

@@ -7,6 +7,10 @@ exits) and die with their parent (see :mod:`rematch_trace.importing.pool`).
 The file's text is only a hint for the message: the pid of the run's parent
 and, on a second line, which command it is (``rematch import``, ``rematch
 watch``), so whoever is refused learns who holds the folder and for how long.
+
+The data folder itself is locked too (an ``flock`` on the directory, held
+the same way): a cleanup that deletes ``import.lock`` under a running import
+would otherwise let the next run lock a new file and write beside it.
 """
 
 from __future__ import annotations
@@ -33,8 +37,23 @@ class ImportLock:
         self.path = path
         self.holder = holder
         self.fd = -1
+        self.folder_fd = -1
 
     def __enter__(self) -> ImportLock:
+        self.folder_fd = os.open(self.path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(self.folder_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.folder_fd)
+            raise RematchError(refusal(self.path, _hint(self.path), removed=True)) from None
+        try:
+            self._lock_file()
+        except BaseException:
+            os.close(self.folder_fd)
+            raise
+        return self
+
+    def _lock_file(self) -> None:
         while True:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
             try:
@@ -57,16 +76,32 @@ class ImportLock:
             os.close(self.fd)
         os.ftruncate(self.fd, 0)
         os.write(self.fd, f"{os.getpid()}\n{self.holder}\n".encode())
-        return self
 
     def __exit__(self, *exc: object) -> None:
         # No LOCK_UN: that would release the lock for every process sharing the open
         # file, live workers included. Closing lets the kernel release it with the last.
         os.close(self.fd)
+        os.close(self.folder_fd)
 
 
-def refusal(path: Path, text: str) -> str:
-    """The one-line message for a lock held by the process ``text`` (the lock file's) names."""
+def _hint(path: Path) -> str:
+    """The lock file's text, or "" when it cannot be read (removed, say)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(128).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def refusal(path: Path, text: str, removed: bool = False) -> str:
+    """The one-line message for a lock held by the process ``text`` (the lock file's) names.
+
+    ``removed``: the folder is held though its lock file could be taken (it was
+    deleted under the run holding it); the file's text then names no one.
+    """
+    if removed and not text.strip():
+        return (f"another rematch import or watcher is running on {path.parent} (it holds the folder; its lock "
+                f"file {path} was removed while it ran); try again when it ends")
     first, _, rest = text.partition("\n")
     pid = first.strip() or "?"
     holder = rest.strip().splitlines()[0] if rest.strip() else IMPORT
