@@ -17,7 +17,6 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 from hostile_gen import (
@@ -310,10 +309,11 @@ def test_second_import_on_a_locked_folder_fails_clearly(tmp_path: Path) -> None:
     assert traces(out) == before
 
 
-def test_two_imports_at_once(tmp_path: Path) -> None:
-    """A real pair of runs on one folder: one waits out, nothing is corrupted."""
+def start_a_long_import(tmp_path: Path) -> tuple[Path, Path, dict[str, bytes], subprocess.Popen[str], list[Path]]:
+    """Nine sessions that take over a second to import, their reference traces, and an import of
+    them into ``tmp_path/data`` started and holding the lock: (src, out, reference, process, files)."""
     src = tmp_path / "src"
-    big: list[Any] = []
+    big: list[Path] = []
     for h in HARNESSES:
         for n in range(1, 4):
             p = path_for(src, h, sid_for(h, n))
@@ -322,15 +322,23 @@ def test_two_imports_at_once(tmp_path: Path) -> None:
             big.append(p)
     ref = reference(src, tmp_path / "ref")
     out = tmp_path / "data"
-    env = cli_env()
-    a = subprocess.Popen(import_cmd(out, src), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-    # Start the second once the first holds the lock.
+    a = subprocess.Popen(import_cmd(out, src), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(),
+                         text=True)
     lock = out / "import.lock"
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if lock.exists() and lock.stat().st_size > 0:
             break
         time.sleep(0.005)
+    return src, out, ref, a, big
+
+
+def test_two_imports_at_once(tmp_path: Path) -> None:
+    """A real pair of runs on one folder: one waits out, nothing is corrupted."""
+    # The second starts once the first holds the lock.
+    src, out, ref, a, big = start_a_long_import(tmp_path)
+    env = cli_env()
+    lock = out / "import.lock"
     b = subprocess.run(import_cmd(out, src), capture_output=True, text=True, env=env, timeout=60)
     _, a_err = a.communicate(timeout=60)
     assert a.returncode == 0, a_err
@@ -349,22 +357,9 @@ def test_two_imports_at_once(tmp_path: Path) -> None:
 
 def test_a_lock_file_removed_under_a_running_import_still_guards_the_folder(tmp_path: Path) -> None:
     """A cleanup deletes import.lock while an import runs: a second import is still refused."""
-    src = tmp_path / "src"
-    for h in HARNESSES:
-        for n in range(1, 4):
-            p = path_for(src, h, sid_for(h, n))
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(b"".join(dump(x) for x in lines_for(h, sid_for(h, n), turns=400)))
-    ref = reference(src, tmp_path / "ref")
-    out = tmp_path / "data"
+    src, out, ref, a, _ = start_a_long_import(tmp_path)
     env = cli_env()
-    a = subprocess.Popen(import_cmd(out, src), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     lock = out / "import.lock"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if lock.exists() and lock.stat().st_size > 0:
-            break
-        time.sleep(0.005)
     lock.unlink()
     b = subprocess.run(import_cmd(out, src), capture_output=True, text=True, env=env, timeout=60)
     _, a_err = a.communicate(timeout=60)
