@@ -191,6 +191,34 @@ def test_hook_classify_action(tmp_path: Path) -> None:
     assert host.action_type(Source("other", Path("x")), "run", {}) == "network"
 
 
+def test_a_plain_route_is_monitored_once_monitoring_starts(tmp_path: Path) -> None:
+    """One plain implementation is called directly, but never past a monitor added later."""
+
+    class LineActions(LinePlugin):
+        __name__ = "LineActions"
+
+        @hookimpl
+        def classify_action(self, tool: str) -> str | None:
+            if tool == "boom":
+                raise RuntimeError("no")
+            return "shell_exec" if tool == "run" else None
+
+    host = make_host([LineActions()])
+    source = host.detect(write(tmp_path, "m.line.jsonl", "{}"), None)
+    assert source is not None
+    assert host.action_type(source, "run", {}) == "shell_exec"  # the route is made, unmonitored
+    with pytest.raises(PluginFailure, match="LineActions"):
+        host.action_type(source, "boom", {})
+    calls: list[str] = []
+    undo = host.pm.add_hookcall_monitoring(lambda name, impls, kwargs: calls.append(name),
+                                           lambda outcome, name, impls, kwargs: None)
+    assert host.action_type(source, "run", {}) == "shell_exec"
+    assert calls == ["classify_action"]
+    undo()
+    assert host.action_type(source, "fetch", {}) == "other"
+    assert calls == ["classify_action"]
+
+
 def test_sources_go_to_their_own_plugin_only(tmp_path: Path) -> None:
     class Second(LinePlugin):
         """A second harness, also unguarded: claims *.two.jsonl and marks its sessions."""

@@ -46,3 +46,18 @@ def test_non_timestamps_are_none(value: object) -> None:
 def test_cache_never_answers_for_a_bad_fraction() -> None:
     assert iso_ms("2026-03-01T10:00:00.123Z") is not None  # caches the second
     assert iso_ms("2026-03-01T10:00:00.1x3Z") is None
+
+
+def test_a_new_second_of_a_cached_minute_agrees_with_the_full_parse() -> None:
+    assert iso_ms("2026-03-02T10:07:00.123Z") is not None  # caches the minute
+    for sec in range(60):
+        text = f"2026-03-02T10:07:{sec:02d}.456Z"
+        assert iso_ms(text) == _ms(2026, 3, 2, 10, 7, sec) + 456
+    assert iso_ms("2026-03-02T10:08:01.000Z") == _ms(2026, 3, 2, 10, 8, 1)  # another minute: the full parse
+
+
+@pytest.mark.parametrize("text", ["2026-03-02T10:07:60.000Z", "2026-03-02T10:07:6x.000Z", "2026-03-02T10:07:٠١.000Z",
+                                  "2026-03-02T10:07:01.0x0Z", "2026-03-02T10:07:-1.000Z"])
+def test_the_minute_cache_never_answers_for_a_bad_second(text: str) -> None:
+    assert iso_ms("2026-03-02T10:07:00.123Z") is not None  # caches the minute
+    assert iso_ms(text) is None

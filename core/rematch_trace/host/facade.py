@@ -308,18 +308,50 @@ class _Route:
     What ``pm.subset_hook_caller`` gives, without rebuilding the implementation
     list on every call: the per-source hooks run once per tool call. The
     executor is the one monitoring and tracing wrap, so they see these calls.
+
+    A route of one plain implementation (no wrapper), while nothing monitors or
+    traces the manager, calls that function itself: what pluggy's executor
+    would do for it, without its per-call set-up (a few microseconds a tool call).
     """
 
-    __slots__ = ("execute", "firstresult", "impls", "name")
+    __slots__ = ("argnames", "direct", "execute", "firstresult", "impls", "name", "pm")
 
     def __init__(self, pm: pluggy.PluginManager, name: str, impls: list[Any], firstresult: bool) -> None:
+        self.pm = pm
         self.execute = pm._hookexec
         self.name = name
         self.impls = impls
         self.firstresult = firstresult
+        self.direct: Callable[..., Any] | None = None
+        self.argnames: tuple[str, ...] = ()
+        only = impls[0] if len(impls) == 1 else None
+        if only is not None and not (only.wrapper or only.hookwrapper or only.kwargnames) and _plain_executor():
+            self.direct = only.function
+            self.argnames = tuple(only.argnames)
 
     def __call__(self, **kwargs: Any) -> Any:
+        direct = self.direct
+        if direct is not None and getattr(self.pm, "_inner_hookexec", None) is _PLAIN_EXECUTOR[0]:
+            try:
+                args = [kwargs[name] for name in self.argnames]
+            except KeyError:  # pluggy's executor says which argument is missing
+                return self.execute(self.name, self.impls, kwargs, self.firstresult)
+            result = direct(*args)
+            if self.firstresult:
+                return result
+            return [result] if result is not None else []
         return self.execute(self.name, self.impls, kwargs, self.firstresult)
+
+
+#: pluggy's own executor, which a manager runs while nothing monitors or traces it.
+_PLAIN_EXECUTOR: list[Any] = []
+
+
+def _plain_executor() -> Any:
+    """The executor a fresh plugin manager has (``None`` where pluggy keeps it elsewhere)."""
+    if not _PLAIN_EXECUTOR:
+        _PLAIN_EXECUTOR.append(getattr(pluggy.PluginManager("rematch-probe"), "_inner_hookexec", None))
+    return _PLAIN_EXECUTOR[0]
 
 
 def _guard(it: Any, plugin: str, hook: str) -> Iterator[Any]:

@@ -2,7 +2,9 @@
 
 Transcript lines carry a timestamp each and crowd into the same seconds, so the
 usual shape (``2025-09-25T01:22:20.083Z``) costs a dict hit on its second and
-one ``int()``; everything else takes the full parse.
+one ``int()``; a new second of a minute already seen costs a dict hit on the
+minute and a second ``int()`` (a busy rollout starts a new second every few
+lines); everything else takes the full parse.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 # prefix that passed the full parse is ever cached; the cache is bounded.
 _SECONDS: dict[str, int] = {}
 _MAX_SECONDS = 4096
+# "YYYY-MM-DDTHH:MM:" -> unix milliseconds of that minute, likewise only from a full parse.
+_MINUTES: dict[str, int] = {}
 
 
 def iso_ms(value: object) -> int | None:
@@ -35,6 +39,15 @@ def iso_ms(value: object) -> int | None:
         base = _SECONDS.get(value[:19])
         frac = value[20:23]
         if base is not None and frac.isascii() and frac.isdigit():
+            return base + int(frac)
+        minute_ms = _MINUTES.get(value[:17])
+        sec = value[17:19]
+        # (ASCII digits only: str.isdigit also takes other scripts' digits, which the full parse refuses)
+        if minute_ms is not None and sec.isascii() and sec.isdigit() and sec < "60" and frac.isascii() and frac.isdigit():
+            base = minute_ms + int(sec) * 1000
+            if len(_SECONDS) >= _MAX_SECONDS:
+                _SECONDS.clear()
+            _SECONDS[value[:19]] = base
             return base + int(frac)
     if not isinstance(value, str):
         return None
@@ -55,6 +68,9 @@ def iso_ms(value: object) -> int | None:
         if len(_SECONDS) >= _MAX_SECONDS:
             _SECONDS.clear()
         _SECONDS[value[:19]] = base
+        if len(_MINUTES) >= _MAX_SECONDS:
+            _MINUTES.clear()
+        _MINUTES[value[:17]] = base - s * 1000
     ms = base + (int(frac[:3].ljust(3, "0")) if frac else 0)
     if zone and zone not in ("Z", "z"):
         digits = zone[1:].replace(":", "")

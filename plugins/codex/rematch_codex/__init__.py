@@ -9,7 +9,7 @@ loaded skills) and :mod:`.actions` (security action types).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +74,16 @@ def visible_entries(text: str) -> Iterable[str]:
 @hookimpl
 def classify_action(tool: str, tool_input: Any) -> str:
     """The security action type of a Codex tool call."""
+    # Once per tool call: the classifier is looked up once, not imported on every call.
+    return (_classify or _classifier())(tool, tool_input)
+
+
+_classify: Callable[[str, Any], str] | None = None
+
+
+def _classifier() -> Callable[[str, Any], str]:
+    global _classify
     from . import actions
 
-    return actions.classify(tool, tool_input)
+    _classify = actions.classify
+    return _classify
