@@ -178,7 +178,9 @@ def read_jsonl(
             offset = 3
     readline = f.readline
     orjson_loads = orjson.loads
+    orjson_dumps = orjson.dumps
     decode_error = orjson.JSONDecodeError
+    encode_error = orjson.JSONEncodeError
     exact = parsed_exactly
     while True:
         raw = readline(BIG_LINE)
@@ -209,7 +211,14 @@ def read_jsonl(
             continue
         try:
             value = orjson_loads(raw)  # orjson takes the newline, CR and spaces as they are
-            if not exact(raw, value):
+            try:
+                again: bytes | None = orjson_dumps(value)
+            except encode_error:  # deeper than orjson writes: parsed_exactly looks at the tokens
+                again = None
+            # parsed_exactly's first proof, inline for the usual compact line: written back byte for byte.
+            if (again is None or len(again) != n - 1 or raw[-1] != 10 or not raw.startswith(again)) and not exact(
+                raw, value
+            ):
                 # A number orjson may have rounded: parse the line again, exactly.
                 try:
                     value = parse_exact(raw)
@@ -329,7 +338,9 @@ def read_source(
 
     :param skip: as for :func:`read_jsonl`: a cheap test of lines not to parse.
     """
-    return report_damage(source, _read_source(source, start, skip))
+    items = _read_source(source, start, skip)
+    # Only a compressed stream can be damaged: a plain file's records need no wrapper to pass through.
+    return report_damage(source, items) if source.compression else items
 
 
 def _read_source(

@@ -105,11 +105,14 @@ def classify_output(text: str, raw: Any = None) -> Outcome:
     if lower.startswith("command timed out"):
         return (True, "timeout")
     m = _EXIT_LINE.match(stripped)
-    if m:
-        return _exit_outcome(int(m.group(1)), _body_after(stripped))
-    if lower.startswith("chunk id:") or lower.startswith("wall time:"):
+    if not m and (lower.startswith("chunk id:") or lower.startswith("wall time:")):
         m = _PROCESS_EXIT.search(stripped, 0, 400)
-        return _exit_outcome(int(m.group(1)), _body_after(stripped)) if m else _OK
+        if not m:
+            return _OK
+    if m:
+        code = int(m.group(1))
+        # (the body is cut out only to read a failure's cause)
+        return _OK if code == 0 else _exit_outcome(code, _body_after(stripped))
     if lower.startswith(_FAILURE_OPENERS):
         return (True, None)
     if lower.startswith("script completed") or lower.startswith("script running"):

@@ -153,7 +153,11 @@ class _Translator:
                     # A quarter of a rollout's lines: its own short path, and no timestamp (none is used).
                     self.token_count(payload)
                 elif isinstance(typ, _TYPE_OR_NONE):
-                    self.envelope(kind, payload, iso_ms(v.get("timestamp")), rec)
+                    t = iso_ms(v.get("timestamp"))
+                    if kind == "response_item" and not s["copy"]:
+                        self.item(payload, t, rec)  # half the lines: what envelope would do, one call fewer
+                    else:
+                        self.envelope(kind, payload, t, rec)
         elif "record_type" in v:
             return  # legacy state line
         elif "type" not in v and "id" in v:
@@ -689,12 +693,13 @@ def translate(source: Source, records: Iterator[RawRecord], state: dict[str, Any
     """Yield the neutral records of ``records`` (see the module docstring)."""
     tr = _Translator(source, state)
     out = tr.out
+    line = tr.line
     for rec in records:
         if isinstance(rec.value, dict):
-            tr.line(rec)
-        if out:
-            yield from out
-            out.clear()
+            line(rec)
+            if out:
+                yield from out
+                out.clear()
     tr.finish()
     yield from out
     out.clear()

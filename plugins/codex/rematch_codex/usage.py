@@ -35,16 +35,20 @@ def vector(usage: Any) -> list[int] | None:
     b = get("cached_input_tokens", 0)
     c = get("output_tokens", 0)
     d = get("cache_write_input_tokens", 0)
-    e = get("total_tokens", 0)
-    out = [
-        a if type(a) is int and a >= 0 else _count(a),
-        b if type(b) is int and b >= 0 else _count(b),
-        c if type(c) is int and c >= 0 else _count(c),
-        d if type(d) is int and d >= 0 else _count(d),
-        e if type(e) is int and e >= 0 else _count(e),
-    ]
-    if not isinstance(usage.get("total_tokens"), (int, float)):
-        out[4] = out[0] + out[2]
+    e = get("total_tokens")
+    if (type(a) is int and type(b) is int and type(c) is int and type(d) is int and type(e) is int
+            and a >= 0 and b >= 0 and c >= 0 and d >= 0 and e >= 0):
+        out = [a, b, c, d, e]
+    else:
+        out = [
+            a if type(a) is int and a >= 0 else _count(a),
+            b if type(b) is int and b >= 0 else _count(b),
+            c if type(c) is int and c >= 0 else _count(c),
+            d if type(d) is int and d >= 0 else _count(d),
+            e if type(e) is int and e >= 0 else _count(e),
+        ]
+        if not isinstance(e, (int, float)):
+            out[4] = out[0] + out[2]
     return out if out[0] or out[1] or out[2] or out[3] or out[4] else None
 
 
