@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -82,6 +83,28 @@ def _plan_all(
         # The most work first keeps every worker busy to the end.
         todo.sort(key=lambda item: -item.work)
     return todo
+
+
+#: A ledger with fewer sources than this (and some) has its workers forked only once there is work.
+EARLY_FORK_SOURCES = 10_000
+
+
+def _fork_early(path: Path) -> bool:
+    """Whether local workers are forked before discovery rather than when the first file is handed out.
+
+    A forked worker starts with its parent's resident memory: forked after the discovery and
+    planning of 100,000 files, each would carry them. A small archive's planning weighs
+    little, and a rerun that finds nothing to do (most of them) then forks nothing. A
+    first import (no ledger, or an empty one) is work whatever its size: forked early.
+    """
+    if not path.exists():
+        return True
+    try:
+        with Ledger(path, readonly=True) as book:
+            known = book.source_count(EARLY_FORK_SOURCES)
+    except sqlite3.Error:
+        return True  # the import itself says what is wrong with the ledger
+    return known == 0 or known >= EARLY_FORK_SOURCES
 
 
 def _rows_of(keys: list[str] | None, ledger: Ledger) -> Iterator[Any]:
@@ -189,7 +212,8 @@ def run_import(
         # Replaced files still queued for unlinking: this process's now, and any
         # a worker had queued when it ended.
         reaper.drain()
-        if settings.jobs > 1 or scheduler is not None:
+        handed_out = summary.interrupted is not None or summary.count("unchanged") < sum(summary.counts.values())
+        if (settings.jobs > 1 or scheduler is not None) and handed_out:
             # A killed worker's temporaries (a cluster's workers have no parent to sweep them).
             clean_outputs(data)
     summary.files.sort(key=lambda f: f.path)
@@ -231,7 +255,7 @@ def import_locked(
     host = worker_host()  # loaded before any worker is forked: workers start with the plugins
     executor = executor or make_executor(settings, data, progress, scheduler)
     start = getattr(executor, "start", None)
-    if start is not None and settings.jobs > 1:
+    if start is not None and settings.jobs > 1 and callable(found) and _fork_early(data.ledger):
         start()  # forked before discovery and planning fill this process
     with contextlib.ExitStack() as stack:
         try:

@@ -12,6 +12,10 @@ processes of its own:
   terminated (what they were writing is crash-safe: a temporary file, or an
   in-place continuation the journal rolls back), and the outcomes they had
   already sent are still yielded, so finished work is recorded.
+
+A run with nothing to import (an unchanged rerun) loads neither
+:mod:`multiprocessing` nor the per-file import: both are imported when a
+worker is started or a file is imported.
 """
 
 from __future__ import annotations
@@ -23,8 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rematch_trace.importing.executor import tasks_of
 from rematch_trace.importing.outcome import (
@@ -36,7 +39,9 @@ from rematch_trace.importing.outcome import (
     to_wire,
 )
 from rematch_trace.importing.settings import ImportSettings, Progress
-from rematch_trace.importing.worker import import_file
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 #: How long terminated workers get to exit before they are killed.
 STOP_GRACE = 0.5
@@ -116,6 +121,9 @@ class LocalPool:
     def _start(self) -> _Worker:
         import multiprocessing
 
+        # Imported here, before the fork, so no worker imports it again for itself.
+        import rematch_trace.importing.worker  # noqa: F401
+
         ctx = multiprocessing.get_context("fork")
         parent_end, child_end = ctx.Pipe(duplex=True)
         proc = ctx.Process(
@@ -150,6 +158,8 @@ class LocalPool:
         done = 0
         if not queue:
             return
+        from multiprocessing.connection import wait
+
         if not self.workers:
             for _ in range(min(self.settings.jobs, len(queue))):
                 self._start()
@@ -279,6 +289,13 @@ class LocalPool:
                 _signal(worker.proc.pid, signal.SIGKILL)
         for worker in self.workers:
             worker.proc.join()
+
+
+def import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
+    """One file's import (:func:`rematch_trace.importing.worker.import_file`), its module loaded on first use."""
+    from rematch_trace.importing.worker import import_file as run
+
+    return run(item, settings, data_root)
 
 
 def _signal(pid: int | None, signum: int) -> None:

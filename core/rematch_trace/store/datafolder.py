@@ -177,12 +177,20 @@ reaper = Reaper()
 def clean_temporaries(folder: Path) -> int:
     """Remove temporary and replaced files a killed import left behind; return how many."""
     n = 0
-    if not folder.is_dir():
+    try:
+        # One listing for both kinds (``.*.tmp`` and ``.*.trash``): every run sweeps three folders.
+        with os.scandir(folder) as entries:
+            names = [e.name for e in entries if e.name.startswith(".") and _LEFT_BEHIND.fullmatch(e.name)]
+    except OSError:
         return 0
-    for p in [*folder.glob(".*.tmp"), *folder.glob(".*.trash")]:
+    for name in names:
         try:
-            p.unlink()
+            os.unlink(os.path.join(folder, name))
             n += 1
         except OSError:
             pass
     return n
+
+
+#: What a killed import leaves: ``.NAME.tmp`` (a temporary) and ``.NAME.trash`` (a replaced file).
+_LEFT_BEHIND = re.compile(r"\..*\.(?:tmp|trash)", re.DOTALL)

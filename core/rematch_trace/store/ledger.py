@@ -241,6 +241,11 @@ class Ledger:
         row = self._q("SELECT count(*), coalesce(sum(flagged), 0) FROM sessions").fetchone()
         return int(row[0]), int(row[1])
 
+    def source_count(self, at_most: int) -> int:
+        """How many source rows the ledger holds, counted up to ``at_most`` (a bounded cost)."""
+        row = self._q("SELECT count(*) FROM (SELECT 1 FROM sources LIMIT ?)", (at_most,)).fetchone()
+        return int(row[0])
+
     def record_source(
         self, row: SourceRow, sessions: Sequence[SessionRow] = (), forget: Sequence[tuple[str, str]] = ()
     ) -> None:

@@ -18,23 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rematch_trace import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
-from rematch_trace.host.vocab import (
-    OUTPUT_HEAD_CHARS,
-    Abort,
-    AssistantMessage,
-    ModelRef,
-    Neutral,
-    Session,
-    ToolCall,
-    ToolResult,
-    Usage,
-    UserMessage,
-)
-from rematch_trace.importing.reader import read_source
+
+if TYPE_CHECKING:
+    from rematch_trace.host.vocab import Neutral
+
+# The reader and the vocabulary are imported by the hooks that use them: every command
+# loads every plugin, and a rerun that finds nothing new calls neither hook.
 
 __version__ = "0.1.0"
 HARNESS = "toy"
@@ -57,6 +50,8 @@ def detect_source(path: Path, head: bytes) -> Source | None:
 @hookimpl
 def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream the file from byte ``start`` with the core's bounded reader."""
+    from rematch_trace.importing.reader import read_source
+
     return read_source(source, start)
 
 
@@ -71,6 +66,18 @@ def _int(v: Any) -> int:
 
 
 def _translate(records: Iterator[RawRecord]) -> Iterator[Neutral]:
+    from rematch_trace.host.vocab import (
+        OUTPUT_HEAD_CHARS,
+        Abort,
+        AssistantMessage,
+        ModelRef,
+        Session,
+        ToolCall,
+        ToolResult,
+        Usage,
+        UserMessage,
+    )
+
     for rec in records:
         v = rec.value
         t = v.get("t") if isinstance(v.get("t"), int) else None
