@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -33,14 +33,15 @@ from rematch_trace.importing.discovery import SUFFIXES, Searched, discover, walk
 from rematch_trace.importing.executor import Executor, Interrupted
 from rematch_trace.importing.fs import exists, stat_of
 from rematch_trace.importing.lock import ImportLock
-from rematch_trace.importing.outcome import FileOutcome, Grown, WorkItem
 from rematch_trace.importing.settings import ImportSettings, Progress
 from rematch_trace.importing.summary import FileResult, Summary, print_problems
 from rematch_trace.importing.worker import use_host, worker_host
 from rematch_trace.store.datafolder import DataDir, clean_temporaries, reaper
 from rematch_trace.store.journal import clear, recover
 from rematch_trace.store.ledger import Ledger, as_stored
-from rematch_trace.store.rows import SourceRow
+
+if TYPE_CHECKING:
+    from rematch_trace.importing.outcome import FileOutcome, WorkItem
 
 #: How long ledger writes may wait to be committed together.
 COMMIT_SECONDS = 0.5
@@ -73,6 +74,9 @@ def _plan_all(
         if decision == "skip":
             summary.unchanged(mine["harness"] if mine is not None else None)
             continue
+        # Loaded by the first file to import: a rerun that finds nothing to do never needs it.
+        from rematch_trace.importing.outcome import WorkItem
+
         work = (size or 0) - (grown.offset if grown else 0)
         # What the ledger holds of the file (its sessions, a grown file's state) is read when
         # the file is handed out: 100,000 grown files do not hold it all at once.
@@ -282,6 +286,8 @@ def import_locked(
                 # with it: the worker never opens the ledger), a grown file's fingerprints and state.
                 if not item.unread:
                     return item
+                from rematch_trace.importing.outcome import Grown
+
                 key = as_stored(item.path)
                 owned = tuple(sorted(sid for _h, sid in book.session_keys_of(key)))
                 grown = item.grown
@@ -398,6 +404,8 @@ def _record(
         # Only once the ledger no longer names them: a crash before that leaves
         # unreferenced files, never a ledger row without its trace.
         return gone
+    from rematch_trace.store.rows import SourceRow
+
     summary.add(path, outcome)
     try:
         size = stat_of(path)[0]

@@ -9,15 +9,17 @@ before the old end are fingerprinted again, in the worker.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rematch_trace.errors import RematchError
 from rematch_trace.importing.fs import read_spans
-from rematch_trace.importing.outcome import Grown
-from rematch_trace.store.states import SavedState, load_saved, state_loads
+
+if TYPE_CHECKING:
+    # Loaded where they are used: a rerun that finds every file unchanged needs neither.
+    from rematch_trace.importing.outcome import Grown
+    from rematch_trace.store.states import SavedState
 
 HEAD_FP = 16 * 1024
 TAIL_FP = 4096
@@ -41,6 +43,8 @@ def fingerprints(path: str | os.PathLike[str], offset: int, skip: int = 0, head:
         parts = read_spans(path, spans)  # one open for both: this runs for every changed file
     except (OSError, RematchError):
         return None, None
+    import hashlib  # here: a rerun that finds nothing changed loads no OpenSSL
+
     if head is None:
         head = hashlib.sha256(parts[1]).hexdigest()
     return head, hashlib.sha256(parts[0]).hexdigest()
@@ -58,6 +62,8 @@ def plan(row: Any, path: str, size: int | None, mtime_ns: int, load_saved: Any) 
         racy = abs(row["imported_at"] - mtime_ns / 1e9) < RACY_SECONDS
         if not racy:
             return "skip", None
+        from rematch_trace.store.states import state_loads
+
         blob = load_saved() if row["has_saved"] else None
         skip = (state_loads(blob) if blob else {}).get("head_skip", 0)
         head, tail = fingerprints(path, row["offset"] or size, skip)
@@ -69,6 +75,8 @@ def plan(row: Any, path: str, size: int | None, mtime_ns: int, load_saved: Any) 
     # import read it to its end. Nothing is new, but only a continuation knows it cheaply.
     more = size > offset or (size == offset and size > row["size"])
     if row["outcome"] in ("imported", "resumed") and row["has_saved"] and more and offset >= 0 and size >= row["size"]:
+        from rematch_trace.importing.outcome import Grown
+
         # Whether the kept part is unchanged is checked in the worker, in parallel.
         return "grown", Grown(offset)
     return "full", None
@@ -81,6 +89,8 @@ def resumable(path: Path, grown: Grown | None) -> SavedState | None:
     """
     if grown is None or not grown.saved:
         return None
+    from rematch_trace.store.states import load_saved
+
     try:
         saved = load_saved(grown.saved)
     except ValueError:

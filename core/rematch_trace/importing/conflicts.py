@@ -11,15 +11,17 @@ the run, with the file whose copy was kept.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
-from rematch_trace.importing.outcome import FileOutcome, SessionRow
 from rematch_trace.importing.summary import printable
 from rematch_trace.store.datafolder import DataDir, stamp_of
 from rematch_trace.store.ledger import Ledger, as_stored
+
+if TYPE_CHECKING:
+    from rematch_trace.importing.outcome import FileOutcome, SessionRow
 
 #: How many other files a conflict line names before "and N more".
 SHOWN = 3

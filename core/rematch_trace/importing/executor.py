@@ -10,9 +10,10 @@ local ones (this process, or worker processes of the run); another engine
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from rematch_trace.importing.outcome import FileOutcome, WorkItem
+if TYPE_CHECKING:
+    from rematch_trace.importing.outcome import FileOutcome, WorkItem
 
 #: A task takes files until it holds this many, or this many bytes to read:
 #: one task per small file would leave the workers waiting on the parent to hand out work.

@@ -14,8 +14,8 @@ processes of its own:
   already sent are still yielded, so finished work is recorded.
 
 A run with nothing to import (an unchanged rerun) loads neither
-:mod:`multiprocessing` nor the per-file import: both are imported when a
-worker is started or a file is imported.
+:mod:`multiprocessing` nor the per-file import, nor the outcomes' wire format:
+each is imported when a worker is started or a file is imported.
 """
 
 from __future__ import annotations
@@ -30,18 +30,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from rematch_trace.importing.executor import tasks_of
-from rematch_trace.importing.outcome import (
-    FileOutcome,
-    WorkItem,
-    failed,
-    item_from_wire,
-    outcome_from_wire,
-    to_wire,
-)
 from rematch_trace.importing.settings import ImportSettings, Progress
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
+
+    from rematch_trace.importing.outcome import FileOutcome, WorkItem
 
 #: How long terminated workers get to exit before they are killed.
 STOP_GRACE = 0.5
@@ -160,6 +154,8 @@ class LocalPool:
             return
         from multiprocessing.connection import wait
 
+        from rematch_trace.importing.outcome import to_wire
+
         if not self.workers:
             for _ in range(min(self.settings.jobs, len(queue))):
                 self._start()
@@ -213,6 +209,8 @@ class LocalPool:
 
     def _drain(self, worker: _Worker) -> Iterator[tuple[WorkItem, FileOutcome]]:
         """Every complete message the worker has sent."""
+        from rematch_trace.importing.outcome import outcome_from_wire
+
         while True:
             try:
                 if not worker.conn.poll():
@@ -245,6 +243,8 @@ class LocalPool:
         if self._stopping:
             return None
         if kills >= 2:
+            from rematch_trace.importing.outcome import failed
+
             self.deaths.append(f"a worker died ({how}) importing {current.path} again: not retried")
             return current, failed(f"its import killed a worker twice ({how})")
         self.deaths.append(f"a worker died ({how}) importing {current.path}: retried")
@@ -335,6 +335,7 @@ def _worker_main(conn: Connection, settings: ImportSettings, data_root: str, par
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     import queue
 
+    from rematch_trace.importing.outcome import item_from_wire, to_wire
     from rematch_trace.store.datafolder import reaper
 
     # Tasks are received by a thread of their own, always: were this process to block

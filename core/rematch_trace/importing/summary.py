@@ -7,12 +7,14 @@ holds no per-file record of them.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from rematch_trace.importing.discovery import Searched
-from rematch_trace.importing.outcome import FileOutcome, SessionRow
+
+if TYPE_CHECKING:
+    from rematch_trace.importing.outcome import FileOutcome, SessionRow
 
 OUTCOMES = ("imported", "resumed", "unchanged", "skipped", "failed")
 #: Problems kept per file for the report (all are counted).

@@ -10,17 +10,21 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from rematch_trace.errors import RematchError
 from rematch_trace.host.facade import Host, PluginFailure
-from rematch_trace.importing.changes import HEAD_FP, fingerprints, resumable
 from rematch_trace.importing.fs import stat_of
-from rematch_trace.importing.outcome import FileOutcome, SessionRow, WorkItem, failed
 from rematch_trace.importing.settings import ImportSettings
-from rematch_trace.store.claims import Claims
 from rematch_trace.store.datafolder import DataDir
+
+if TYPE_CHECKING:
+    # Loaded by the first file imported: the importing process loads this module for
+    # worker_host, and a rerun that finds nothing to do imports no file.
+    from rematch_trace.importing.outcome import FileOutcome, WorkItem
+    from rematch_trace.store.claims import Claims
 
 _host: Host | None = None
 
@@ -77,8 +81,11 @@ def unclaimed(host: Host, path: Path) -> str:
 
 
 def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
+    from rematch_trace.importing.changes import HEAD_FP, fingerprints, resumable
+    from rematch_trace.importing.outcome import FileOutcome, SessionRow, failed
     from rematch_trace.importing.source_import import import_source
     from rematch_trace.place.domain import decide_domain
+    from rematch_trace.store.claims import Claims
 
     host = worker_host()
     data = _data_dir(data_root)

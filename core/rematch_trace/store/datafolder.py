@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import queue
 import re
-import secrets
 import threading
 from pathlib import Path
 from typing import IO
@@ -25,7 +23,15 @@ def safe_name(session_id: str) -> str:
     """
     if _SAFE_ID.fullmatch(session_id) and not session_id.endswith("."):
         return session_id
+    import hashlib  # rare (a plain id needs none), and OpenSSL's start-up is not free
+
     return "_" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def random_hex(nbytes: int) -> str:
+    """A random hex token of ``nbytes`` bytes: what :func:`secrets.token_hex` gives, without
+    importing :mod:`secrets` (and :mod:`random`, :mod:`hmac`) into every command."""
+    return os.urandom(nbytes).hex()
 
 
 class DataDir:
@@ -68,7 +74,7 @@ class AtomicFile:
 
     def __init__(self, target: Path) -> None:
         self.target = target
-        self.tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        self.tmp = target.with_name(f".{target.name}.{random_hex(6)}.tmp")
         fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         self.f: IO[bytes] = os.fdopen(fd, "wb", buffering=256 * 1024)
         self.size = 0
@@ -96,7 +102,7 @@ class AtomicFile:
             os.fsync(self.f.fileno())
         self.stamp = stamp_of(os.fstat(self.f.fileno()))
         self.f.close()
-        trash: Path | None = self.target.with_name(f".{self.target.name}.{secrets.token_hex(6)}.trash")
+        trash: Path | None = self.target.with_name(f".{self.target.name}.{random_hex(6)}.trash")
         try:
             os.link(self.target, trash, follow_symlinks=False)  # type: ignore[arg-type]
         except OSError:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import os
-import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import IO, Any
 import orjson
 
 from rematch_trace.errors import RestartImport
-from rematch_trace.store.datafolder import DataDir, stamp_of
+from rematch_trace.store.datafolder import DataDir, random_hex, stamp_of
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -132,7 +131,7 @@ class Journal:
             # A forked worker must not share its parent's file offset; another data
             # folder gets a file of its own.
             self.close()
-            self._fd = os.open(folder / f"{os.getpid()}-{secrets.token_hex(4)}.jsonl",
+            self._fd = os.open(folder / f"{os.getpid()}-{random_hex(4)}.jsonl",
                                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL | _NOFOLLOW, 0o600)
             self._pid, self._folder = os.getpid(), folder
         return self._fd
@@ -159,7 +158,7 @@ journal = Journal()
 
 def new_generation() -> str:
     """A token that names one resume (kept in the ledger when it commits)."""
-    return secrets.token_hex(8)
+    return random_hex(8)
 
 
 def write_entry(data: DataDir, source: str, generation: str, files: list[AppendFile], fsync: bool) -> dict[str, Any]:

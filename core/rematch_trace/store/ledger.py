@@ -13,12 +13,13 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from rematch_trace.store.rows import SessionRow, SourceRow
-from rematch_trace.store.states import state_loads
+if TYPE_CHECKING:
+    # Loaded where they are used: planning an unchanged rerun reads the ledger without them.
+    from rematch_trace.store.rows import SessionRow, SourceRow
 
 # Each migration takes the schema from its index to the next version.
 MIGRATIONS: tuple[str, ...] = (
@@ -176,6 +177,8 @@ class Ledger:
         row = self._q("SELECT * FROM sources WHERE path = ?", (path,)).fetchone()
         if row is None:
             return None
+        from rematch_trace.store.states import state_loads
+
         d = dict(row)
         d["saved"] = state_loads(d["saved"]) if d["saved"] else None
         return d
@@ -325,6 +328,8 @@ class Ledger:
         No source row is written: the transcript is still imported as usual,
         and that import leaves this session's trace and row to the live capture.
         """
+        from rematch_trace.store.rows import SourceRow
+
         try:
             st = os.stat(source_path)
             size, mtime_ns = st.st_size, st.st_mtime_ns
