@@ -135,13 +135,16 @@ def _normalize(name: str) -> str:
 def _group_of(dist_path: str, group: str) -> list[EntryPoint]:
     """The entry points of ``group`` in one distribution's ``entry_points.txt``."""
     try:
-        with open(os.path.join(dist_path, "entry_points.txt"), encoding="utf-8") as f:
-            text = f.read()
+        # Read as bytes: every command reads every distribution's file, most naming no plugin.
+        with open(os.path.join(dist_path, "entry_points.txt"), "rb") as f:
+            data = f.read()
     except OSError:
+        return []
+    if group.encode() not in data:
         return []
     out: list[EntryPoint] = []
     section = None
-    for raw in text.splitlines():
+    for raw in data.decode("utf-8").splitlines():
         line = raw.strip()
         if not line or line.startswith(("#", ";")):
             continue

@@ -70,7 +70,7 @@ def _plan_all(
             size, mtime_ns, _regular = stat_of(path)
         except (OSError, RematchError):
             size, mtime_ns = None, -1
-        decision, grown = plan(mine, path, size, mtime_ns, lambda k=key: ledger.saved_of(k))
+        decision, grown = plan(mine, path, size, mtime_ns, ledger)
         if decision == "skip":
             summary.unchanged(mine["harness"] if mine is not None else None)
             continue

@@ -19,6 +19,7 @@ from rematch_trace.importing.fs import read_spans
 if TYPE_CHECKING:
     # Loaded where they are used: a rerun that finds every file unchanged needs neither.
     from rematch_trace.importing.outcome import Grown
+    from rematch_trace.store.ledger import Ledger
     from rematch_trace.store.states import SavedState
 
 HEAD_FP = 16 * 1024
@@ -50,11 +51,11 @@ def fingerprints(path: str | os.PathLike[str], offset: int, skip: int = 0, head:
     return head, hashlib.sha256(parts[0]).hexdigest()
 
 
-def plan(row: Any, path: str, size: int | None, mtime_ns: int, load_saved: Any) -> tuple[Plan, Grown | None]:
+def plan(row: Any, path: str, size: int | None, mtime_ns: int, ledger: Ledger) -> tuple[Plan, Grown | None]:
     """``skip``, ``full``, or ``grown`` (with what the worker needs to check and continue) for one file.
 
-    ``row`` is the file's ledger row without its saved state (or ``None``);
-    ``load_saved()`` fetches that state, only in the rare case it is needed here.
+    ``row`` is the file's brief ledger row (or ``None``, see :meth:`Ledger.sources_brief`); its saved
+    state is asked of ``ledger`` only in the rare cases it matters here.
     """
     if row is None or size is None:
         return "full", None
@@ -64,7 +65,7 @@ def plan(row: Any, path: str, size: int | None, mtime_ns: int, load_saved: Any) 
             return "skip", None
         from rematch_trace.store.states import state_loads
 
-        blob = load_saved() if row["has_saved"] else None
+        blob = ledger.saved_of(row["path"])
         skip = (state_loads(blob) if blob else {}).get("head_skip", 0)
         head, tail = fingerprints(path, row["offset"] or size, skip)
         if head == row["head_fp"] and tail == row["tail_fp"]:
@@ -74,7 +75,8 @@ def plan(row: Any, path: str, size: int | None, mtime_ns: int, load_saved: Any) 
     # size == offset > the size recorded: the file grew while it was being read, and the
     # import read it to its end. Nothing is new, but only a continuation knows it cheaply.
     more = size > offset or (size == offset and size > row["size"])
-    if row["outcome"] in ("imported", "resumed") and row["has_saved"] and more and offset >= 0 and size >= row["size"]:
+    if (row["outcome"] in ("imported", "resumed") and more and offset >= 0 and size >= row["size"]
+            and ledger.has_saved(row["path"])):
         from rematch_trace.importing.outcome import Grown
 
         # Whether the kept part is unchanged is checked in the worker, in parallel.

@@ -75,11 +75,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE sessions ADD COLUMN mode TEXT NOT NULL DEFAULT 'import';
     """,
+    # Planning reads every source's brief row in path order. The table stores imported_at
+    # after the saved state, whose overflow pages SQLite walks to reach it: an index that
+    # holds the brief columns is read alone, in order, whatever the saved states weigh.
+    """
+    CREATE INDEX sources_brief ON sources(path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
-#: The columns of a source row that planning reads (its saved state only said to be there).
-_BRIEF = ("path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, "
-          "saved IS NOT NULL AND length(saved) > 0 AS has_saved")
+#: The columns of a source row that planning reads: those of the index ``sources_brief``.
+_BRIEF = "path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at"
 
 
 def as_stored(value: Any) -> Any:
@@ -189,10 +194,11 @@ class Ledger:
             yield dict(row)
 
     def sources_brief(self) -> Iterator[sqlite3.Row]:
-        """Every source row in path order, without its saved state (``has_saved`` says if it has one).
+        """Every source row in path order, without its saved state (:meth:`has_saved` says if it has one).
 
-        Planning reads this for every file of an archive: the saved states, up to
-        hundreds of KB each, are read one at a time, and only for files that grew.
+        Planning reads this for every file of an archive, from the index that holds
+        these columns: the saved states, up to hundreds of KB each, are read one at
+        a time, and only for files that grew.
         """
         yield from self._q(f"SELECT {_BRIEF} FROM sources ORDER BY path")
 
@@ -200,6 +206,11 @@ class Ledger:
         """One source's row as :meth:`sources_brief` gives it, or ``None``."""
         row: sqlite3.Row | None = self._q(f"SELECT {_BRIEF} FROM sources WHERE path = ?", (path,)).fetchone()
         return row
+
+    def has_saved(self, path: str) -> bool:
+        """Whether a source has a saved state (to continue it from), without reading the state."""
+        row = self._q("SELECT saved IS NOT NULL AND length(saved) > 0 FROM sources WHERE path = ?", (path,)).fetchone()
+        return bool(row is not None and row[0])
 
     def saved_of(self, path: str) -> bytes | None:
         """The encoded saved state of one source, if any."""

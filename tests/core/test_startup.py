@@ -1,0 +1,96 @@
+"""What a rerun with nothing changed costs at start-up: no worker process, none of a file import's modules.
+
+Run as a user runs ``rematch import`` (a process of its own, every installed
+plugin loaded); the probe records the forks the process made and the modules
+it loaded. Nothing here is timed: bench/README.md has the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "transcripts"
+
+#: Runs the console script's entry point, then writes what the process did to the file in argv[1].
+PROBE = r"""
+import json, os, sys
+report, early = sys.argv[1], int(sys.argv[2])
+forks = []
+os.register_at_fork(before=lambda: forks.append(1))
+if early:
+    import rematch_trace.importing.batch as batch
+    batch.EARLY_FORK_SOURCES = early
+sys.argv = ["rematch", *sys.argv[3:]]
+from rematch_trace.cli import main
+code = 0
+try:
+    main()
+except SystemExit as stop:
+    code = stop.code
+with open(report, "w") as f:
+    json.dump({"code": code, "forks": len(forks), "modules": sorted(sys.modules)}, f)
+"""
+
+#: What only importing a file needs: an unchanged rerun loads none of them.
+FILE_IMPORT_ONLY = (
+    "multiprocessing",
+    "rematch_trace.importing.outcome",
+    "rematch_trace.importing.source_import",
+    "rematch_trace.importing.reader",
+    "rematch_trace.store.states",
+    "rematch_trace.host.vocab",
+    "rematch_trace.trace.synth",
+    "rematch_trace.security.events",
+)
+
+
+def run(tmp_path: Path, *args: str, early: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+    report = tmp_path / "probe.json"
+    env = {k: v for k, v in os.environ.items() if k != "REMATCH_LOAD_PLUGINS"}
+    res = subprocess.run([sys.executable, "-c", PROBE, str(report), str(early), "import", *args, "--json"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    probe = json.loads(report.read_text())
+    assert probe["code"] == 0, res.stderr
+    return probe, json.loads(res.stdout)
+
+
+def test_an_unchanged_rerun_forks_no_worker_and_loads_no_file_import(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(EXAMPLES, src)
+    out = str(tmp_path / "data")
+    probe, summary = run(tmp_path, str(src), "--out", out, "--jobs", "2")
+    assert summary["files"]["imported"] == 4
+    assert probe["forks"] == 2  # a first import is work whatever its size: both workers forked up front
+
+    probe, summary = run(tmp_path, str(src), "--out", out, "--jobs", "2")
+    assert summary["files"]["unchanged"] == 4
+    assert probe["forks"] == 0
+    loaded = set(probe["modules"])
+    assert not loaded & set(FILE_IMPORT_ONLY), sorted(loaded & set(FILE_IMPORT_ONLY))
+
+    # Something to do: a worker is forked for it (one file: one worker), and the import runs as ever.
+    toy = src / "toy" / "demo.jsonl"
+    toy.write_text(toy.read_text() + '{"t": 1778000000000, "user": "and once more"}\n')
+    probe, summary = run(tmp_path, str(src), "--out", out, "--jobs", "2")
+    assert summary["files"] == {**summary["files"], "resumed": 1, "unchanged": 3}
+    assert probe["forks"] == 1
+
+
+def test_a_ledger_of_many_sources_has_its_workers_forked_before_discovery(tmp_path: Path) -> None:
+    # Forked after the planning of 100,000 files, each worker would start with that memory:
+    # from EARLY_FORK_SOURCES sources up (lowered here to the four files at hand), they are
+    # forked first, even for a rerun that then finds nothing to do.
+    out = str(tmp_path / "data")
+    run(tmp_path, str(EXAMPLES), "--out", out, "--jobs", "2")
+    probe, summary = run(tmp_path, str(EXAMPLES), "--out", out, "--jobs", "2", early=4)
+    assert summary["files"]["unchanged"] == 4
+    assert probe["forks"] == 2
+    probe, _ = run(tmp_path, str(EXAMPLES), "--out", out, "--jobs", "2", early=5)
+    assert probe["forks"] == 0
