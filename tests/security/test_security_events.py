@@ -130,6 +130,16 @@ def test_rfc3339_never_fails(ms: int) -> None:
     assert rfc3339(ms).endswith("Z")
 
 
+def test_event_times_equal_rfc3339_across_seconds_minutes_and_range() -> None:
+    # The sink formats a minute once and reuses it: every event's time must still be rfc3339's.
+    times = [1_700_000_000_000 + d for d in (0, 1, 999, 1000, 59_999, 60_000, 61_001, 3_600_000, 59_000, -1, -60_001)]
+    times += [-1, 0, 59_999, 60_000, -62135596800000, 253402300799999, 253402300799999 - 60_000, 10**18, -(10**18)]
+    sink = EventSink(SOURCE, SESSION, host=HOST, redactor=default_redactor())
+    for t in times:
+        ev = sink.feed(vocab.UserMessage(stream="", t=t, text="hello there"))[-1]
+        assert ev["occurred_at"] == rfc3339(t), t
+
+
 def test_summary_is_cut_and_flagged() -> None:
     long_cmd = "echo " + "x" * 500
     out, _ = run([SESSION, vocab.AssistantMessage(stream="", t=2, tool_calls=(vocab.ToolCall("c", "Bash", {"command": long_cmd}),))])

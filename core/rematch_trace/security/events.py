@@ -29,8 +29,9 @@ from rematch_trace.host.facade import Host
 from rematch_trace.host.source import Source
 from rematch_trace.security.fingerprint import action_fingerprint
 from rematch_trace.security.redact import PLACEHOLDER, Redactor
-from rematch_trace.security.risk import command_text, file_paths, risk_features, strings_of
+from rematch_trace.security.risk import command_text, file_paths, risk_features
 from rematch_trace.security.sink_state import SinkState
+from rematch_trace.security.strings import TEXT_LIMIT, input_strings
 from rematch_trace.trace.exactnum import ExactNumber
 
 SCHEMA_VERSION = 1
@@ -42,7 +43,7 @@ _NAMESPACE_BYTES = EVENT_NAMESPACE.bytes
 #: The longest turn id or permission mode kept, in characters.
 ID_LIMIT = 128
 #: How much of an input's text the risk rules read.
-RISK_TEXT_LIMIT = 64 * 1024
+RISK_TEXT_LIMIT = TEXT_LIMIT
 
 _PLACEHOLDER_START = PLACEHOLDER.split("{", 1)[0]
 _MIN_MS = -62135596800000  # 0001-01-01T00:00:00Z
@@ -73,8 +74,16 @@ def rfc3339(ms: int) -> str:
 
 def _uuid_text(digest: bytes) -> str:
     """A SHA-1 digest as UUIDv5 text: version nibble 5, variant bits 10."""
-    h = digest[:16].hex()
-    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{'89ab'[(digest[8] >> 4) & 3]}{h[17:20]}-{h[20:]}"
+    return _uuid_hex(digest.hex())
+
+
+#: The variant nibble (bits 10) that stands in for each hex digit: its low two bits kept.
+_VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
+
+
+def _uuid_hex(h: str) -> str:
+    """:func:`_uuid_text` of a digest given as lowercase hex (one C call fewer per event)."""
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
 
 
 def _cut(text: str, limit: int = SUMMARY_LIMIT) -> tuple[str, bool]:
@@ -104,15 +113,21 @@ def _url_summary(url: str) -> str:
     return f"{host}{parts.path}"
 
 
-def summarize(action_type: str, tool: str, tool_input: Any) -> str:
-    """A short human-readable, not yet redacted, summary of one action."""
+def summarize(
+    action_type: str, tool: str, tool_input: Any, *, command: str | None = None, paths: list[str] | None = None
+) -> str:
+    """A short human-readable, not yet redacted, summary of one action.
+
+    ``command`` and ``paths`` are :func:`command_text` and :func:`file_paths`
+    of the input when the caller has them (the risk rules read them too).
+    """
     d = tool_input if isinstance(tool_input, dict) else {}
     if action_type == "shell_exec":
-        cmd = command_text(tool_input)
+        cmd = command_text(tool_input) if command is None else command
         if cmd:
             return cmd
     elif action_type in ("file_read", "file_write", "file_edit"):
-        paths = file_paths(tool_input)
+        paths = file_paths(tool_input) if paths is None else paths
         if paths:
             return ", ".join(paths)
         pattern = d.get("pattern") or d.get("glob") or d.get("query")
@@ -192,9 +207,10 @@ class EventSink:
         # Consecutive events mostly share a time: format it once.
         self._t_ms: int | None = None
         self._t_text = ""
-        # ...and the text of the last second formatted ("...T12:34:56."), from its first ms.
-        self._sec_ms = _MAX_MS + 1
-        self._sec_text = ""
+        # ...and the text of the last minute formatted ("...T12:34:"), from its first ms:
+        # a session's events crowd into the same minutes.
+        self._min_ms = _MAX_MS + 1
+        self._min_text = ""
 
     def state(self) -> SinkState:
         """The state (no original input; saved as JSON); pass it back as ``state=``."""
@@ -224,20 +240,21 @@ class EventSink:
         t = self.t or 0
         if t != self._t_ms:
             self._t_ms = t
-            if type(t) is int and self._sec_ms <= t < self._sec_ms + 1000:
-                self._t_text = f"{self._sec_text}{t - self._sec_ms:03d}Z"
+            if type(t) is int and self._min_ms <= t < self._min_ms + 60000:
+                second, milli = divmod(t - self._min_ms, 1000)
+                self._t_text = f"{self._min_text}{second:02d}.{milli:03d}Z"
             else:
                 self._t_text = rfc3339(t)
-                if type(t) is int and _MIN_MS <= t <= _MAX_MS:
-                    self._sec_ms = t - t % 1000
-                    self._sec_text = self._t_text[:-4]
+                if type(t) is int and _MIN_MS <= t <= _MAX_MS - 60000:
+                    self._min_ms = t - t % 60000
+                    self._min_text = self._t_text[:-7]
         if metadata is None:
             metadata = {}
         if self.mode is not None:
             metadata["host_permission_mode"] = self.mode
         return {
             "schema_version": SCHEMA_VERSION,
-            "event_id": _uuid_text(h.digest()),
+            "event_id": _uuid_hex(h.hexdigest()),
             "agent": self.agent,
             "source_session_id": self.source_session_id,
             "agent_sub_id": self.agent_sub_id,
@@ -351,9 +368,12 @@ class EventSink:
             fp = None
             meta["fingerprint_error"] = "tool input holds a number with no exact representation; not fingerprinted"
         redacted, redactions = self.redactor.redact_value_counted(call.input)
-        text = strings_of(call.input, RISK_TEXT_LIMIT)
-        features = risk_features(action, name, call.input, text, redactions=redactions)
-        raw_summary = summarize(action, name, call.input)
+        text = input_strings(call.input).text()  # strings_of(input, RISK_TEXT_LIMIT), from the redactor's walk
+        # The summary and the risk rules read the same command and paths: take them once.
+        command = command_text(call.input) if action in ("shell_exec", "other", "mcp") else None
+        paths = file_paths(call.input) if action not in ("shell_exec", "network") else None
+        features = risk_features(action, name, call.input, text, redactions=redactions, command=command, paths=paths)
+        raw_summary = summarize(action, name, call.input, command=command, paths=paths)
         if redacted is call.input and type(redacted) is dict and any(raw_summary is v for v in redacted.values()):
             # The summary is one of the input's strings, and the input holds no trigger anywhere.
             summary, cut = _cut(raw_summary)

@@ -32,6 +32,8 @@ from typing import Any
 
 import attrs
 
+from rematch_trace.security.strings import input_strings
+
 PLACEHOLDER = "[REDACTED:{}]"
 _PLACEHOLDER_START = "[REDACTED:"
 
@@ -465,7 +467,7 @@ class Redactor:
         if hit is not None and hit[0] is value:
             return hit[1], hit[2]
         counter = [0]
-        if isinstance(value, dict | list | tuple) and not self._may_hold(_joined(value)):
+        if isinstance(value, dict | list | tuple) and not self._may_hold(input_strings(value).trigger_text()):
             out = value  # no trigger anywhere, keys included: nothing to redact, nothing to copy
         else:
             out = self._value(value, None, counter, 0)

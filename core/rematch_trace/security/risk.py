@@ -18,6 +18,7 @@ from typing import Any
 
 from rematch_trace.security.redact import _trie_pattern
 from rematch_trace.security.scan import alt, lowered, occurs
+from rematch_trace.security.strings import InputStrings
 
 #: The closed list of features, most severe first, each with what it means.
 RISK_FEATURES: tuple[tuple[str, str], ...] = (
@@ -48,7 +49,14 @@ def severity(features: Iterable[str]) -> int:
 
 def sort_features(features: Iterable[str]) -> list[str]:
     """Features deduplicated, most severe first."""
-    return sorted(set(features), key=lambda f: -SEVERITY.get(f, 0))
+    unique = set(features)
+    if len(unique) < 2:  # most actions have none or one: nothing to order
+        return list(unique)
+    return sorted(unique, key=_severity_key)
+
+
+def _severity_key(feature: str) -> int:
+    return -SEVERITY.get(feature, 0)
 
 
 _I = re.I
@@ -315,24 +323,13 @@ def _patch_files(patch: str) -> list[str]:
 
 
 def strings_of(value: Any, limit: int = 64 * 1024) -> str:
-    """Every string (and key) of a JSON value joined by newlines, cut at ``limit`` characters."""
-    parts: list[str] = []
-    size = 0
-    stack = [value]
-    while stack and size < limit:
-        v = stack.pop()
-        if isinstance(v, str):
-            parts.append(v)
-            size += len(v) + 1
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                if isinstance(k, str):
-                    parts.append(k)
-                    size += len(k) + 1
-                stack.append(x)
-        elif isinstance(v, list | tuple):
-            stack.extend(reversed(v))
-    return "\n".join(parts)[:limit]
+    """Every string (and key) of a JSON value joined by newlines, cut at ``limit`` characters.
+
+    Depth first, a dict's keys before its values; the walk stops once the text
+    reaches ``limit``. The event sink takes the same text from the walk that
+    redaction already made of the input (:func:`rematch_trace.security.strings.input_strings`).
+    """
+    return InputStrings(value, limit).text()
 
 
 #: Each command rule: the gate that must be open, its alternatives, the feature it finds.
@@ -368,7 +365,14 @@ def _command_features(command: str) -> set[str]:
 
 
 def risk_features(
-    action_type: str, tool: str, tool_input: Any, text: str, *, redactions: int | None = None
+    action_type: str,
+    tool: str,
+    tool_input: Any,
+    text: str,
+    *,
+    redactions: int | None = None,
+    command: str | None = None,
+    paths: list[str] | None = None,
 ) -> list[str]:
     """The risk features of one action, most severe first.
 
@@ -380,9 +384,15 @@ def risk_features(
         always scanned too.
     :param redactions: credentials the redactor found in the input; counted
         here with the shared redactor when not given.
+    :param command: :func:`command_text` of the input, when the caller has it
+        (read only for the action types that have a command).
+    :param paths: :func:`file_paths` of the input, when the caller has it.
     """
     found: set[str] = set()
-    command = command_text(tool_input) if action_type in ("shell_exec", "other", "mcp") else ""
+    if action_type in ("shell_exec", "other", "mcp"):
+        command = command_text(tool_input) if command is None else command
+    else:
+        command = ""
     scan = f"{command}\n{text}" if command and command not in text else (text or command)
     if redactions is None:
         from rematch_trace.security.redact import default_redactor
@@ -390,9 +400,12 @@ def risk_features(
         redactions = default_redactor().redact(scan)[1]
     if redactions > 0 or _CRED_VAR.search(scan):
         found.add("credential_in_args")
-    paths = "\n".join(file_paths(tool_input)) if action_type not in ("shell_exec", "network") else ""
+    if action_type not in ("shell_exec", "network"):
+        joined = "\n".join(file_paths(tool_input) if paths is None else paths)
+    else:
+        joined = ""
     # A file call is judged by the paths it touches, not by the text it writes.
-    target = paths if action_type.startswith("file_") else scan
+    target = joined if action_type.startswith("file_") else scan
     if target and _SENSITIVE_GATE.search(target.lower()) and _SENSITIVE.search(target):
         found.add("sensitive_file_reference")
     if action_type == "network":
@@ -401,12 +414,12 @@ def risk_features(
             method = str(tool_input.get("method", "")).upper()
             if method in ("POST", "PUT", "PATCH") or tool_input.get("body") or tool_input.get("data"):
                 found.add("outbound_upload")
-    if paths and action_type in _WRITES:
-        low = paths.lower()
-        scan_low = low if paths.isascii() else lowered(paths)
-        if _gate("agent_config", low) and occurs(_AGENT_CONFIG, paths, scan_low):
+    if joined and action_type in _WRITES:
+        low = joined.lower()
+        scan_low = low if joined.isascii() else lowered(joined)
+        if _gate("agent_config", low) and occurs(_AGENT_CONFIG, joined, scan_low):
             found.add("agent_config_change")
-        if _gate("persist", low) and occurs(_PERSIST, paths, scan_low):
+        if _gate("persist", low) and occurs(_PERSIST, joined, scan_low):
             found.add("persistence")
     if command:
         found.update(_command_features(command))
