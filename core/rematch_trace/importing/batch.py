@@ -289,12 +289,13 @@ def import_locked(
                 from rematch_trace.importing.outcome import Grown
 
                 key = as_stored(item.path)
-                owned = tuple(sorted(sid for _h, sid in book.session_keys_of(key)))
                 grown = item.grown
                 if grown is not None and grown.saved is None:
-                    head, tail, saved = book.continuation_of(key)
+                    keys, head, tail, saved = book.continuation_of(key)  # one query for both
                     grown = Grown(grown.offset, head, tail, saved)
-                return attrs.evolve(item, grown=grown, owned=owned, unread=False)
+                else:
+                    keys = book.session_keys_of(key)
+                return attrs.evolve(item, grown=grown, owned=tuple(sorted(keys)), unread=False, known=True)
 
             removals: list[tuple[str, str]] = []
             conflicts = Conflicts(data)
@@ -340,7 +341,7 @@ def _record_all(
     committed_at = time.monotonic()
     for item, outcome in results:
         ledger.begin()
-        removals.extend(_record(ledger, item.path, outcome, summary, conflicts))
+        removals.extend(_record(ledger, item, outcome, summary, conflicts))
         if time.monotonic() - committed_at > COMMIT_SECONDS:
             _commit(ledger, data, removals)
             committed_at = time.monotonic()
@@ -387,15 +388,19 @@ def _run_started(data: DataDir) -> int:
 
 
 def _record(
-    ledger: Ledger, path: str, outcome: FileOutcome, summary: Summary, conflicts: Conflicts
+    ledger: Ledger, item: WorkItem, outcome: FileOutcome, summary: Summary, conflicts: Conflicts
 ) -> list[tuple[str, str]]:
     """Write one file's outcome to the ledger and the summary; return the sessions whose outputs may go."""
+    path = item.path
     if outcome.ok:
-        kept, replaced = conflicts.kept_sessions(ledger, path, outcome)
+        # What the ledger gave the file when it was handed out. Since then another file of this
+        # run may have taken one of its sessions (never given it one): such a session is then
+        # "gone" here too, and stays, as its row names that other file (see _commit).
+        before = set(item.owned) if item.known else ledger.session_keys_of(as_stored(path))
+        kept, replaced = conflicts.kept_sessions(ledger, path, outcome, before)
         for prev in replaced:
             summary.uncount(outcome.harness, bool(prev["flagged"]), orjson.loads(prev["reasons"] or "[]"))
         summary.add(path, outcome, kept)
-        before = ledger.session_keys_of(as_stored(path))
         # A session captured live keeps its own row (mode 'live'): neither rewritten nor forgotten.
         after = {(outcome.harness or "", s.session_id) for s in kept}
         after |= {(outcome.harness or "", sid) for sid in outcome.kept_live}

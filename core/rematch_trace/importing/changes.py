@@ -10,7 +10,6 @@ before the old end are fingerprinted again, in the worker.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rematch_trace.errors import RematchError
@@ -84,7 +83,7 @@ def plan(row: Any, path: str, size: int | None, mtime_ns: int, ledger: Ledger) -
     return "full", None
 
 
-def resumable(path: Path, grown: Grown | None) -> SavedState | None:
+def resumable(path: str | os.PathLike[str], grown: Grown | None) -> SavedState | None:
     """The saved state to continue ``path`` from, if the part already imported is unchanged.
 
     A saved state this version cannot read (a damaged ledger) is none: the file is read whole.

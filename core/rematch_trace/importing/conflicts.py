@@ -58,9 +58,17 @@ class Conflicts:
         """``path`` offered ``session_id`` with a copy of ``records`` records."""
         self.offered.setdefault((harness, session_id), {})[path] = records
 
-    def kept_sessions(self, ledger: Ledger, path: str, outcome: FileOutcome) -> tuple[list[SessionRow], list[Any]]:
+    def kept_sessions(
+        self, ledger: Ledger, path: str, outcome: FileOutcome, owned: set[tuple[str, str]] | None = None
+    ) -> tuple[list[SessionRow], list[Any]]:
         """The sessions of ``outcome`` to record, and the ledger rows (of other files, recorded
-        this run) they replace, whose counts must come off the summary."""
+        this run) they replace, whose counts must come off the summary.
+
+        ``owned``: the (harness, session id) the ledger gave the file when it was handed out.
+        Such a session's row still names the file unless another file of this run took it, and
+        the first file to take a session from another notes it here: so a session owned and
+        never noted needs no look-up (most sessions of a rerun).
+        """
         harness = outcome.harness or ""
         for c in outcome.conflicts:
             if c.kept == "theirs":
@@ -76,6 +84,8 @@ class Conflicts:
                 self.not_kept.add((harness, s.session_id))
                 continue
             keep.append(s)
+            if owned is not None and (harness, s.session_id) in owned and (harness, s.session_id) not in self.offered:
+                continue  # its row names this file: nothing to note, nothing replaced
             prev = ledger.session_source(harness, s.session_id)
             if prev is not None and prev["source_path"] != key:
                 self.note(harness, s.session_id, prev["source_path"], records_of(prev["counts"]))

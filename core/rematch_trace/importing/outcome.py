@@ -82,11 +82,19 @@ class WorkItem:
     hint: str | None
     grown: Grown | None
     work: int
-    #: The session ids the ledger attributes to this file (the worker never opens the ledger).
-    owned: tuple[str, ...] = ()
+    #: The (harness, session id) of the sessions the ledger attributes to this file (the worker
+    #: never opens the ledger), as they were when it was handed out.
+    owned: tuple[tuple[str, str], ...] = ()
     #: The ledger knows the file, and :attr:`owned` (and a grown file's state) are still to be
     #: read from it: just before the file is handed out, not for every file at planning.
     unread: bool = False
+    #: The ledger knew the file when it was handed out: :attr:`owned` is what it held then.
+    known: bool = False
+
+    @property
+    def owned_ids(self) -> frozenset[str]:
+        """The session ids of :attr:`owned`."""
+        return frozenset(sid for _harness, sid in self.owned)
 
 
 @functools.cache

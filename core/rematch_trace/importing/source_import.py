@@ -34,6 +34,7 @@ from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
 from rematch_trace.store.pending import write_pending
 from rematch_trace.store.states import (
+    Detected,
     SavedState,
     StreamState,
     dump_saved,
@@ -218,8 +219,11 @@ class SourceImport:
         *,
         saved: SavedState | None = None,
         claims: Claims | None = None,
+        detected: Detected | None = None,
     ) -> None:
         self.host = host
+        #: How the source was claimed, kept in the state so a continuation need not detect it again.
+        self.detected = detected
         self.claims = claims
         self.source = source
         self.data = data
@@ -266,7 +270,8 @@ class SourceImport:
             )
         # The journal generation: the ledger holding it is what commits the resume.
         snap = SavedState(offset=self.offset, plugin=self.plugin_state, streams=streams,
-                          harness=self.source.harness, head_skip=self.source.mutable_prefix, journal=self.generation)
+                          harness=self.source.harness, head_skip=self.source.mutable_prefix, journal=self.generation,
+                          detected=self.detected)
         # Encoded now: the copy that later records cannot change, the proof it
         # saves, and the very bytes the ledger stores.
         self.snapshot = dump_saved(snap)
@@ -443,20 +448,22 @@ def import_source(
     *,
     saved: SavedState | None = None,
     claims: Claims | None = None,
+    detected: Detected | None = None,
 ) -> SourceOutcome:
     """Import one source; with ``saved``, continue a grown file (falling back to a full import).
 
     ``settings`` say what is written (the event stream, redaction, fsync); the
     default writes the trace alone, unredacted. With ``claims``, a session whose
     trace another file's copy holds is written only if this copy holds at least
-    as much (see :mod:`rematch_trace.store.claims`).
+    as much (see :mod:`rematch_trace.store.claims`). ``detected`` (how the file was
+    claimed) is kept in the saved state, so that continuing it can skip detection.
     """
     if saved is not None:
         try:
-            return SourceImport(host, source, data, settings, saved=saved, claims=claims).run()
+            return SourceImport(host, source, data, settings, saved=saved, claims=claims, detected=detected).run()
         except RestartImport:
             pass
-    return SourceImport(host, source, data, settings, claims=claims).run()
+    return SourceImport(host, source, data, settings, claims=claims, detected=detected).run()
 
 
 def remove_outputs(data: DataDir, session_id: str) -> None:

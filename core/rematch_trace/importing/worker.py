@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import attrs
 
 from rematch_trace.errors import RematchError
-from rematch_trace.host.facade import Host, PluginFailure
+from rematch_trace.host.facade import HEAD_BYTES, Host, PluginFailure
+from rematch_trace.host.source import Source
 from rematch_trace.importing.fs import stat_of
 from rematch_trace.importing.settings import ImportSettings
 from rematch_trace.store.datafolder import DataDir
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     # worker_host, and a rerun that finds nothing to do imports no file.
     from rematch_trace.importing.outcome import FileOutcome, WorkItem
     from rematch_trace.store.claims import Claims
+    from rematch_trace.store.states import Detected, SavedState
 
 _host: Host | None = None
 
@@ -80,6 +82,31 @@ def unclaimed(host: Host, path: Path) -> str:
     return missing_plugin(path, head, loaded, [name for name, _ in load_errors]) or reason_of(head)
 
 
+def kept_source(host: Host, saved: SavedState, path: Path, hint: str | None, offset: int) -> Source | None:
+    """The source a continued file was claimed as, without asking the plugins again, or ``None``.
+
+    Only while nothing detection looked at has changed: the file is found with
+    the same hint, its plugin is still loaded, it is not compressed (a plugin
+    may look at a compressed file's neighbours), and the head detection read
+    lies in the part already imported, whose fingerprints were just checked
+    (less the prefix the harness itself said it rewrites in place).
+    """
+    d = saved.detected
+    if (d is None or d.hint != hint or d.compression or saved.harness is None or offset < HEAD_BYTES
+            or host.pm.get_plugin(d.plugin) is None):
+        return None
+    return Source(saved.harness, path, agent_kind="sub" if d.agent_kind == "sub" else "main",
+                  parent=Path(d.parent) if d.parent is not None else None, mutable_prefix=saved.head_skip,
+                  plugin=d.plugin)
+
+
+def _detected(source: Source, hint: str | None) -> Detected:
+    from rematch_trace.store.states import Detected
+
+    parent = str(source.parent) if source.parent is not None else None
+    return Detected(hint, source.plugin, source.agent_kind, source.compression, parent)
+
+
 def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
     from rematch_trace.importing.changes import HEAD_FP, fingerprints, resumable
     from rematch_trace.importing.outcome import FileOutcome, SessionRow, failed
@@ -97,9 +124,11 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         if not regular:
             # A FIFO or device named on the command line would block or never end.
             return failed("not a regular file")
-        saved = resumable(p, grown)
-        claims = Claims(data, item.owned)
-        source = host.detect(p, item.hint)
+        saved = resumable(item.path, grown)
+        claims = Claims(data, item.owned_ids)
+        source = kept_source(host, saved, p, item.hint, grown.offset) if saved is not None and grown else None
+        if source is None:
+            source = host.detect(p, item.hint)
         if source is None:
             return FileOutcome("skipped", reason=unclaimed(host, p))
         result = import_source(
@@ -109,6 +138,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             settings,
             saved=saved if saved is not None and saved.harness == source.harness else None,
             claims=claims,
+            detected=_detected(source, item.hint),
         )
     except FileNotFoundError as err:
         if err.filename in (None, item.path):

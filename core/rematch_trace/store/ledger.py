@@ -214,14 +214,22 @@ class Ledger:
 
     def saved_of(self, path: str) -> bytes | None:
         """The encoded saved state of one source, if any."""
-        return self.continuation_of(path)[2]
+        return self.continuation_of(path)[3]
 
-    def continuation_of(self, path: str) -> tuple[str | None, str | None, bytes | None]:
-        """What continuing a source needs: its head and tail fingerprints and its encoded saved state."""
-        row = self._q("SELECT head_fp, tail_fp, saved FROM sources WHERE path = ?", (path,)).fetchone()
-        if row is None:
-            return None, None, None
-        return row[0], row[1], bytes(row[2]) if row[2] else None
+    def continuation_of(
+        self, path: str
+    ) -> tuple[set[tuple[str, str]], str | None, str | None, bytes | None]:
+        """What continuing a source needs, in one query: the (harness, session id) of its sessions
+        (as :meth:`session_keys_of`), its head and tail fingerprints and its encoded saved state."""
+        rows = self._q(
+            "SELECT s.head_fp, s.tail_fp, s.saved, x.harness, x.session_id FROM sources s "
+            "LEFT JOIN sessions x ON x.source_path = s.path WHERE s.path = ?", (path,),
+        ).fetchall()
+        if not rows:
+            return self.session_keys_of(path), None, None, None
+        head, tail, saved = rows[0][0], rows[0][1], rows[0][2]
+        keys = {(r[3], r[4]) for r in rows if r[4] is not None}
+        return keys, head, tail, bytes(saved) if saved else None
 
     def session_keys_of(self, path: str) -> set[tuple[str, str]]:
         """The (harness, session id) of the sessions a source produced."""
@@ -313,12 +321,23 @@ class Ledger:
             self._session_row(r, s, "import")
 
     def _session_row(self, r: SourceRow, s: SessionRow, mode: str) -> None:
+        # An update in place when the row is there (a continued session, mostly): a replace would
+        # delete and insert it, rewriting both of its index entries.
         self._q(
-            """INSERT OR REPLACE INTO sessions (harness, session_id, agent_kind, source_path,
+            """INSERT INTO sessions (harness, session_id, agent_kind, source_path,
                    source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
                    flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
                    repo, repo_remote, counts, seqs, mode)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+               ON CONFLICT(harness, session_id) DO UPDATE SET agent_kind=excluded.agent_kind,
+                   source_path=excluded.source_path, source_size=excluded.source_size,
+                   source_mtime_ns=excluded.source_mtime_ns, fingerprint=excluded.fingerprint,
+                   offset=excluded.offset, trace_path=excluded.trace_path, events_path=excluded.events_path,
+                   flagged=excluded.flagged, reasons=excluded.reasons, redirect_seqs=excluded.redirect_seqs,
+                   error_cluster_seqs=excluded.error_cluster_seqs, mark_seqs=excluded.mark_seqs,
+                   domain=excluded.domain, cwd=excluded.cwd, repo=excluded.repo,
+                   repo_remote=excluded.repo_remote, counts=excluded.counts, seqs=excluded.seqs,
+                   mode=excluded.mode""",
             (
                 r.harness, s.session_id, s.agent_kind, r.path, r.size, r.mtime_ns, r.head_fp, r.offset,
                 s.trace_path, s.events_path, int(s.flagged),

@@ -46,6 +46,26 @@ class StreamState:
 
 
 @attrs.define(slots=True)
+class Detected:
+    """How a plugin claimed a file: what continuing it needs instead of detecting it again.
+
+    A continuation reuses it only while everything detection saw is as it was
+    (see :func:`rematch_trace.importing.worker.kept_source`): the hint the file
+    was found with, the plugin still loaded, and the head bytes it read inside
+    the part whose fingerprints were just checked.
+    """
+
+    #: The harness hint of the location the file was found in (``None``: a path the user named).
+    hint: str | None
+    #: The plugin that claimed the file.
+    plugin: str
+    agent_kind: str = "main"
+    compression: str = ""
+    #: The parent session's file, as a string.
+    parent: str | None = None
+
+
+@attrs.define(slots=True)
 class SavedState:
     """A source's state to continue from (what the ledger's ``saved`` column holds)."""
 
@@ -60,6 +80,8 @@ class SavedState:
     head_skip: int = 0
     #: The journal generation of a continued import (the ledger holding it commits the resume).
     journal: str | None = None
+    #: How the file was claimed (``None`` in states of earlier versions: the file is detected again).
+    detected: Detected | None = None
 
 
 def _same(value: Any, _type: Any = None) -> Any:
@@ -92,6 +114,7 @@ def converter() -> Any:
         out: dict[str, Any] = {f: override(unstruct_hook=_same) for f in fields}
         if cls is SavedState:
             out["journal"] = override(omit_if_default=True)  # absent from a first import's state
+            out["detected"] = override(omit_if_default=True)
         into: dict[str, Any] = {f: override(struct_hook=_same) for f in fields}
         c.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, c, **out))
         c.register_structure_hook(cls, make_dict_structure_fn(cls, c, **into))
@@ -150,5 +173,5 @@ def state_loads(data: bytes) -> Any:
     return value if parsed_exactly(data, value) else parse_exact(data)
 
 
-__all__ = ["SavedState", "StreamState", "converter", "dump_saved", "load_saved", "state_dumps", "state_loads",
+__all__ = ["Detected", "SavedState", "StreamState", "converter", "dump_saved", "load_saved", "state_dumps", "state_loads",
            "structure", "unstructure"]
