@@ -7,18 +7,23 @@
 Generates (or reuses) an archive of ``--files`` real-shaped transcripts (as
 ``bench/many_files.py`` does) under ``bench/out/fixed-N-K``, imports it cold
 once per interpreter, and then, ``--rounds`` times: puts the archive and the
-data folder back as the cold import left them (untimed), appends one small
-exchange (a prompt and a text answer: two or three records, under a KB) to
-every other file and times the rerun, does the same with every file, then
-times a rerun with nothing changed (start-up and planning alone), each as its
-own process. Two figures per continued file, in ms by wall and by CPU (user +
-system of the command and its workers):
+data folder back as the cold import left them (untimed), appends small
+exchanges (a prompt and a text answer: two or three records, a few hundred
+bytes) and times the rerun, each as its own process: one exchange to every
+other file ("half"), one to every file ("all"), two to every file ("two"),
+then a rerun with nothing changed ("same": start-up and planning alone).
+Figures per continued file, in ms by wall and by CPU (user + system of the
+command and its workers):
 
-- *slope*: ``(all grown - half grown) / the other half``: what one more
+- *per file*: ``(all - half) / the files only "all" grew``: what one more
   continued file costs, without the run's one-time costs (start-up, loading
   the modules a continuation needs);
-- *all*: ``(all grown - unchanged) / files``: the whole rerun's extra cost
-  spread over its files, as a +1% rerun of an archive sees it.
+- *records*: ``(two - all) / files``: what one more exchange costs a file (the
+  per-record work: reading, translating, the trace and the events);
+- *fixed*: per file less records: a continued file's cost with nothing new in it,
+  the part that does not follow the new bytes;
+- *spread*: ``(all - same) / files``: the whole rerun's extra cost spread over
+  its files, one-time costs included, as a +1% rerun of an archive sees it.
 
 With ``--callgrind`` every timed command runs under ``valgrind --tool=callgrind``
 (workers too) and the figures are instructions executed (in millions; per
@@ -60,12 +65,12 @@ def rematch_of(python: str) -> str:
     return str(exe)
 
 
-def append_one(corpus: Path, every: int = 1, seed: int = 3) -> int:
-    """Append one small exchange to every file (every other one with ``every=2``), in its own format;
-    return the bytes added.
+def append_one(corpus: Path, every: int = 1, exchanges: int = 1, seed: int = 3) -> int:
+    """Append ``exchanges`` small exchanges to every file (every other one with ``every=2``), in
+    its own format; return the bytes added.
 
-    A user prompt and the assistant's answer in text, no tool call: two or three
-    records, so what remains of a continued file's cost is its fixed part.
+    An exchange is a user prompt and the assistant's answer in text, no tool call:
+    two or three records, so what remains of a continued file's cost is its fixed part.
     """
     rng = random.Random(seed)
     added = 0
@@ -75,34 +80,34 @@ def append_one(corpus: Path, every: int = 1, seed: int = 3) -> int:
         kind = p.relative_to(corpus).parts[0]
         sid = p.stem.split("_")[-1][-36:]
         out: list[bytes] = []
-        prompt, answer = words(rng, rng.randint(5, 20)), words(rng, rng.randint(10, 40))
-        if kind == "claude_code":
-            c = Claude(rng, sid)
-            d = c._base("user")
-            d["message"] = {"role": "user", "content": prompt}
-            out.append(dumps(d))
-            d = c._base("assistant")
-            d["message"] = {"id": f"msg_{rng.getrandbits(64):016x}", "type": "message", "role": "assistant",
-                            "model": "claude-opus-4-6", "content": [{"type": "text", "text": answer}],
-                            "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 50}}
-            out.append(dumps(d))
-        elif kind == "codex":
-            x = Codex(rng, sid)
-            out.append(x.line("response_item", {"type": "message", "role": "user",
-                                                "content": [{"type": "input_text", "text": prompt}]}))
-            out.append(x.line("event_msg", {"type": "user_message", "message": prompt, "images": []}))
-            out.append(x.line("response_item", {"type": "message", "role": "assistant",
-                                                "content": [{"type": "output_text", "text": answer}]}))
-        else:
-            o = Omp(rng, sid)
+        c, x, o = Claude(rng, sid), Codex(rng, sid), Omp(rng, sid)
+        if kind == "omp":
             o.parent = _last_omp_id(p)
-            out.append(o.entry({"role": "user", "content": [{"type": "text", "text": prompt}],
-                                "attribution": "user", "timestamp": 1772323200000}))
-            out.append(o.entry({"role": "assistant", "content": [{"type": "text", "text": answer}],
-                                "provider": "anthropic", "model": "claude-opus-4-5", "stopReason": "stop",
-                                "usage": {"input": 10, "output": 50, "cacheRead": 0, "cacheWrite": 0,
-                                          "totalTokens": 60, "cost": {"total": 0.001}},
-                                "timestamp": 1772323200001}))
+        for _ in range(exchanges):
+            prompt, answer = words(rng, rng.randint(5, 20)), words(rng, rng.randint(10, 40))
+            if kind == "claude_code":
+                d = c._base("user")
+                d["message"] = {"role": "user", "content": prompt}
+                out.append(dumps(d))
+                d = c._base("assistant")
+                d["message"] = {"id": f"msg_{rng.getrandbits(64):016x}", "type": "message", "role": "assistant",
+                                "model": "claude-opus-4-6", "content": [{"type": "text", "text": answer}],
+                                "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 50}}
+                out.append(dumps(d))
+            elif kind == "codex":
+                out.append(x.line("response_item", {"type": "message", "role": "user",
+                                                    "content": [{"type": "input_text", "text": prompt}]}))
+                out.append(x.line("event_msg", {"type": "user_message", "message": prompt, "images": []}))
+                out.append(x.line("response_item", {"type": "message", "role": "assistant",
+                                                    "content": [{"type": "output_text", "text": answer}]}))
+            else:
+                out.append(o.entry({"role": "user", "content": [{"type": "text", "text": prompt}],
+                                    "attribution": "user", "timestamp": 1772323200000}))
+                out.append(o.entry({"role": "assistant", "content": [{"type": "text", "text": answer}],
+                                    "provider": "anthropic", "model": "claude-opus-4-5", "stopReason": "stop",
+                                    "usage": {"input": 10, "output": 50, "cacheRead": 0, "cacheWrite": 0,
+                                              "totalTokens": 60, "cost": {"total": 0.001}},
+                                    "timestamp": 1772323200001}))
         data = b"".join(out)
         with open(p, "ab") as f:
             f.write(data)
@@ -177,9 +182,10 @@ def main() -> None:
         bases[name] = base
     os.sync()
 
-    # (impl, jobs, run) -> one (wall, cpu) per round; the runs: every file grown, every other file
-    # grown, nothing changed (the last in the folder the first left).
-    runs = ("all", "half", "same")
+    # (impl, jobs, run) -> one (wall, cpu) per round. The runs: one exchange appended to every
+    # other file, to every file, two exchanges to every file, then nothing changed (in the folder
+    # the one before left).
+    runs = ("half", "all", "two", "same")
     got: dict[tuple[str, int, str], list[tuple[float, float]]] = {}
     rss: dict[tuple[str, int], float] = {}
     added = 0
@@ -198,14 +204,14 @@ def main() -> None:
             order = list(impls) if r % 2 == 0 else list(reversed(impls))
             for name in order:
                 out = work / f"run-{name}"
-                for every in (2, 1):
+                for run, every, exchanges in (("half", 2, 1), ("all", 1, 1), ("two", 1, 2)):
                     restore(pristine)
                     shutil.rmtree(out, ignore_errors=True)
                     shutil.copytree(bases[name], out)
-                    grown = append_one(corpus, every)
-                    added = grown if every == 1 else added
+                    grown = append_one(corpus, every, exchanges)
+                    added = grown if run == "all" else added
                     os.sync()
-                    timed(name, jobs, "half" if every == 2 else "all", out)
+                    timed(name, jobs, run, out)
                 timed(name, jobs, "same", out)
     restore(pristine)
 
@@ -218,34 +224,40 @@ def main() -> None:
         print(f"  {name}: {python}")
     if a.callgrind:
         print("instructions executed, in millions (Mi) a run and thousands (ki) a file")
-    print("per file, slope: (all grown - half grown) / the other half; per file, all: (all grown - unchanged) / files")
+    print("per file: (all - half) / the files only 'all' grew; records: (two - all) / files, what one more "
+          "exchange costs; fixed: per file - records, a continued file's cost less its new records'; "
+          "spread: (all - same) / files, the rerun's extra cost over its files, one-time costs included")
     what = "ki" if a.callgrind else "ms"
-    cols = [f"all {unit}", f"half {unit}", f"same {unit}", f"{what}/file slope", f"{what}/file all"]
-    head = " ".join(f"{c:>13}" for c in cols)
+    cols = [f"half {unit}", f"all {unit}", f"two {unit}", f"same {unit}", f"{what} per file", f"{what} records",
+            f"{what} fixed", f"{what} spread"]
+    head = " ".join(f"{c:>11}" for c in cols)
     print(f"{'run':<12} {head}" + ("" if a.callgrind else f" {'peak MiB':>9}"))
-    per_file: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    per_file: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
     for name in impls:
         for jobs in a.jobs:
             rows = {run: got[(name, jobs, run)] for run in runs}
             for i, kind in ((0, "wall"), (1, "CPU")):
                 if a.callgrind and i:
                     continue
-                slopes = [(x[i] - y[i]) * 1e3 / (n - half) for x, y in zip(rows["all"], rows["half"], strict=True)]
-                alls = [(x[i] - y[i]) * 1e3 / n for x, y in zip(rows["all"], rows["same"], strict=True)]
+                each = [(h[i], al[i], t[i], sm[i]) for h, al, t, sm
+                        in zip(rows["half"], rows["all"], rows["two"], rows["same"], strict=True)]
+                slopes = [(al - h) * 1e3 / (n - half) for h, al, _t, _s in each]
+                records = [(t - al) * 1e3 / n for _h, al, t, _s in each]
+                fixed = [sl - rec for sl, rec in zip(slopes, records, strict=True)]
+                spread = [(al - sm) * 1e3 / n for _h, al, _t, sm in each]
                 if i == 0:
-                    per_file[(name, jobs)] = list(zip(slopes, alls, strict=True))
+                    per_file[(name, jobs)] = list(zip(slopes, fixed, spread, strict=True))
                 cells = [statistics.median(x[i] for x in rows[run]) for run in runs]
-                cells += [statistics.median(slopes), statistics.median(alls)]
+                cells += [statistics.median(v) for v in (slopes, records, fixed, spread)]
                 label = f"{name} -j{jobs}" + ("" if a.callgrind else f" {kind}")
-                print(f"{label:<12} " + " ".join(f"{c:>13.3f}" for c in cells)
+                print(f"{label:<12} " + " ".join(f"{c:>11.3f}" for c in cells)
                       + ("" if a.callgrind or i else f" {rss[(name, jobs)]:>9.0f}"))
     if a.vs:
         for jobs in a.jobs:
             pairs = list(zip(per_file[("A", jobs)], per_file[("B", jobs)], strict=True))
-            slope = ", ".join(f"{x[0] / y[0]:.2f}" for x, y in pairs)
-            alls = ", ".join(f"{x[1] / y[1]:.2f}" for x, y in pairs)
-            print(f"-j{jobs}: A/B pair by pair ({'instructions' if a.callgrind else 'wall'}): "
-                  f"per file, slope {slope}; per file, all {alls}")
+            parts = [f"{label} " + ", ".join(f"{x[k] / y[k]:.2f}" for x, y in pairs)
+                     for k, label in ((0, "per file"), (1, "fixed"), (2, "spread"))]
+            print(f"-j{jobs}: A/B pair by pair ({'instructions' if a.callgrind else 'wall'}): {'; '.join(parts)}")
 
 if __name__ == "__main__":
     main()

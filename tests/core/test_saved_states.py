@@ -76,6 +76,8 @@ def _strip_to_an_older_ledger(ledger: Path) -> int:
         if state.get("head_skip") == 0:
             del state["head_skip"]
             stripped += 1
+        if state.pop("detected", None) is not None:  # how the file was claimed: detected again
+            stripped += 1
         for stream in state["streams"].values():
             for key in ("visible", "loaded"):
                 if stream["synth"].get(key) == []:

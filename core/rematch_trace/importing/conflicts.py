@@ -50,7 +50,7 @@ class Conflicts:
         if stamp is None:
             return True  # an executor that does not stamp: trust it
         try:
-            return stamp_of(os.stat(self.data.root / session.trace_path)) == tuple(stamp)
+            return stamp_of(os.stat(os.path.join(self.data.root_text, session.trace_path))) == tuple(stamp)
         except OSError:
             return False
 

@@ -220,6 +220,7 @@ class SourceImport:
         saved: SavedState | None = None,
         claims: Claims | None = None,
         detected: Detected | None = None,
+        own_saved: bool = False,
     ) -> None:
         self.host = host
         #: How the source was claimed, kept in the state so a continuation need not detect it again.
@@ -240,8 +241,11 @@ class SourceImport:
         self.offset = saved.offset if saved is not None else 0
         #: The last raw record handed to the plugin's translation, to say where it failed.
         self.last: RawRecord | None = None
-        # The plugin changes its state in place: a copy, so a caller's saved state stays as it was.
-        self.plugin_state: dict[str, Any] = state_loads(state_dumps(saved.plugin)) if saved is not None else {}
+        # The plugin changes its state in place: a copy, so a caller's saved state stays as it was
+        # (unless the caller loaded it for this import alone, ``own_saved``).
+        self.plugin_state: dict[str, Any] = {}
+        if saved is not None:
+            self.plugin_state = saved.plugin if own_saved else state_loads(state_dumps(saved.plugin))
 
     def _raw(self) -> Iterator[RawRecord]:
         for item in self.host.read(self.source, self.offset):
@@ -260,7 +264,6 @@ class SourceImport:
     def _take_snapshot(self) -> None:
         streams = {}
         for key, out in self.outs.items():
-            out.trace.flush()
             streams[key] = StreamState(
                 session=out.session_fields,
                 synth=out.synth.state(),
@@ -449,6 +452,7 @@ def import_source(
     saved: SavedState | None = None,
     claims: Claims | None = None,
     detected: Detected | None = None,
+    own_saved: bool = False,
 ) -> SourceOutcome:
     """Import one source; with ``saved``, continue a grown file (falling back to a full import).
 
@@ -456,11 +460,13 @@ def import_source(
     default writes the trace alone, unredacted. With ``claims``, a session whose
     trace another file's copy holds is written only if this copy holds at least
     as much (see :mod:`rematch_trace.store.claims`). ``detected`` (how the file was
-    claimed) is kept in the saved state, so that continuing it can skip detection.
+    claimed) is kept in the saved state, so that continuing it can skip detection. With
+    ``own_saved``, ``saved`` was loaded for this import alone and is continued in place.
     """
     if saved is not None:
         try:
-            return SourceImport(host, source, data, settings, saved=saved, claims=claims, detected=detected).run()
+            return SourceImport(host, source, data, settings, saved=saved, claims=claims, detected=detected,
+                                own_saved=own_saved).run()
         except RestartImport:
             pass
     return SourceImport(host, source, data, settings, claims=claims, detected=detected).run()

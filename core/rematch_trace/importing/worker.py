@@ -139,6 +139,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             saved=saved if saved is not None and saved.harness == source.harness else None,
             claims=claims,
             detected=_detected(source, item.hint),
+            own_saved=True,  # loaded just now, for this import alone
         )
     except FileNotFoundError as err:
         if err.filename in (None, item.path):
@@ -161,8 +162,8 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         SessionRow(
             session_id=s.session_id,
             agent_kind=s.agent_kind,
-            trace_path=str(s.trace_path.relative_to(data.root)),
-            events_path=str(s.events_path.relative_to(data.root)) if s.events_path else None,
+            trace_path=data.relative(s.trace_path),
+            events_path=data.relative(s.events_path) if s.events_path else None,
             flagged=s.flagged,
             reasons=s.reasons,
             seqs=s.seqs,

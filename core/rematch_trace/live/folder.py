@@ -49,7 +49,8 @@ def lock_path(data: DataDir, session_id: str) -> Path:
 
 def is_live(data: DataDir, session_id: str) -> bool:
     """Whether ``session_id`` is (or was) captured live into ``data``: its trace is the live one."""
-    return state_path(data, session_id).exists()
+    # Asked for every session an import opens: the name made as text, not as a path object.
+    return os.path.exists(os.path.join(data.root_text, "live", f"{safe_name(session_id)}.json"))
 
 
 def log_error(root: Path, where: str, message: str) -> None:

@@ -172,7 +172,7 @@ class Claims:
         writing in place) must continue its own trace. Limit: another file's copy that
         replaced the trace earlier in this same run is not told apart (see the decisions).
         """
-        return session_id in self.owned and self.data.trace_path(session_id).exists()
+        return session_id in self.owned and os.path.exists(self.data.trace_file(session_id))
 
 
 __all__ = ["Claims", "Conflict", "records_in"]

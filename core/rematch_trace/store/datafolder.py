@@ -47,6 +47,10 @@ class DataDir:
         self.lock = root / "import.lock"
         #: Held a moment while a session's outputs are replaced (see :mod:`rematch_trace.store.claims`).
         self.claims_lock = root / "claims.lock"
+        #: The root as text, and what every path inside it starts with: a continued file looks
+        #: up a few paths each, cheaper joined and cut as strings than made as path objects.
+        self.root_text = os.fspath(root)
+        self._inside = self.root_text.rstrip(os.sep) + os.sep
 
     def ensure(self) -> None:
         """Create the folders, private to the user (0700)."""
@@ -63,6 +67,18 @@ class DataDir:
     def events_path(self, session_id: str) -> Path:
         """``events/<session_id>.jsonl`` (the id made safe)."""
         return self.events / f"{safe_name(session_id)}.jsonl"
+
+    def trace_file(self, session_id: str) -> str:
+        """:meth:`trace_path` as a string."""
+        return f"{self._inside}traces{os.sep}{safe_name(session_id)}.jsonl"
+
+    def relative(self, path: Path | str) -> str:
+        """``path``, inside the data folder, relative to it (``traces/<id>.jsonl``), as the ledger
+        and the journal name outputs."""
+        text = os.fspath(path)
+        if text.startswith(self._inside):
+            return text[len(self._inside):]
+        return Path(path).relative_to(self.root).as_posix()
 
     def pending_path(self, session_id: str) -> Path:
         """``pending/<session_id>.json`` (the id made safe)."""

@@ -106,9 +106,9 @@ class AppendFile:
         except OSError:
             pass  # a full disk refusing the buffered rest: the rollback rewrites it anyway
 
-    def undo(self, root: Path) -> dict[str, Any]:
+    def undo(self, data: DataDir) -> dict[str, Any]:
         """This file's journal record (its path relative to the data folder)."""
-        return {"path": self.target.relative_to(root).as_posix(), "keep": self.keep,
+        return {"path": data.relative(self.target), "keep": self.keep,
                 "tail": base64.b64encode(self.tail).decode("ascii")}
 
 
@@ -166,7 +166,7 @@ def write_entry(data: DataDir, source: str, generation: str, files: list[AppendF
     # "at" orders two resumes of one source: a worker died in the first, and the retry's undo
     # bytes are the half-written ones (see recover).
     entry = {"source": source, "generation": generation, "at": time.time_ns(),
-             "files": [f.undo(data.root) for f in files]}
+             "files": [f.undo(data) for f in files]}
     journal.append(data.journal, entry, fsync)
     return entry
 
