@@ -137,7 +137,7 @@ class Ledger:
         # A new ledger only (an existing one keeps its page size): a saved state of 2-12 KB then
         # fits its row's page, where 4 KiB pages spread it over overflow pages that each
         # continuation frees and allocates again (rewriting a grown file's row costs about a
-        # third less, and planning reads fewer pages).
+        # third less).
         self._q(f"PRAGMA page_size={PAGE_SIZE}")
         self._q("PRAGMA journal_mode=WAL")
         self._q("PRAGMA synchronous=NORMAL")
