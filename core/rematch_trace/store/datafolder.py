@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import re
@@ -174,6 +175,9 @@ class Reaper:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="rematch-reaper", daemon=True)
             self._thread.start()
+            # A daemon thread dies with the interpreter: a command that never drains (the report,
+            # say) would otherwise leave its last replaced files behind when it exits first.
+            atexit.register(self.drain)
         self._queue.put(path)
 
     def _run(self) -> None:
