@@ -275,9 +275,9 @@ def append_percent(root: Path, percent: float, seed: int = 11, shape: str = "byt
     for p in sorted(root.rglob("*.jsonl")):
         kind = p.relative_to(root).parts[0]
         sid = p.stem.split("_")[-1][-36:]
-        maker = _maker(kind, rng, sid, p)
         out: list[bytes] = []
         if shape == "bytes":
+            maker = exchange_maker(kind, rng, sid, omp_parent(kind, p))
             want = int(p.stat().st_size * percent / 100)
             have = 0
             while have < want:
@@ -293,8 +293,13 @@ def append_percent(root: Path, percent: float, seed: int = 11, shape: str = "byt
     return added, added_lines
 
 
-def _maker(kind: str, rng: random.Random, sid: str, p: Path) -> Any:
-    """The function that appends the next exchange of ``kind`` to a list of lines."""
+def omp_parent(kind: str, p: Path) -> str | None:
+    """The id an exchange appended to ``p`` continues from (omp's entries form a tree; others: ``None``)."""
+    return _last_omp_id(p) if kind == "omp" else None
+
+
+def exchange_maker(kind: str, rng: random.Random, sid: str, parent: str | None) -> Any:
+    """The function that appends the next exchange of ``kind`` to a list of lines (an omp one under ``parent``)."""
     if kind == "claude_code":
         return Claude(rng, sid).exchange
     if kind == "codex":
@@ -302,7 +307,7 @@ def _maker(kind: str, rng: random.Random, sid: str, p: Path) -> Any:
         x.total = 10**9
         return x.turn
     o = Omp(rng, sid)
-    o.parent = _last_omp_id(p)
+    o.parent = parent
     return o.turn
 
 
@@ -330,9 +335,10 @@ def _lines_of_next_turn(kind: str, seed: str, sid: str, p: Path, percent: float)
     size, lines = _size_and_lines(p)
     wanted = max(1, round(lines * percent / 100))
     want_bytes = size * percent / 100
+    parent = omp_parent(kind, p)
 
     def take(result_bytes: int) -> list[bytes]:
-        maker = _maker(kind, random.Random(seed), sid, p)
+        maker = exchange_maker(kind, random.Random(seed), sid, parent)
         out: list[bytes] = []
         while len(out) < wanted:
             maker(out, result_bytes)

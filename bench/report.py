@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate import RESULT_BYTES, Claude, Codex, Omp, _last_omp_id, generate, session_file  # noqa: E402
+from generate import RESULT_BYTES, exchange_maker, generate, omp_parent, session_file  # noqa: E402
 
 
 def many(root: Path, sessions: int, seed: int = 3) -> int:
@@ -78,16 +78,7 @@ def grow(root: Path, percent: float, seed: int = 5) -> int:
         kind = p.relative_to(root).parts[0]
         sid = p.stem.split("_")[-1][-36:]
         out: list[bytes] = []
-        if kind == "claude_code":
-            Claude(rng, sid).exchange(out, 2000)
-        elif kind == "codex":
-            x = Codex(rng, sid)
-            x.total = 10**9
-            x.turn(out, 2000)
-        else:
-            o = Omp(rng, sid)
-            o.parent = _last_omp_id(p)
-            o.turn(out, 2000)
+        exchange_maker(kind, rng, sid, omp_parent(kind, p))(out, 2000)
         with open(p, "ab") as f:
             f.write(b"".join(out))
     return len(chosen)
