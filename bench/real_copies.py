@@ -1,7 +1,7 @@
 """Issue 16's own kind of archive: real Claude Code sessions copied with fresh ids, grown by their own next lines.
 
     python bench/real_copies.py --size-mb 1024                # about 1,900 sessions of 0.1-3 MB
-    python bench/real_copies.py --size-mb 1024 --regenerate   # build the archive again
+    python bench/real_copies.py --size-mb 1024 --regenerate   # build the archive again (a run puts it back itself)
 
 The issue measured its targets on 1 GiB of real Claude Code sessions copied
 with fresh ids (1,925 files, 0.56 MB on average). This builds the like from
@@ -137,16 +137,30 @@ def build(corpus: Path, nxt: Path, sessions: list[Session], size_mb: int, median
     return written
 
 
-def grow(corpus: Path, nxt: Path) -> tuple[int, int]:
-    """Append every copy's next lines to it; return the bytes and lines appended."""
+def grow(corpus: Path, nxt: Path, sizes: Path) -> tuple[int, int]:
+    """Append every copy's next lines to it; return the bytes and lines appended.
+
+    Each grown file's size before is kept in ``sizes`` first, so that :func:`ungrow`
+    can put the archive back as it was built.
+    """
+    todo = sorted(nxt.rglob("*.jsonl"))
+    sizes.write_text(json.dumps({str(p.relative_to(nxt)): (corpus / p.relative_to(nxt)).stat().st_size for p in todo}))
     added = lines = 0
-    for p in sorted(nxt.rglob("*.jsonl")):
+    for p in todo:
         data = p.read_bytes()
         with open(corpus / p.relative_to(nxt), "ab") as f:
             f.write(data)
         added += len(data)
         lines += data.count(b"\n")
     return added, lines
+
+
+def ungrow(corpus: Path, sizes: Path) -> None:
+    """Cut the files an earlier run grew back to their size before (see :func:`grow`)."""
+    if sizes.exists():
+        for rel, size in json.loads(sizes.read_text()).items():
+            os.truncate(corpus / rel, size)
+        sizes.unlink()
 
 
 def count_lines(root: Path) -> int:
@@ -178,8 +192,7 @@ def main() -> None:
         corpus.mkdir(parents=True)
         build(corpus, nxt, sessions_of(a.source), a.size_mb, a.median_kb, a.seed)
         stamp.write_text(json.dumps(wanted))
-    elif any(nxt.rglob("*.jsonl")) and (a.work / "grown").exists():
-        raise SystemExit(f"{corpus} was grown by an earlier run: add --regenerate")
+    ungrow(corpus, a.work / "grown.json")
     for d in ("out1", "outN"):
         shutil.rmtree(a.work / d, ignore_errors=True)
     os.sync()  # no write-back of the archive competing with the runs
@@ -203,8 +216,7 @@ def main() -> None:
     coldn = row(f"cold import, --jobs {a.jobs}", rematch(corpus, a.work / "outN", a.jobs), size)
     rerun = row("rerun, nothing changed", rematch(corpus, a.work / "outN", a.jobs), size)
     lines_before = count_lines(corpus)
-    (a.work / "grown").touch()
-    added, added_lines = grow(corpus, nxt)
+    added, added_lines = grow(corpus, nxt, a.work / "grown.json")
     os.sync()
     grown = row(f"rerun after +1% appended, --jobs {a.jobs}", rematch(corpus, a.work / "outN", a.jobs), added)
     grown1 = row("rerun after +1% appended, --jobs 1", rematch(corpus, a.work / "out1", 1), added)
