@@ -72,3 +72,18 @@ def test_matches_reference_implementation(value: object) -> None:
     except UnicodeEncodeError:
         return  # lone surrogates: no canonical UTF-8 form exists
     assert canonical_json(value) == expected
+
+
+@pytest.mark.parametrize("value", ["x\ud800", {"s": "\udfff"}, {"a": ["ok", "x\ud800"], "b": 1}, [{"k": "\ud83d"}]])
+def test_lone_surrogate_values_take_the_escaped_path(value: object) -> None:
+    # Strings are not checked before orjson (it refuses a lone surrogate, which sends the value
+    # to the exact path all the same): escaped, and marked with a byte valid UTF-8 never holds.
+    def safe(v: object) -> object:
+        if isinstance(v, str):
+            return v.encode("utf-8", "backslashreplace").decode("utf-8")
+        if isinstance(v, list):
+            return [safe(x) for x in v]
+        if isinstance(v, dict):
+            return {k: safe(x) for k, x in v.items()}
+        return v
+    assert canonical_json(value) == b"\xff" + rfc8785.dumps(safe(value))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from rematch_trace import flag_reasons
 from rematch_trace.trace.flags import FlagTracker
 
@@ -57,3 +60,30 @@ def test_state_round_trip() -> None:
     t2 = FlagTracker.from_state(t.to_state())
     t2.observe({"seq": 3, "ev": "tool_result", "is_error": True})
     assert t2.reasons() == ["error_cluster"]
+
+
+def _clustered(errors: list[bool]) -> list[int]:
+    """The rule as the schema states it, by brute force: every error inside some window of
+    CLUSTER_WINDOW consecutive results holding at least CLUSTER_ERRORS errors."""
+    from rematch_trace.trace.flags import CLUSTER_ERRORS, CLUSTER_WINDOW
+
+    found: set[int] = set()
+    for end in range(1, len(errors) + 1):
+        window = range(max(0, end - CLUSTER_WINDOW), end)
+        hits = [i for i in window if errors[i]]
+        if len(hits) >= CLUSTER_ERRORS:
+            found.update(hits)
+    return sorted(found)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), max_size=40), st.integers(min_value=0, max_value=40))
+def test_error_cluster_matches_the_rule_and_survives_a_restore(errors: list[bool], cut: int) -> None:
+    # The tracker skips the window scan after a result without error: still exactly the rule,
+    # each seq once, in order, also when continued from a saved state at any point.
+    t = FlagTracker()
+    for i, err in enumerate(errors):
+        if i == cut:
+            t = FlagTracker.from_state(t.to_state())
+        t.observe({"seq": i, "ev": "tool_result", "is_error": err})
+        assert t.error_cluster == _clustered(errors[: i + 1])

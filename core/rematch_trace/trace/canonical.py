@@ -17,27 +17,41 @@ _MAX_SAFE = 2**53 - 1
 
 
 def _fast_ok(value: Any, depth: int = 0) -> bool:
-    """Whether orjson's sorted output is already RFC 8785 for ``value``.
+    """Whether orjson's sorted output is already RFC 8785 for ``value`` (when orjson writes it at all).
 
     True for trees of str, int in the exact range, bool, None, lists and dicts
     whose keys hold no character above U+FFFF (where UTF-16 and code-point
-    order differ) and no lone surrogate. Floats take the exact path.
+    order differ). Floats take the exact path. A string holding a lone
+    surrogate passes here: orjson refuses it, which sends it to the exact path
+    just the same (see :func:`canonical_json`).
     """
     if depth > 200:
         return False
     t = type(value)
-    if t is str:
-        return bool(value.isascii() or _utf8_ok(value))
-    if t is bool or value is None:
-        return True
-    if t is int:
-        return bool(-_MAX_SAFE <= value <= _MAX_SAFE)
-    if t is list:
-        return all(_fast_ok(v, depth + 1) for v in value)
     if t is dict:
         for k, v in value.items():
             if type(k) is not str or not (k.isascii() or _key_ok(k)):
                 return False
+            # The common values without a call: a string, a flag, a null, a small integer.
+            tv = type(v)
+            if tv is str or tv is bool or v is None:
+                continue
+            if tv is int:
+                if -_MAX_SAFE <= v <= _MAX_SAFE:
+                    continue
+                return False
+            if not _fast_ok(v, depth + 1):
+                return False
+        return True
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return bool(-_MAX_SAFE <= value <= _MAX_SAFE)
+    if t is list:
+        for v in value:
+            tv = type(v)
+            if tv is str or tv is bool or v is None:
+                continue
             if not _fast_ok(v, depth + 1):
                 return False
         return True

@@ -59,10 +59,11 @@ from rematch_trace.trace.records import (
 from rematch_trace.trace.synth_state import SynthState
 from rematch_trace.trace.truncate import HEAD_LIMIT, TEXT_LIMIT, cut_utf8, truncate_input
 
-#: The records :class:`~rematch_trace.trace.flags.FlagTracker` looks at (it passes over the rest).
-_FLAG_EVS = frozenset({"input", "mark", "tool_result"})
 #: Neutral records the trace has no field for.
 _EVENT_ONLY = (vocab.TurnStarted, vocab.PermissionMode)
+_TOOL_RESULT, _TURN_END, _INPUT, _MARK = ToolResultRecord.EV, TurnEnd.EV, Input.EV, MarkRecord.EV
+#: The usage of a message that states none.
+_NO_USAGE = vocab.Usage()
 #: A run's records wait at most this many before they are written anyway.
 RUN_BUFFER_RECORDS = 64
 
@@ -188,11 +189,20 @@ class Synthesizer:
         self.counts[ev] = self.counts.get(ev, 0) + 1
 
     def _flush(self, out: list[dict[str, Any]]) -> None:
+        seq = self.seq
+        flags = self.flags
         for d, t in self.buffer:
-            rec = {"seq": self.seq, "t": t, **d}
-            self.seq += 1
-            if d["ev"] in _FLAG_EVS:
-                self.flags.observe(rec)
+            rec = {"seq": seq, "t": t, **d}
+            # What FlagTracker.observe does with the record, by its ev (known here) straight away.
+            ev = d["ev"]
+            if ev == _TOOL_RESULT:
+                flags.observe_result(seq, d.get("is_error"))
+            elif ev == _INPUT:
+                flags.observe_input(seq, d.get("prelabel", "none"))
+            elif ev == _MARK:
+                flags.observe_mark(seq)
+            seq += 1
+            self.seq = seq
             out.append(rec)
         self.buffer = []
         self.input_at = None
@@ -243,27 +253,15 @@ class Synthesizer:
             return out  # turn ids and permission modes are the security events' alone
         if rec.t is not None:
             self.t = int(rec.t)
-        if isinstance(rec, vocab.Session):
-            if self.session is None:
-                self.session = {
-                    "session_id": rec.session_id,
-                    "cwd": rec.cwd,
-                    "agent_kind": rec.agent_kind,
-                    "agent_name": rec.agent_name,
-                    "harness_version": rec.harness_version,
-                    "parent": rec.parent_session_id,
-                    "t": rec.t,
-                }
-            elif rec.harness_version and not self.session.get("harness_version") and not self.started:
-                self.session["harness_version"] = rec.harness_version
-            if rec.model is not None and self.first_model is None and not self.started:
-                self.first_model = _model(rec.model)
-            if self.live and not self.started:
-                # Live: the hooks name the model up front, or never; nothing to wait for.
-                self._start()
-                self._settle(out)
+        # The two commonest records first, by exact type; anything else (a subclass too) by the chain below.
+        if type(rec) is vocab.ToolResult:
+            self._tool_result(rec)
+        elif type(rec) is vocab.AssistantMessage:
+            self._assistant(rec)
+        elif isinstance(rec, vocab.Session):
+            self._session(rec, out)
             return out
-        if isinstance(rec, vocab.ToolResult):
+        elif isinstance(rec, vocab.ToolResult):
             self._tool_result(rec)
         elif isinstance(rec, vocab.AssistantMessage):
             self._assistant(rec)
@@ -292,8 +290,30 @@ class Synthesizer:
                 self._end_run()
                 self.run_open = False
             self.input_at = None
-        self._settle(out)
+        # _settle, inline (once per record).
+        if self.started and (self.input_at is None or len(self.buffer) >= RUN_BUFFER_RECORDS):
+            self._flush(out)
         return out
+
+    def _session(self, rec: vocab.Session, out: list[dict[str, Any]]) -> None:
+        if self.session is None:
+            self.session = {
+                "session_id": rec.session_id,
+                "cwd": rec.cwd,
+                "agent_kind": rec.agent_kind,
+                "agent_name": rec.agent_name,
+                "harness_version": rec.harness_version,
+                "parent": rec.parent_session_id,
+                "t": rec.t,
+            }
+        elif rec.harness_version and not self.session.get("harness_version") and not self.started:
+            self.session["harness_version"] = rec.harness_version
+        if rec.model is not None and self.first_model is None and not self.started:
+            self.first_model = _model(rec.model)
+        if self.live and not self.started:
+            # Live: the hooks name the model up front, or never; nothing to wait for.
+            self._start()
+            self._settle(out)
 
     def digest_call(self, call: vocab.ToolCall) -> list[Any]:
         """What the trace keeps of a call: ``[tool, shown input, args_hash]`` (no original input)."""
@@ -358,7 +378,8 @@ class Synthesizer:
         return out
 
     def _tool_result(self, rec: vocab.ToolResult) -> None:
-        call = self.calls.pop(rec.call_id, None)
+        call_id = rec.call_id
+        call = self.calls.pop(call_id, None)
         if call is None:
             tool, shown, digest = rec.tool or "", None, None
         else:
@@ -367,27 +388,39 @@ class Synthesizer:
         error_class = None
         if is_error:
             error_class = vocab.result_error_class(rec)  # settled once, before this and the event sink
-        # ToolResultRecord's fields, as to_dict gives them, built directly (one per result).
-        self._push(
-            {
-                "ev": ToolResultRecord.EV,
-                "tool": tool,
-                "call_id": rec.call_id,
-                "input": shown,
-                "args_hash": digest,
-                "result_bytes": max(0, int(rec.output_bytes)),
-                "is_error": is_error,
-                "error_class": error_class,
-            }
+        size = int(rec.output_bytes)
+        # ToolResultRecord's fields, as to_dict gives them, built directly (one per result), and
+        # buffered as _push does.
+        self.buffer.append(
+            [
+                {
+                    "ev": _TOOL_RESULT,
+                    "tool": tool,
+                    "call_id": call_id,
+                    "input": shown,
+                    "args_hash": digest,
+                    "result_bytes": size if size > 0 else 0,
+                    "is_error": is_error,
+                    "error_class": error_class,
+                },
+                self.t,
+            ]
         )
-        if self.turn is not None and rec.call_id in self.turn["waiting"]:
-            self.turn["waiting"].remove(rec.call_id)
-            if not self.turn["waiting"]:
-                self._close_turn()
+        counts = self.counts
+        counts[_TOOL_RESULT] = counts.get(_TOOL_RESULT, 0) + 1
+        turn = self.turn
+        if turn is not None:
+            waiting = turn["waiting"]
+            if call_id in waiting:
+                waiting.remove(call_id)
+                if not waiting:
+                    self._close_turn()
 
     def _assistant(self, rec: vocab.AssistantMessage) -> None:
-        self._close_turn()
-        model = _model(rec.model)
+        if self.turn is not None:
+            self._close_turn()
+        m = rec.model
+        model = {"provider": m.provider, "id": m.id} if m is not None else None  # _model, inline
         if model is None and self.live:
             model = self.first_model  # a stop hook names no model: the session's
         if model is not None and self.first_model is None:
@@ -400,50 +433,64 @@ class Synthesizer:
         text = self._clean(rec.text, HEAD_LIMIT) if rec.text else ""
         if text:
             self.deliverable = text
+        u = rec.usage or _NO_USAGE
+        usage = [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost]
+        if not rec.tool_calls:
+            # No result to wait for: the turn ends now (what _close_turn would make of it at once).
+            self._turn_end(model, usage, rec.stop_reason, text)
+            return
         waiting: list[str] = []
+        calls = self.calls
         for call in rec.tool_calls:
-            self.calls[call.id] = self.digest_call(call)
+            calls[call.id] = self.digest_call(call)
             waiting.append(call.id)
-        while len(self.calls) > vocab.MAX_PENDING_CALLS:
-            del self.calls[next(iter(self.calls))]
-        u = rec.usage or vocab.Usage()
+        while len(calls) > vocab.MAX_PENDING_CALLS:
+            del calls[next(iter(calls))]
         self.turn = {
             "model": model,
-            "usage": [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost],
+            "usage": usage,
             "stop_reason": rec.stop_reason,
             "text_head": text,
             "waiting": waiting,
         }
-        if not waiting:
-            self._close_turn()
 
     def _close_turn(self) -> None:
-        turn, self.turn = self.turn, None
+        turn = self.turn
         if turn is None:
             return
-        model = turn["model"]
+        self.turn = None
+        self._turn_end(turn["model"], turn["usage"], turn["stop_reason"], turn["text_head"])
+
+    def _turn_end(self, model: dict[str, str] | None, usage: list[Any], stop_reason: str | None, text: str) -> None:
+        """Buffer a turn's turn_end (and a model_change before it, when the model changed)."""
         if model is not None:
             if self.last_model is not None and model != self.last_model:
                 self._emit(ModelChange(from_=Model(**self.last_model), to=Model(**model), reason="turn"))
             self.last_model = model
-        i, o, cr, cw, total, cost = turn["usage"]
-        # TurnEnd's fields, as to_dict gives them, built directly (one per assistant message).
-        self._push(
-            {
-                "ev": TurnEnd.EV,
-                "model": {"provider": model["provider"], "id": model["id"]} if model else None,
-                "usage": {
-                    "input": i,
-                    "output": o,
-                    "cacheRead": cr,
-                    "cacheWrite": cw,
-                    "totalTokens": total,
-                    "cost": cost,
+        i, o, cr, cw, total, cost = usage
+        # TurnEnd's fields, as to_dict gives them, built directly (one per assistant message),
+        # and buffered as _push does.
+        self.buffer.append(
+            [
+                {
+                    "ev": _TURN_END,
+                    "model": {"provider": model["provider"], "id": model["id"]} if model else None,
+                    "usage": {
+                        "input": i,
+                        "output": o,
+                        "cacheRead": cr,
+                        "cacheWrite": cw,
+                        "totalTokens": total,
+                        "cost": cost,
+                    },
+                    "stop_reason": stop_reason,
+                    "text_head": text,
                 },
-                "stop_reason": turn["stop_reason"],
-                "text_head": turn["text_head"],
-            }
+                self.t,
+            ]
         )
+        counts = self.counts
+        counts[_TURN_END] = counts.get(_TURN_END, 0) + 1
 
     def _user(self, rec: vocab.UserMessage, out: list[dict[str, Any]]) -> None:
         raw = normalize_mark(rec.text)
