@@ -202,8 +202,8 @@ class Synthesizer:
             elif ev == _MARK:
                 flags.observe_mark(seq)
             seq += 1
-            self.seq = seq
             out.append(rec)
+        self.seq = seq
         self.buffer = []
         self.input_at = None
 
@@ -253,11 +253,13 @@ class Synthesizer:
             return out  # turn ids and permission modes are the security events' alone
         if rec.t is not None:
             self.t = int(rec.t)
-        # The two commonest records first, by exact type; anything else (a subclass too) by the chain below.
+        # The three commonest records first, by exact type; anything else (a subclass too) by the chain below.
         if type(rec) is vocab.ToolResult:
             self._tool_result(rec)
         elif type(rec) is vocab.AssistantMessage:
             self._assistant(rec)
+        elif type(rec) is vocab.UserMessage:
+            self._user(rec, out)
         elif isinstance(rec, vocab.Session):
             self._session(rec, out)
             return out
@@ -509,6 +511,8 @@ class Synthesizer:
         idle = not self.run_open if self.live else not self.last_aborted
         if self._prev_raw is not None:
             label = prelabel_tokens(raw, words, self._prev_raw, not idle)
+        elif self.prev_tokens is None:  # the session's first input: nothing to compare its tokens with
+            label = prelabel_tokens(raw, words, None, not idle)
         else:  # continuing from a saved state, which keeps only digests
             label = prelabel_tokens(raw, set(_token_digest(words)), self.prev_tokens_set(), not idle)
         skills = skills_in(raw)
