@@ -129,7 +129,9 @@ class Synthesizer:
         self.first_model: dict[str, str] | None = s.first_model
         self.visible: list[str] = s.visible
         self.loaded: list[dict[str, Any]] = s.loaded
-        self.buffer: list[list[Any]] = s.buffer  # [record dict without seq, t]
+        # Held records are kept as they will be written, seq (given at the flush) and t first; the
+        # state keeps them as [record without seq and t, t] (see state()).
+        self.buffer: list[dict[str, Any]] = [{"seq": 0, "t": t, **d} for d, t in s.buffer]
         self.input_at: int | None = s.input_at  # index in buffer of the run's input
         self.run_open: bool = s.run_open
         self.run_turns: int = s.run_turns
@@ -155,7 +157,7 @@ class Synthesizer:
             first_model=self.first_model,
             visible=self.visible,
             loaded=self.loaded,
-            buffer=self.buffer,
+            buffer=[[{k: v for k, v in d.items() if k != "seq" and k != "t"}, d["t"]] for d in self.buffer],
             input_at=self.input_at,
             run_open=self.run_open,
             run_turns=self.run_turns,
@@ -177,28 +179,25 @@ class Synthesizer:
     # -- output ----------------------------------------------------------------------------
 
     def _emit(self, record: Any) -> None:
-        d = to_dict(record, 0, self.t)
-        del d["seq"]
-        del d["t"]
-        self._push(d)
+        self._push(to_dict(record, 0, self.t))
 
     def _push(self, d: dict[str, Any]) -> None:
-        """Buffer one record as its ``ev`` and fields (what :func:`to_dict` makes of it), at ``t``."""
-        self.buffer.append([d, self.t])
+        """Buffer one record as :func:`to_dict` makes it (its seq is given when it is flushed)."""
+        self.buffer.append(d)
         ev = d["ev"]
         self.counts[ev] = self.counts.get(ev, 0) + 1
 
     def _flush(self, out: list[dict[str, Any]]) -> None:
         seq = self.seq
         flags = self.flags
-        for d, t in self.buffer:
-            rec = {"seq": seq, "t": t, **d}
+        for rec in self.buffer:
+            rec["seq"] = seq
             # What FlagTracker.observe does with the record, by its ev (known here) straight away.
-            ev = d["ev"]
+            ev = rec["ev"]
             if ev == _TOOL_RESULT:
-                flags.observe_result(seq, d.get("is_error"))
+                flags.observe_result(seq, rec.get("is_error"))
             elif ev == _INPUT:
-                flags.observe_input(seq, d.get("prelabel", "none"))
+                flags.observe_input(seq, rec.get("prelabel", "none"))
             elif ev == _MARK:
                 flags.observe_mark(seq)
             seq += 1
@@ -234,11 +233,8 @@ class Synthesizer:
             head_sha=place.head_sha if self.live and place.repo else None,
             visible_entries=sorted(set(self.visible)),
         )
-        first_t = self.buffer[0][1] if self.buffer else self.t
-        d = to_dict(start, 0, sess.get("t") or first_t)
-        del d["seq"]
-        t = d.pop("t")
-        self.buffer.insert(0, [d, t])
+        first_t = self.buffer[0]["t"] if self.buffer else self.t
+        self.buffer.insert(0, to_dict(start, 0, sess.get("t") or first_t))
         if self.input_at is not None:
             self.input_at += 1
         self.counts["session_start"] = 1
@@ -346,6 +342,8 @@ class Synthesizer:
         tool = call[0] if call is not None else rec.tool
         self._push(
             {
+                "seq": 0,
+                "t": self.t,
                 "ev": ToolBlocked.EV,
                 "tool": tool or "",
                 "call_id": rec.call_id,
@@ -394,19 +392,18 @@ class Synthesizer:
         # ToolResultRecord's fields, as to_dict gives them, built directly (one per result), and
         # buffered as _push does.
         self.buffer.append(
-            [
-                {
-                    "ev": _TOOL_RESULT,
-                    "tool": tool,
-                    "call_id": call_id,
-                    "input": shown,
-                    "args_hash": digest,
-                    "result_bytes": size if size > 0 else 0,
-                    "is_error": is_error,
-                    "error_class": error_class,
-                },
-                self.t,
-            ]
+            {
+                "seq": 0,
+                "t": self.t,
+                "ev": _TOOL_RESULT,
+                "tool": tool,
+                "call_id": call_id,
+                "input": shown,
+                "args_hash": digest,
+                "result_bytes": size if size > 0 else 0,
+                "is_error": is_error,
+                "error_class": error_class,
+            }
         )
         counts = self.counts
         counts[_TOOL_RESULT] = counts.get(_TOOL_RESULT, 0) + 1
@@ -473,23 +470,22 @@ class Synthesizer:
         # TurnEnd's fields, as to_dict gives them, built directly (one per assistant message),
         # and buffered as _push does.
         self.buffer.append(
-            [
-                {
-                    "ev": _TURN_END,
-                    "model": {"provider": model["provider"], "id": model["id"]} if model else None,
-                    "usage": {
-                        "input": i,
-                        "output": o,
-                        "cacheRead": cr,
-                        "cacheWrite": cw,
-                        "totalTokens": total,
-                        "cost": cost,
-                    },
-                    "stop_reason": stop_reason,
-                    "text_head": text,
+            {
+                "seq": 0,
+                "t": self.t,
+                "ev": _TURN_END,
+                "model": {"provider": model["provider"], "id": model["id"]} if model else None,
+                "usage": {
+                    "input": i,
+                    "output": o,
+                    "cacheRead": cr,
+                    "cacheWrite": cw,
+                    "totalTokens": total,
+                    "cost": cost,
                 },
-                self.t,
-            ]
+                "stop_reason": stop_reason,
+                "text_head": text,
+            }
         )
         counts = self.counts
         counts[_TURN_END] = counts.get(_TURN_END, 0) + 1
@@ -522,6 +518,8 @@ class Synthesizer:
         # Input's fields, as to_dict gives them, built directly (skills is this record's own list).
         self._push(
             {
+                "seq": 0,
+                "t": self.t,
                 "ev": Input.EV,
                 "text": self._clean(raw, TEXT_LIMIT),
                 "source": rec.source,
@@ -544,7 +542,7 @@ class Synthesizer:
 
     def _end_run(self) -> None:
         """Buffer the run's agent_end (AgentEnd's fields, built directly)."""
-        self._push({"ev": AgentEnd.EV, "turns": self.run_turns, "is_terminal": True, "yielded": False})
+        self._push({"seq": 0, "t": self.t, "ev": AgentEnd.EV, "turns": self.run_turns, "is_terminal": True, "yielded": False})
 
     def clean_text(self, text: str, limit: int) -> str:
         """``text`` as the trace writes it: redacted, valid UTF-8, cut to ``limit`` bytes."""
@@ -561,7 +559,7 @@ class Synthesizer:
     def _skill(self, name: str) -> None:
         if self.input_at is None or not name:
             return
-        skills = self.buffer[self.input_at][0]["skills_invoked"]
+        skills = self.buffer[self.input_at]["skills_invoked"]
         if name not in skills:
             skills.append(name)
 
