@@ -550,7 +550,11 @@ class Synthesizer:
 
     def _clean(self, text: str, limit: int) -> str:
         """Redacted, valid UTF-8, cut to ``limit`` bytes (redacting only what can be kept)."""
-        return cut_utf8(clean(self._redact(cut_utf8(text, limit + REDACT_MARGIN))), limit)
+        # cut_utf8's own first test, inline: most texts are far below either limit.
+        if len(text) > (limit + REDACT_MARGIN) // 4:
+            text = cut_utf8(text, limit + REDACT_MARGIN)
+        text = clean(self._redact(text))
+        return text if len(text) <= limit // 4 else cut_utf8(text, limit)
 
     def prev_tokens_set(self) -> set[str] | None:
         """The previous input's token digests (the new input's tokens are digested alike)."""
