@@ -230,6 +230,19 @@ def test_pause_anywhere_equals_one_pass(cut: int) -> None:
     assert out == whole
 
 
+def test_held_records_are_saved_as_fields_and_time() -> None:
+    # In memory a held record is kept as it will be written; the saved state keeps the form
+    # earlier versions saved, [fields without seq and t, t], so their states still continue.
+    s = Synthesizer("omp")
+    for r in SCRIPT[:4]:
+        s.feed(r)
+    held = s.state().buffer
+    assert held and all(type(t) is int and "seq" not in d and "t" not in d for d, t in held)
+    assert [d["ev"] for d, _ in held] == ["session_start", "input"]
+    again = Synthesizer("omp", state=s.state()).state()
+    assert again.buffer == held
+
+
 @pytest.mark.parametrize(
     "text,cls",
     [
