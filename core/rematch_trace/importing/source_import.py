@@ -128,9 +128,9 @@ def dumps_record(rec: dict[str, Any]) -> bytes:
 
 def dumps_records(recs: list[dict[str, Any]]) -> bytes:
     """The output lines of ``recs``, joined: what :func:`dumps_record` gives each, one write for all."""
-    if len(recs) == 1:
-        return dumps_record(recs[0])
     try:
+        if len(recs) == 1:  # the common case (one event for one record)
+            return orjson.dumps(recs[0], default=json_default, option=_LINE)
         return b"".join([orjson.dumps(r, default=json_default, option=_LINE) for r in recs])
     except orjson.JSONEncodeError:
         return b"".join([dumps_record(r) for r in recs])  # the one orjson refuses falls back alone

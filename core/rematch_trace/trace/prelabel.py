@@ -45,14 +45,17 @@ def jaccard(a: set[str], b: set[str]) -> float:
     """Jaccard similarity of two token sets (0 when both are empty)."""
     if not a and not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    common = len(a & b)
+    return common / (len(a) + len(b) - common)  # the union's size, without building the union
 
 
 def is_reprompt(new_tokens: set[str], previous_tokens: Iterable[str] | None) -> bool:
     """Whether an input with ``new_tokens`` re-asks the previous input."""
     if previous_tokens is None or len(new_tokens) < REPROMPT_MIN_TOKENS:
         return False
-    return jaccard(new_tokens, set(previous_tokens)) >= REPROMPT_THRESHOLD
+    # A set (what the synthesizer keeps) is compared as it is; any other iterable as its set.
+    previous = previous_tokens if type(previous_tokens) is set else set(previous_tokens)
+    return jaccard(new_tokens, previous) >= REPROMPT_THRESHOLD
 
 
 def prelabel_tokens(text: str, new_tokens: set[str], previous_tokens: Iterable[str] | None, interrupted: bool) -> str:
