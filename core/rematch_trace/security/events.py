@@ -211,6 +211,28 @@ class EventSink:
         # a session's events crowd into the same minutes.
         self._min_ms = _MAX_MS + 1
         self._min_text = ""
+        # Every event's fields in order, the session's constants filled in: each event is a copy.
+        self._template: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "event_id": None,
+            "agent": self.agent,
+            "source_session_id": self.source_session_id,
+            "agent_sub_id": self.agent_sub_id,
+            "source_turn_id": None,
+            "source_tool_call_id": None,
+            "kind": None,
+            "occurred_at": None,
+            "cwd": self.cwd,
+            "repo_root": self.repo_root,
+            "tool_name": None,
+            "action_type": None,
+            "args_summary": None,
+            "risk_features": None,
+            "redaction_count": 0,
+            "raw_input_truncated": False,
+            "action_fingerprint": None,
+            "metadata": None,
+        }
 
     def state(self) -> SinkState:
         """The state (no original input; saved as JSON); pass it back as ``state=``."""
@@ -221,58 +243,57 @@ class EventSink:
     def _event(
         self,
         kind: str,
-        *,
-        source_turn_id: str | None = None,
-        source_tool_call_id: str | None = None,
-        tool_name: str | None = None,
-        action_type: str | None = None,
-        args_summary: str | None = None,
-        risk_features: list[str] | None = None,
-        redaction_count: int = 0,
-        raw_input_truncated: bool = False,
-        action_fingerprint: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        turn: str | None,
+        call_id: str | None,
+        tool: str | None,
+        action: str | None,
+        summary: str | None,
+        features: list[str],
+        redactions: int,
+        cut: bool,
+        fingerprint: str | None,
+        metadata: dict[str, Any],
     ) -> dict[str, Any]:
+        # Positional arguments: an event per record, and keyword matching costs more than the rest.
+        n = self.n
+        self.n = n + 1
         # Every id of the session hashes the same prefix: hash it once, then copy.
         h = self._id_hash.copy()
-        h.update(str(self.n).encode())
-        self.n += 1
+        h.update(b"%d" % n)
+        x = h.hexdigest()  # as _uuid_hex, inline: once per event
         t = self.t or 0
         if t != self._t_ms:
-            self._t_ms = t
-            if type(t) is int and self._min_ms <= t < self._min_ms + 60000:
-                second, milli = divmod(t - self._min_ms, 1000)
-                self._t_text = f"{self._min_text}{second:02d}.{milli:03d}Z"
-            else:
-                self._t_text = rfc3339(t)
-                if type(t) is int and _MIN_MS <= t <= _MAX_MS - 60000:
-                    self._min_ms = t - t % 60000
-                    self._min_text = self._t_text[:-7]
-        if metadata is None:
-            metadata = {}
+            self._set_time(t)
         if self.mode is not None:
             metadata["host_permission_mode"] = self.mode
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "event_id": _uuid_hex(h.hexdigest()),
-            "agent": self.agent,
-            "source_session_id": self.source_session_id,
-            "agent_sub_id": self.agent_sub_id,
-            "source_turn_id": source_turn_id,
-            "source_tool_call_id": source_tool_call_id,
-            "kind": kind,
-            "occurred_at": self._t_text,
-            "cwd": self.cwd,
-            "repo_root": self.repo_root,
-            "tool_name": tool_name,
-            "action_type": action_type,
-            "args_summary": args_summary,
-            "risk_features": [] if risk_features is None else risk_features,
-            "redaction_count": redaction_count,
-            "raw_input_truncated": raw_input_truncated,
-            "action_fingerprint": action_fingerprint,
-            "metadata": metadata,
-        }
+        # A copy of the session's template keeps its key order and constants; the rest is set in place.
+        event = self._template.copy()
+        event["event_id"] = f"{x[:8]}-{x[8:12]}-5{x[13:16]}-{_VARIANT[x[16]]}{x[17:20]}-{x[20:32]}"
+        event["source_turn_id"] = turn
+        event["source_tool_call_id"] = call_id
+        event["kind"] = kind
+        event["occurred_at"] = self._t_text
+        event["tool_name"] = tool
+        event["action_type"] = action
+        event["args_summary"] = summary
+        event["risk_features"] = features
+        event["redaction_count"] = redactions
+        event["raw_input_truncated"] = cut
+        event["action_fingerprint"] = fingerprint
+        event["metadata"] = metadata
+        return event
+
+    def _set_time(self, t: int) -> None:
+        """Format the time of the events to come (``occurred_at``), from the last minute's text when it holds ``t``."""
+        self._t_ms = t
+        if type(t) is int and self._min_ms <= t < self._min_ms + 60000:
+            second, milli = divmod(t - self._min_ms, 1000)
+            self._t_text = f"{self._min_text}{second:02d}.{milli:03d}Z"
+        else:
+            self._t_text = rfc3339(t)
+            if type(t) is int and _MIN_MS <= t <= _MAX_MS - 60000:
+                self._min_ms = t - t % 60000
+                self._min_text = self._t_text[:-7]
 
     def _start(self, out: list[dict[str, Any]]) -> None:
         self.started = True
@@ -281,7 +302,7 @@ class EventSink:
             meta["agent_name"] = self._redact(self.session.agent_name)[0][:SUMMARY_LIMIT]
         if self.session.harness_version:
             meta["harness_version"] = self.session.harness_version[:64]
-        out.append(self._event("session_start", metadata=meta))
+        out.append(self._event("session_start", None, None, None, None, None, [], 0, False, None, meta))
 
     def _redact(self, text: str) -> tuple[str, int]:
         if not isinstance(text, str):
@@ -298,9 +319,12 @@ class EventSink:
             if isinstance(rec.mode, str) and rec.mode:
                 self.mode = self._redact(rec.mode[:ID_LIMIT])[0]
             return out
-        if rec.t is not None:
+        t = rec.t
+        if type(t) is int:
+            self.t = t
+        elif t is not None:
             try:
-                self.t = int(rec.t)
+                self.t = int(t)
             except (TypeError, ValueError, OverflowError):
                 pass
         if isinstance(rec, vocab.Session):
@@ -310,17 +334,17 @@ class EventSink:
             return out
         if not self.started:
             self._start(out)
-        if isinstance(rec, vocab.UserMessage):
-            # Only the summary is written: redact what can reach it, with a margin.
-            text, n = self._redact(rec.text[: SUMMARY_LIMIT + 1024])
-            summary, cut = _cut(text)
-            out.append(self._event("user_prompt", source_turn_id=self.turn, args_summary=summary, redaction_count=n,
-                                   raw_input_truncated=cut))
+        # The record types are disjoint: the most frequent first.
+        if isinstance(rec, vocab.ToolResult):
+            out.append(self._post(rec))
         elif isinstance(rec, vocab.AssistantMessage):
             for call in rec.tool_calls:
                 out.append(self._pre(call))
-        elif isinstance(rec, vocab.ToolResult):
-            out.append(self._post(rec))
+        elif isinstance(rec, vocab.UserMessage):
+            # Only the summary is written: redact what can reach it, with a margin.
+            text, n = self._redact(rec.text[: SUMMARY_LIMIT + 1024])
+            summary, cut = _cut(text)
+            out.append(self._event("user_prompt", self.turn, None, None, None, summary, [], n, cut, None, {}))
         elif isinstance(rec, vocab.ToolStarted):
             if rec.call.id not in self.calls:
                 out.append(self._pre(rec.call))
@@ -329,10 +353,7 @@ class EventSink:
         elif isinstance(rec, vocab.Instructions) and isinstance(rec.path, str) and rec.path:
             path, n = self._redact(rec.path)
             summary, cut = _cut(path)
-            out.append(
-                self._event("instruction_loaded", source_turn_id=self.turn, args_summary=summary, redaction_count=n,
-                            raw_input_truncated=cut)
-            )
+            out.append(self._event("instruction_loaded", self.turn, None, None, None, summary, [], n, cut, None, {}))
         return out
 
     def finish(self) -> list[dict[str, Any]]:
@@ -340,7 +361,10 @@ class EventSink:
         out: list[dict[str, Any]] = []
         if not self.started:
             self._start(out)
-        out.append(self._event("session_end", metadata={"unanswered_calls": len(self.calls)}))
+        out.append(
+            self._event("session_end", None, None, None, None, None, [], 0, False, None,
+                        {"unanswered_calls": len(self.calls)})
+        )
         return out
 
     def _pre(self, call: vocab.ToolCall) -> dict[str, Any]:
@@ -397,16 +421,8 @@ class EventSink:
         meta: dict[str, Any] = {"fingerprint_error": fp_error} if fp_error else {}
         return self._event(
             "pre_tool_use",
-            source_turn_id=rest[0] if rest else None,  # the turn the call was digested in
-            source_tool_call_id=call_id,
-            tool_name=name,
-            action_type=action,
-            args_summary=summary,
-            risk_features=list(features),
-            redaction_count=redactions,
-            raw_input_truncated=cut,
-            action_fingerprint=fp,
-            metadata=meta,
+            rest[0] if rest else None,  # the turn the call was digested in
+            call_id, name, action, summary, list(features) if features else [], redactions, cut, fp, meta,
         )
 
     def _post(self, rec: vocab.ToolResult) -> dict[str, Any]:
@@ -429,16 +445,7 @@ class EventSink:
             meta["error_class"] = vocab.result_error_class(rec)
         return self._event(
             "post_tool_failure" if is_error else "post_tool_use",
-            source_turn_id=turn,
-            source_tool_call_id=call_id,
-            tool_name=name,
-            action_type=action,
-            args_summary=summary,
-            risk_features=list(features),
-            redaction_count=redactions,
-            raw_input_truncated=cut,
-            action_fingerprint=fp,
-            metadata=meta,
+            turn, call_id, name, action, summary, list(features) if features else [], redactions, cut, fp, meta,
         )
 
 
