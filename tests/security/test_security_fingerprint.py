@@ -92,3 +92,37 @@ def test_different_inputs_never_share(a: Any, b: Any) -> None:
 
         if canonical_json(a) != canonical_json(b):
             assert fp(tool_input=a) != fp(tool_input=b)
+
+
+# SessionFingerprints: the sink's per-session fingerprinter gives action_fingerprint's digest.
+_member = st.text(max_size=6) | st.sampled_from(["\ud800", "a\udfff", "é", "\x00", '"', "\\"])
+
+
+@given(
+    st.sampled_from(["claude_code", "codex", "bad\ud800"]),
+    _member,
+    _member,
+    st.none() | _member,
+    st.lists(st.tuples(st.none() | _member | st.just(7), _member, _member, json_values), min_size=1, max_size=6),
+)
+def test_session_fingerprints_equal_action_fingerprint(
+    provider: str, session: str, cwd: str, sub: str | None, calls: list[tuple[Any, str, str, Any]]
+) -> None:
+    from rematch_trace.security.fingerprint import SessionFingerprints
+
+    fps = SessionFingerprints(provider, session, cwd, sub)
+    for turn, call_id, name, tool_input in calls * 2:  # twice: the same turn objects come back
+        want = action_fingerprint(provider, session, turn, call_id, name, cwd, tool_input, sub)
+        assert fps(turn, call_id, name, tool_input) == want
+
+
+def test_session_fingerprints_follow_the_turn_and_reject_what_action_fingerprint_rejects() -> None:
+    from rematch_trace.security.fingerprint import SessionFingerprints
+
+    fps = SessionFingerprints("claude_code", "s1", "/w", None)
+    first = fps("t1", "c1", "Bash", {"command": "ls"})
+    assert fps("t2", "c1", "Bash", {"command": "ls"}) != first
+    assert fps("t1", "c1", "Bash", {"command": "ls"}) == first == fp(turn="t1", tool_input={"command": "ls"})
+    assert fps(None, "c1", "Bash", {"command": "ls"}) == fp(tool_input={"command": "ls"})
+    with pytest.raises(NonExactNumber):
+        fps("t1", "c1", "Bash", {"n": math.nan})

@@ -27,7 +27,7 @@ from rematch_trace.errors import NonExactNumber
 from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host
 from rematch_trace.host.source import Source
-from rematch_trace.security.fingerprint import action_fingerprint
+from rematch_trace.security.fingerprint import SessionFingerprints
 from rematch_trace.security.redact import PLACEHOLDER, Redactor
 from rematch_trace.security.risk import command_text, file_paths, risk_features
 from rematch_trace.security.sink_state import SinkState
@@ -156,6 +156,19 @@ def summarize(
     return ""
 
 
+#: The action types whose input has a command (:func:`command_text`), and those whose input names no file path.
+_COMMAND_ACTIONS = frozenset(("shell_exec", "other", "mcp"))
+_NO_PATH_ACTIONS = frozenset(("shell_exec", "network"))
+
+
+def _is_value_of(text: str, d: dict[Any, Any]) -> bool:
+    """Whether ``text`` is (the very object of) one of ``d``'s values."""
+    for v in d.values():  # noqa: SIM110 - a plain loop: no generator to set up per call
+        if v is text:
+            return True
+    return False
+
+
 def _scalar(v: Any) -> str:
     if isinstance(v, str):
         return v if len(v) <= 80 else v[:80] + "…"
@@ -194,6 +207,7 @@ class EventSink:
         self.source_session_id = (session.parent_session_id or session.session_id) if sub else session.session_id
         self.cwd = session.cwd or ""
         self.repo_root: str | None = host.place(self.cwd).repo if self.cwd else None
+        self._fingerprint = SessionFingerprints(self.agent, session.session_id, self.cwd, self.agent_sub_id)
         s = state or SinkState(t=session.t)
         self.n: int = s.n
         self.t: int | None = s.t
@@ -382,28 +396,27 @@ class EventSink:
         """
         name = call.name if isinstance(call.name, str) else ""
         call_id = call.id if isinstance(call.id, str) else str(call.id)
-        action = self.host.action_type(self.source, name, call.input)
-        meta: dict[str, Any] = {}
+        tool_input = call.input
+        action = self.host.action_type(self.source, name, tool_input)
+        fp_error: str | None = None
         try:
-            fp: str | None = action_fingerprint(
-                self.agent, self.session.session_id, self.turn, call_id, name, self.cwd, call.input, self.agent_sub_id
-            )
+            fp: str | None = self._fingerprint(self.turn, call_id, name, tool_input)
         except NonExactNumber:
             fp = None
-            meta["fingerprint_error"] = "tool input holds a number with no exact representation; not fingerprinted"
-        redacted, redactions = self.redactor.redact_value_counted(call.input)
-        text = input_strings(call.input).text()  # strings_of(input, RISK_TEXT_LIMIT), from the redactor's walk
+            fp_error = "tool input holds a number with no exact representation; not fingerprinted"
+        redacted, redactions = self.redactor.redact_value_counted(tool_input)
+        text = input_strings(tool_input).text()  # strings_of(input, RISK_TEXT_LIMIT), from the redactor's walk
         # The summary and the risk rules read the same command and paths: take them once.
-        command = command_text(call.input) if action in ("shell_exec", "other", "mcp") else None
-        paths = file_paths(call.input) if action not in ("shell_exec", "network") else None
-        features = risk_features(action, name, call.input, text, redactions=redactions, command=command, paths=paths)
-        raw_summary = summarize(action, name, call.input, command=command, paths=paths)
-        if redacted is call.input and type(redacted) is dict and any(raw_summary is v for v in redacted.values()):
+        command = command_text(tool_input) if action in _COMMAND_ACTIONS else None
+        paths = file_paths(tool_input) if action not in _NO_PATH_ACTIONS else None
+        features = risk_features(action, name, tool_input, text, redactions=redactions, command=command, paths=paths)
+        raw_summary = summarize(action, name, tool_input, command=command, paths=paths)
+        if redacted is tool_input and type(redacted) is dict and _is_value_of(raw_summary, redacted):
             # The summary is one of the input's strings, and the input holds no trigger anywhere.
             summary, cut = _cut(raw_summary)
         else:
             summary, cut = _cut(self._redact(raw_summary)[0])
-        return [name, action, fp, summary, features, redactions, cut, meta.get("fingerprint_error"), self.turn]
+        return [name, action, fp, summary, features, redactions, cut, fp_error, self.turn]
 
     def take_call(self, call_id: str, entry: list[Any]) -> None:
         """Expect the result of a call digested by :meth:`digest_call`."""

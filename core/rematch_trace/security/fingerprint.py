@@ -150,20 +150,32 @@ def _fast_digest(
     key = (provider, session, agent_sub_id, cwd)
     base = _PREFIX.get(key)
     if base is None:
-        sub_j, cwd_j = _json_str(agent_sub_id), _json_str(cwd)
-        provider_j, session_j = _json_str(provider), _json_str(session)
-        if sub_j is None or cwd_j is None or provider_j is None or session_j is None:
+        base = _session_prefix(provider, session, cwd, agent_sub_id)
+        if base is None:
             return None
-        base = hashlib.sha256(
-            b'{"agent_sub_id":' + sub_j + b',"cwd":' + cwd_j + b',"provider":' + provider_j
-            + b',"session":' + session_j + b',"tool_call_id":'
-        )
         if len(_PREFIX) >= 64:
             _PREFIX.clear()
         _PREFIX[key] = base
     call_j, name_j, turn_j = _json_str(tool_call_id), _json_str(tool_name), _json_str(turn)
     if call_j is None or name_j is None or turn_j is None:
         return None
+    return _call_digest(base, call_j, name_j, turn_j, tool_input)
+
+
+def _session_prefix(provider: str, session: str, cwd: str, agent_sub_id: str | None) -> Any:
+    """The hash state of the members before ``"tool_call_id"``; ``None`` when one has no UTF-8 form."""
+    sub_j, cwd_j = _json_str(agent_sub_id), _json_str(cwd)
+    provider_j, session_j = _json_str(provider), _json_str(session)
+    if sub_j is None or cwd_j is None or provider_j is None or session_j is None:
+        return None
+    return hashlib.sha256(
+        b'{"agent_sub_id":' + sub_j + b',"cwd":' + cwd_j + b',"provider":' + provider_j
+        + b',"session":' + session_j + b',"tool_call_id":'
+    )
+
+
+def _call_digest(base: Any, call_j: bytes, name_j: bytes, turn_j: bytes, tool_input: Any) -> str:
+    """The digest from the session's prefix state and the call's members (JSON), in key order."""
     try:
         canon = canonical_input(tool_input)
     except RecursionError:
@@ -174,9 +186,50 @@ def _fast_digest(
         raise NonExactNumber("tool input holds a value that is not JSON") from None
     h = base.copy()
     h.update(call_j + b',"tool_input":' + canon + b',"tool_name":' + name_j + b',"turn":' + turn_j + _V_TAIL)
-    return h.hexdigest()
+    digest: str = h.hexdigest()
+    return digest
 
 
+class SessionFingerprints:
+    """:func:`action_fingerprint` of one session's nonce-less calls, its shared members hashed once.
+
+    ``SessionFingerprints(provider, session, cwd, agent_sub_id)(turn, tool_call_id,
+    tool_name, tool_input)`` is ``action_fingerprint(provider, session, turn,
+    tool_call_id, tool_name, cwd, tool_input, agent_sub_id)``: the same digest,
+    computed the same way member by member (or by the general path where
+    :func:`action_fingerprint` takes it), without checking the session's
+    members and looking their hash state up again for every call.
+    """
+
+    __slots__ = ("_base", "_session", "_turn", "_turn_j")
+
+    def __init__(self, provider: str, session: str, cwd: str, agent_sub_id: str | None) -> None:
+        self._session = (provider, session, cwd, agent_sub_id)
+        ok = all(type(v) is str for v in (provider, session, cwd)) and (agent_sub_id is None or type(agent_sub_id) is str)
+        self._base = _session_prefix(provider, session, cwd, agent_sub_id) if ok else None
+        # The calls of a turn follow one another: the turn's JSON is kept for the next call.
+        self._turn: object = _NO_TURN
+        self._turn_j: bytes | None = None
+
+    def __call__(self, turn: str | None, tool_call_id: str, tool_name: str, tool_input: Any) -> str:
+        """The fingerprint of one call of the session (see the class docstring).
+
+        :raises NonExactNumber: as :func:`action_fingerprint` does.
+        """
+        base = self._base
+        if base is not None and type(tool_call_id) is str and type(tool_name) is str:
+            if turn is not self._turn:
+                self._turn = turn
+                self._turn_j = _json_str(turn) if turn is None or type(turn) is str else None
+            turn_j = self._turn_j
+            call_j, name_j = _json_str(tool_call_id), _json_str(tool_name)
+            if turn_j is not None and call_j is not None and name_j is not None:
+                return _call_digest(base, call_j, name_j, turn_j, tool_input)
+        provider, session, cwd, sub = self._session
+        return action_fingerprint(provider, session, turn, tool_call_id, tool_name, cwd, tool_input, sub)
+
+
+_NO_TURN = object()
 _V_TAIL = b',"v":' + str(FINGERPRINT_VERSION).encode() + b"}"
 
-__all__ = ["FINGERPRINT_VERSION", "NonExactNumber", "action_fingerprint", "fingerprint_container"]
+__all__ = ["FINGERPRINT_VERSION", "NonExactNumber", "SessionFingerprints", "action_fingerprint", "fingerprint_container"]
