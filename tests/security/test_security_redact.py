@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rematch_trace.security import redact as _redact_mod
 from rematch_trace.security.redact import KINDS, default_redactor
 
 R = default_redactor()
@@ -127,3 +132,39 @@ def test_deep_values_do_not_crash() -> None:
         value = [value]
     out = R.redact_value(value)
     assert "AKIAQ3EGRTYU7ZXCVBNM" not in str(out)
+
+
+# The secret-name pre-check (_assignment_may_hold) skips only what cannot hold a secret
+# assignment: with it replaced by "always scan", every text and input redacts alike.
+
+_NAME_PARTS = ["API", "_key", "KEY", "keys", "Token", "tokens", "secret", "PASSWORD", "passwd", "passphrase", "pwd",
+               "pass", "passes", "credential", "auth", "author", "Authorization", "signature", "sas", "private_key",
+               "apikey", "monkey", "max_tokens", "db", "x", "-", ".", "_", "--"]
+_GLUE = [" ", "=", ": ", ":=", "=>", '"', "'", '": "', "\\", "\n", "\t", ",", ";", "(", "export ", "-", ".", "İ", "K",
+         "é", "ß"]
+_VALUES = ["hunter22", "s3cr3tPassw0rd", "aB3dE5fG7hI9jK1lM3nO5pQ7", "${TOKEN}", "xyz", "changeme", "0123456789"]
+_texts = st.lists(st.sampled_from(_NAME_PARTS + _GLUE + _VALUES), max_size=14).map("".join)
+_inputs = st.dictionaries(_texts, _texts | st.lists(_texts, max_size=3), max_size=4)
+
+
+@settings(max_examples=400)
+@given(_texts, _inputs)
+def test_the_secret_name_precheck_changes_nothing(text: str, tool_input: dict[str, Any]) -> None:
+    checked = _redact_mod.Redactor()
+    got_text, got_value = checked.redact(text), checked.redact_value_counted(tool_input)
+    original = _redact_mod._assignment_may_hold
+    _redact_mod._assignment_may_hold = lambda text, low: True
+    try:
+        scanning = _redact_mod.Redactor()
+        assert got_text == scanning.redact(text)
+        assert got_value == scanning.redact_value_counted(tool_input)
+    finally:
+        _redact_mod._assignment_may_hold = original
+
+
+def test_the_secret_name_precheck_skips_words_that_only_contain_a_trigger() -> None:
+    from rematch_trace.security.redact import _assignment_may_hold
+
+    assert not _assignment_may_hold("it passes the keyboard author", "it passes the keyboard author")
+    assert _assignment_may_hold("DB_PASS=x", "db_pass=x") and _assignment_may_hold("api-key.-", "api-key.-")
+    assert _assignment_may_hold("İpasses", "i̇passes")  # not ASCII: the plain trigger test

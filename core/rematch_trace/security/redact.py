@@ -306,6 +306,31 @@ _VALUE = re.compile(
     r"(?P<s>[^\s\"'`,;&|<>(){}\[\]\\]{3,512})"
 )
 _MAX_NAME = 80
+# Where a secret name can end in lowered ASCII text: one of its endings closing a run
+# of name characters (trailing dots and dashes are not part of a name). A name
+# _assignments judges secret, or a dict key that is_secret_name accepts, ends so.
+_NAME_END = re.compile(
+    "(?:" + "|".join(sorted(_SECRET_NAME_ENDS, key=len, reverse=True)) + r")[.\-]*(?![a-z0-9_.\-])"
+)
+
+
+def _assignment_may_hold(text: str, low: str) -> bool:
+    """Whether ``text`` (``low`` lowered) can hold a name that says its value is a credential.
+
+    In ASCII text a secret name is a run of name characters whose lowered end is
+    one of :data:`_SECRET_NAME_ENDS` (a dict key: the whole string, quotes and
+    spaces stripped); without such an end nothing can be a secret assignment, so
+    a word such as ``passes`` or ``keyboard`` costs no name scan. Other text keeps
+    the plain trigger test (lowering may change its length, and _assignments
+    reads names at the lowered text's positions).
+    """
+    # Every ending holds a trigger: the substring scans (the cheapest test) first.
+    for t in _ASSIGN_TRIGGERS:
+        if t in low:
+            break
+    else:
+        return False
+    return not text.isascii() or _NAME_END.search(low) is not None
 
 
 def _assignments(text: str, low: str) -> tuple[str, int]:
@@ -403,10 +428,7 @@ class Redactor:
         for t, _rules in self._folded:
             if t in low:
                 return True
-        for t in _ASSIGN_TRIGGERS:  # noqa: SIM110 - a plain loop: no generator to set up per call
-            if t in low:
-                return True
-        return False
+        return _assignment_may_hold(text, low)
 
     def redact(self, text: str) -> tuple[str, int]:
         """``text`` with every credential replaced, and how many were."""
@@ -433,11 +455,9 @@ class Redactor:
         if self.assignments:
             if count:
                 low = text.lower()
-            for t in _ASSIGN_TRIGGERS:  # a plain loop: no generator to set up per text
-                if t in low:
-                    text, n = _assignments(text, low)
-                    count += n
-                    break
+            if _assignment_may_hold(text, low):
+                text, n = _assignments(text, low)
+                count += n
         return text, count
 
     def redact_text(self, text: str) -> str:
