@@ -182,6 +182,9 @@ def read_jsonl(
     decode_error = orjson.JSONDecodeError
     encode_error = orjson.JSONEncodeError
     exact = parsed_exactly
+    # A RawRecord made as the tuple it is: its generated __new__ would add a Python call per line.
+    new_tuple = tuple.__new__
+    record = RawRecord
     while True:
         raw = readline(BIG_LINE)
         if not raw:
@@ -191,7 +194,7 @@ def read_jsonl(
         n = len(raw)
         if n == BIG_LINE and raw[-1] != 10:
             rec = _read_big(raw, f, path, lineno, line_start, limit, objects_only)
-            if isinstance(rec, tuple):
+            if not isinstance(rec, RawRecord):  # (not "is a tuple": a RawRecord is one too)
                 problem, used = rec
                 if used < 0:
                     yield problem
@@ -243,7 +246,7 @@ def read_jsonl(
         if objects_only and type(value) is not dict:
             yield Problem(path, lineno, f"not a JSON object ({type(value).__name__})")
             continue
-        yield RawRecord(lineno, line_start, offset, value)
+        yield new_tuple(record, (lineno, line_start, offset, value))
 
 
 def _read_big(

@@ -214,6 +214,42 @@ def group_records(stream: str, g: dict[str, Any], pending: list[list[Any]]) -> l
     return out
 
 
+class _Window:
+    """A bounded list of strings from ``state`` (oldest first), with a count of each for O(1) lookups.
+
+    The list stays the one in ``state``, changed in place exactly as before;
+    the counts only spare a scan of up to a few hundred ids per line.
+    """
+
+    __slots__ = ("counts", "items", "limit")
+
+    def __init__(self, items: list[Any], limit: int) -> None:
+        self.items = items
+        self.limit = limit
+        self.counts: dict[str, int] = {}
+        for x in items:
+            if type(x) is str:
+                self.counts[x] = self.counts.get(x, 0) + 1
+
+    def __contains__(self, x: str) -> bool:
+        return x in self.counts
+
+    def add(self, x: str) -> None:
+        """Append ``x``, dropping the oldest entry past the limit."""
+        items = self.items
+        counts = self.counts
+        items.append(x)
+        counts[x] = counts.get(x, 0) + 1
+        if len(items) > self.limit:
+            old = items.pop(0)
+            if type(old) is str:
+                n = counts[old] - 1
+                if n:
+                    counts[old] = n
+                else:
+                    del counts[old]
+
+
 class _Translator:
     """The translation of one file; everything that must survive a pause lives in ``state``."""
 
@@ -228,6 +264,9 @@ class _Translator:
             raise RestartImport(f"claude_code state version {version!r}")
         self.st = state
         self.streams: dict[str, dict[str, Any]] = state["streams"]
+        self.recent = _Window(state["ru"], MAX_RECENT_UUIDS)
+        #: Each stream's closed message ids (``seen`` in its state), made on first use.
+        self.seen: dict[str, _Window] = {}
 
     def _fresh(self) -> dict[str, Any]:
         path = self.source.path
@@ -293,12 +332,10 @@ class _Translator:
         uuid = v.get("uuid")
         if type(uuid) is str:
             uuid = clean(uuid)
-            recent = st["ru"]
+            recent = self.recent
             if uuid in recent:
                 return
-            recent.append(uuid)
-            if len(recent) > MAX_RECENT_UUIDS:
-                del recent[0]
+            recent.add(uuid)
         if not st["cwd"]:
             cwd = v.get("cwd")
             if type(cwd) is str:
@@ -437,10 +474,13 @@ class _Translator:
         ss["p"] = []
         ss["g"] = None
         if g["id"] is not None:
-            seen = ss["seen"]
-            seen.append(g["id"])
-            if len(seen) > (MAX_SEEN_IDS if key == "" else MAX_SEEN_IDS_SIDECHAIN):
-                del seen[0]
+            self._seen(key, ss).add(g["id"])
+
+    def _seen(self, key: str, ss: dict[str, Any]) -> _Window:
+        seen = self.seen.get(key)
+        if seen is None:
+            seen = self.seen[key] = _Window(ss["seen"], MAX_SEEN_IDS if key == "" else MAX_SEEN_IDS_SIDECHAIN)
+        return seen
 
     # -- assistant ------------------------------------------------------------------------
 
@@ -452,7 +492,7 @@ class _Translator:
         mid = clean(mid) if type(mid) is str and mid else None
         g = ss["g"]
         if g is None or mid is None or g["id"] != mid:
-            if mid is not None and mid in ss["seen"]:
+            if mid is not None and mid in self._seen(key, ss):
                 # The same response written again (a replay after compaction or a resume).
                 return
             self._close(key, ss, out)
