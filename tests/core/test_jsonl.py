@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import orjson
+import pytest
 
 from rematch_trace.host.source import Problem, RawRecord
 from rematch_trace.importing import reader as jsonl
@@ -62,7 +63,8 @@ def test_deep_nesting_is_a_problem_not_a_crash() -> None:
     assert problems(items) == [(1, "malformed")]
 
 
-def test_big_line_parsed_by_ijson(monkeypatch: object) -> None:
+def test_big_line_parsed_by_ijson(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jsonl, "WHOLE_LINE", 1024)
     jsonl.BIG_LINE = 1024  # type: ignore[misc]
     try:
         big = {"type": "user", "text": "x" * 5000, "n": [1, 2.5]}
@@ -77,7 +79,10 @@ def test_big_line_parsed_by_ijson(monkeypatch: object) -> None:
         jsonl.BIG_LINE = 4 * 1024 * 1024  # type: ignore[misc]
 
 
-def test_oversized_line_skipped_without_holding_it() -> None:
+@pytest.mark.parametrize("whole", [1024, 64 * 1024 * 1024])
+def test_oversized_line_skipped(monkeypatch: pytest.MonkeyPatch, whole: int) -> None:
+    # Streamed (a raised limit past WHOLE_LINE) or read up to the limit and drained: skipped either way.
+    monkeypatch.setattr(jsonl, "WHOLE_LINE", whole)
     jsonl.BIG_LINE = 1024  # type: ignore[misc]
     try:
         data = b'{"a":1}\n{"big":"' + b"y" * 50_000 + b'"}\n{"c":3}\n'
@@ -129,3 +134,58 @@ def test_zstd_stream_reports_a_cut_frame() -> None:
         f.read()
     with pytest.raises(DamagedStream, match=r"corrupt|cut off"):
         open_zstd(io.BytesIO(two_frames[:4] + b"\x00" * 64)).read()
+
+
+def _long(text_len: int, extra: str = "") -> bytes:
+    return b'{"type":"user","text":"' + b"x" * text_len + b'"' + extra.encode() + b"}"
+
+
+#: Long lines of every shape the whole read and the stream must agree on (BIG_LINE patched to 64).
+_LONG_CASES = {
+    "valid": b'{"a":1}\n' + _long(500) + b'\n{"z":0}\n',
+    "crlf": _long(500) + b"\r\n" + b'{"z":0}\n',
+    "inexact number": _long(500, ',"n":0.10000000000000001,"k":18446744073709551617') + b"\n",
+    "spaced": b'{ "pad" : "' + b"y" * 400 + b'" , "n" : 1e400 }\n{"z":0}\n',
+    "invalid": _long(500)[:-1] + b",}\n" + b'{"z":0}\n',
+    "not an object": b"[" + b"1," * 300 + b"2]\n" + b'{"z":0}\n',
+    "last, no newline": b'{"a":1}\n' + _long(500),
+    "torn last line": b'{"a":1}\n' + _long(500)[:-5],
+}
+
+
+def _shape(items: list[RawRecord | Problem]) -> list[object]:
+    # Problems by place and kind: the oversized message writes the limit in MiB per path.
+    return [tuple(i) if isinstance(i, RawRecord) else (i.line, i.kind) for i in items]
+
+
+@pytest.mark.parametrize("case", sorted(_LONG_CASES))
+@pytest.mark.parametrize("limit", [300, 527, 528, 529, 2000])
+def test_a_long_line_read_whole_gives_what_the_stream_gives(
+    monkeypatch: pytest.MonkeyPatch, case: str, limit: int
+) -> None:
+    """Lines past BIG_LINE up to the limit are read whole; the result is the ijson stream's, record for record."""
+    data = _LONG_CASES[case]
+    monkeypatch.setattr(jsonl, "BIG_LINE", 64)
+    monkeypatch.setattr(jsonl, "WHOLE_LINE", 64)  # whole == BIG_LINE: the streaming path
+    streamed = read(data, max_line=limit)
+    for whole in (200, 527, 10_000):  # under the line (stream the rest), at it, past it
+        monkeypatch.setattr(jsonl, "WHOLE_LINE", whole)
+        assert _shape(read(data, max_line=limit)) == _shape(streamed), (case, limit, whole)
+
+
+def test_a_long_line_read_whole_keeps_a_lone_surrogate_as_a_short_line_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ijson's yajl reads the escape as "?"; read whole, a long line is parsed as every short one is
+    # (the lone surrogate kept, for the plugins' clean() to replace it with U+FFFD).
+    data = b'{"t":"\\ud800' + b"x" * 400 + b'"}\n'
+    short = read(data)
+    monkeypatch.setattr(jsonl, "BIG_LINE", 64)
+    assert _shape(read(data)) == _shape(short) == [(1, 0, len(data), {"t": "\ud800" + "x" * 400})]
+
+
+def test_an_oversized_long_line_is_not_joined_and_the_next_line_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A line of exactly limit + 1 bytes (its newline included) is over; the line after it is read.
+    monkeypatch.setattr(jsonl, "BIG_LINE", 64)
+    line = _long(500) + b"\n"
+    items = read(line + b'{"z":0}\n', max_line=len(line) - 1)
+    assert problems(items) == [(1, "oversized")]
+    assert [tuple(i) for i in items if isinstance(i, RawRecord)] == [(2, len(line), len(line) + 8, {"z": 0})]

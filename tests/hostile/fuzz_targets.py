@@ -53,8 +53,8 @@ def fuzz_jsonl(data: bytes) -> None:
     from rematch_trace.host.source import Problem, RawRecord
     from rematch_trace.importing.reader import read_jsonl
 
-    old = jsonl.BIG_LINE
-    jsonl.BIG_LINE = 256  # reach the streaming (ijson) path with small inputs
+    old, old_whole = jsonl.BIG_LINE, jsonl.WHOLE_LINE
+    jsonl.BIG_LINE = jsonl.WHOLE_LINE = 256  # reach the streaming (ijson) path with small inputs
     try:
         last = 0
         for item in read_jsonl(io.BufferedReader(io.BytesIO(data)), "fuzz", max_line=MAX_LINE):
@@ -65,7 +65,7 @@ def fuzz_jsonl(data: bytes) -> None:
             else:
                 assert isinstance(item, Problem) and item.line >= 1
     finally:
-        jsonl.BIG_LINE = old
+        jsonl.BIG_LINE, jsonl.WHOLE_LINE = old, old_whole
 
 
 _NAMES = {

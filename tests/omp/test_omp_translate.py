@@ -312,6 +312,7 @@ def test_a_line_too_big_to_hold_is_placed_from_its_ends(tmp_path: Path, monkeypa
     import rematch_trace.importing.reader as jsonl
 
     monkeypatch.setattr(jsonl, "BIG_LINE", 512)
+    monkeypatch.setattr(jsonl, "WHOLE_LINE", 512)
     monkeypatch.setattr(tree, "BIG_LINE", 512)
     t = Tree()
     root = t.msg(user("start"))
