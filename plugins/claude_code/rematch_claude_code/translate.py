@@ -188,6 +188,19 @@ def _result(stream: str, r: list[Any]) -> ToolResult:
     return ToolResult(stream, t, call_id, nbytes, head, is_error, error_class)
 
 
+_MODELS: dict[str, ModelRef] = {}
+
+
+def _model(name: str) -> ModelRef:
+    """The (immutable, so shared) model reference of ``name``: one per model, not one per response."""
+    ref = _MODELS.get(name)
+    if ref is None:
+        if len(_MODELS) >= 256:  # a bound for hostile input; a real file names a few models
+            _MODELS.clear()
+        ref = _MODELS[name] = ModelRef(PROVIDER, name)
+    return ref
+
+
 def group_records(stream: str, g: dict[str, Any], pending: list[list[Any]]) -> list[Neutral]:
     """The records a closed group stands for: its message, its skills, then its results."""
     usage = None
@@ -198,11 +211,11 @@ def group_records(stream: str, g: dict[str, Any], pending: list[list[Any]]) -> l
         AssistantMessage(
             stream,
             g["t"],
-            model=ModelRef(PROVIDER, g["m"]) if g["m"] else None,
+            model=_model(g["m"]) if g["m"] else None,
             usage=usage,
             stop_reason=g["s"],
             text="\n".join(g["x"]),
-            tool_calls=tuple(ToolCall(c[0], c[1], c[2]) for c in g["c"]),
+            tool_calls=tuple([ToolCall(c[0], c[1], c[2]) for c in g["c"]]),
         )
     ]
     for name in g["k"]:
@@ -322,7 +335,8 @@ class _Translator:
         st = self.st
         sid = v.get("sessionId")
         if type(sid) is str:
-            sid = clean(sid)
+            if not sid.isascii():  # (clean's own first test, spared a call on every line)
+                sid = clean(sid)
             own = st["own"]
             if own is None:
                 st["own"] = sid
@@ -331,7 +345,8 @@ class _Translator:
                 return
         uuid = v.get("uuid")
         if type(uuid) is str:
-            uuid = clean(uuid)
+            if not uuid.isascii():
+                uuid = clean(uuid)
             recent = self.recent
             if uuid in recent:
                 return
