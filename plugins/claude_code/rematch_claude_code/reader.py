@@ -35,13 +35,13 @@ def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
 
 def _records(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     path = str(source.path)
+    known = KNOWN_TYPES
     for item in read_source(source, start, skip=ignorable):
-        if type(item) is RawRecord and not _known(item.value.get("type")):
-            # Reported, and still passed on so the resume offset moves past it.
-            yield Problem(path, item.line, f"unknown line type {item.value.get('type')!r:.60}; skipped", "unknown_type")
+        if type(item) is RawRecord:
+            typ = item.value.get("type")
+            # A type Claude Code writes (a hostile list or object is not one).
+            if type(typ) is not str or typ not in known:
+                # Reported, and still passed on so the resume offset moves past it.
+                yield Problem(path, item.line, f"unknown line type {typ!r:.60}; skipped", "unknown_type")
         yield item
 
-
-def _known(typ: object) -> bool:
-    """Whether ``typ`` is a line type Claude Code writes (a hostile list or object is not)."""
-    return isinstance(typ, str) and typ in KNOWN_TYPES
