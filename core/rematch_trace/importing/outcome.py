@@ -103,7 +103,9 @@ def converter() -> Any:
     finds nothing to do never needs it)."""
     import cattrs
 
-    return cattrs.Converter()
+    # Without detailed validation: the data is this version's own (a worker of this run), and
+    # per-field error reports would cost each outcome the ledger writer reads a try block per field.
+    return cattrs.Converter(detailed_validation=False)
 
 
 def to_wire(value: FileOutcome | WorkItem) -> dict[str, Any]:

@@ -157,6 +157,10 @@ class LocalPool:
         from rematch_trace.importing.outcome import to_wire
 
         if not self.workers:
+            from rematch_trace.importing.worker import warm
+
+            # Forked now, after planning: loaded once here, not by each worker for itself.
+            warm(self.settings)
             for _ in range(min(self.settings.jobs, len(queue))):
                 self._start()
         try:

@@ -47,6 +47,8 @@ from rematch_trace.trace.synth import Synthesizer
 
 #: Problems kept per source for reporting (all are counted).
 MAX_PROBLEMS_KEPT = 200
+#: The fields of a session record, in the order :func:`attrs.asdict` gives them.
+_SESSION_FIELDS = tuple(f.name for f in attrs.fields(vocab.Session))
 
 
 class Sink(Protocol):
@@ -174,6 +176,7 @@ class _Out:
         sink: Sink | None,
         data: DataDir,
         saved: StreamState | None,
+        fields: dict[str, Any] | None = None,
     ) -> None:
         self.stream = stream
         self.session = session
@@ -181,7 +184,9 @@ class _Out:
         self.sink = sink
         self.session_id = session.session_id
         # The record is frozen: once per session (recursing only into a model, the one nested record).
-        self.session_fields = attrs.asdict(session, recurse=session.model is not None)
+        # A continued session's record was made from ``fields`` (its saved fields): they are used as
+        # they are, not walked again.
+        self.session_fields = fields if fields is not None else attrs.asdict(session, recurse=session.model is not None)
         self.trace: AtomicFile | AppendFile | _Discarded
         self.events: AtomicFile | AppendFile | _Discarded | None = None
         trace_path = data.trace_path(self.session_id)
@@ -294,7 +299,9 @@ class SourceImport:
         # saves, and the very bytes the ledger stores.
         self.snapshot = dump_saved(snap)
 
-    def _open(self, rec: vocab.Session) -> _Out:
+    def _open(self, rec: vocab.Session, fields: dict[str, Any] | None = None) -> _Out:
+        """Open the outputs of a session; ``fields`` are ``rec``'s, as :func:`attrs.asdict` gives them,
+        when the caller has them (a continued session's saved fields)."""
         saved = self.saved.streams.get(rec.stream) if self.saved is not None else None
         taken = {o.session_id for o in self.outs.values()}
         if rec.session_id in taken:  # two streams claiming one id: keep both
@@ -302,6 +309,7 @@ class SourceImport:
             while f"{rec.session_id}~{n}" in taken:
                 n += 1
             rec = attrs.evolve(rec, session_id=f"{rec.session_id}~{n}")
+            fields = None
         synth = Synthesizer(
             self.source.harness,
             place_of=self.host.place,
@@ -313,7 +321,7 @@ class SourceImport:
         sink = None
         if self.sink_factory is not None:
             sink = self.sink_factory(self.source, rec, saved.sink if saved is not None else None)
-        out = _Out(rec.stream, rec, synth, sink, self.data, saved)
+        out = _Out(rec.stream, rec, synth, sink, self.data, saved, fields)
         self.outs[rec.stream] = out
         return out
 
@@ -325,16 +333,20 @@ class SourceImport:
             # Reopen the sessions a resumed import had already started, and make
             # the in-place continuation undoable before a byte of them changes.
             for stream, saved in (self.saved.streams if self.saved is not None else {}).items():
-                sess = vocab.Session(**{**saved.session, "stream": stream})
+                fields = {**saved.session, "stream": stream}
+                sess = vocab.Session(**fields)
+                # The saved fields are the record's own when they are all there, in order (a state
+                # of an earlier version, lacking one, has its record's fields made again).
+                known = fields if tuple(fields) == _SESSION_FIELDS and sess.model is None else None
                 if self.claims is not None:
                     # Continue in place only a trace this source wrote in an earlier run;
                     # else (another file's copy took the session) read the file whole.
                     with self.claims.held():
                         if not self.claims.may_continue(sess.session_id):
                             raise RestartImport(f"{sess.session_id}: the trace is another file's copy")
-                        self._open(sess)
+                        self._open(sess, known)
                 else:
-                    self._open(sess)
+                    self._open(sess, known)
             appended = [f for out in self.outs.values() for f in out.appended()]
             if appended:
                 self.generation = new_generation()

@@ -27,7 +27,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
@@ -45,7 +45,16 @@ class AppendFile:
     those bytes. The new bytes overwrite the old ones and the file is cut only
     if it ends up shorter (seldom: a grown transcript adds records), because
     cutting a file costs a file-system transaction of its own.
+
+    Written bytes are gathered and handed to the kernel with ``pwrite`` (at
+    :meth:`commit`, or each time :data:`GATHER` bytes are waiting): a continued
+    file mostly adds a few records, and a buffered file object for them (opened,
+    positioned, flushed and closed for each of a rerun's outputs) costs more than
+    the records.
     """
+
+    #: Bytes gathered before they are handed to the kernel.
+    GATHER = 256 * 1024
 
     def __init__(self, target: Path, keep: int) -> None:
         self.target = target
@@ -64,47 +73,63 @@ class AppendFile:
             os.close(fd)
             raise
         self._fd = fd
-        self.f: IO[bytes] | None = None
+        self._open = True
+        self._begun = False
+        #: Bytes written and not yet handed to the kernel, and where they go.
+        self._chunks: list[bytes] = []
+        self._gathered = 0
+        self._at = keep
         self.size = keep
         #: The committed file's identity (see :func:`~rematch_trace.store.datafolder.stamp_of`).
         self.stamp: tuple[int, int, int] | None = None
 
     def begin(self) -> None:
         """Start writing at the kept length."""
-        self.f = os.fdopen(self._fd, "r+b", buffering=256 * 1024)
-        self.f.seek(self.keep)
+        self._begun = True
 
     def write(self, data: bytes) -> None:
         """Append bytes."""
-        assert self.f is not None, "begin() first"
-        self.f.write(data)
+        assert self._begun, "begin() first"
+        self._chunks.append(data)
+        self._gathered += len(data)
         self.size += len(data)
+        if self._gathered >= self.GATHER:
+            self.flush()
 
     def flush(self) -> None:
-        """Hand the buffered bytes to the kernel."""
-        if self.f is not None:
-            self.f.flush()
+        """Hand the gathered bytes to the kernel."""
+        if not self._chunks:
+            return
+        data = memoryview(b"".join(self._chunks))
+        self._chunks.clear()
+        self._gathered = 0
+        while data:
+            n = os.pwrite(self._fd, data, self._at)
+            self._at += n
+            data = data[n:]
 
     def commit(self, fsync: bool = False) -> None:
-        """Flush and close; the journal entry still decides until the ledger commits."""
-        assert self.f is not None, "begin() first"
-        self.f.flush()
-        if self.size < self.end:
-            os.ftruncate(self.f.fileno(), self.size)
-        if fsync:
-            os.fsync(self.f.fileno())
-        self.stamp = stamp_of(os.fstat(self.f.fileno()))
-        self.f.close()
+        """Write, and close; the journal entry still decides until the ledger commits."""
+        assert self._begun, "begin() first"
+        try:
+            self.flush()
+            if self.size < self.end:
+                os.ftruncate(self._fd, self.size)
+            if fsync:
+                os.fsync(self._fd)
+            self.stamp = stamp_of(os.fstat(self._fd))
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if self._open:
+            self._open = False
+            os.close(self._fd)
 
     def discard(self) -> None:
-        """Close without flushing more; :func:`rollback` puts the old bytes back."""
-        if self.f is None:
-            os.close(self._fd)
-            return
-        try:
-            self.f.close()
-        except OSError:
-            pass  # a full disk refusing the buffered rest: the rollback rewrites it anyway
+        """Close without writing more; :func:`rollback` puts the old bytes back."""
+        self._chunks.clear()
+        self._close()
 
     def undo(self, data: DataDir) -> dict[str, Any]:
         """This file's journal record (its path relative to the data folder)."""
