@@ -22,7 +22,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import orjson
 
 from rematch_trace.errors import NothingFound, RematchError
@@ -286,7 +285,7 @@ def import_locked(
                 # with it: the worker never opens the ledger), a grown file's fingerprints and state.
                 if not item.unread:
                     return item
-                from rematch_trace.importing.outcome import Grown
+                from rematch_trace.importing.outcome import Grown, WorkItem
 
                 key = as_stored(item.path)
                 grown = item.grown
@@ -295,7 +294,8 @@ def import_locked(
                     grown = Grown(grown.offset, head, tail, saved)
                 else:
                     keys = book.session_keys_of(key)
-                return attrs.evolve(item, grown=grown, owned=tuple(sorted(keys)), unread=False, known=True)
+                # (Made directly: attrs.evolve reads every field back by name, for each file handed out.)
+                return WorkItem(item.path, item.hint, grown, item.work, owned=tuple(sorted(keys)), unread=False, known=True)
 
             removals: list[tuple[str, str]] = []
             conflicts = Conflicts(data)

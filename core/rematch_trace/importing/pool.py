@@ -113,9 +113,11 @@ class LocalPool:
     # -- the worker process ----------------------------------------------------------------
 
     def _start(self) -> _Worker:
+        # Imported here, before the fork, so no worker imports them again for itself (ctypes: each
+        # worker asks to die with its parent, see _die_with_parent).
+        import ctypes  # noqa: F401
         import multiprocessing
 
-        # Imported here, before the fork, so no worker imports it again for itself.
         import rematch_trace.importing.worker  # noqa: F401
 
         ctx = multiprocessing.get_context("fork")
@@ -152,9 +154,9 @@ class LocalPool:
         done = 0
         if not queue:
             return
-        from multiprocessing.connection import wait
-
         from rematch_trace.importing.outcome import to_wire
+
+        waiter = _Waiter()
 
         if not self.workers:
             from rematch_trace.importing.worker import warm
@@ -185,7 +187,7 @@ class LocalPool:
                 for worker in list(self.workers):
                     if not queue and not worker.outstanding and not worker.retired:
                         self._retire(worker)
-                ready = wait([w.conn for w in self.workers] + [w.proc.sentinel for w in self.workers], timeout=0.2)
+                ready = waiter.wait([w.conn for w in self.workers] + [w.proc.sentinel for w in self.workers], 0.2)
                 for worker in list(self.workers):
                     if worker.conn in ready:
                         for item, outcome in self._drain(worker):
@@ -293,6 +295,35 @@ class LocalPool:
                 _signal(worker.proc.pid, signal.SIGKILL)
         for worker in self.workers:
             worker.proc.join()
+
+
+class _Waiter:
+    """Waits for the workers' pipes and sentinels, with one ``poll`` object kept while they stay the same.
+
+    :func:`multiprocessing.connection.wait` builds and fills a selector for every call: the
+    parent waits once or twice per file it is handed back, and a rerun of small files
+    hands back thousands a second.
+    """
+
+    def __init__(self) -> None:
+        self._objects: list[Any] = []
+        self._poll: Any = None
+        self._by_fd: dict[int, Any] = {}
+
+    def wait(self, objects: list[Any], timeout: float) -> list[Any]:
+        """The ``objects`` (connections, or sentinels: file descriptors) ready to read, or gone."""
+        import select
+
+        if self._poll is None or objects != self._objects:
+            self._poll = select.poll()
+            self._by_fd = {}
+            for obj in objects:
+                fd = obj if isinstance(obj, int) else obj.fileno()
+                self._by_fd[fd] = obj
+                self._poll.register(fd, select.POLLIN)
+            self._objects = list(objects)
+        # (POLLHUP and POLLERR come whether asked for or not: a dead worker's pipe is "ready".)
+        return [self._by_fd[fd] for fd, _events in self._poll.poll(timeout * 1000) if fd in self._by_fd]
 
 
 def import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
