@@ -162,7 +162,10 @@ class LocalPool:
             from rematch_trace.importing.worker import warm
 
             # Forked now, after planning: loaded once here, not by each worker for itself.
-            warm(self.settings)
+            try:
+                warm(self.settings)
+            except Exception:
+                pass  # then each worker loads it for itself, and a failure costs its files, said by name
             for _ in range(min(self.settings.jobs, len(queue))):
                 self._start()
         try:
