@@ -44,6 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from generate import count_lines  # noqa: E402
 from run import corpus_size, measure_cpu, parse_only, rematch  # noqa: E402
 
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -161,16 +162,6 @@ def ungrow(corpus: Path, sizes: Path) -> None:
         for rel, size in json.loads(sizes.read_text()).items():
             os.truncate(corpus / rel, size)
         sizes.unlink()
-
-
-def count_lines(root: Path) -> int:
-    """The lines of every transcript under ``root``."""
-    total = 0
-    for p in root.rglob("*.jsonl"):
-        with open(p, "rb") as f:
-            while chunk := f.read(1 << 20):
-                total += chunk.count(b"\n")
-    return total
 
 
 def main() -> None:

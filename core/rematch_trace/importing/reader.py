@@ -210,9 +210,8 @@ def read_jsonl(
                 raw = b""
                 if n > limit:  # dropped as soon as it is over, never joined
                     del chunks
-                    offset += n if ended else n + _drain(f)
-                    mib = limit / (1024 * 1024)
-                    yield Problem(path, lineno, f"line longer than the {mib:g} MiB limit; skipped", "oversized")
+                    offset += n if ended else n + _LineRest(b"", f, limit).drain()
+                    yield _oversized(path, lineno, limit)
                     continue
                 raw = b"".join(chunks)
                 del chunks
@@ -233,8 +232,7 @@ def read_jsonl(
                 continue
         offset += n
         if n > limit:
-            mib = limit / (1024 * 1024)
-            yield Problem(path, lineno, f"line longer than the {mib:g} MiB limit; skipped", "oversized")
+            yield _oversized(path, lineno, limit)
             continue
         if skip is not None and skip(raw):
             continue
@@ -293,14 +291,9 @@ def _rest_of_line(head: bytes, f: IO[bytes], whole: int) -> tuple[list[bytes], i
     return chunks, size
 
 
-def _drain(f: IO[bytes]) -> int:
-    """Skip the rest of the current line (to its newline or the end); return the bytes skipped."""
-    n = 0
-    while True:
-        chunk = f.readline(_CHUNK)
-        n += len(chunk)
-        if not chunk or chunk[-1] == 10:
-            return n
+def _oversized(path: str, lineno: int, limit: int) -> Problem:
+    """The problem of a line longer than ``limit``, skipped."""
+    return Problem(path, lineno, f"line longer than the {limit / (1024 * 1024):g} MiB limit; skipped", "oversized")
 
 
 def _read_big(

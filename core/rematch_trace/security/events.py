@@ -274,7 +274,6 @@ class EventSink:
         # Every id of the session hashes the same prefix: hash it once, then copy.
         h = self._id_hash.copy()
         h.update(b"%d" % n)
-        x = h.hexdigest()  # as _uuid_hex, inline: once per event
         t = self.t or 0
         if t != self._t_ms:
             self._set_time(t)
@@ -282,7 +281,7 @@ class EventSink:
             metadata["host_permission_mode"] = self.mode
         # A copy of the session's template keeps its key order and constants; the rest is set in place.
         event = self._template.copy()
-        event["event_id"] = f"{x[:8]}-{x[8:12]}-5{x[13:16]}-{_VARIANT[x[16]]}{x[17:20]}-{x[20:32]}"
+        event["event_id"] = _uuid_hex(h.hexdigest())
         event["source_turn_id"] = turn
         event["source_tool_call_id"] = call_id
         event["kind"] = kind
