@@ -34,39 +34,28 @@ class FlagTracker:
         ev = record.get("ev")
         seq = int(record.get("seq", 0))
         if ev == "input":
-            self.observe_input(seq, record.get("prelabel", "none"))
+            label = str(record.get("prelabel", "none"))
+            if label in REDIRECT_PRELABELS:
+                self.redirect.append(seq)
+            elif label.startswith("mark:"):
+                self.mark.append(seq)
         elif ev == "mark":
-            self.observe_mark(seq)
-        elif ev == "tool_result":
-            self.observe_result(seq, record.get("is_error"))
-
-    def observe_input(self, seq: int, prelabel: Any) -> None:
-        """:meth:`observe` of an ``input`` record with this ``seq`` and ``prelabel``."""
-        label = str(prelabel)
-        if label in REDIRECT_PRELABELS:
-            self.redirect.append(seq)
-        elif label.startswith("mark:"):
             self.mark.append(seq)
-
-    def observe_mark(self, seq: int) -> None:
-        """:meth:`observe` of a ``mark`` record with this ``seq``."""
-        self.mark.append(seq)
-
-    def observe_result(self, seq: int, is_error: Any) -> None:
-        """:meth:`observe` of a ``tool_result`` record with this ``seq`` and ``is_error``."""
-        window = self.window
-        window.append([seq, bool(is_error)])
-        if len(window) > CLUSTER_WINDOW:
-            del window[0]
-        if not is_error:
-            # A result without error only narrows the window: its errors were a cluster's
-            # (all kept already, among the last CLUSTER_WINDOW) before, or are too few now.
-            return
-        errors = [s for s, err in window if err]
-        if len(errors) >= CLUSTER_ERRORS:
-            for s in errors:
-                if s not in self.error_cluster[-CLUSTER_WINDOW:]:
-                    self.error_cluster.append(s)
+        elif ev == "tool_result":
+            is_error = bool(record.get("is_error"))
+            window = self.window
+            window.append([seq, is_error])
+            if len(window) > CLUSTER_WINDOW:
+                del window[0]
+            if not is_error:
+                # A result without error only narrows the window: its errors were a cluster's
+                # (all kept already, among the last CLUSTER_WINDOW) before, or are too few now.
+                return
+            errors = [s for s, err in window if err]
+            if len(errors) >= CLUSTER_ERRORS:
+                for s in errors:
+                    if s not in self.error_cluster[-CLUSTER_WINDOW:]:
+                        self.error_cluster.append(s)
 
     def reasons(self) -> list[str]:
         """The flag reasons found so far, in the fixed order of :data:`REASONS`."""

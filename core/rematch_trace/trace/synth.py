@@ -61,7 +61,9 @@ from rematch_trace.trace.truncate import HEAD_LIMIT, TEXT_LIMIT, cut_utf8, trunc
 
 #: Neutral records the trace has no field for.
 _EVENT_ONLY = (vocab.TurnStarted, vocab.PermissionMode)
-_TOOL_RESULT, _TURN_END, _INPUT, _MARK = ToolResultRecord.EV, TurnEnd.EV, Input.EV, MarkRecord.EV
+#: The records :class:`~rematch_trace.trace.flags.FlagTracker` looks at (it passes over the rest).
+_FLAG_EVS = frozenset({Input.EV, MarkRecord.EV, ToolResultRecord.EV})
+_TOOL_RESULT, _TURN_END = ToolResultRecord.EV, TurnEnd.EV
 #: The usage of a message that states none.
 _NO_USAGE = vocab.Usage()
 #: A run's records wait at most this many before they are written anyway.
@@ -189,17 +191,11 @@ class Synthesizer:
 
     def _flush(self, out: list[dict[str, Any]]) -> None:
         seq = self.seq
-        flags = self.flags
+        observe = self.flags.observe
         for rec in self.buffer:
             rec["seq"] = seq
-            # What FlagTracker.observe does with the record, by its ev (known here) straight away.
-            ev = rec["ev"]
-            if ev == _TOOL_RESULT:
-                flags.observe_result(seq, rec.get("is_error"))
-            elif ev == _INPUT:
-                flags.observe_input(seq, rec.get("prelabel", "none"))
-            elif ev == _MARK:
-                flags.observe_mark(seq)
+            if rec["ev"] in _FLAG_EVS:
+                observe(rec)
             seq += 1
             out.append(rec)
         self.seq = seq
@@ -288,9 +284,7 @@ class Synthesizer:
                 self._end_run()
                 self.run_open = False
             self.input_at = None
-        # _settle, inline (once per record).
-        if self.started and (self.input_at is None or len(self.buffer) >= RUN_BUFFER_RECORDS):
-            self._flush(out)
+        self._settle(out)
         return out
 
     def _session(self, rec: vocab.Session, out: list[dict[str, Any]]) -> None:
@@ -389,9 +383,8 @@ class Synthesizer:
         if is_error:
             error_class = vocab.result_error_class(rec)  # settled once, before this and the event sink
         size = int(rec.output_bytes)
-        # ToolResultRecord's fields, as to_dict gives them, built directly (one per result), and
-        # buffered as _push does.
-        self.buffer.append(
+        # ToolResultRecord's fields, as to_dict gives them, built directly (one per result).
+        self._push(
             {
                 "seq": 0,
                 "t": self.t,
@@ -405,8 +398,6 @@ class Synthesizer:
                 "error_class": error_class,
             }
         )
-        counts = self.counts
-        counts[_TOOL_RESULT] = counts.get(_TOOL_RESULT, 0) + 1
         turn = self.turn
         if turn is not None:
             waiting = turn["waiting"]
@@ -418,8 +409,7 @@ class Synthesizer:
     def _assistant(self, rec: vocab.AssistantMessage) -> None:
         if self.turn is not None:
             self._close_turn()
-        m = rec.model
-        model = {"provider": m.provider, "id": m.id} if m is not None else None  # _model, inline
+        model = _model(rec.model)
         if model is None and self.live:
             model = self.first_model  # a stop hook names no model: the session's
         if model is not None and self.first_model is None:
@@ -467,9 +457,8 @@ class Synthesizer:
                 self._emit(ModelChange(from_=Model(**self.last_model), to=Model(**model), reason="turn"))
             self.last_model = model
         i, o, cr, cw, total, cost = usage
-        # TurnEnd's fields, as to_dict gives them, built directly (one per assistant message),
-        # and buffered as _push does.
-        self.buffer.append(
+        # TurnEnd's fields, as to_dict gives them, built directly (one per assistant message).
+        self._push(
             {
                 "seq": 0,
                 "t": self.t,
@@ -487,8 +476,6 @@ class Synthesizer:
                 "text_head": text,
             }
         )
-        counts = self.counts
-        counts[_TURN_END] = counts.get(_TURN_END, 0) + 1
 
     def _user(self, rec: vocab.UserMessage, out: list[dict[str, Any]]) -> None:
         raw = normalize_mark(rec.text)
