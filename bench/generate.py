@@ -45,7 +45,8 @@ class Claude:
     """Claude Code 2.1-shaped session lines."""
 
     def __init__(self, rng: random.Random, sid: str) -> None:
-        self.rng, self.sid, self.n, self.parent = rng, sid, 0, None
+        self.rng, self.sid, self.n = rng, sid, 0
+        self.parent: str | None = None
 
     def _base(self, kind: str) -> dict[str, Any]:
         self.n += 1
@@ -145,7 +146,8 @@ class Omp:
     """omp v3 tree entries."""
 
     def __init__(self, rng: random.Random, sid: str) -> None:
-        self.rng, self.sid, self.n, self.parent = rng, sid, 0, None
+        self.rng, self.sid, self.n = rng, sid, 0
+        self.parent: str | None = None
 
     def entry(self, message: dict[str, Any]) -> bytes:
         self.n += 1

@@ -17,6 +17,7 @@ in one sitting.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import time
@@ -59,7 +60,7 @@ def main() -> None:
                         continue
                     synth = synths[rec.stream] = Synthesizer(
                         source.harness, place_of=host.place,
-                        visible_of=lambda text, s=source: host.visible(s, text),
+                        visible_of=functools.partial(host.visible, source),
                         redact=wiring.redact, redact_input=wiring.redact_input)
                 for line in synth.feed(rec):
                     out += dumps_record(line)

@@ -1,7 +1,7 @@
 """The batch import on a Dask LocalCluster beside the local pool, on one archive.
 
-    python bench/dask.py                              # 300 files around 200 KB (~70 MB)
-    python bench/dask.py --files 1000 --median-kb 500 --workers 1 2 4
+    python bench/cluster.py                              # 300 files around 200 KB (~70 MB)
+    python bench/cluster.py --files 1000 --median-kb 500 --workers 1 2 4
 
 Generates (or reuses) an archive like ``bench/many_files.py``'s under
 ``bench/out/dask-N-K``, then measures in one run, each import as its own
@@ -141,9 +141,9 @@ def main() -> None:
           f"{bulk_ms:.2f} ms each when {a.tasks} are submitted at once")
     by_name = {name: wall for name, wall, _rate, _note in rows}
     for n in a.workers:
-        running = by_name[f"running LocalCluster({n})"]
-        print(f"running LocalCluster({n}): {wall_1 / running:.2f}x the speed of --jobs 1, "
-              f"{wall_pool / running:.2f}x the local pool's")
+        on_running = by_name[f"running LocalCluster({n})"]
+        print(f"running LocalCluster({n}): {wall_1 / on_running:.2f}x the speed of --jobs 1, "
+              f"{wall_pool / on_running:.2f}x the local pool's")
 
 
 if __name__ == "__main__":
