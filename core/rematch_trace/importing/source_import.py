@@ -227,6 +227,20 @@ class _Out:
             self.events.discard()
 
 
+def _restore_held(out: _Out) -> None:
+    """Give a continued session's synthesizer the held records its state left in the trace's tail.
+
+    A tail that does not hold them as the state says (a trace changed since, or a session
+    captured live since, whose trace is not this import's) makes the file read whole.
+    """
+    if not isinstance(out.trace, AppendFile):
+        raise RestartImport(f"{out.session_id}: the held records are in a trace this import does not continue")
+    try:
+        out.synth.restore_held(out.trace.tail)
+    except ValueError as err:
+        raise RestartImport(f"{out.session_id}: {err}") from None
+
+
 class SourceImport:
     """One import pass over one source (see the module docstring)."""
 
@@ -286,7 +300,8 @@ class SourceImport:
         for key, out in self.outs.items():
             streams[key] = StreamState(
                 session=out.session_fields,
-                synth=out.synth.state(),
+                # The held records stay in the trace, past trace_len (not in the session captured live).
+                synth=out.synth.state(held_out=not out.kept_live),
                 sink=out.sink.state() if out.sink is not None else None,
                 trace_len=out.trace.size,
                 events_len=out.events.size if out.events is not None else 0,
@@ -323,6 +338,8 @@ class SourceImport:
             sink = self.sink_factory(self.source, rec, saved.sink if saved is not None else None)
         out = _Out(rec.stream, rec, synth, sink, self.data, saved, fields)
         self.outs[rec.stream] = out
+        if synth.held_due:
+            _restore_held(out)
         return out
 
     def run(self) -> SourceOutcome:

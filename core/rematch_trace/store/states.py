@@ -91,7 +91,7 @@ def _same(value: Any, _type: Any = None) -> Any:
 #: Fields that are JSON by nature, passed through the converter as they are.
 _JSON_FIELDS: dict[type, tuple[str, ...]] = {
     SynthState: ("session", "first_model", "visible", "loaded", "buffer", "prev_tokens", "calls", "turn",
-                 "last_model", "counts"),
+                 "last_model", "counts", "held_skills"),
     SinkState: ("calls",),
     StreamState: ("session",),
     SavedState: ("plugin",),
@@ -115,6 +115,10 @@ def converter() -> Any:
         if cls is SavedState:
             out["journal"] = override(omit_if_default=True)  # absent from a first import's state
             out["detected"] = override(omit_if_default=True)
+        elif cls is SynthState:
+            # Absent when nothing is held in the trace (and so from every state of earlier versions).
+            out["held"] = override(omit_if_default=True)
+            out["held_skills"] = override(omit_if_default=True, unstruct_hook=_same)
         into: dict[str, Any] = {f: override(struct_hook=_same) for f in fields}
         c.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, c, **out))
         c.register_structure_hook(cls, make_dict_structure_fn(cls, c, **into))

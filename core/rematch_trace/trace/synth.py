@@ -27,11 +27,15 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 from rematch_trace.errors import NonExactNumber
 from rematch_trace.host import vocab
 from rematch_trace.host.text import clean
 from rematch_trace.place.identity import Place
 from rematch_trace.trace.canonical import args_hash
+from rematch_trace.trace.exactnum import loads_exact
+from rematch_trace.trace.flags import FlagTracker
 from rematch_trace.trace.prelabel import (
     MARK_RE,
     is_dropped_command,
@@ -134,7 +138,15 @@ class Synthesizer:
         # Held records are kept as they will be written, seq (given at the flush) and t first; the
         # state keeps them as [record without seq and t, t] (see state()).
         self.buffer: list[dict[str, Any]] = [{"seq": 0, "t": t, **d} for d, t in s.buffer]
-        self.input_at: int | None = s.input_at  # index in buffer of the run's input
+        # Held records restored from the trace's lines (restore_held), ahead of buffer: each the
+        # line's bytes as written or, once read, its dict; the flags have taken them
+        # into account already. The buffer holds at most RUN_BUFFER_RECORDS less them.
+        self.held: list[Any] = []
+        self._room = RUN_BUFFER_RECORDS
+        #: Held records the state says are in the trace, until restore_held reads them.
+        self.held_due: int = s.held
+        self._held_skills = s.held_skills
+        self.input_at: int | None = s.input_at  # index of the run's input in held + buffer
         self.run_open: bool = s.run_open
         self.run_turns: int = s.run_turns
         self.last_aborted: bool = s.last_aborted
@@ -149,8 +161,38 @@ class Synthesizer:
 
     # -- state ---------------------------------------------------------------------------
 
-    def state(self) -> SynthState:
-        """The whole state (saved as JSON); pass it back as ``state=`` to continue."""
+    def state(self, held_out: bool = False) -> SynthState:
+        """The whole state (saved as JSON); pass it back as ``state=`` to continue.
+
+        With ``held_out`` (an import, whose trace is written past this point by
+        :meth:`finish`), the records held back once the session started are left
+        out of it: the continuation reads them back from the trace's lines
+        (:meth:`restore_held`).
+        """
+        self._check_restored()
+        if held_out and self.started and (self.held or self.buffer):
+            return self._state_held_out()
+        if self.held:
+            # (its flags took the held records into account already: they cannot be saved as held back)
+            raise ValueError("a continued import's held records are saved only in the trace")
+        buffer = [[{k: v for k, v in d.items() if k != "seq" and k != "t"}, d["t"]] for d in self.buffer]
+        return self._saved(buffer, self.flags)
+
+    def _state_held_out(self) -> SynthState:
+        """The state without its held records (see :meth:`state`): their count, and flags that took them in."""
+        flags = FlagTracker.from_state(self.flags.to_state())
+        seq = self.seq + len(self.held)
+        for rec in self.buffer:
+            rec["seq"] = seq  # the seq it is written with (the flush gives the same)
+            if rec["ev"] in _FLAG_EVS:
+                flags.observe(rec)
+            seq += 1
+        at = self.input_at
+        skills = list(self._record(at)["skills_invoked"]) if at is not None else None
+        return self._saved([], flags, len(self.held) + len(self.buffer), skills)
+
+    def _saved(self, buffer: list[list[Any]], flags: FlagTracker, held: int = 0,
+               held_skills: list[str] | None = None) -> SynthState:
         return SynthState(
             seq=self.seq,
             t=self.t,
@@ -159,7 +201,7 @@ class Synthesizer:
             first_model=self.first_model,
             visible=self.visible,
             loaded=self.loaded,
-            buffer=[[{k: v for k, v in d.items() if k != "seq" and k != "t"}, d["t"]] for d in self.buffer],
+            buffer=buffer,
             input_at=self.input_at,
             run_open=self.run_open,
             run_turns=self.run_turns,
@@ -169,9 +211,64 @@ class Synthesizer:
             calls=self.calls,
             turn=self.turn,
             last_model=self.last_model,
-            flags=self.flags,
+            flags=flags,
             counts=self.counts,
+            held=held,
+            held_skills=held_skills,
         )
+
+    def restore_held(self, tail: bytes) -> None:
+        """Take back the held records a state of :meth:`state` (``held_out``) left in the trace.
+
+        ``tail`` is the trace past the state's saved length: the held records'
+        lines first, in order (then what :meth:`finish` added). They are kept as
+        written, read only if a rule needs one (the run's input takes a skill).
+        Raises :class:`ValueError` when the lines are not the ones the state
+        expects (the trace is not the one the state was taken with).
+        """
+        n = self.held_due
+        lines = tail.split(b"\n", n)
+        if len(lines) <= n:
+            raise ValueError(f"the trace holds {len(lines) - 1} of the {n} held records")
+        seq = self.seq
+        held: list[Any] = []
+        for line in lines[:n]:
+            if not line.startswith(b'{"seq":%d,"t":' % seq):
+                raise ValueError(f"the trace's record {seq} is not where the state expects it")
+            held.append(line)
+            seq += 1
+        self.held = held
+        self._room = RUN_BUFFER_RECORDS - n
+        self.held_due = 0
+        at = self.input_at
+        if at is not None:
+            if not 0 <= at < n:
+                raise ValueError("the held run's input is not among the held records")
+            skills = self._held_skills or []
+            line = lines[at]
+            # The input's skills_invoked is its last field: unchanged, the line is kept as written.
+            if not line.endswith(b'"skills_invoked":' + orjson.dumps(skills) + b"}"):
+                rec = self._record(at)
+                if rec.get("ev") != Input.EV:
+                    raise ValueError("the held run's input is not an input record")
+                rec["skills_invoked"] = list(skills)
+
+    def _record(self, at: int) -> dict[str, Any]:
+        """The record at ``at`` of held + buffer, read from its line if it is held as written."""
+        held = self.held
+        if at >= len(held):
+            return self.buffer[at - len(held)]
+        rec = held[at]
+        if type(rec) is bytes:
+            rec = loads_exact(rec)
+            if type(rec) is not dict:
+                raise ValueError("a held record's line is not an object")
+            held[at] = rec
+        return rec  # type: ignore[no-any-return]
+
+    def _check_restored(self) -> None:
+        if self.held_due:
+            raise RuntimeError("restore_held() first: the state's held records are in the trace")
 
     @property
     def session_id(self) -> str | None:
@@ -190,6 +287,8 @@ class Synthesizer:
         self.counts[ev] = self.counts.get(ev, 0) + 1
 
     def _flush(self, out: list[dict[str, Any]]) -> None:
+        if self.held:
+            self._flush_held(out)
         seq = self.seq
         observe = self.flags.observe
         for rec in self.buffer:
@@ -202,11 +301,25 @@ class Synthesizer:
         self.buffer = []
         self.input_at = None
 
+    def _flush_held(self, out: list[Any]) -> None:
+        """Write the held records read back from the trace: as written, or as read (flags took them in)."""
+        seq = self.seq
+        for rec in self.held:
+            if type(rec) is bytes:
+                out.append(orjson.Fragment(rec))  # written again as it was
+            else:
+                rec["seq"] = seq
+                out.append(rec)
+            seq += 1
+        self.seq = seq
+        self.held = []
+        self._room = RUN_BUFFER_RECORDS
+
     def _settle(self, out: list[dict[str, Any]]) -> None:
         """Write what no longer needs holding back."""
         if not self.started:
             return
-        if self.input_at is None or len(self.buffer) >= RUN_BUFFER_RECORDS:
+        if self.input_at is None or len(self.buffer) >= self._room:
             self._flush(out)
 
     def _start(self) -> None:
@@ -353,6 +466,7 @@ class Synthesizer:
         Call it on a copy of the state you mean to keep: it ends this object.
         ``files_changed`` (live capture only) goes into ``session_shutdown``.
         """
+        self._check_restored()
         out: list[dict[str, Any]] = []
         self._close_turn()
         if not self.started:
@@ -550,7 +664,7 @@ class Synthesizer:
     def _skill(self, name: str) -> None:
         if self.input_at is None or not name:
             return
-        skills = self.buffer[self.input_at]["skills_invoked"]
+        skills = self._record(self.input_at)["skills_invoked"]
         if name not in skills:
             skills.append(name)
 

@@ -20,6 +20,12 @@ class SynthState:
 
     The held records and pending calls stay JSON (``dict``/``list``): they are
     trace records and digests, written back as they are.
+
+    An import's state keeps the held records out (:attr:`held`): they are the
+    first lines of the trace past its saved length, which the continuation
+    reads back from there (see ``Synthesizer.restore_held``). Its
+    :attr:`flags` have then already taken them into account (they are
+    observed when the state is taken, with the seqs they are written with).
     """
 
     #: The next record's seq, and the time of the last record seen (unix ms).
@@ -50,6 +56,12 @@ class SynthState:
     flags: FlagTracker = attrs.field(factory=FlagTracker)
     #: Records written per ``ev``.
     counts: dict[str, int] = attrs.field(factory=dict)
+    #: How many records are held back in the trace's lines past its saved length (then
+    #: :attr:`buffer` is empty); 0 in states of earlier versions, which kept them in :attr:`buffer`.
+    held: int = 0
+    #: With :attr:`held`: the open run's input's ``skills_invoked`` as the state was taken (the
+    #: written line may hold skills a later record of that import added).
+    held_skills: list[str] | None = None
 
 
 __all__ = ["SynthState"]
