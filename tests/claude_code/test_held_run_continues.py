@@ -11,7 +11,14 @@ whose lines are not the ones the state expects is read whole.
 
 from __future__ import annotations
 
+import os
+import random
 import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +29,7 @@ from hypothesis import strategies as st
 
 import rematch_claude_code
 from rematch_trace.host.facade import Host
+from rematch_trace.importing.batch import settle
 from rematch_trace.importing.settings import ImportSettings
 from rematch_trace.importing.source_import import SourceOutcome, import_source
 from rematch_trace.store.datafolder import DataDir
@@ -208,3 +216,71 @@ def test_a_trace_not_holding_the_held_run_is_read_whole(tmp_path: Path) -> None:
     again = _import(copy.path, out, saved)
     assert not again.resumed
     assert _outputs(out) == _cold(tmp_path, original, lines[: cut + 3], "whole")
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "rematch_trace.cli", *args]
+
+
+def _folder(out: Path) -> dict[str, bytes]:
+    return {f"{kind}/{p.name}": p.read_bytes() for kind in ("traces", "events")
+            for p in sorted((out / kind).glob("[!.]*")) if p.is_file()}
+
+
+def test_a_killed_continuation_leaves_the_old_outputs_or_the_new(tmp_path: Path) -> None:
+    # Real sessions cut inside a held run and grown so that the run goes on: the continuation keeps the
+    # held lines where they are and appends after them. SIGKILLed at random moments, the data folder
+    # holds the old outputs or the new (after the recovery every command runs first), and the next run
+    # gives the cold import's bytes.
+    files = [p for p in _files() if len(_lines(p)) > 100]
+    if not files:
+        pytest.skip("shared corpus not present")
+    src, whole = tmp_path / "src", tmp_path / "whole"
+    copies = []
+    for original in files:
+        lines = _lines(original)
+        cut = len(lines) // 10
+        copies.append((_Copy(tmp_path, original), lines[:cut], lines[: cut + 4]))
+    for copy, before, _grown in copies:
+        copy.write(before)
+    base = tmp_path / "base"
+    assert subprocess.run(_cli("import", str(src), "--out", str(base), "-q"), capture_output=True).returncode == 0
+    old = _folder(base)
+    with sqlite3.connect(base / "ledger.sqlite") as db:
+        held = sum(load_saved(blob).streams[k].synth.held for (blob,) in db.execute("SELECT saved FROM sources")
+                   for k in load_saved(blob).streams)
+    assert held > 0, "the cuts should fall inside held runs"
+    for copy, _before, grown in copies:
+        copy.write(grown)
+        target = whole / copy.path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"".join(grown))
+    ref = tmp_path / "ref"
+    assert subprocess.run(_cli("import", str(whole), "--out", str(ref), "-q"), capture_output=True).returncode == 0
+    new = _folder(ref)
+    assert old != new and set(old) == set(new)
+    out = tmp_path / "out"
+    shutil.copytree(base, out)
+    started = time.monotonic()
+    assert subprocess.run(_cli("import", str(src), "--out", str(out), "-q"), capture_output=True).returncode == 0
+    full_run = time.monotonic() - started
+    assert _folder(out) == new
+    rnd = random.Random(16)
+    landed = 0
+    for _ in range(10):
+        shutil.rmtree(out)
+        shutil.copytree(base, out)
+        proc = subprocess.Popen(_cli("import", str(src), "--out", str(out), "-q"), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            proc.wait(timeout=rnd.uniform(0.3, 1.0) * full_run)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            landed += 1
+        settle(DataDir(out))  # what every rematch command does first
+        found = _folder(out)
+        assert all(found[k] in (old[k], new[k]) for k in new), "a trace or event stream is neither old nor new"
+        assert subprocess.run(_cli("import", str(src), "--out", str(out), "-q"), capture_output=True).returncode == 0
+        assert _folder(out) == new
+    assert landed >= 3, f"only {landed} kills landed during a continuation"

@@ -239,6 +239,8 @@ def _restore_held(out: _Out) -> None:
         out.synth.restore_held(out.trace.tail)
     except ValueError as err:
         raise RestartImport(f"{out.session_id}: {err}") from None
+    # Lines the continuation would write again as they are stay where they are (neither written nor undone).
+    out.trace.keep_more(out.synth.keep_held())
 
 
 class SourceImport:
@@ -303,7 +305,8 @@ class SourceImport:
                 # The held records stay in the trace, past trace_len (not in the session captured live).
                 synth=out.synth.state(held_out=not out.kept_live),
                 sink=out.sink.state() if out.sink is not None else None,
-                trace_len=out.trace.size,
+                # (held lines kept in place stay past the saved length, where the next continuation reads them)
+                trace_len=out.trace.size - out.synth.held_kept,
                 events_len=out.events.size if out.events is not None else 0,
             )
         # The journal generation: the ledger holding it is what commits the resume.

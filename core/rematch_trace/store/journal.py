@@ -83,6 +83,18 @@ class AppendFile:
         #: The committed file's identity (see :func:`~rematch_trace.store.datafolder.stamp_of`).
         self.stamp: tuple[int, int, int] | None = None
 
+    def keep_more(self, n: int) -> None:
+        """Keep the first ``n`` bytes past the kept length too, before anything is written.
+
+        For bytes the continuation would write again unchanged (the held run's
+        lines, see ``Synthesizer.keep_held``): they are neither written nor part
+        of the undo information.
+        """
+        assert not self._begun and 0 <= n <= len(self.tail), "keep_more() before begin(), within the tail"
+        self.keep += n
+        self.tail = self.tail[n:]
+        self._at = self.size = self.keep
+
     def begin(self) -> None:
         """Start writing at the kept length."""
         self._begun = True

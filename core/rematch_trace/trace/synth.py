@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from rematch_trace.errors import NonExactNumber
+from rematch_trace.errors import NonExactNumber, RestartImport
 from rematch_trace.host import vocab
 from rematch_trace.host.text import clean
 from rematch_trace.place.identity import Place
@@ -146,6 +146,9 @@ class Synthesizer:
         #: Held records the state says are in the trace, until restore_held reads them.
         self.held_due: int = s.held
         self._held_skills = s.held_skills
+        #: Bytes of the trace the held records' lines take where they stay as they are (keep_held): the
+        #: import does not write them again. 0 once they are final (flushed).
+        self.held_kept: int = 0
         self.input_at: int | None = s.input_at  # index of the run's input in held + buffer
         self.run_open: bool = s.run_open
         self.run_turns: int = s.run_turns
@@ -188,7 +191,11 @@ class Synthesizer:
                 flags.observe(rec)
             seq += 1
         at = self.input_at
-        skills = list(self._record(at)["skills_invoked"]) if at is not None else None
+        skills = None
+        if at is not None:
+            # A held line read back unchanged has the skills the state it came from said.
+            line = self.held[at] if at < len(self.held) else None
+            skills = list(self._held_skills or []) if type(line) is bytes else list(self._record(at)["skills_invoked"])
         return self._saved([], flags, len(self.held) + len(self.buffer), skills)
 
     def _saved(self, buffer: list[list[Any]], flags: FlagTracker, held: int = 0,
@@ -230,14 +237,12 @@ class Synthesizer:
         lines = tail.split(b"\n", n)
         if len(lines) <= n:
             raise ValueError(f"the trace holds {len(lines) - 1} of the {n} held records")
-        seq = self.seq
-        held: list[Any] = []
-        for line in lines[:n]:
-            if not line.startswith(b'{"seq":%d,"t":' % seq):
-                raise ValueError(f"the trace's record {seq} is not where the state expects it")
-            held.append(line)
-            seq += 1
-        self.held = held
+        del lines[n]  # what finish added
+        # The writer numbers consecutive lines: the first and the last held line at their seqs place them all.
+        for i in (0, n - 1):
+            if not lines[i].startswith(b'{"seq":%d,"t":' % (self.seq + i)):
+                raise ValueError(f"the trace's record {self.seq + i} is not where the state expects it")
+        self.held = lines
         self._room = RUN_BUFFER_RECORDS - n
         self.held_due = 0
         at = self.input_at
@@ -245,13 +250,26 @@ class Synthesizer:
             if not 0 <= at < n:
                 raise ValueError("the held run's input is not among the held records")
             skills = self._held_skills or []
-            line = lines[at]
             # The input's skills_invoked is its last field: unchanged, the line is kept as written.
-            if not line.endswith(b'"skills_invoked":' + orjson.dumps(skills) + b"}"):
+            if not lines[at].endswith(b'"skills_invoked":' + orjson.dumps(skills) + b"}"):
                 rec = self._record(at)
                 if rec.get("ev") != Input.EV:
                     raise ValueError("the held run's input is not an input record")
                 rec["skills_invoked"] = list(skills)
+
+    def keep_held(self) -> int:
+        """Leave the restored held records' lines where they are, as they are; return their bytes.
+
+        The caller keeps those bytes of the trace (they are the first of the
+        tail :meth:`restore_held` read); this synthesizer then writes nothing for
+        them, and a rule that would change one (a skill for the held run's
+        input) raises :class:`~rematch_trace.errors.RestartImport`. 0 when a
+        held line was changed already (it must be written again).
+        """
+        if not self.held or any(type(rec) is not bytes for rec in self.held):
+            return 0
+        self.held_kept = sum(map(len, self.held)) + len(self.held)  # (each line and its newline)
+        return self.held_kept
 
     def _record(self, at: int) -> dict[str, Any]:
         """The record at ``at`` of held + buffer, read from its line if it is held as written."""
@@ -260,6 +278,8 @@ class Synthesizer:
             return self.buffer[at - len(held)]
         rec = held[at]
         if type(rec) is bytes:
+            if self.held_kept:
+                raise RestartImport("a held record kept in the trace changes: the file is read whole")
             rec = loads_exact(rec)
             if type(rec) is not dict:
                 raise ValueError("a held record's line is not an object")
@@ -302,17 +322,25 @@ class Synthesizer:
         self.input_at = None
 
     def _flush_held(self, out: list[Any]) -> None:
-        """Write the held records read back from the trace: as written, or as read (flags took them in)."""
-        seq = self.seq
-        for rec in self.held:
-            if type(rec) is bytes:
-                out.append(orjson.Fragment(rec))  # written again as it was
-            else:
-                rec["seq"] = seq
+        """Write the held records read back from the trace (flags took them in already): nothing when they
+        are kept where they are, else as written, or as read."""
+        held = self.held
+        if not self.held_kept:
+            lines: list[bytes] = []
+            for i, rec in enumerate(held):
+                if type(rec) is bytes:
+                    lines.append(rec)
+                    continue
+                if lines:  # the lines before it, written again as they were: one piece
+                    out.append(orjson.Fragment(b"\n".join(lines)))
+                    lines = []
+                rec["seq"] = self.seq + i
                 out.append(rec)
-            seq += 1
-        self.seq = seq
+            if lines:
+                out.append(orjson.Fragment(b"\n".join(lines)))
+        self.seq += len(held)
         self.held = []
+        self.held_kept = 0
         self._room = RUN_BUFFER_RECORDS
 
     def _settle(self, out: list[dict[str, Any]]) -> None:
