@@ -18,6 +18,12 @@ names the model of the first assistant message, so nothing is written before
 that message (or the end); and an input's ``skills_invoked`` takes the skills its
 run invokes by tool call, so a run's records wait, up to
 :data:`RUN_BUFFER_RECORDS` of them, until the run ends.
+
+An import saves those held records in the trace rather than in its state:
+:meth:`Synthesizer.finish` writes them past the state's saved length, and a
+continuation takes them back from there (:meth:`Synthesizer.restore_held`),
+as the lines they are, leaving them in place when nothing changes them
+(:meth:`Synthesizer.keep_held`).
 """
 
 from __future__ import annotations
