@@ -189,3 +189,27 @@ def test_a_tail_without_the_held_records_is_refused(damage: Any) -> None:
         second.finish()  # the held records are not read yet
     with pytest.raises(ValueError):
         second.restore_held(damage(tail))
+
+
+def test_a_skill_the_kept_held_input_lists_already_changes_nothing() -> None:
+    # The held input took a skill before the pause; the continuation names it again (a second call of it):
+    # its line stays as written, in place; a skill it does not list would change the line.
+    first = Synthesizer("omp")
+    _feed(first, [SESSION, UserMessage("", 1_000, "go"), SkillInvoked("", 1_001, "pdf"),
+                  AssistantMessage("", 1_002, MODELS[0], None, None, tool_calls=(ToolCall("a", "bash", {}),))])
+    state = first.state(held_out=True)
+    assert state.held_skills == ["pdf"]
+    tail = dumps_records(first.finish())
+    expected = Synthesizer("omp", state=_again(state))
+    expected.restore_held(tail)
+    again = [SkillInvoked("", 1_003, "pdf"), ToolResult("", 1_004, "a", output_bytes=1)]
+    want = dumps_records(_feed(expected, again) + expected.finish())
+    kept = Synthesizer("omp", state=_again(state))
+    kept.restore_held(tail)
+    n = kept.keep_held()
+    assert n and tail[:n] + dumps_records(_feed(kept, again) + kept.finish()) == want
+    other = Synthesizer("omp", state=_again(state))
+    other.restore_held(tail)
+    assert other.keep_held()
+    with pytest.raises(RestartImport):
+        other.feed(SkillInvoked("", 1_003, "docx"))

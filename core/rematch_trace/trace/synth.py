@@ -696,9 +696,12 @@ class Synthesizer:
         return set(self.prev_tokens) if self.prev_tokens is not None else None
 
     def _skill(self, name: str) -> None:
-        if self.input_at is None or not name:
+        at = self.input_at
+        if at is None or not name:
             return
-        skills = self._record(self.input_at)["skills_invoked"]
+        if at < len(self.held) and type(self.held[at]) is bytes and name in (self._held_skills or ()):
+            return  # the held input's line, as written, lists it already (see restore_held)
+        skills = self._record(at)["skills_invoked"]
         if name not in skills:
             skills.append(name)
 
