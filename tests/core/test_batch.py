@@ -179,6 +179,20 @@ def test_ledger_migrations(tmp_path: Path) -> None:
         assert {"domain", "cwd", "repo_remote"} <= cols
 
 
+def test_ledger_newer_than_rematch_refused(tmp_path: Path) -> None:
+    """A folder a later rematch wrote (states this one would misread) is refused, saying why."""
+    import sqlite3
+
+    with Ledger(tmp_path / "l.sqlite"):
+        pass
+    db = sqlite3.connect(tmp_path / "l.sqlite")
+    db.execute(f"PRAGMA user_version={len(MIGRATIONS) + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(sqlite3.DatabaseError, match=r"^at schema \d+, newer than this rematch \(\d+\): a later rematch wrote it; upgrade rematch$"):
+        Ledger(tmp_path / "l.sqlite").migrate()
+
+
 def test_domain_decision(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()

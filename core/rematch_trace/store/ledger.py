@@ -81,6 +81,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX sources_brief ON sources(path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at);
     """,
+    # No table changes: a saved state may now leave the synthesizer's held run in the trace
+    # (its count in ``held``). A rematch from before would continue such a state without the
+    # held records, so the version moves and an earlier rematch refuses the folder, saying why.
+    """
+    -- saved states: the held run read back from the trace
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The page size of a new ledger.
@@ -169,7 +175,7 @@ class Ledger:
         current = self.version
         if current > SCHEMA_VERSION:
             raise sqlite3.DatabaseError(
-                f"{self.path} is at schema {current}, newer than this rematch ({SCHEMA_VERSION}); upgrade rematch"
+                f"at schema {current}, newer than this rematch ({SCHEMA_VERSION}): a later rematch wrote it; upgrade rematch"
             )
         for i in range(current, SCHEMA_VERSION):
             self._q("BEGIN IMMEDIATE")
