@@ -19,6 +19,7 @@ Every call goes through ``pm.hook`` (or a subset of it), so hook wrappers,
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -314,7 +315,7 @@ class _Route:
     would do for it, without its per-call set-up (a few microseconds a tool call).
     """
 
-    __slots__ = ("argnames", "direct", "execute", "firstresult", "impls", "name", "pm")
+    __slots__ = ("direct", "execute", "firstresult", "impls", "name", "pick", "pm", "spread")
 
     def __init__(self, pm: pluggy.PluginManager, name: str, impls: list[Any], firstresult: bool) -> None:
         self.pm = pm
@@ -323,20 +324,25 @@ class _Route:
         self.impls = impls
         self.firstresult = firstresult
         self.direct: Callable[..., Any] | None = None
-        self.argnames: tuple[str, ...] = ()
+        #: The implementation's arguments picked from the call's keywords, in its order (an
+        #: itemgetter: no Python frame per call); ``spread`` when it gives a tuple (2+ arguments).
+        self.pick: Callable[[dict[str, Any]], Any] | None = None
+        self.spread = False
         only = impls[0] if len(impls) == 1 else None
-        if only is not None and not (only.wrapper or only.hookwrapper or only.kwargnames) and _plain_executor():
+        if (only is not None and only.argnames and not (only.wrapper or only.hookwrapper or only.kwargnames)
+                and _plain_executor()):
             self.direct = only.function
-            self.argnames = tuple(only.argnames)
+            self.pick = operator.itemgetter(*only.argnames)
+            self.spread = len(only.argnames) > 1
 
     def __call__(self, **kwargs: Any) -> Any:
         direct = self.direct
         if direct is not None and getattr(self.pm, "_inner_hookexec", None) is _PLAIN_EXECUTOR[0]:
             try:
-                args = [kwargs[name] for name in self.argnames]
+                args = self.pick(kwargs)  # type: ignore[misc]  # (set with direct)
             except KeyError:  # pluggy's executor says which argument is missing
                 return self.execute(self.name, self.impls, kwargs, self.firstresult)
-            result = direct(*args)
+            result = direct(*args) if self.spread else direct(args)
             if self.firstresult:
                 return result
             return [result] if result is not None else []

@@ -7,7 +7,7 @@ subagent layouts, and translates them into the core's neutral vocabulary.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,12 +66,20 @@ def visible_entries(text: str) -> list[str]:
     return skills.offered_entries(text)
 
 
+#: ``actions.action_type``, imported on the first tool call: this hook runs once per tool call,
+#: and a ``from . import`` there costs more than the classification itself.
+_action_type: Callable[[str, Any], str] | None = None
+
+
 @hookimpl
 def classify_action(tool: str, tool_input: Any) -> str:
     """The security action type of a Claude Code tool call."""
-    from . import actions
+    global _action_type
+    if _action_type is None:
+        from .actions import action_type
 
-    return actions.action_type(tool, tool_input)
+        _action_type = action_type
+    return _action_type(tool, tool_input)
 
 
 @hookimpl

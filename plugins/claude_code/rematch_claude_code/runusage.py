@@ -137,7 +137,7 @@ def run_usage(path: str) -> Usage | None:
             # Read last first: a line replaces the one kept only with strictly more output tokens,
             # so among equals the later line wins, as in the importer's forward reading.
             if key not in best or out_tokens > best[key][0]:
-                best[key] = (out_tokens, _usage(usage), cost)
+                best[key] = (out_tokens, _usage(usage, out_tokens), cost)
     except OSError:
         return None
     finally:

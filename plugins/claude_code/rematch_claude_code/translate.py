@@ -145,18 +145,26 @@ def measure(content: Any) -> tuple[int, str]:
     return len(raw), raw[: HEAD_CHARS * 2].decode("utf-8", "replace")[:HEAD_CHARS]
 
 
-def _usage(u: dict[str, Any]) -> list[int]:
-    cache_write = _int(u.get("cache_creation_input_tokens"))
-    breakdown = u.get("cache_creation")
+def _usage(u: dict[str, Any], output: int) -> list[int]:
+    """The four counts of a usage object (``output`` is its ``output_tokens``, already read)."""
+    # (each count is _int's, spelled inline for the usual positive int: this runs on every response line)
+    get = u.get
+    i = get("input_tokens")
+    cr = get("cache_read_input_tokens")
+    cw = get("cache_creation_input_tokens")
+    cache_write = cw if type(cw) is int and cw > 0 else _int(cw)
+    breakdown = get("cache_creation")
     if isinstance(breakdown, dict):
         # The nested breakdown is right where the flat field was once reported as 0 (2.1.152).
-        total = sum(_int(x) for x in breakdown.values())
+        total = 0
+        for x in breakdown.values():
+            total += x if type(x) is int and x > 0 else _int(x)
         if total > 0:
             cache_write = total
     return [
-        _int(u.get("input_tokens")),
-        _int(u.get("output_tokens")),
-        _int(u.get("cache_read_input_tokens")),
+        i if type(i) is int and i > 0 else _int(i),
+        output,
+        cr if type(cr) is int and cr > 0 else _int(cr),
         cache_write,
     ]
 
@@ -316,7 +324,7 @@ class _Translator:
         out: list[Neutral] = []
         line = self.line
         for rec in records:
-            value = rec.value
+            value = rec[3]  # (.value, without the named field's lookup on every line)
             if type(value) is dict:
                 line(value, out)
                 if out:
@@ -348,7 +356,7 @@ class _Translator:
             if not uuid.isascii():
                 uuid = clean(uuid)
             recent = self.recent
-            if uuid in recent:
+            if uuid in recent.counts:  # (the window's own test, spared a method call on every line)
                 return
             recent.add(uuid)
         if not st["cwd"]:
@@ -359,7 +367,8 @@ class _Translator:
             ver = v.get("version")
             if type(ver) is str and ver:
                 st["ver"] = clean(ver)
-        key = self._stream_key(v, typ)
+        # Only an inline sidechain line (1.0.x) has a stream of its own.
+        key = "" if self.sub or v.get("isSidechain") is not True else self._chain_key(v, typ)
         ss = self.streams.get(key)
         if ss is None:
             ss = self.streams[key] = _new_stream()
@@ -388,9 +397,8 @@ class _Translator:
 
     # -- streams and sessions -------------------------------------------------------------
 
-    def _stream_key(self, v: dict[str, Any], typ: Any) -> str:
-        if self.sub or v.get("isSidechain") is not True:
-            return ""
+    def _chain_key(self, v: dict[str, Any], typ: Any) -> str:
+        """The stream of an inline sidechain line (``isSidechain: true`` in a main session's file)."""
         st = self.st
         chains: dict[str, str] = st["scm"]
         parent = v.get("parentUuid")
@@ -504,7 +512,10 @@ class _Translator:
         if type(msg) is not dict:
             return
         mid = msg.get("id")
-        mid = clean(mid) if type(mid) is str and mid else None
+        if type(mid) is not str or not mid:
+            mid = None
+        elif not mid.isascii():
+            mid = clean(mid)
         g = ss["g"]
         if g is None or mid is None or g["id"] != mid:
             if mid is not None and mid in self._seen(key, ss):
@@ -530,9 +541,11 @@ class _Translator:
         usage = msg.get("usage")
         if type(usage) is dict:
             # Early lines of a response carry a streaming placeholder; the largest count is final.
-            out_tokens = _int(usage.get("output_tokens"))
+            out_tokens = usage.get("output_tokens")
+            if type(out_tokens) is not int or out_tokens < 0:
+                out_tokens = _int(out_tokens)
             if out_tokens >= g["o"]:
-                g["u"] = _usage(usage)
+                g["u"] = _usage(usage, out_tokens)
                 g["o"] = out_tokens
                 cost = v.get("costUSD")
                 g["$"] = (
@@ -609,7 +622,7 @@ class _Translator:
             if results:
                 t = iso_ms(v.get("timestamp"))
                 self._results(key, ss, v, results, t, out)
-                if any(x.lstrip().startswith(INTERRUPT_PREFIX) for x in texts):
+                if texts and any(x.lstrip().startswith(INTERRUPT_PREFIX) for x in texts):
                     self._abort(key, ss, t, out)
                 return
         else:
