@@ -1,0 +1,53 @@
+"""The usage counts' inline reading is _int's, for every JSON value a usage object can hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rematch_claude_code.translate import _int, _usage
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=3),
+)
+_VALUES = st.recursive(_SCALARS, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids),
+                       max_leaves=6)
+_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _reference(u: dict[str, Any]) -> list[int]:
+    """The counts as _int gives them, one call per count (the usage rule as first written)."""
+    cache_write = _int(u.get("cache_creation_input_tokens"))
+    breakdown = u.get("cache_creation")
+    if isinstance(breakdown, dict):
+        total = sum(_int(x) for x in breakdown.values())
+        if total > 0:
+            cache_write = total
+    return [_int(u.get("input_tokens")), _int(u.get("output_tokens")), _int(u.get("cache_read_input_tokens")),
+            cache_write]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.fixed_dictionaries({}, optional={k: _VALUES for k in _KEYS}),
+    st.one_of(_VALUES, st.dictionaries(st.text(max_size=12), _SCALARS, max_size=4)),
+)
+def test_usage_counts_are_ints_rule(fields: dict[str, Any], breakdown: Any) -> None:
+    usage = {**fields, "cache_creation": breakdown}
+    expected = _reference(usage)
+    got = _usage(usage, _int(usage.get("output_tokens")))
+    assert got == expected
+    assert [type(x) for x in got] == [int] * 4  # never a float or a bool that compares equal
+
+
+def test_a_real_usage_object() -> None:
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 17443,
+             "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 8052},
+             "output_tokens": 8, "service_tier": "standard"}
+    assert _usage(usage, 8) == [3, 8, 17443, 8052]
