@@ -118,7 +118,13 @@ def measure(content: Any) -> tuple[int, str]:
     they carry.
     """
     if isinstance(content, str):
-        return utf8_len(content), clean(content[:HEAD_CHARS])
+        if content.isascii():
+            return len(content), content[:HEAD_CHARS]
+        try:
+            # Without a lone surrogate the size is the strict encoding's, and no part needs cleaning.
+            return len(content.encode("utf-8")), content[:HEAD_CHARS]
+        except UnicodeEncodeError:
+            return utf8_len(content), clean(content[:HEAD_CHARS])
     if content is None:
         return 0, ""
     if isinstance(content, list):

@@ -1,4 +1,4 @@
-"""The usage counts' inline reading is _int's, for every JSON value a usage object can hold."""
+"""The translator's fast paths give what the general path gives (Hypothesis): usage counts, output sizes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rematch_claude_code.translate import _int, _usage
+from rematch_claude_code.translate import HEAD_CHARS, _int, _usage, measure
+from rematch_trace.host.text import clean, utf8_len
 
 _SCALARS = st.one_of(
     st.none(),
@@ -51,3 +52,26 @@ def test_a_real_usage_object() -> None:
              "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 8052},
              "output_tokens": 8, "service_tier": "standard"}
     assert _usage(usage, 8) == [3, 8, 17443, 8052]
+
+
+# ASCII, other scripts, astral characters and lone surrogates (which a JSON escape can spell).
+_CHARS = st.one_of(
+    st.sampled_from(["a", "\n", "\u00e9", "\u20ac", "\U0001f600", "\ud800", "\udfff"]),
+    st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_CHARS, max_size=40), st.integers(min_value=0, max_value=HEAD_CHARS // 8 + 2),
+       st.text(alphabet=_CHARS, max_size=6))
+def test_an_output_is_measured_as_the_general_rule_says(piece: str, times: int, tail: str) -> None:
+    content = piece * times + tail  # crosses the head's length now and then
+    size, head = measure(content)
+    assert size == utf8_len(content)
+    assert head == clean(content[:HEAD_CHARS])
+    head.encode("utf-8")  # the head always has a UTF-8 spelling
+
+
+def test_an_output_with_a_lone_surrogate_past_the_head() -> None:
+    content = "é" * HEAD_CHARS + "\ud800"
+    assert measure(content) == (2 * HEAD_CHARS + 3, "é" * HEAD_CHARS)
