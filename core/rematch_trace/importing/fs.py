@@ -57,6 +57,8 @@ def local_path(text: str) -> str:
 def url_of(path: str | os.PathLike[str]) -> str | None:
     """The fsspec URL ``path`` stands for (a URL string, or a Path made of one); ``None`` when local."""
     text = os.fspath(path)
+    if text[:1] == "/":
+        return None  # a local absolute path (no scheme starts with "/"): asked several times per file
     m = _URL.match(text)
     if m is not None:
         return None if m.group(1).lower() == "file" else text

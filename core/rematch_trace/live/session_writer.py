@@ -107,8 +107,8 @@ class SessionLock:
 def replace_state(path: Path, data: bytes) -> None:
     """Write a state file atomically (beside it, then renamed over: old or new, never half).
 
-    Not :func:`~rematch_trace.store.datafolder.write_atomic`: its replaced file goes to a
-    background reaper that a short-lived hook process would exit before.
+    (:func:`~rematch_trace.store.datafolder.write_atomic` does the same with a random
+    temporary name; this one names its temporary by the process.)
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
