@@ -122,8 +122,6 @@ class LocalPool:
 
         ctx = multiprocessing.get_context("fork")
         parent_end, child_end = ctx.Pipe(duplex=True)
-        _widen(parent_end)
-        _widen(child_end)
         proc = ctx.Process(
             target=_worker_main, args=(child_end, self.settings, self.data_root, os.getpid()), daemon=True,
             name="rematch-worker",
@@ -336,35 +334,6 @@ def import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fil
     from rematch_trace.importing.worker import import_file as run
 
     return run(item, settings, data_root)
-
-
-#: The send buffer asked for each end of a worker's pipe (the kernel caps it at ``wmem_max``).
-PIPE_BUFFER = 4 << 20
-
-
-def _widen(conn: Connection) -> None:
-    """Let ``conn`` hold up to :data:`PIPE_BUFFER` bytes not yet read by its peer.
-
-    A continued file's outcome carries its saved state (tens of KB for a real
-    session) and a task the states of its files: with the default buffer (about
-    200 KB) a worker stopped on its third outcome whenever the parent was busy
-    recording (a ledger commit), and the parent stopped on a task until the
-    worker's receiving thread got the interpreter back, chunk by chunk. What was
-    sent stays readable after the sender dies, so a dead worker's finished files
-    are still recorded as before.
-    """
-    import socket
-
-    try:
-        sock = socket.socket(fileno=os.dup(conn.fileno()))
-    except OSError:
-        return
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, PIPE_BUFFER)
-    except OSError:
-        pass  # a platform that refuses: the default buffer works, only slower
-    finally:
-        sock.close()
 
 
 def _signal(pid: int | None, signum: int) -> None:
