@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rematch_trace import args_hash
 from rematch_trace.host.vocab import (
@@ -27,6 +30,7 @@ from rematch_trace.host.vocab import (
 from rematch_trace.place.identity import Place
 from rematch_trace.store.states import structure, unstructure
 from rematch_trace.testing import validate_trace
+from rematch_trace.trace import synth as synth_mod
 from rematch_trace.trace.fold import fold_trace
 from rematch_trace.trace.records import LoadedEntry, from_dict
 from rematch_trace.trace.synth import RUN_BUFFER_RECORDS, Synthesizer
@@ -266,3 +270,16 @@ def test_fallback_error_classifier(text: str, cls: str) -> None:
     from rematch_trace.errors import classify_error
 
     assert classify_error(text) == cls
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sets(st.text(alphabet="abcdexyz0189", max_size=80), max_size=12), max_size=6))
+def test_remembered_token_digests_are_the_digests(inputs: list[set[str]]) -> None:
+    # The saved state's token digests are those of the general formula, whether a word was seen before or not
+    # (short and long words, with the memo full and cleared on the way).
+    synth_mod._WORD_DIGESTS_MAX = 7
+    try:
+        for words in inputs * 2:
+            assert synth_mod._token_digest(words) == sorted(hashlib.sha256(w.encode()).hexdigest()[:16] for w in words)
+    finally:
+        synth_mod._WORD_DIGESTS_MAX = 1 << 14

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -168,3 +169,48 @@ def test_the_secret_name_precheck_skips_words_that_only_contain_a_trigger() -> N
     assert not _assignment_may_hold("it passes the keyboard author", "it passes the keyboard author")
     assert _assignment_may_hold("DB_PASS=x", "db_pass=x") and _assignment_may_hold("api-key.-", "api-key.-")
     assert _assignment_may_hold("İpasses", "i̇passes")  # not ASCII: the plain trigger test
+
+
+# A rule's gate (its pattern tried only near its anchors) finds a match exactly when the
+# pattern's own search does: texts the pattern matches, run together with near misses.
+_GATED = [r for r in _redact_mod.RULES if r.gate is not None]
+_NOISE = st.sampled_from([" ", "  ", "\t", "\n", "-", "--", "=", ":", "://", "@", "'", '"', "u", "-u", "--user", "x",
+                          "sk-", "aws", "AWS", "Basic", "bearer", "PASSWORD", "pwd", "http", "ſ", "K", "İ", "ı", "é"])
+
+
+@st.composite
+def _gate_texts(draw: st.DrawFn) -> tuple[Any, str]:
+    rule = draw(st.sampled_from(_GATED))
+    piece = st.one_of(st.from_regex(rule.pattern), _NOISE, st.text(max_size=4))
+    text = "".join(draw(st.lists(piece, min_size=1, max_size=5)))
+    if text and draw(st.booleans()):  # a near miss: one place cut or changed
+        i = draw(st.integers(0, len(text) - 1))
+        text = text[:i] + draw(st.sampled_from(["", " ", "-", "x", "\n", ":"])) + text[i + draw(st.integers(0, 3)):]
+    return rule, text
+
+
+def test_the_gated_rules_are_those_with_common_triggers() -> None:
+    assert {r.kind for r in _GATED} >= {"basic_auth", "url_password", "openai_api_key", "bearer_token"}
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_gate_texts())
+def test_a_rule_gate_finds_a_match_exactly_when_its_pattern_does(case: tuple[Any, str]) -> None:
+    from rematch_trace.security.scan import lowered, occurs
+
+    rule, text = case
+    assert occurs(rule.gate, text, lowered(text)) == (rule.pattern.search(text) is not None)
+    ungated = _redact_mod.Redactor(rules=tuple(attrs.evolve(r, gate=None) for r in _redact_mod.RULES))
+    assert _redact_mod.Redactor().redact(text) == ungated.redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x" + "a" * 20 + "://user:hunter22@host", " --user=bob:hunter22", "--user bob:hunter22", "-u bob:pw1", "\t-u=a:bcd"],
+)
+def test_a_rule_gate_reaches_back_to_the_longest_start(text: str) -> None:
+    from rematch_trace.security.scan import lowered, occurs
+
+    rule = next(r for r in _GATED if r.pattern.search(text))
+    assert rule.gate is not None and occurs(rule.gate, text, lowered(text))
+    assert "[REDACTED:" in _redact_mod.Redactor().redact(text)[0]

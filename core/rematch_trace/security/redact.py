@@ -32,6 +32,7 @@ from typing import Any
 
 import attrs
 
+from rematch_trace.security.scan import Alt, alt, lowered, occurs
 from rematch_trace.security.strings import input_strings
 
 PLACEHOLDER = "[REDACTED:{}]"
@@ -215,6 +216,9 @@ class Rule:
         the pattern runs only when one occurs in the text.
     :param fold: the triggers are lower case and tested against lowered text.
     :param check: a test of the replaced part that rules out look-alikes.
+    :param gate: the pattern as :func:`~rematch_trace.security.scan.occurs` scans it (tried only
+        near its anchors), for a rule whose pattern the engine would try at every position of a
+        long text: when it does not occur, the text is left as it is without that scan.
     """
 
     kind: str
@@ -222,11 +226,14 @@ class Rule:
     triggers: tuple[str, ...]
     fold: bool = False
     check: Callable[[str], bool] = _always
+    gate: tuple[Alt, ...] | None = None
 
 
 def _r(kind: str, pattern: str, triggers: tuple[str, ...], *, fold: bool = False, flags: int = 0,
-       check: Callable[[str], bool] = _always) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), triggers, fold, check)
+       check: Callable[[str], bool] = _always, at: tuple[str, ...] = (), back: int = 0) -> Rule:
+    """A :class:`Rule`; ``at`` (lower case) and ``back``: the anchors of its gate (see :class:`~rematch_trace.security.scan.Alt`)."""
+    gate = (alt(pattern, at, back=back, flags=flags),) if at else None
+    return Rule(kind, re.compile(pattern, flags), triggers, fold, check, gate)
 
 
 _B = r"(?<![A-Za-z0-9_\-])"  # a token starts at no word character or dash
@@ -242,9 +249,10 @@ RULES: tuple[Rule, ...] = (
        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
     _r("aws_secret_access_key",
        r"aws.{0,20}?(?:secret|session).{0,20}?\\?[\"']?\s*(?:[:=]|=>)\s*\\?[\"']?(?P<s>[A-Za-z0-9/+=]{40,})(?![A-Za-z0-9/+=])",
-       ("aws",), fold=True, flags=re.I),
-    _r("anthropic_api_key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",)),
-    _r("openai_api_key", _B + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", ("sk-",), check=_mixed),
+       ("aws",), fold=True, flags=re.I, at=("aws",)),
+    _r("anthropic_api_key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",), at=("sk-ant-",)),
+    _r("openai_api_key", _B + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", ("sk-",), check=_mixed,
+       at=("sk-",)),
     _r("google_api_key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, ("AIza",)),
     _r("google_oauth_client_secret", _B + r"GOCSPX-[A-Za-z0-9_\-]{20,}", ("GOCSPX-",)),
     _r("google_oauth_access_token", _B + r"ya29\.[A-Za-z0-9_\-]{20,}", ("ya29.",)),
@@ -282,16 +290,18 @@ RULES: tuple[Rule, ...] = (
     # Credentials in URLs and connection strings: the password of scheme://user:password@host.
     _r("url_password",
        r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@\"'<>\\]{0,128}:(?P<s>[^\s@/\"'<>\\]{1,256})@",
-       ("://",), check=_userinfo_ok),
+       ("://",), check=_userinfo_ok, at=("://",), back=21),
     _r("connection_string_password",
        r"(?<![A-Za-z0-9_])(?:password|pwd)\s*=\s*(?P<s>[^\s;\"'&,]{3,})",
-       ("password=", "pwd=", "password =", "pwd ="), fold=True, flags=re.I, check=_userinfo_ok),
+       ("password=", "pwd=", "password =", "pwd ="), fold=True, flags=re.I, check=_userinfo_ok,
+       at=("password", "pwd")),
     _r("bearer_token", r"\bbearer\s+(?P<s>[A-Za-z0-9._~+/=\-]{16,})", ("bearer",), fold=True, flags=re.I,
-       check=_bearer_ok),
+       check=_bearer_ok, at=("bearer",)),
     _r("basic_auth", r"\bbasic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", ("basic",), fold=True,
-       flags=re.I, check=_basic_ok),
+       flags=re.I, check=_basic_ok, at=("basic",)),
+    # "-u" starts at most two characters after the match does (" --user").
     _r("basic_auth", r"(?:^|\s)(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']{1,64}:(?P<s>[^\s\"']{3,})",
-       ("-u", "--user"), check=_userinfo_ok),
+       ("-u", "--user"), check=_userinfo_ok, at=("-u",), back=2),
 )
 
 # A name that says "credential", then an assignment: env (NAME=v), shell
@@ -449,9 +459,17 @@ class Redactor:
     def _redact(self, text: str) -> tuple[str, int]:
         count = 0
         low = text.lower()
+        scan_low: str | None = None  # lowered(text) for the gates, while text is unchanged
         for rule in self._candidates(text, low):
+            if rule.gate is not None:
+                if scan_low is None:
+                    scan_low = low if count == 0 and text.isascii() else lowered(text)
+                if not occurs(rule.gate, text, scan_low):
+                    continue  # no match anywhere: the rule would leave the text as it is
             text, n = _apply(rule, text)
-            count += n
+            if n:
+                count += n
+                scan_low = None
         if self.assignments:
             if count:
                 low = text.lower()

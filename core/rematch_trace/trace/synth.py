@@ -90,7 +90,26 @@ def _model(m: vocab.ModelRef | None) -> dict[str, str] | None:
 
 def _token_digest(words: set[str]) -> list[str]:
     # The state is saved to disk: keep only digests of the previous input's tokens.
-    return sorted(hashlib.sha256(w.encode()).hexdigest()[:16] for w in words)
+    return sorted([_word_digest(w) for w in words])
+
+
+#: Digests of tokens already seen: every file's saved state digests its last input's
+#: tokens, and the words of one project's inputs recur from session to session.
+_WORD_DIGESTS: dict[str, str] = {}
+_WORD_DIGESTS_MAX = 1 << 14
+_WORD_DIGEST_CHARS = 64
+
+
+def _word_digest(word: str) -> str:
+    """The first 16 hex digits of the sha256 of ``word`` (remembered for short words)."""
+    digest = _WORD_DIGESTS.get(word)
+    if digest is None:
+        digest = hashlib.sha256(word.encode()).hexdigest()[:16]
+        if len(word) <= _WORD_DIGEST_CHARS:
+            if len(_WORD_DIGESTS) >= _WORD_DIGESTS_MAX:
+                _WORD_DIGESTS.clear()
+            _WORD_DIGESTS[word] = digest
+    return digest
 
 
 def _identity(text: str) -> str:
