@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rematch_trace import prelabel
 from rematch_trace.trace.prelabel import is_dropped_command, normalize_mark, skills_in
@@ -112,3 +114,28 @@ def test_normalize_mark_and_dropping() -> None:
 def test_skills() -> None:
     assert skills_in("/skill:deploy then /skill:notify and /skill:deploy") == ["deploy", "notify"]
     assert skills_in("path/skill:x is not one") == []
+
+
+# The cheap tests stand in for the patterns exactly: texts of the revert words in every case,
+# with the characters Unicode case folding matches with ASCII letters, run together with noise.
+_REVERT_PIECES = ["revert", "REVERT", "Undo", "uNDO", "roll back", "rollback", "put it back", "PUT IT BACK",
+                  "git restore", "git checkout --", "GIT CHECKOUT -- ", "re", "vert", "ro", "ll", "back", "git", " ",
+                  "\n", "-", "é", "ß", "\u017f", "\u212a", "\u0130", "\u0131", "Ω", "x", "roll bac\u212a",
+                  "g\u0131t restore", "git re\u017ftore", "G\u0130T RESTORE"]
+_revert_texts = st.lists(st.sampled_from(_REVERT_PIECES) | st.text(max_size=3), max_size=12).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_revert_texts)
+def test_the_revert_precheck_never_hides_a_match(text: str) -> None:
+    from rematch_trace.trace.prelabel import REVERT_RE, _may_revert
+
+    assert _may_revert(text) or REVERT_RE.search(text) is None
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_revert_texts | st.text())
+def test_tokens_are_the_token_pattern_s_matches(text: str) -> None:
+    from rematch_trace.trace.prelabel import TOKEN_RE, tokens
+
+    assert tokens(text) == set(TOKEN_RE.findall(text.lower()))

@@ -370,3 +370,11 @@ def test_adversarial_texts_are_scanned_in_linear_time(text: str, rule: str, expe
     assert occurs(PAIRS[rule][1], text, lowered(text)) is expected
     short = text[:1500] if not expected else text[:750] + text[-750:]
     assert_same(short)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["a", "K", "\u212a", "\u0130", "\u0131", "\u017f", "é", "Ω", "ß", " "]) | st.text(max_size=3),
+                max_size=10).map("".join))
+def test_lowered_translates_only_text_that_has_a_folded_character(text: str) -> None:
+    # lowered skips translate() when no character of FOLDED is there: the same text as translating always.
+    assert lowered(text) == text.translate(_FOLD).lower()

@@ -422,8 +422,11 @@ class Redactor:
 
     def _candidates(self, text: str, low: str) -> list[Rule]:
         hit: set[int] = set()
-        for t in set(self._exact_scan.findall(text)):
-            hit.update(self._exact_rules[t])
+        scan = self._exact_scan
+        # Most text holds no trigger: a search, which builds nothing, tells so (findall is empty then).
+        if scan.search(text) is not None:
+            for t in set(scan.findall(text)):
+                hit.update(self._exact_rules[t])
         if self._folded:
             for t, rs in self._folded:
                 if t in low:

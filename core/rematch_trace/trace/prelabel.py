@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rematch_trace.security.scan import FOLDED
+
 MARK_RE = re.compile(r"^/rematch\s+mark\s+(correction|preference|scope)\b", re.I)
 REVERT_RE = re.compile(r"\b(?:revert|undo|roll ?back|put it back|git restore)\b|\bgit checkout --(?:\s|$)", re.I)
 NEGATION_RE = re.compile(
@@ -38,7 +40,15 @@ def normalize_mark(text: str) -> str:
 
 def tokens(text: str) -> set[str]:
     """The token set reprompt detection compares: ``[a-z0-9]+`` of the lowercased text."""
-    return set(TOKEN_RE.findall(text.lower()))
+    low = text.lower()
+    if low.isascii():
+        # What TOKEN_RE finds: the runs between the characters it does not match (one C pass each).
+        return set(low.translate(_NOT_TOKEN).split())
+    return set(TOKEN_RE.findall(low))
+
+
+#: Every ASCII character TOKEN_RE does not match, as a space.
+_NOT_TOKEN = str.maketrans({c: " " for c in map(chr, range(128)) if TOKEN_RE.fullmatch(c) is None})
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
@@ -75,16 +85,18 @@ def prelabel_tokens(text: str, new_tokens: set[str], previous_tokens: Iterable[s
     return "none"
 
 
-# Every REVERT_RE match holds one of these, lowercased. Only for ASCII text is
-# that a safe test: Unicode case folding lets other letters match (the Kelvin
-# sign as "k", a long s as "s").
+# Every REVERT_RE match holds one of these, lowercased. That is a safe test for text
+# holding none of the four characters Unicode case folding lets match an ASCII
+# letter (the Kelvin sign as "k", a long s as "s": security.scan.FOLDED).
 _REVERT_WORDS = ("revert", "undo", "roll", "put it back", "git restore", "git checkout --")
 
 
 def _may_revert(text: str) -> bool:
     """Whether :data:`REVERT_RE` can match ``text`` (a cheap test; ``True`` when unsure)."""
     if not text.isascii():
-        return True
+        for c in FOLDED:  # a plain loop: no generator to set up per call
+            if c in text:
+                return True
     low = text.lower()
     for word in _REVERT_WORDS:  # noqa: SIM110 - a plain loop: no generator to set up per call
         if word in low:
