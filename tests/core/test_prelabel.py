@@ -134,7 +134,7 @@ def test_the_revert_precheck_never_hides_a_match(text: str) -> None:
 
 
 @settings(max_examples=1000, deadline=None)
-@given(_revert_texts | st.text())
+@given(_revert_texts | st.text() | st.text(st.characters(exclude_categories=())))
 def test_tokens_are_the_token_pattern_s_matches(text: str) -> None:
     from rematch_trace.trace.prelabel import TOKEN_RE, tokens
 

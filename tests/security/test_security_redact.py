@@ -214,3 +214,17 @@ def test_a_rule_gate_reaches_back_to_the_longest_start(text: str) -> None:
     rule = next(r for r in _GATED if r.pattern.search(text))
     assert rule.gate is not None and occurs(rule.gate, text, lowered(text))
     assert "[REDACTED:" in _redact_mod.Redactor().redact(text)[0]
+
+
+_TRIGGER_PIECES = st.sampled_from([t for r in _redact_mod.RULES for t in r.triggers] + ["-", "_", "A", "s", "k", " "])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_TRIGGER_PIECES | st.text(max_size=3), max_size=12).map("".join))
+def test_candidate_rules_are_those_of_every_trigger_found(text: str) -> None:
+    # The rules tried are those of every trigger the scan finds in the text (and of the folded ones).
+    r = _redact_mod.Redactor()
+    low = text.lower()
+    hit = {i for t in r._exact_scan.findall(text) for i in r._exact_rules[t]}
+    hit |= {id(rule) for t, rs in r._folded if t in low for rule in rs}
+    assert r._candidates(text, low) == [rule for rule in r.rules if id(rule) in hit]

@@ -424,8 +424,10 @@ class Redactor:
         hit: set[int] = set()
         scan = self._exact_scan
         # Most text holds no trigger: a search, which builds nothing, tells so (findall is empty then).
-        if scan.search(text) is not None:
-            for t in set(scan.findall(text)):
+        # Else the search found the first match: findall goes on from there (it found nothing before).
+        first = scan.search(text)
+        if first is not None:
+            for t in set(scan.findall(text, first.start())):
                 hit.update(self._exact_rules[t])
         if self._folded:
             for t, rs in self._folded:

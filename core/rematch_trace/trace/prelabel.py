@@ -41,10 +41,11 @@ def normalize_mark(text: str) -> str:
 def tokens(text: str) -> set[str]:
     """The token set reprompt detection compares: ``[a-z0-9]+`` of the lowercased text."""
     low = text.lower()
-    if low.isascii():
-        # What TOKEN_RE finds: the runs between the characters it does not match (one C pass each).
-        return set(low.translate(_NOT_TOKEN).split())
-    return set(TOKEN_RE.findall(low))
+    if not low.isascii():
+        # TOKEN_RE matches ASCII alone: every other character only ends a token, as "?" does.
+        low = low.encode("ascii", "replace").decode("ascii")
+    # What TOKEN_RE finds: the runs between the characters it does not match (one C pass each).
+    return set(low.translate(_NOT_TOKEN).split())
 
 
 #: Every ASCII character TOKEN_RE does not match, as a space.
