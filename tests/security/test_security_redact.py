@@ -228,3 +228,18 @@ def test_candidate_rules_are_those_of_every_trigger_found(text: str) -> None:
     hit = {i for t in r._exact_scan.findall(text) for i in r._exact_rules[t]}
     hit |= {id(rule) for t, rs in r._folded if t in low for rule in rs}
     assert r._candidates(text, low) == [rule for rule in r.rules if id(rule) in hit]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_TRIGGER_PIECES | st.sampled_from(_NAME_PARTS + _GLUE + _VALUES) | st.text(max_size=3), max_size=14)
+       .map("".join), _inputs)
+def test_redaction_finds_the_ascii_triggers_as_in_the_lowered_text(text: str, tool_input: dict[str, Any]) -> None:
+    # Redaction looks for its triggers in ascii_lowered text: the same as looking in text.lower().
+    got_text, got_value = _redact_mod.Redactor().redact(text), _redact_mod.Redactor().redact_value_counted(tool_input)
+    original = _redact_mod.ascii_lowered
+    _redact_mod.ascii_lowered = str.lower
+    try:
+        assert got_text == _redact_mod.Redactor().redact(text)
+        assert got_value == _redact_mod.Redactor().redact_value_counted(tool_input)
+    finally:
+        _redact_mod.ascii_lowered = original

@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from rematch_trace.security import risk as risk_mod
 from rematch_trace.security.risk import (
     FEATURE_NAMES,
     RISK_FEATURES,
@@ -141,3 +144,21 @@ def test_the_seeds_sample_outbound_transfer_of_a_credential_file(command: str) -
     # The seed's sample event: a proposed outbound transfer referencing a credential file.
     found = sh(command)
     assert "sensitive_file_reference" in found and "outbound_upload" in found
+
+
+_SENSITIVE_PIECES = ["cat ", "~/.ssh/id_rsa", ".env", ".ENV", "Secret.json", "credentials.json", "/etc/shadow", "é",
+                     "\u212a", "\u0130", "ſ", "ß", " ", "\n", "'", "@", "history", "Login Data", "KEYCHAIN", "x.pem"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(["shell_exec", "file_read", "file_write", "other"]),
+       st.lists(st.sampled_from(_SENSITIVE_PIECES) | st.text(max_size=3), max_size=10).map("".join))
+def test_the_sensitive_gate_reads_ascii_lowered_text_as_lowered_text(action: str, text: str) -> None:
+    tool_input = {"command": text, "file_path": text}
+    got = risk_features(action, "T", tool_input, text, redactions=0)
+    original = risk_mod.ascii_lowered
+    risk_mod.ascii_lowered = str.lower
+    try:
+        assert got == risk_features(action, "T", tool_input, text, redactions=0)
+    finally:
+        risk_mod.ascii_lowered = original

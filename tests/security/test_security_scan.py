@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rematch_trace.security import risk
-from rematch_trace.security.scan import _FOLD, Alt, lowered, occurs
+from rematch_trace.security.scan import _FOLD, Alt, ascii_lowered, lowered, occurs
 
 _I = re.I
 
@@ -378,3 +378,27 @@ def test_adversarial_texts_are_scanned_in_linear_time(text: str, rule: str, expe
 def test_lowered_translates_only_text_that_has_a_folded_character(text: str) -> None:
     # lowered skips translate() when no character of FOLDED is there: the same text as translating always.
     assert lowered(text) == text.translate(_FOLD).lower()
+
+
+def _ascii_only(text: str) -> str:
+    return text.encode("ascii", "replace").decode("ascii")
+
+
+def test_only_two_characters_past_ascii_lower_to_ascii_or_to_more_than_one() -> None:
+    """What ascii_lowered relies on, checked against every code point."""
+    odd = [c for c in range(128, sys.maxunicode + 1)
+           if len(chr(c).lower()) != 1 or chr(c).lower().isascii()]
+    assert odd == [0x130, 0x212A]
+
+
+_lowering_texts = st.lists(
+    st.sampled_from(["Aws", "KEY", "\u212a", "\u0130", "\u0131", "\u017f", "ß", "Σ", "ΣA ", "é", "?", "\ud800", " "])
+    | st.text(max_size=3), max_size=10).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(_lowering_texts | st.text(st.characters(exclude_categories=())))
+def test_ascii_lowered_keeps_the_ascii_of_lower_in_place(text: str) -> None:
+    got, low = ascii_lowered(text), text.lower()
+    assert got.isascii() and len(got) == len(low)
+    assert got == _ascii_only(low)  # the same ASCII characters at the same places, "?" elsewhere

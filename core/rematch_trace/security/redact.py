@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from rematch_trace.security.scan import Alt, alt, lowered, occurs
+from rematch_trace.security.scan import Alt, alt, ascii_lowered, lowered, occurs
 from rematch_trace.security.strings import input_strings
 
 PLACEHOLDER = "[REDACTED:{}]"
@@ -439,7 +439,7 @@ class Redactor:
         """Whether any rule's or secret name's trigger occurs in ``text`` at all."""
         if self._exact_scan.search(text):
             return True
-        low = text.lower()
+        low = ascii_lowered(text)  # every trigger is ASCII
         for t, _rules in self._folded:
             if t in low:
                 return True
@@ -463,7 +463,8 @@ class Redactor:
 
     def _redact(self, text: str) -> tuple[str, int]:
         count = 0
-        low = text.lower()
+        # The triggers are ASCII, and _assignments reads text.lower()'s positions: what ascii_lowered keeps.
+        low = ascii_lowered(text)
         scan_low: str | None = None  # lowered(text) for the gates, while text is unchanged
         for rule in self._candidates(text, low):
             if rule.gate is not None:
@@ -477,7 +478,7 @@ class Redactor:
                 scan_low = None
         if self.assignments:
             if count:
-                low = text.lower()
+                low = ascii_lowered(text)
             if _assignment_may_hold(text, low):
                 text, n = _assignments(text, low)
                 count += n

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rematch_trace.security.redact import _trie_pattern
-from rematch_trace.security.scan import alt, lowered, occurs
+from rematch_trace.security.scan import alt, ascii_lowered, lowered, occurs
 from rematch_trace.security.strings import InputStrings
 
 #: The closed list of features, most severe first, each with what it means.
@@ -406,7 +406,7 @@ def risk_features(
         joined = ""
     # A file call is judged by the paths it touches, not by the text it writes.
     target = joined if action_type.startswith("file_") else scan
-    if target and _SENSITIVE_GATE.search(target.lower()) and _SENSITIVE.search(target):
+    if target and _SENSITIVE_GATE.search(ascii_lowered(target)) and _SENSITIVE.search(target):
         found.add("sensitive_file_reference")
     if action_type == "network":
         found.add("network_egress")

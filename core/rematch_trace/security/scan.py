@@ -51,6 +51,22 @@ def lowered(text: str) -> str:
     return text.lower()
 
 
+def ascii_lowered(text: str) -> str:
+    """``text.lower()`` with every character past ASCII as ``?``: where to find lower-case ASCII words.
+
+    An ASCII word without ``?`` occurs in it exactly where it occurs in ``text.lower()``.
+    Lowering past ASCII looks every character up, but only two characters past ASCII
+    lower to ASCII letters (the Kelvin sign and the dotted capital I, which also lowers
+    to two characters): in text without them, the characters past ASCII are made ``?``
+    first (one C pass) and the rest lowered as ASCII.
+    """
+    if text.isascii():
+        return text.lower()
+    if "\u212a" in text or "\u0130" in text:
+        return text.lower().encode("ascii", "replace").decode("ascii")
+    return text.encode("ascii", "replace").decode("ascii").lower()
+
+
 @attrs.frozen
 class Alt:
     """One alternative of a rule, and where it can start.
@@ -150,4 +166,4 @@ def _spanned(a: Alt, text: str, low: str, anchor: str, k: int) -> bool:
     return False
 
 
-__all__ = ["FOLDED", "Alt", "alt", "lowered", "occurs"]
+__all__ = ["FOLDED", "Alt", "alt", "ascii_lowered", "lowered", "occurs"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from rematch_trace.security.scan import FOLDED
+from rematch_trace.security.scan import FOLDED, ascii_lowered
 
 MARK_RE = re.compile(r"^/rematch\s+mark\s+(correction|preference|scope)\b", re.I)
 REVERT_RE = re.compile(r"\b(?:revert|undo|roll ?back|put it back|git restore)\b|\bgit checkout --(?:\s|$)", re.I)
@@ -40,10 +40,8 @@ def normalize_mark(text: str) -> str:
 
 def tokens(text: str) -> set[str]:
     """The token set reprompt detection compares: ``[a-z0-9]+`` of the lowercased text."""
-    low = text.lower()
-    if not low.isascii():
-        # TOKEN_RE matches ASCII alone: every other character only ends a token, as "?" does.
-        low = low.encode("ascii", "replace").decode("ascii")
+    # TOKEN_RE matches ASCII alone: every other character only ends a token, as "?" does.
+    low = ascii_lowered(text)
     # What TOKEN_RE finds: the runs between the characters it does not match (one C pass each).
     return set(low.translate(_NOT_TOKEN).split())
 
@@ -98,7 +96,7 @@ def _may_revert(text: str) -> bool:
         for c in FOLDED:  # a plain loop: no generator to set up per call
             if c in text:
                 return True
-    low = text.lower()
+    low = ascii_lowered(text)
     for word in _REVERT_WORDS:  # noqa: SIM110 - a plain loop: no generator to set up per call
         if word in low:
             return True
