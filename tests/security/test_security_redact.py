@@ -243,3 +243,25 @@ def test_redaction_finds_the_ascii_triggers_as_in_the_lowered_text(text: str, to
         assert got_value == _redact_mod.Redactor().redact_value_counted(tool_input)
     finally:
         _redact_mod.ascii_lowered = original
+
+
+_leaf = st.lists(_TRIGGER_PIECES | st.sampled_from(_NAME_PARTS + _GLUE + _VALUES + ["\n", "://u:pw@h", "-u a:bcd"])
+                 | st.text(max_size=3), max_size=8).map("".join)
+_nested = st.recursive(
+    _leaf | st.integers() | st.none(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_leaf | st.integers(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_nested, min_size=1, max_size=3) | st.dictionaries(_leaf, _nested, max_size=4))
+def test_one_scan_of_an_input_s_joined_strings_finds_each_string_s_triggers(tool_input: Any) -> None:
+    # Each string of an input redacted with the triggers the scan of the joined strings found in it,
+    # against each string scanned on its own.
+    if isinstance(tool_input, list) and tool_input and isinstance(tool_input[0], str):
+        tool_input.append(tool_input[0])  # the same string object twice
+    got = _redact_mod.Redactor().redact_value_counted(tool_input)
+    scanning = _redact_mod.Redactor()
+    scanning._one_line = False  # no hints: every string scanned alone
+    assert got == scanning.redact_value_counted(tool_input)

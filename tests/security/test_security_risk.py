@@ -162,3 +162,18 @@ def test_the_sensitive_gate_reads_ascii_lowered_text_as_lowered_text(action: str
         assert got == risk_features(action, "T", tool_input, text, redactions=0)
     finally:
         risk_mod.ascii_lowered = original
+
+
+_OLD_SENSITIVE_GATE = risk_mod.re.compile(risk_mod._trie_pattern(sorted(
+    {g for g in risk_mod._GATES["sensitive"] if not g.startswith("service")} | {"service"})))
+_SERVICE_PIECES = ["service", "Service", "SERVICE", "-", "_", "account", "Account", "serviceAccount", "key", ".json",
+                   "/", " ", "\n", "'", "x", "\u0130", "\u212a", "\u0131", "\u017f", "/etc/shadow", ".env"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_SENSITIVE_PIECES + _SERVICE_PIECES) | st.text(max_size=3), max_size=10).map("".join))
+def test_the_sensitive_gate_spells_out_service_account(text: str) -> None:
+    # The gate's "service" became the three spellings of service[-_]?account: the same files are found.
+    rule = risk_mod._SENSITIVE.search(text) is not None
+    old = _OLD_SENSITIVE_GATE.search(text.lower()) is not None and rule
+    assert (risk_mod._SENSITIVE_GATE.search(risk_mod.ascii_lowered(text)) is not None and rule) == old

@@ -403,6 +403,7 @@ class Redactor:
     _text_memo: dict[str, tuple[str, int]] = attrs.field(init=False, factory=dict, eq=False, repr=False)
     _exact_scan: re.Pattern[str] = attrs.field(init=False)
     _exact_rules: dict[str, frozenset[int]] = attrs.field(init=False)
+    _one_line: bool = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         exact: dict[str, list[Rule]] = {}
@@ -419,26 +420,58 @@ class Redactor:
         self._exact_rules = {
             t: frozenset(id(r) for u, rs in exact.items() if u in t for r in rs) for t in triggers
         }
+        # No trigger spans lines: a scan of an input's strings joined by newlines finds, within
+        # each string, what a scan of that string alone finds (see _exact_found).
+        self._one_line = all("\n" not in t for t in triggers)
 
-    def _candidates(self, text: str, low: str) -> list[Rule]:
+    def _candidates(self, text: str, low: str, found: list[str] | None = None) -> list[Rule]:
+        """The rules to run on ``text``: those of the triggers in it (``found``: the exact ones, when known)."""
         hit: set[int] = set()
-        scan = self._exact_scan
-        # Most text holds no trigger: a search, which builds nothing, tells so (findall is empty then).
-        # Else the search found the first match: findall goes on from there (it found nothing before).
-        first = scan.search(text)
-        if first is not None:
-            for t in set(scan.findall(text, first.start())):
-                hit.update(self._exact_rules[t])
+        if found is None:
+            scan = self._exact_scan
+            # Most text holds no trigger: a search, which builds nothing, tells so (findall is empty then).
+            # Else the search found the first match: findall goes on from there (it found nothing before).
+            first = scan.search(text)
+            found = scan.findall(text, first.start()) if first is not None else []
+        for t in set(found):
+            hit.update(self._exact_rules[t])
         if self._folded:
             for t, rs in self._folded:
                 if t in low:
                     hit.update(id(r) for r in rs)
         return [r for r in self.rules if id(r) in hit] if hit else []
 
+    def _exact_found(self, parts: list[str], text: str, first: re.Match[str] | None) -> dict[int, list[str]] | None:
+        """What the exact-trigger scan finds in each of ``parts`` (by id), from one scan of ``text``.
+
+        ``text`` is ``parts`` joined by newlines (and maybe more lines after them), ``first``
+        the scan's first match in it. No match spans a newline, and the scan reaches each part
+        with no match under way, so the matches within a part are those a scan of it alone finds.
+        """
+        if not self._one_line:
+            return None
+        found: dict[int, list[str]] = {id(p): [] for p in parts}
+        if first is None:
+            return found
+        n, i = len(parts), 0
+        end = len(parts[0]) if parts else 0  # where part i ends in text (its newline)
+        for m in self._exact_scan.finditer(text, first.start()):
+            at = m.start()
+            while i < n and at >= end:
+                i += 1
+                if i < n:
+                    end += 1 + len(parts[i])
+            if i >= n:
+                break  # past the parts
+            found[id(parts[i])].append(m.group())
+        return found
+
     def _may_hold(self, text: str) -> bool:
         """Whether any rule's or secret name's trigger occurs in ``text`` at all."""
-        if self._exact_scan.search(text):
-            return True
+        return self._exact_scan.search(text) is not None or self._may_hold_folded(text)
+
+    def _may_hold_folded(self, text: str) -> bool:
+        """Whether a case-folded rule trigger or a secret name's trigger occurs in ``text``."""
         low = ascii_lowered(text)  # every trigger is ASCII
         for t, _rules in self._folded:
             if t in low:
@@ -447,6 +480,10 @@ class Redactor:
 
     def redact(self, text: str) -> tuple[str, int]:
         """``text`` with every credential replaced, and how many were."""
+        return self._redact_known(text, None)
+
+    def _redact_known(self, text: str, found: list[str] | None) -> tuple[str, int]:
+        """:meth:`redact`, the exact triggers in ``text`` given when known (see :meth:`_exact_found`)."""
         if not isinstance(text, str) or len(text) < 8:
             return text, 0
         # The trace and the events redact the same texts in turn (a prompt, a
@@ -454,19 +491,19 @@ class Redactor:
         hit = self._text_memo.get(text)
         if hit is not None:
             return hit
-        result = self._redact(text)
+        result = self._redact(text, found)
         if len(text) <= _TEXT_MEMO_CHARS:
             if len(self._text_memo) >= _TEXT_MEMO_SIZE:
                 self._text_memo.clear()
             self._text_memo[text] = result
         return result
 
-    def _redact(self, text: str) -> tuple[str, int]:
+    def _redact(self, text: str, found: list[str] | None = None) -> tuple[str, int]:
         count = 0
         # The triggers are ASCII, and _assignments reads text.lower()'s positions: what ascii_lowered keeps.
         low = ascii_lowered(text)
         scan_low: str | None = None  # lowered(text) for the gates, while text is unchanged
-        for rule in self._candidates(text, low):
+        for rule in self._candidates(text, low, found):
             if rule.gate is not None:
                 if scan_low is None:
                     scan_low = low if count == 0 and text.isascii() else lowered(text)
@@ -511,32 +548,42 @@ class Redactor:
         if hit is not None and hit[0] is value:
             return hit[1], hit[2]
         counter = [0]
-        if isinstance(value, dict | list | tuple) and not self._may_hold(input_strings(value).trigger_text()):
-            out = value  # no trigger anywhere, keys included: nothing to redact, nothing to copy
+        if isinstance(value, dict | list | tuple):
+            strings = input_strings(value)
+            text = strings.trigger_text()
+            first = self._exact_scan.search(text)
+            if first is None and not self._may_hold_folded(text):
+                out = value  # no trigger anywhere, keys included: nothing to redact, nothing to copy
+            else:
+                # The scan of the joined strings tells each string's exact triggers: none is scanned again.
+                out = self._value(value, None, counter, 0, self._exact_found(strings.parts, text, first))
         else:
-            out = self._value(value, None, counter, 0)
+            out = self._value(value, None, counter, 0, None)
         if len(self._memo) >= 16:
             self._memo.clear()
         self._memo[key] = (value, out, counter[0])
         return out, counter[0]
 
-    def _value(self, value: Any, key: str | None, counter: list[int], depth: int) -> Any:
+    def _value(self, value: Any, key: str | None, counter: list[int], depth: int,
+               found: dict[int, list[str]] | None) -> Any:
         t = type(value)
         if t is str:
             if key is not None and is_secret_name(key) and looks_secret_value(key, value):
                 counter[0] += 1
                 return PLACEHOLDER.format("secret_assignment")
-            red, n = self.redact(value)
+            # A string of the input has its triggers in found; a joined one (below) is scanned.
+            red, n = self._redact_known(value, found.get(id(value)) if found is not None else None)
             counter[0] += n
             return red
         if t is dict:
             if depth > _MAX_DEPTH:  # deeper than any real input: redact its strings, joined, whole
-                return self._value(_joined(value), None, counter, 0)
-            return {k: self._value(v, k if isinstance(k, str) else None, counter, depth + 1) for k, v in value.items()}
+                return self._value(_joined(value), None, counter, 0, found)
+            return {k: self._value(v, k if isinstance(k, str) else None, counter, depth + 1, found)
+                    for k, v in value.items()}
         if t is list or t is tuple:
             if depth > _MAX_DEPTH:
-                return self._value(_joined(value), None, counter, 0)
-            return [self._value(v, None, counter, depth + 1) for v in value]
+                return self._value(_joined(value), None, counter, 0, found)
+            return [self._value(v, None, counter, depth + 1, found) for v in value]
         return value
 
 

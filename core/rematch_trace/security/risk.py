@@ -220,7 +220,9 @@ _GATES: dict[str, tuple[str, ...]] = {
     "sensitive": (
         ".env", ".ssh", "id_", "authorized_keys", "known_hosts", ".aws", ".azure", "gcloud", "credential",
         ".kube", "kubeconfig", ".docker", "netrc", ".pgpass", ".my.cnf", ".npmrc", ".pypirc", ".gnupg",
-        ".password-store", "keychain", ".vault-token", ".terraformrc", "tfstate", "/etc/", "service",
+        ".password-store", "keychain", ".vault-token", ".terraformrc", "tfstate", "/etc/",
+        # (service[-_]?account..., spelled out: "service" alone is in many a path that names no key file)
+        "serviceaccount", "service-account", "service_account",
         "secret", ".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".ppk", ".kdbx", ".asc", "history",
         "login data", "cookies",
     ),
