@@ -472,7 +472,7 @@ class Redactor:
 
     def _may_hold_folded(self, text: str) -> bool:
         """Whether a case-folded rule trigger or a secret name's trigger occurs in ``text``."""
-        low = ascii_lowered(text)  # every trigger is ASCII
+        low = text.lower() if text.isascii() else ascii_lowered(text)  # every trigger is ASCII
         for t, _rules in self._folded:
             if t in low:
                 return True
@@ -501,7 +501,7 @@ class Redactor:
     def _redact(self, text: str, found: list[str] | None = None) -> tuple[str, int]:
         count = 0
         # The triggers are ASCII, and _assignments reads text.lower()'s positions: what ascii_lowered keeps.
-        low = ascii_lowered(text)
+        low = text.lower() if text.isascii() else ascii_lowered(text)
         scan_low: str | None = None  # lowered(text) for the gates, while text is unchanged
         for rule in self._candidates(text, low, found):
             if rule.gate is not None:

@@ -408,7 +408,9 @@ def risk_features(
         joined = ""
     # A file call is judged by the paths it touches, not by the text it writes.
     target = joined if action_type.startswith("file_") else scan
-    if target and _SENSITIVE_GATE.search(ascii_lowered(target)) and _SENSITIVE.search(target):
+    if target and _SENSITIVE_GATE.search(target.lower() if target.isascii() else ascii_lowered(target)) and (
+        _SENSITIVE.search(target)
+    ):
         found.add("sensitive_file_reference")
     if action_type == "network":
         found.add("network_egress")

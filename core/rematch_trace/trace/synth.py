@@ -90,7 +90,8 @@ def _model(m: vocab.ModelRef | None) -> dict[str, str] | None:
 
 def _token_digest(words: set[str]) -> list[str]:
     # The state is saved to disk: keep only digests of the previous input's tokens.
-    return sorted([_word_digest(w) for w in words])
+    known = _WORD_DIGESTS.get
+    return sorted([known(w) or _word_digest(w) for w in words])
 
 
 #: Digests of tokens already seen: every file's saved state digests its last input's
