@@ -265,3 +265,10 @@ def test_one_scan_of_an_input_s_joined_strings_finds_each_string_s_triggers(tool
     scanning = _redact_mod.Redactor()
     scanning._one_line = False  # no hints: every string scanned alone
     assert got == scanning.redact_value_counted(tool_input)
+
+
+@pytest.mark.parametrize("text", ["İİİİ_key", "İİİİİİİİ password", "xİİ_token=abcdef1234567890XYZ"])
+def test_text_that_lowers_longer_than_it_is_is_redacted_without_a_crash(text: str) -> None:
+    # "İ" lowers to two characters: a trigger found near the end of the lowered text lies past the text's end.
+    out, n = _redact_mod.Redactor().redact(text)
+    assert isinstance(out, str) and n >= 0

@@ -353,7 +353,8 @@ def _assignments(text: str, low: str) -> tuple[str, int]:
             while e > i and text[e - 1] in ".-":
                 e -= 1
             b = i
-            while b > 0 and i - b < _MAX_NAME and text[b - 1] in _NAME_CHARS:
+            # (A dotted capital I lowers to two characters: past it, low's positions run beyond text's.)
+            while b > 0 and i - b < _MAX_NAME and b <= len(text) and text[b - 1] in _NAME_CHARS:
                 b -= 1
             names.add((b, e))
             i = low.find(trig, e if e > i else i + 1)
