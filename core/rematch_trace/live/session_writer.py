@@ -48,7 +48,7 @@ from rematch_trace.security.events import EventSink
 from rematch_trace.security.redact import Redactor, default_redactor
 from rematch_trace.security.risk import file_paths
 from rematch_trace.security.sink_state import SinkState
-from rematch_trace.store.datafolder import DataDir, safe_name
+from rematch_trace.store.datafolder import DataDir, safe_name, write_atomic
 from rematch_trace.store.rows import SessionRow
 from rematch_trace.store.states import state_dumps, state_loads, structure, unstructure
 from rematch_trace.trace.synth import Synthesizer
@@ -102,23 +102,6 @@ class SessionLock:
     def __exit__(self, *exc: object) -> None:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
-
-
-def replace_state(path: Path, data: bytes) -> None:
-    """Write a state file atomically (beside it, then renamed over: old or new, never half).
-
-    (:func:`~rematch_trace.store.datafolder.write_atomic` does the same with a random
-    temporary name; this one names its temporary by the process.)
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
 
 
 def _empty_held() -> dict[str, Any]:
@@ -261,7 +244,7 @@ class SessionWriter:
         st["last_ms"] = int(time.time() * 1000)
         self.trace.close()
         self.events.close()
-        replace_state(state_path(self.data, self.session_id), state_dumps(st))
+        write_atomic(state_path(self.data, self.session_id), state_dumps(st))
 
     def _write(self, records: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
         self.trace.write(records)
@@ -523,7 +506,7 @@ class SessionWriter:
         self.save()
         row = self.record(place)
         self.st["recorded"] = True
-        replace_state(state_path(self.data, self.session_id), state_dumps(self.st))
+        write_atomic(state_path(self.data, self.session_id), state_dumps(self.st))
         return row
 
     def record(self, place: Any) -> SessionRow:
