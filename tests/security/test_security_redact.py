@@ -14,6 +14,9 @@ from rematch_trace.security.redact import KINDS, default_redactor
 
 R = default_redactor()
 
+#: The characters Unicode case folding lets match an ASCII letter, folded (the reference lowering).
+_FOLD_TABLE = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
 # (kind, text holding the secret, the secret itself)
 SECRETS: list[tuple[str, str, str]] = [
     ("aws_access_key_id", "key id AKIAQ3EGRTYU7ZXCVBNM here", "AKIAQ3EGRTYU7ZXCVBNM"),
@@ -234,15 +237,16 @@ def test_candidate_rules_are_those_of_every_trigger_found(text: str) -> None:
 @given(st.lists(_TRIGGER_PIECES | st.sampled_from(_NAME_PARTS + _GLUE + _VALUES) | st.text(max_size=3), max_size=14)
        .map("".join), _inputs)
 def test_redaction_finds_the_ascii_triggers_as_in_the_lowered_text(text: str, tool_input: dict[str, Any]) -> None:
-    # Redaction looks for its triggers in ascii_lowered text: the same as looking in text.lower().
+    # Redaction looks for its triggers in lowered text (short cuts for ASCII text and text with nothing
+    # to fold): the same as looking in the text with the four folding characters folded, then lowered.
     got_text, got_value = _redact_mod.Redactor().redact(text), _redact_mod.Redactor().redact_value_counted(tool_input)
-    original = _redact_mod.ascii_lowered
-    _redact_mod.ascii_lowered = str.lower
+    original = _redact_mod.lowered
+    _redact_mod.lowered = lambda t: t.translate(_FOLD_TABLE).lower()
     try:
         assert got_text == _redact_mod.Redactor().redact(text)
         assert got_value == _redact_mod.Redactor().redact_value_counted(tool_input)
     finally:
-        _redact_mod.ascii_lowered = original
+        _redact_mod.lowered = original
 
 
 _leaf = st.lists(_TRIGGER_PIECES | st.sampled_from(_NAME_PARTS + _GLUE + _VALUES + ["\n", "://u:pw@h", "-u a:bcd"])
@@ -272,3 +276,20 @@ def test_text_that_lowers_longer_than_it_is_is_redacted_without_a_crash(text: st
     # "İ" lowers to two characters: a trigger found near the end of the lowered text lies past the text's end.
     out, n = _redact_mod.Redactor().redact(text)
     assert isinstance(out, str) and n >= 0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Names read at the lowered text's positions: "İ" lowers to two characters, which shifted every
+        # name after it (ten of them moved the name off its value, and the credential stayed).
+        ("İİİİİİİİİİ API_TOKEN=Zq8vLm2Rt6Yp1Wx4Kd9s trailing",
+         "İİİİİİİİİİ API_TOKEN=[REDACTED:secret_assignment] trailing"),
+        ("İ" * 30 + " db_password: Zq8vLm2Rt6Yp1Wx4Kd9s", "İ" * 30 + " db_password: [REDACTED:secret_assignment]"),
+        # A case-insensitive rule matches a long s as "s": its trigger is looked for where it is folded so.
+        ('curl -H "Authorization: Baſic dXNlcjpwYXNzd29yZA==" x', 'curl -H "Authorization: Baſic [REDACTED:basic_auth]" x'),
+    ],
+)
+def test_credentials_after_characters_that_lower_or_fold_unevenly_are_redacted(text: str, expected: str) -> None:
+    assert _redact_mod.Redactor().redact(text) == (expected, 1)
+    assert _redact_mod.Redactor().redact_value_counted({"command": text}) == ({"command": expected}, 1)

@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from rematch_trace.security.scan import Alt, alt, ascii_lowered, lowered, occurs
+from rematch_trace.security.scan import Alt, alt, lowered, occurs
 from rematch_trace.security.strings import input_strings
 
 PLACEHOLDER = "[REDACTED:{}]"
@@ -331,8 +331,8 @@ def _assignment_may_hold(text: str, low: str) -> bool:
     one of :data:`_SECRET_NAME_ENDS` (a dict key: the whole string, quotes and
     spaces stripped); without such an end nothing can be a secret assignment, so
     a word such as ``passes`` or ``keyboard`` costs no name scan. Other text keeps
-    the plain trigger test (lowering may change its length, and _assignments
-    reads names at the lowered text's positions).
+    the plain trigger test (``low`` folds characters past ASCII that
+    :func:`is_secret_name` judges as they are).
     """
     # Every ending holds a trigger: the substring scans (the cheapest test) first.
     for t in _ASSIGN_TRIGGERS:
@@ -344,6 +344,11 @@ def _assignment_may_hold(text: str, low: str) -> bool:
 
 
 def _assignments(text: str, low: str) -> tuple[str, int]:
+    """``text`` with the values of secret-named assignments replaced, and how many were.
+
+    ``low`` is ``text`` lowered with its positions kept (:func:`~rematch_trace.security.scan.lowered`):
+    a trigger found in it is read as a name at the same place in ``text``.
+    """
     names: set[tuple[int, int]] = set()
     for trig in _ASSIGN_TRIGGERS:
         i = low.find(trig)
@@ -353,8 +358,7 @@ def _assignments(text: str, low: str) -> tuple[str, int]:
             while e > i and text[e - 1] in ".-":
                 e -= 1
             b = i
-            # (A dotted capital I lowers to two characters: past it, low's positions run beyond text's.)
-            while b > 0 and i - b < _MAX_NAME and b <= len(text) and text[b - 1] in _NAME_CHARS:
+            while b > 0 and i - b < _MAX_NAME and text[b - 1] in _NAME_CHARS:
                 b -= 1
             names.add((b, e))
             i = low.find(trig, e if e > i else i + 1)
@@ -473,7 +477,7 @@ class Redactor:
 
     def _may_hold_folded(self, text: str) -> bool:
         """Whether a case-folded rule trigger or a secret name's trigger occurs in ``text``."""
-        low = text.lower() if text.isascii() else ascii_lowered(text)  # every trigger is ASCII
+        low = lowered(text)  # as _redact lowers it
         for t, _rules in self._folded:
             if t in low:
                 return True
@@ -501,22 +505,24 @@ class Redactor:
 
     def _redact(self, text: str, found: list[str] | None = None) -> tuple[str, int]:
         count = 0
-        # The triggers are ASCII, and _assignments reads text.lower()'s positions: what ascii_lowered keeps.
-        low = text.lower() if text.isascii() else ascii_lowered(text)
-        scan_low: str | None = None  # lowered(text) for the gates, while text is unchanged
+        # One lowering for the triggers, the gates and the secret names: every trigger is ASCII, the
+        # rules match case-insensitively (so the four characters folding to ASCII letters are folded
+        # first, as they match), and _assignments reads names at its positions, which are text's.
+        low = lowered(text)
+        stale = False  # a rule replaced part of text since low was made
         for rule in self._candidates(text, low, found):
             if rule.gate is not None:
-                if scan_low is None:
-                    scan_low = low if count == 0 and text.isascii() else lowered(text)
-                if not occurs(rule.gate, text, scan_low):
+                if stale:
+                    low, stale = lowered(text), False
+                if not occurs(rule.gate, text, low):
                     continue  # no match anywhere: the rule would leave the text as it is
             text, n = _apply(rule, text)
             if n:
                 count += n
-                scan_low = None
+                stale = True
         if self.assignments:
-            if count:
-                low = ascii_lowered(text)
+            if stale:
+                low = lowered(text)
             if _assignment_may_hold(text, low):
                 text, n = _assignments(text, low)
                 count += n

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rematch_trace.security.redact import _trie_pattern
-from rematch_trace.security.scan import alt, ascii_lowered, lowered, occurs
+from rematch_trace.security.scan import alt, lowered, occurs
 from rematch_trace.security.strings import InputStrings
 
 #: The closed list of features, most severe first, each with what it means.
@@ -408,9 +408,8 @@ def risk_features(
         joined = ""
     # A file call is judged by the paths it touches, not by the text it writes.
     target = joined if action_type.startswith("file_") else scan
-    if target and _SENSITIVE_GATE.search(target.lower() if target.isascii() else ascii_lowered(target)) and (
-        _SENSITIVE.search(target)
-    ):
+    # (lowered: _SENSITIVE matches case-insensitively, so a dotless i or a long s can spell an ASCII name)
+    if target and _SENSITIVE_GATE.search(lowered(target)) and _SENSITIVE.search(target):
         found.add("sensitive_file_reference")
     if action_type == "network":
         found.add("network_egress")
