@@ -45,10 +45,15 @@ def lowered(text: str) -> str:
     if text.isascii():
         return text.lower()
     # translate() looks every character up (slow past ASCII): only when there is one to fold.
-    for c in FOLDED:  # a plain loop: no generator to set up per call
+    return text.translate(_FOLD).lower() if holds_folded(text) else text.lower()
+
+
+def holds_folded(text: str) -> bool:
+    """Whether ``text`` holds one of :data:`FOLDED`'s characters."""
+    for c in FOLDED:  # noqa: SIM110 - a plain loop: no generator to set up per call
         if c in text:
-            return text.translate(_FOLD).lower()
-    return text.lower()
+            return True
+    return False
 
 
 def ascii_lowered(text: str) -> str:
@@ -166,4 +171,4 @@ def _spanned(a: Alt, text: str, low: str, anchor: str, k: int) -> bool:
     return False
 
 
-__all__ = ["FOLDED", "Alt", "alt", "ascii_lowered", "lowered", "occurs"]
+__all__ = ["FOLDED", "Alt", "alt", "ascii_lowered", "holds_folded", "lowered", "occurs"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from rematch_trace.security.scan import FOLDED, ascii_lowered
+from rematch_trace.security.scan import ascii_lowered, holds_folded
 
 MARK_RE = re.compile(r"^/rematch\s+mark\s+(correction|preference|scope)\b", re.I)
 REVERT_RE = re.compile(r"\b(?:revert|undo|roll ?back|put it back|git restore)\b|\bgit checkout --(?:\s|$)", re.I)
@@ -92,10 +92,8 @@ _REVERT_WORDS = ("revert", "undo", "roll", "put it back", "git restore", "git ch
 
 def _may_revert(text: str) -> bool:
     """Whether :data:`REVERT_RE` can match ``text`` (a cheap test; ``True`` when unsure)."""
-    if not text.isascii():
-        for c in FOLDED:  # a plain loop: no generator to set up per call
-            if c in text:
-                return True
+    if not text.isascii() and holds_folded(text):
+        return True
     low = ascii_lowered(text)
     for word in _REVERT_WORDS:  # noqa: SIM110 - a plain loop: no generator to set up per call
         if word in low:
