@@ -41,16 +41,13 @@ import orjson
 # to classes (digits and "." -> 1, "e"/"E" -> 2, "+"/"-" -> 3), then substring
 # searches find 16 digits in a row or a three-digit exponent; only there does
 # Python look at the token itself.
-_CLASSES = bytearray(range(256))
-for _c in (1, 2, 3):
-    _CLASSES[_c] = 4  # (control bytes never occur unescaped in JSON; keep them apart)
-for _c in b"0123456789.":
-    _CLASSES[_c] = 1
-for _c in b"eE":
-    _CLASSES[_c] = 2
-for _c in b"+-":
-    _CLASSES[_c] = 3
-_TABLE = bytes(_CLASSES)
+# (Control bytes 1-3 never occur unescaped in JSON; class 4 keeps them apart.)
+# bytes.maketrans rather than a loop over a bytes literal: compiled by Cython,
+# such a loop yields one-byte strings where Python yields ints.
+_TABLE = bytes.maketrans(
+    b"\x01\x02\x03" + b"0123456789." + b"eE" + b"+-",
+    b"\x04" * 3 + b"\x01" * 11 + b"\x02" * 2 + b"\x03" * 2,
+)
 _NEEDLES = (b"\x01" * 16, b"\x01\x02\x01\x01\x01", b"\x01\x02\x03\x01\x01\x01")
 _NUMBER_BYTES = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _WHITESPACE = b" \t\r\n"
