@@ -136,7 +136,7 @@ def byte_compile(*folders: Path) -> None:
 
     Without them (``PYTHONDONTWRITEBYTECODE`` set, a fresh checkout) every run
     would parse and compile the pure modules again, a cost the compiled ones
-    skip: about a fifth of a cold import's instructions on 18 MB.
+    skip: about a sixth of a cold import's instructions on 18 MB.
     """
     for folder in folders:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], check=True, capture_output=True)
