@@ -14,8 +14,9 @@ from test_batch import import_, toy_lines, tree
 import rematch_toy
 from rematch_trace.importing import source_import as importer
 from rematch_trace.importing.batch import settle
-from rematch_trace.importing.changes import fingerprints
+from rematch_trace.importing.changes import AHEAD, TAIL_FP, fingerprints, resumable
 from rematch_trace.importing.lock import ImportLock
+from rematch_trace.importing.outcome import Grown
 from rematch_trace.importing.worker import use_host
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.store.ledger import Ledger
@@ -202,13 +203,17 @@ def test_each_run_journals_into_a_file_of_its_own(tmp_path: Path, host, monkeypa
     assert [e["source"] for e in journal_lines(out)] == [str(src)]
 
 
-def test_fingerprints_recorded_after_a_resume_are_the_files_own(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
-    # A file past the 16 KiB head: the resume reuses the checked head fingerprint.
-    full = toy_lines("big", 300)
+@pytest.mark.parametrize("kept", [1200, 1790, 300])
+def test_fingerprints_recorded_after_a_resume_are_the_files_own(tmp_path: Path, host, kept: int) -> None:  # type: ignore[no-untyped-def]
+    # A file past the 16 KiB head: the resume reuses the checked head fingerprint, and the new
+    # tail's is taken from the bytes read with the check (grown by less than changes.AHEAD: 1200
+    # and 1790 lines of 1801 kept), or from the file read again (300 kept: grown by more).
+    full = toy_lines("big", 600)
     lines = full.splitlines(keepends=True)
     src = tmp_path / "src" / "b.jsonl"
     src.parent.mkdir()
-    src.write_bytes(b"".join(lines[:600]))
+    src.write_bytes(b"".join(lines[:kept]))
+    assert (len(full) - src.stat().st_size > AHEAD) == (kept == 300) and src.stat().st_size > 16 * 1024
     import_(src.parent, tmp_path / "out", host)
     src.write_bytes(full)
     assert [f.outcome for f in import_(src.parent, tmp_path / "out", host).files] == ["resumed"]
@@ -216,6 +221,24 @@ def test_fingerprints_recorded_after_a_resume_are_the_files_own(tmp_path: Path, 
         row = ledger.source(str(src))
     assert row is not None and row["offset"] == len(full) > 16 * 1024
     assert (row["head_fp"], row["tail_fp"]) == fingerprints(src, row["offset"], 0)
+
+
+def test_the_checked_bytes_give_the_tail_fingerprint_of_any_end_they_hold(tmp_path: Path) -> None:
+    # Checked.tail_fp against fingerprints() itself, for every end the bytes read hold (a prefix the
+    # harness rewrites left out or not), and None for an end past them.
+    src = tmp_path / "a.jsonl"
+    data = toy_lines("t", 200)
+    src.write_bytes(data)
+    grown = Grown(20_000, *fingerprints(src, 20_000, 0), b"{}")
+    checked = resumable(src, grown, len(data))
+    assert checked is not None and checked.start == 20_000 - TAIL_FP and len(checked.data) == len(data) - checked.start
+    for end in (20_000, 20_001, 20_000 + TAIL_FP, len(data)):
+        for skip in (0, 19_000, 20_000):
+            assert checked.tail_fp(end, skip) == fingerprints(src, end, skip)[1]
+    assert checked.tail_fp(len(data) + 1, 0) is None
+    # A kept part that changed is no continuation.
+    src.write_bytes(data[:100] + b"x" + data[101:])
+    assert resumable(src, grown, len(data)) is None
 
 
 def test_show_reads_the_old_trace_after_a_killed_continuation(tmp_path: Path, host, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
@@ -269,3 +292,27 @@ def test_a_resume_retried_after_its_worker_died_is_settled_in_order(tmp_path: Pa
     (out / "journal" / "2000-bbbb.jsonl").write_bytes(orjson.dumps(first) + b"\n")
     assert settle(data) == 0
     assert trace.read_bytes() == after
+
+
+def test_a_grown_file_without_a_saved_state_is_read_whole(tmp_path: Path, host) -> None:  # type: ignore[no-untyped-def]
+    # Planning no longer asks whether a grown file has a state to continue from: the query that
+    # hands it out reads the state, and a file with none is read whole, its outputs as a cold
+    # import makes them.
+    full = toy_lines("nostate", 40)
+    lines = full.splitlines(keepends=True)
+    src = tmp_path / "src" / "n.jsonl"
+    src.parent.mkdir()
+    src.write_bytes(b"".join(lines[:60]))
+    out = tmp_path / "out"
+    import_(src.parent, out, host)
+    with Ledger(out / "ledger.sqlite") as ledger:
+        ledger.db.execute("UPDATE sources SET saved = NULL")
+    src.write_bytes(full)
+    assert [f.outcome for f in import_(src.parent, out, host).files] == ["imported"]
+    cold = tmp_path / "cold"
+    import_(src.parent, cold, host)
+    got, want = tree(out), tree(cold)
+    assert [k for k in got if k.startswith(("traces", "events"))] and all(got[k] == want[k] for k in want if k.startswith(("traces", "events")))
+    with Ledger(out / "ledger.sqlite") as ledger:
+        row = ledger.source(str(src))
+    assert row is not None and row["offset"] == len(full) and row["saved"] is not None

@@ -10,7 +10,7 @@ before the old end are fingerprinted again, in the worker.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from rematch_trace.errors import RematchError
 from rematch_trace.importing.fs import read_spans
@@ -74,19 +74,51 @@ def plan(row: Any, path: str, size: int | None, mtime_ns: int, ledger: Ledger) -
     # size == offset > the size recorded: the file grew while it was being read, and the
     # import read it to its end. Nothing is new, but only a continuation knows it cheaply.
     more = size > offset or (size == offset and size > row["size"])
-    if (row["outcome"] in ("imported", "resumed") and more and offset >= 0 and size >= row["size"]
-            and ledger.has_saved(row["path"])):
+    if row["outcome"] in ("imported", "resumed") and more and offset >= 0 and size >= row["size"]:
         from rematch_trace.importing.outcome import Grown
 
-        # Whether the kept part is unchanged is checked in the worker, in parallel.
+        # Whether the kept part is unchanged is checked in the worker, in parallel. Whether there
+        # is a saved state to continue from is known when the file is handed out, from the query
+        # that reads the state (a file without one is read whole): not asked here, a query more.
         return "grown", Grown(offset)
     return "full", None
 
 
-def resumable(path: str | os.PathLike[str], grown: Grown | None) -> SavedState | None:
+#: Bytes past a grown file's old end read with its check (see :class:`Checked`).
+AHEAD = 64 * 1024
+
+
+class Checked(NamedTuple):
+    """A grown file whose kept part was found unchanged: its saved state, and the bytes read for its tail
+    check, from ``start`` on (the tail fingerprint's span and up to :data:`AHEAD` bytes past it)."""
+
+    saved: SavedState
+    start: int
+    data: bytes
+
+    def tail_fp(self, offset: int, skip: int) -> str | None:
+        """The tail fingerprint of ``offset`` (as :func:`fingerprints` gives it) from the bytes read
+        for the check, or ``None`` when they do not hold its whole span.
+
+        Bytes read before the import, not after: were the file rewritten meanwhile, the
+        fingerprint is of the bytes before, which the next run then finds changed (the file is
+        read whole), where a fingerprint taken after the import may match bytes it did not read.
+        """
+        start = max(min(max(0, skip), offset), offset - TAIL_FP)
+        if start < self.start or offset > self.start + len(self.data):
+            return None
+        import hashlib
+
+        return hashlib.sha256(self.data[start - self.start:offset - self.start]).hexdigest()
+
+
+def resumable(path: str | os.PathLike[str], grown: Grown | None, size: int | None = None) -> Checked | None:
     """The saved state to continue ``path`` from, if the part already imported is unchanged.
 
-    A saved state this version cannot read (a damaged ledger) is none: the file is read whole.
+    ``size`` (the file's, as just found): the bytes past the old end, up to :data:`AHEAD`,
+    are read with the tail, so that :meth:`Checked.tail_fp` gives the new end's fingerprint
+    without reading the file again. A saved state this version cannot read (a damaged
+    ledger) is none: the file is read whole.
     """
     if grown is None or not grown.saved:
         return None
@@ -96,7 +128,18 @@ def resumable(path: str | os.PathLike[str], grown: Grown | None) -> SavedState |
         saved = load_saved(grown.saved)
     except ValueError:
         return None
-    head, tail = fingerprints(path, grown.offset, saved.head_skip)
-    if head == grown.head_fp and tail == grown.tail_fp:
-        return saved
+    offset = grown.offset
+    skip = min(max(0, saved.head_skip), offset)
+    tail_start = max(skip, offset - TAIL_FP)
+    end = min(size, offset + AHEAD) if size is not None and size > offset else offset
+    try:
+        # One open for both: this runs for every grown file.
+        tail, head = read_spans(path, [(tail_start, end - tail_start), (skip, min(HEAD_FP, offset - skip))])
+    except (OSError, RematchError):
+        return None
+    import hashlib  # here: a rerun that finds nothing changed loads no OpenSSL
+
+    if (hashlib.sha256(head).hexdigest() == grown.head_fp
+            and hashlib.sha256(tail[:offset - tail_start]).hexdigest() == grown.tail_fp):
+        return Checked(saved, tail_start, tail)
     return None

@@ -154,7 +154,7 @@ class LocalPool:
         done = 0
         if not queue:
             return
-        from rematch_trace.importing.outcome import to_wire
+        from rematch_trace.importing.outcome import pack
 
         waiter = _Waiter()
 
@@ -181,7 +181,7 @@ class LocalPool:
                         if queue and worker.tasks < depth and not worker.retired and worker.proc.is_alive():
                             task = [prepare(i) for i in queue.popleft()]
                             try:
-                                worker.conn.send([to_wire(i) for i in task])
+                                worker.conn.send([pack(i) for i in task])
                             except OSError:
                                 queue.appendleft(task)  # it died: its death is handled below
                                 continue
@@ -218,7 +218,7 @@ class LocalPool:
 
     def _drain(self, worker: _Worker) -> Iterator[tuple[WorkItem, FileOutcome]]:
         """Every complete message the worker has sent."""
-        from rematch_trace.importing.outcome import outcome_from_wire
+        from rematch_trace.importing.outcome import unpack_outcome
 
         while True:
             try:
@@ -233,7 +233,7 @@ class LocalPool:
             path, data = message
             item = worker.outstanding.popleft()
             assert item.path == path, (item.path, path)
-            yield item, outcome_from_wire(data)
+            yield item, unpack_outcome(data)
 
     def _buried(self, worker: _Worker, queue: collections.deque[list[WorkItem]]) -> tuple[WorkItem, FileOutcome] | None:
         """A worker died: hand its files out again; the one it was on is retried alone, once."""
@@ -373,7 +373,7 @@ def _worker_main(conn: Connection, settings: ImportSettings, data_root: str, par
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     import queue
 
-    from rematch_trace.importing.outcome import item_from_wire, to_wire
+    from rematch_trace.importing.outcome import pack, unpack_item
     from rematch_trace.store.datafolder import reaper
 
     # Tasks are received by a thread of their own, always: were this process to block
@@ -397,9 +397,9 @@ def _worker_main(conn: Connection, settings: ImportSettings, data_root: str, par
             if task is None:
                 break
             for data in task:
-                item = item_from_wire(data)
+                item = unpack_item(data)
                 outcome = import_file(item, settings, data_root)
-                conn.send((item.path, to_wire(outcome)))
+                conn.send((item.path, pack(outcome)))
             conn.send("task-done")
     finally:
         reaper.drain()

@@ -146,7 +146,8 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         if not regular:
             # A FIFO or device named on the command line would block or never end.
             return failed("not a regular file")
-        saved = resumable(item.path, grown)
+        checked = resumable(item.path, grown, size)
+        saved = checked.saved if checked is not None else None
         claims = Claims(data, item.owned_ids)
         source = kept_source(host, saved, p, item.hint, grown.offset) if saved is not None and grown else None
         if source is None:
@@ -204,7 +205,12 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     skip = source.mutable_prefix
     same_head = saved is not None and grown and saved.head_skip == skip and grown.offset - skip >= HEAD_FP
     known = grown.head_fp if grown and same_head else None
-    head, tail = fingerprints(p, result.offset, skip, known)
+    # The new end's tail from the bytes read for the check, when they hold it (a file grown by
+    # less than changes.AHEAD): no second read of the file.
+    tail = checked.tail_fp(result.offset, skip) if checked is not None and known is not None else None
+    head = known
+    if tail is None:
+        head, tail = fingerprints(p, result.offset, skip, known)
     return FileOutcome(
         "resumed" if result.resumed and saved is not None else "imported",
         harness=source.harness,

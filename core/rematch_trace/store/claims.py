@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -111,16 +111,17 @@ class Claims:
         self._started: int | None = None
         self._fd = -1
 
-    @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        """Hold the data folder's claims lock (released even if the commit fails)."""
+    def held(self) -> Claims:
+        """Hold the data folder's claims lock, as a context manager (released even if the commit fails)."""
+        return self  # (itself, not a generator-made manager: entered for every session a rerun continues)
+
+    def __enter__(self) -> None:
         if self._fd < 0:
             self._fd = os.open(self.data.claims_lock, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         """Close the lock file, if this import opened it."""

@@ -208,7 +208,7 @@ class Ledger:
             yield dict(row)
 
     def sources_brief(self) -> Iterator[sqlite3.Row]:
-        """Every source row in path order, without its saved state (:meth:`has_saved` says if it has one).
+        """Every source row in path order, without its saved state (:meth:`continuation_of` reads it).
 
         Planning reads this for every file of an archive, from the index that holds
         these columns: the saved states, up to hundreds of KB each, are read one at
@@ -220,11 +220,6 @@ class Ledger:
         """One source's row as :meth:`sources_brief` gives it, or ``None``."""
         row: sqlite3.Row | None = self._q(f"SELECT {_BRIEF} FROM sources WHERE path = ?", (path,)).fetchone()
         return row
-
-    def has_saved(self, path: str) -> bool:
-        """Whether a source has a saved state (to continue it from), without reading the state."""
-        row = self._q("SELECT saved IS NOT NULL AND length(saved) > 0 FROM sources WHERE path = ?", (path,)).fetchone()
-        return bool(row is not None and row[0])
 
     def saved_of(self, path: str) -> bytes | None:
         """The encoded saved state of one source, if any."""
