@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from rematch_trace.security.sink_state import SinkState
-from rematch_trace.store.states import SavedState, dump_saved, load_saved, structure, unstructure
+from rematch_trace.store.states import Detected, SavedState, dump_saved, load_saved, structure, unstructure
 from rematch_trace.trace.flags import FlagTracker
 from rematch_trace.trace.synth_state import SynthState
 
@@ -53,6 +53,20 @@ def test_fields_an_older_state_lacks_take_their_defaults() -> None:
     sink = structure({"n": 2, "t": 7, "started": True, "calls": {}}, SinkState)
     assert (sink.turn, sink.mode) == (None, None)
     assert unstructure(sink) == {"n": 2, "t": 7, "started": True, "calls": {}, "turn": None, "mode": None}
+
+
+def test_optional_strings_and_numbers_convert_as_the_converter_always_did() -> None:
+    # Their hooks are the converter's own rule written out (None stays, else the type made of the
+    # value), not a pass-through: what a hand-edited or older state holds converts as before, and
+    # what cannot be converted fails the state as a whole.
+    sink = structure({"n": "2", "t": "7", "started": 1, "calls": {}, "turn": 5, "mode": None}, SinkState)
+    assert (sink.n, sink.t, sink.started, sink.turn, sink.mode) == (2, 7, True, "5", None)
+    state = structure({"offset": 5, "harness": None, "journal": "g", "detected": {"hint": None, "plugin": "p", "parent": 3}},
+                      SavedState)
+    assert (state.harness, state.journal, state.detected) == (None, "g", Detected(None, "p", parent="3"))
+    assert unstructure(state)["detected"] == {"hint": None, "plugin": "p", "agent_kind": "main", "compression": "", "parent": "3"}
+    with pytest.raises(ValueError):
+        structure({"n": 1, "t": "seven"}, SinkState)
 
 
 @pytest.mark.parametrize("bad", [b"[1, 2]", b'{"offset": "x"}', b'{"streams": {"": {"synth": 5}}}'])

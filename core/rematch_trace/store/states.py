@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import typing
 from typing import Any, TypeVar
 
 import attrs
@@ -98,6 +99,30 @@ _JSON_FIELDS: dict[type, tuple[str, ...]] = {
 }
 
 
+#: The primitive types whose optional fields get hooks of their own (see :func:`_optional`).
+_PRIMITIVES = (str, int, bool, float)
+
+
+def _optional(cls: type) -> Any:
+    """The structure hook of a ``cls | None`` field, ``cls`` a primitive: what the converter's own
+    does (``None`` stays, anything else is ``cls(value)``), without its dispatch on each call."""
+
+    def structure(value: Any, _type: Any = None) -> Any:
+        return None if value is None else cls(value)
+
+    return structure
+
+
+def _primitive_optional(field: Any) -> type | None:
+    """The primitive of a field typed ``primitive | None``, else ``None``."""
+    args = typing.get_args(field.type)
+    if len(args) == 2 and type(None) in args:
+        inner = args[0] if args[1] is type(None) else args[1]
+        if inner in _PRIMITIVES:
+            return inner  # type: ignore[no-any-return]
+    return None
+
+
 @functools.cache
 def converter() -> Any:
     """The cattrs converter of saved states (made on first use: a rerun with nothing to continue
@@ -110,16 +135,24 @@ def converter() -> Any:
     c = cattrs.Converter(detailed_validation=False)
     c.register_unstructure_hook(FlagTracker, FlagTracker.to_state)
     c.register_structure_hook(FlagTracker, lambda value, _type: FlagTracker.from_state(value))
-    for cls, fields in _JSON_FIELDS.items():
+    for cls in (SynthState, SinkState, Detected, StreamState, SavedState):
+        fields = _JSON_FIELDS.get(cls, ())
         out: dict[str, Any] = {f: override(unstruct_hook=_same) for f in fields}
+        into: dict[str, Any] = {f: override(struct_hook=_same) for f in fields}
+        # An optional string or number (nine a continued stream restores and saves): hooks of
+        # their own, each what the converter would do, without its per-call dispatch.
+        for field in attrs.fields(attrs.resolve_types(cls)):
+            primitive = _primitive_optional(field)
+            if primitive is not None:
+                out[field.name] = override(unstruct_hook=_same)
+                into[field.name] = override(struct_hook=_optional(primitive))
         if cls is SavedState:
-            out["journal"] = override(omit_if_default=True)  # absent from a first import's state
+            out["journal"] = override(omit_if_default=True, unstruct_hook=_same)  # absent from a first import's state
             out["detected"] = override(omit_if_default=True)
         elif cls is SynthState:
             # Absent when nothing is held in the trace (and so from every state of earlier versions).
             out["held"] = override(omit_if_default=True)
             out["held_skills"] = override(omit_if_default=True, unstruct_hook=_same)
-        into: dict[str, Any] = {f: override(struct_hook=_same) for f in fields}
         c.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, c, **out))
         c.register_structure_hook(cls, make_dict_structure_fn(cls, c, **into))
     return c
