@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-import yaml
 
 from rematch_trace.place.identity import normalize_remote
 
@@ -36,8 +35,15 @@ def _load_yaml(path: Path) -> Any:
     try:
         with open(path, "rb") as f:
             text = f.read(_MAX_YAML)
+    except OSError:
+        return None
+    # Loaded only when there is a file to parse: mostly there is none (no configuration, no
+    # domain.yml), and loading PyYAML is about 20 ms of every import that has a file to import.
+    import yaml
+
+    try:
         return yaml.safe_load(text)
-    except (OSError, yaml.YAMLError):
+    except yaml.YAMLError:
         return None
 
 
