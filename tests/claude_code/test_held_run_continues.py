@@ -11,10 +11,8 @@ whose lines are not the ones the state expects is read whole.
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -26,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kills import KillSchedule, kill_after
 
 import rematch_claude_code
 from rematch_trace.host.facade import Host
@@ -266,26 +265,12 @@ def test_a_killed_continuation_leaves_the_old_outputs_or_the_new(tmp_path: Path)
     full_run = time.monotonic() - started
     assert _folder(out) == new
     rnd = random.Random(16)
-    # The first run's time only guesses how long the next ones take (the machine's load changes
-    # under the test): a run that ended before its kill shortens the later delays, and the runs go
-    # on, up to a bound, until three kills have landed.
-    landed = runs = 0
-    scale = 1.0
-    while runs < 10 or landed < 3:
-        runs += 1
-        assert runs <= 30, f"only {landed} kills landed in {runs} runs"
+    schedule = KillSchedule(runs=10, landed=3, bound=30)
+    for scale in schedule:
         shutil.rmtree(out)
         shutil.copytree(base, out)
-        proc = subprocess.Popen(_cli("import", str(src), "--out", str(out), "-q"), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            proc.wait(timeout=rnd.uniform(0.3, 1.0) * full_run * scale)
-            scale *= 0.7
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            landed += 1
-            scale = min(1.0, scale * 1.1)
+        rc = kill_after(_cli("import", str(src), "--out", str(out), "-q"), rnd.uniform(0.3, 1.0) * full_run * scale)
+        schedule.ended(rc is None)
         settle(DataDir(out))  # what every rematch command does first
         found = _folder(out)
         assert all(found[k] in (old[k], new[k]) for k in new), "a trace or event stream is neither old nor new"

@@ -12,12 +12,12 @@ import fcntl
 import os
 import random
 import shutil
-import signal
 import sqlite3
 import subprocess
 import time
 from pathlib import Path
 
+import kills as killing
 import orjson
 from hostile_gen import (
     HARNESSES,
@@ -134,41 +134,9 @@ def check_consistent(out: Path, src_sizes: dict[str, int], refs: dict[int, dict[
         db.close()
 
 
-def wait_unlocked(out: str, timeout: float = 20) -> None:
-    """Wait until every process of a killed run is gone: its forked workers hold the lock until they are."""
-    lock = Path(out) / "import.lock"
-    deadline = time.monotonic() + timeout
-    while lock.exists():
-        fd = os.open(lock, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            assert time.monotonic() < deadline, "the killed run's workers never went away"
-            time.sleep(0.01)
-        finally:
-            os.close(fd)
-
-
 def kill_after(cmd: list[str], delay: float) -> int | None:
-    """Start ``cmd`` in its own process group and SIGKILL the whole group after ``delay`` s."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=cli_env(),
-                            start_new_session=True)
-    try:
-        proc.wait(timeout=delay)
-        return proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        wait_unlocked(cmd[cmd.index("--out") + 1])
-        if proc.stderr is not None:
-            proc.stderr.close()
-        return None
-    finally:
-        if proc.stderr is not None and not proc.stderr.closed:
-            err = proc.stderr.read().decode(errors="replace")
-            proc.stderr.close()
-            assert "Traceback" not in err, err
+    """:func:`kills.kill_after` in the three plugins' environment."""
+    return killing.kill_after(cmd, delay, cli_env())
 
 
 def test_kill_at_random_points(tmp_path: Path) -> None:
@@ -261,18 +229,12 @@ def test_kill_during_resumes(tmp_path: Path) -> None:
     assert traces(out) == refs[grown]
     # At least 14 runs and 7 kills that landed: on a loaded machine a run can end
     # before its kill, so keep going (as the test above does) up to a bound.
-    # The first run's time only guesses how long the next ones take: the machine's load
-    # changes under the test. A run that ended before its kill shortens the later delays.
-    landed = runs = 0
-    scale = 1.0
-    while runs < 14 or landed < 7:
-        runs += 1
-        assert runs <= 42, f"only {landed} kills landed in {runs} runs"
+    schedule = killing.KillSchedule(runs=14, landed=7, bound=42)
+    for scale in schedule:
         shutil.rmtree(out)
         shutil.copytree(base, out)
         rc = kill_after(import_cmd(out, src, jobs=rnd.choice((1, 2))), rnd.uniform(0.4, 1.0) * resume_run * scale)
-        landed += rc is None
-        scale = min(1.0, scale * 1.1) if rc is None else scale * 0.7
+        schedule.ended(rc is None)
         check_consistent(out, sizes, refs)
         proc = run_import(out, src)
         assert_clean_stderr(proc)
