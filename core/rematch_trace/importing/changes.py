@@ -34,8 +34,7 @@ def fingerprints(path: str | os.PathLike[str], offset: int, skip: int = 0, head:
 
     ``head``, when given, is the head fingerprint already known (not read again).
     """
-    skip = min(max(0, skip), offset)
-    tail_start = max(skip, offset - TAIL_FP)
+    skip, tail_start = _starts(offset, skip)
     spans = [(tail_start, offset - tail_start)]
     if head is None:
         spans.append((skip, min(HEAD_FP, offset - skip)))
@@ -43,11 +42,22 @@ def fingerprints(path: str | os.PathLike[str], offset: int, skip: int = 0, head:
         parts = read_spans(path, spans)  # one open for both: this runs for every changed file
     except (OSError, RematchError):
         return None, None
+    if head is None:
+        head = _digest(parts[1])
+    return head, _digest(parts[0])
+
+
+def _starts(offset: int, skip: int) -> tuple[int, int]:
+    """Where the head and the tail fingerprinted for ``offset`` start (the head after ``skip``)."""
+    skip = min(max(0, skip), offset)
+    return skip, max(skip, offset - TAIL_FP)
+
+
+def _digest(data: bytes) -> str:
+    """A fingerprint: the SHA-256 of ``data``, in hex."""
     import hashlib  # here: a rerun that finds nothing changed loads no OpenSSL
 
-    if head is None:
-        head = hashlib.sha256(parts[1]).hexdigest()
-    return head, hashlib.sha256(parts[0]).hexdigest()
+    return hashlib.sha256(data).hexdigest()
 
 
 def plan(row: Any, path: str, size: int | None, mtime_ns: int, ledger: Ledger) -> tuple[Plan, Grown | None]:
@@ -104,12 +114,10 @@ class Checked(NamedTuple):
         fingerprint is of the bytes before, which the next run then finds changed (the file is
         read whole), where a fingerprint taken after the import may match bytes it did not read.
         """
-        start = max(min(max(0, skip), offset), offset - TAIL_FP)
+        start = _starts(offset, skip)[1]
         if start < self.start or offset > self.start + len(self.data):
             return None
-        import hashlib
-
-        return hashlib.sha256(self.data[start - self.start:offset - self.start]).hexdigest()
+        return _digest(self.data[start - self.start:offset - self.start])
 
 
 def resumable(path: str | os.PathLike[str], grown: Grown | None, size: int | None = None) -> Checked | None:
@@ -129,17 +137,13 @@ def resumable(path: str | os.PathLike[str], grown: Grown | None, size: int | Non
     except ValueError:
         return None
     offset = grown.offset
-    skip = min(max(0, saved.head_skip), offset)
-    tail_start = max(skip, offset - TAIL_FP)
+    skip, tail_start = _starts(offset, saved.head_skip)
     end = min(size, offset + AHEAD) if size is not None and size > offset else offset
     try:
         # One open for both: this runs for every grown file.
         tail, head = read_spans(path, [(tail_start, end - tail_start), (skip, min(HEAD_FP, offset - skip))])
     except (OSError, RematchError):
         return None
-    import hashlib  # here: a rerun that finds nothing changed loads no OpenSSL
-
-    if (hashlib.sha256(head).hexdigest() == grown.head_fp
-            and hashlib.sha256(tail[:offset - tail_start]).hexdigest() == grown.tail_fp):
+    if _digest(head) == grown.head_fp and _digest(tail[:offset - tail_start]) == grown.tail_fp:
         return Checked(saved, tail_start, tail)
     return None
