@@ -43,7 +43,6 @@ import argparse
 import hashlib
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -55,6 +54,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PXD = HERE / "compiled"
+sys.path.insert(0, str(HERE))
+
+from run import measure_cpu  # noqa: E402
 
 # The packages copied, and the modules compiled in them: the per-record work of
 # a cold Claude Code import (cProfile of a one-job import of real sessions).
@@ -173,15 +175,11 @@ def check_loaded(env: dict[str, str], modules: list[str]) -> None:
 
 def run_import(corpus: Path, out: Path, env: dict[str, str]) -> tuple[float, float]:
     """One cold ``rematch import --jobs 1``: (user + system CPU seconds, wall seconds)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
     cmd = [sys.executable, "-m", "rematch_trace.cli", "import", str(corpus), "--out", str(out), "--jobs", "1", "-q"]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if res.returncode != 0:
-        sys.exit(f"import failed ({res.returncode}): {res.stderr[-2000:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+    wall, _rss, code, err, cpu = measure_cpu(cmd, env)
+    if code != 0:
+        sys.exit(f"import failed ({code}): {err}")
+    return cpu, wall
 
 
 def tree_hash(root: Path) -> str:

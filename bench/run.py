@@ -66,9 +66,9 @@ def measure(cmd: list[str]) -> tuple[float, float, int, str]:
     return wall, rss, code, err
 
 
-def measure_cpu(cmd: list[str]) -> tuple[float, float, int, str, float]:
-    """:func:`measure`, and the CPU seconds (user + system) of the command and its workers."""
-    res = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True)
+def measure_cpu(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, str, float]:
+    """:func:`measure`, and the CPU seconds (user + system) of the command and its workers (run in ``env``)."""
+    res = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, env=env)
     wall, rss_kb, code, cpu = res.stdout.split()
     return float(wall), int(rss_kb) / 1024, int(code), res.stderr, float(cpu)
 
