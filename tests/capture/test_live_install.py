@@ -12,7 +12,7 @@ import orjson
 from capture_helpers import REMATCH, hook_env, make_repo, read_jsonl
 
 import rematch_claude_code
-from rematch_trace.live.install import EVENTS
+from rematch_trace.live.install import EVENTS, HOLD_SECONDS, hold_budget
 from rematch_trace.store.datafolder import DataDir
 
 PLUGIN = Path(rematch_claude_code.__file__).parent / "claude_plugin"
@@ -131,6 +131,11 @@ def test_plugin_hooks_json_matches_the_installed_hooks() -> None:
     for event, is_async, matcher in EVENTS:
         [group] = hooks[event]
         [handler] = group["hooks"]
+        if event == "PreToolUse":
+            # A held call waits for a person as long as an install without --hold-seconds lets it.
+            budget_ms, timeout_s = hold_budget(HOLD_SECONDS)
+            assert handler["command"].endswith(f" --deadline-ms={budget_ms}") and handler["timeout"] == timeout_s
+            handler["command"] = handler["command"].rsplit(" ", 1)[0]
         assert handler["command"] == '"${CLAUDE_PLUGIN_ROOT}"/bin/rematch-hook claude_code'
         assert handler.get("async", False) is is_async and ("matcher" in group) is matcher
     assert (PLUGIN / "commands" / "rematch-mark.md").read_text().startswith("---\ndescription:")

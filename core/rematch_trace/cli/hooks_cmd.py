@@ -41,11 +41,15 @@ def hooks_cmd() -> None:
 @hooks_cmd.command("install")
 @_SETTINGS
 @_OUT
-def install_cmd(settings: str | None, out: str | None) -> None:
+@click.option("--hold-seconds", "hold_seconds", type=click.IntRange(1, 590), default=None,
+              help="How long a call the policy holds waits for `rematch approve|deny` (default: the policy's "
+                   "approval_timeout_s, else 120); sets the PreToolUse hook's timeout and IPC deadline.")
+def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None) -> None:
     """Add rematch's hooks to Claude Code's settings (idempotent; keeps a backup and your hooks)."""
-    from rematch_trace.live.install import hook_command, install, settings_path
+    from rematch_trace.live.install import default_hold_seconds, hook_command, install, settings_path
 
-    _edit(lambda: install(settings_path(settings), hook_command(out)))
+    hold = hold_seconds if hold_seconds is not None else default_hold_seconds()
+    _edit(lambda: install(settings_path(settings), hook_command(out), hold))
 
 
 @hooks_cmd.command("uninstall")

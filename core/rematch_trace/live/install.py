@@ -52,6 +52,16 @@ EVENTS: tuple[tuple[str, bool, bool], ...] = (
     ("StopFailure", False, False),
     ("SessionEnd", False, False),
 )
+#: How long a held ``PreToolUse`` waits for a person by default, seconds (when the policy gives none).
+HOLD_SECONDS = 120
+#: The longest hold: IPC v2's longest request span (10 minutes) less :data:`HOLD_SLACK_MS`.
+MAX_HOLD_SECONDS = 590
+#: The PreToolUse IPC budget beyond the hold: the verdict, the capture and the reply after a decision.
+HOLD_SLACK_MS = 1500
+#: Claude Code's ``timeout`` for the PreToolUse hook beyond its IPC budget: the interpreter's start,
+#: and the in-process capture when no service answers. Past its timeout Claude Code stops the hook
+#: and runs the call, so the timeout must outlast the budget.
+TIMEOUT_SLACK_S = 10
 BACKUP_SUFFIX = ".rematch-backup"
 ABSENT_SUFFIX = ".rematch-absent"
 
@@ -196,11 +206,39 @@ def _bare(doc: Any) -> Any:
     return out
 
 
-def _with_ours(doc: dict[str, Any], command: str) -> dict[str, Any]:
+def hold_budget(hold_seconds: float) -> tuple[int, int]:
+    """(IPC budget in ms, Claude Code ``timeout`` in s) of a PreToolUse hook that waits ``hold_seconds`` for a person.
+
+    The budget is the hold plus :data:`HOLD_SLACK_MS` (the service's approval wait stops
+    50 ms before the request's hard deadline; a policy timeout shorter than the hold ends it
+    sooner); the timeout is the budget, rounded up, plus :data:`TIMEOUT_SLACK_S`.
+    """
+    budget_ms = int(round(hold_seconds * 1000)) + HOLD_SLACK_MS
+    return budget_ms, -(-budget_ms // 1000) + TIMEOUT_SLACK_S
+
+
+def default_hold_seconds() -> int:
+    """The hold ``hooks install`` uses when not told: the policy's ``approval_timeout_s``, else :data:`HOLD_SECONDS`."""
+    from rematch_trace.live.verdicts.policy import PolicyError, load_policy
+
+    try:
+        seconds = load_policy().approval_timeout_s
+    except PolicyError:
+        return HOLD_SECONDS
+    return max(1, min(MAX_HOLD_SECONDS, int(-(-seconds // 1))))
+
+
+def _with_ours(doc: dict[str, Any], command: str, hold_seconds: float | None = None) -> dict[str, Any]:
     out = _without_ours(doc)
     hooks = dict(out.get("hooks") or {})
     for event, is_async, matcher in EVENTS:
         handler: dict[str, Any] = {"type": "command", "command": command}
+        if event == "PreToolUse" and hold_seconds is not None:
+            # A held call waits for a person: the IPC budget (read by the hook client as one
+            # word, which rematch-hook ignores) and Claude Code's own timeout follow the hold.
+            budget_ms, timeout_s = hold_budget(hold_seconds)
+            handler["command"] = f"{command} --deadline-ms={budget_ms}"
+            handler["timeout"] = timeout_s
         if is_async:
             handler["async"] = True
         group: dict[str, Any] = {"matcher": "*"} if matcher else {}
@@ -241,10 +279,14 @@ class Outcome:
     message: str
 
 
-def install(path: Path, command: str) -> Outcome:
-    """Install rematch's handlers for every event of :data:`EVENTS` (idempotent)."""
+def install(path: Path, command: str, hold_seconds: float | None = None) -> Outcome:
+    """Install rematch's handlers for every event of :data:`EVENTS` (idempotent).
+
+    ``hold_seconds``: how long a held ``PreToolUse`` may wait for a person (its command's
+    ``--deadline-ms`` and its ``timeout``, :func:`hold_budget`); ``None`` keeps the short budget.
+    """
     raw, doc = _read(path)
-    new = _with_ours(doc, command)
+    new = _with_ours(doc, command, hold_seconds)
     if new == doc:
         return Outcome(path, False, f"already installed in {path}")
     backup = path.with_name(path.name + BACKUP_SUFFIX)
@@ -256,7 +298,8 @@ def install(path: Path, command: str) -> Outcome:
         else:
             _write(backup, raw)
     _write(path, _dump(new))
-    return Outcome(path, True, f"installed {len(EVENTS)} hooks in {path}")
+    held = f"; a held call waits up to {hold_seconds:g} s for a decision" if hold_seconds is not None else ""
+    return Outcome(path, True, f"installed {len(EVENTS)} hooks in {path}{held}")
 
 
 def uninstall(path: Path) -> Outcome:

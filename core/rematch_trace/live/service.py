@@ -58,6 +58,7 @@ import attrs
 
 from rematch_trace.live import paths
 from rematch_trace.live.approvals import Approval, ApprovalBook, BookFull, parent_of
+from rematch_trace.live.hold_message import hold_message
 from rematch_trace.live.ipc.codec import (
     MAX_REPLY_BYTES,
     MAX_REQUEST_BYTES,
@@ -95,8 +96,11 @@ DEDUP_TTL_S = 600.0
 STOP_GRACE_S = 2.0
 #: Seconds a connection may idle between two requests before it is closed (silently).
 KEEPALIVE_S = 5.0
-#: Seconds a held call's reply is kept ahead of its hard deadline (so it is not late).
-HOLD_MARGIN_S = 0.05
+#: Seconds a held call's reply is kept ahead of its hard deadline (so it is not late): after the
+#: decision the call is still recorded (``tool_blocked`` on a deny) before the reply leaves, and a
+#: reply the hook client reads past its deadline is no reply (it fails open, and the call runs).
+#: 50 ms was measured too little for that capture (the expiry test of tests/capture/test_live_hold.py).
+HOLD_MARGIN_S = 1.0
 
 _CRED = struct.Struct("3i")
 
@@ -221,6 +225,8 @@ class Service:
         self._listeners: list[tuple[socket.socket, Path, int]] = []
         self._threads: list[threading.Thread] = []
         self._lock_fd: int | None = None
+        #: Where a held call's "run `rematch approve ID`" line goes besides the log (``rematch serve``: stderr).
+        self.announce: Callable[[str], None] | None = None
         if provider is not None:
             self.register_handler("pre_tool_use", self._pre_tool_use)
 
@@ -560,13 +566,18 @@ class Service:
                               source=verdict.source, tool_class=tool_class, incident_id=incident)
         self.log(f"hold approval_id={approval.approval_id} request_id={rid} reason={verdict.reason} "
                  f"fingerprint={approval.fingerprint}")
+        wait_s = max(0.0, approval.expires_at - time.monotonic())
+        if self.announce is not None:
+            # The person who runs `rematch serve` in a terminal sees what to type, while the call waits.
+            self.announce(f"rematch serve: {hold_message(approval.approval_id, 'pending', verdict.explanation, wait_s)}"
+                          f" [{tool_class}: {approval.summary[:120]}]")
         state = self.approvals.wait(approval)
         self.log(f"approval approval_id={approval.approval_id} state={state}")
+        text = hold_message(approval.approval_id, state, verdict.explanation, wait_s)
         if state == "approved":
-            return make_reply(rid, "no_override", "approval:approved",
-                              f"Approved with rematch approve {approval.approval_id}.", source="approval",
+            return make_reply(rid, "no_override", "approval:approved", text, source="approval",
                               tool_class=tool_class)
-        return make_reply(rid, "deny", f"approval:{state}", f"{verdict.explanation} (approval {state})",
+        return make_reply(rid, "deny", f"approval:{state}", text,
                           source="approval", tool_class=tool_class, incident_id=incident)
 
     # -- control channel ---------------------------------------------------------------------
@@ -633,6 +644,8 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
     from rematch_trace.live.capture import register_capture
 
     register_capture(service, data)
+    if not quiet:
+        service.announce = say
     # A resident process holds no folder of whoever started it (a hook's project, say) in use.
     os.chdir("/")
     if threading.current_thread() is threading.main_thread():

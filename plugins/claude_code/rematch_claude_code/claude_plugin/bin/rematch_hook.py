@@ -61,8 +61,12 @@ MAX_PAYLOAD_BYTES = 64 << 20
 #: IPC v2 bounds: a request's and a reply's payload, in bytes.
 MAX_REQUEST_BYTES = 1 << 20
 MAX_REPLY_BYTES = 16 << 10
-#: How long a hook waits for the service, milliseconds (``REMATCH_IPC_DEADLINE_MS`` overrides).
+#: How long a hook waits for the service, milliseconds (``REMATCH_IPC_DEADLINE_MS`` overrides;
+#: ``--deadline-ms=N``, which ``rematch hooks install`` writes on the PreToolUse command so that a
+#: held call can wait for a person, overrides both).
 DEADLINE_MS = 1500
+#: The longest budget taken: IPC v2's longest span from a request's receipt to its hard deadline.
+MAX_DEADLINE_MS = 600_000
 #: Longest socket path used inside the data folder (``rematch_trace.live.paths.MAX_SOCKET_PATH``).
 MAX_SOCKET_PATH = 100
 #: Claude Code caps a hook's output strings at this many characters.
@@ -275,17 +279,24 @@ def start_service(data: str) -> None:
     )
 
 
-def _budget_ms() -> int:
+def _budget_ms(explicit: int | None = None) -> int:
+    """The IPC budget: ``--deadline-ms`` (the installed PreToolUse command's, a hold's wait), else
+    ``REMATCH_IPC_DEADLINE_MS``, else :data:`DEADLINE_MS`."""
+    if explicit is not None:
+        return explicit
     text = os.environ.get("REMATCH_IPC_DEADLINE_MS", "")
-    return int(text) if text.isdigit() and 0 < int(text) <= 600_000 else DEADLINE_MS
+    return int(text) if text.isdigit() and 0 < int(text) <= MAX_DEADLINE_MS else DEADLINE_MS
 
 
-def ask_service(harness: str, raw: bytes, t: int, data: str, wait: bool) -> tuple[dict[str, object] | None, str]:
+def ask_service(harness: str, raw: bytes, t: int, data: str, wait: bool,
+                budget_ms: int | None = None) -> tuple[dict[str, object] | None, str]:
     """The service's reply to this event, or ``None`` and why (``no_service`` when none listens).
 
-    ``wait``: a service was just started; poll for it until the deadline.
+    ``wait``: a service was just started; poll for it, for at most :data:`DEADLINE_MS` (a long
+    budget is a held call's wait for a person, not a reason to wait that long for a service
+    that does not start). ``budget_ms``: see :func:`_budget_ms`.
     """
-    budget = _budget_ms()
+    budget = _budget_ms(budget_ms)
     frame = request_frame(harness, raw, t, budget)
     if frame is None:
         return None, "unsendable: not an object the protocol carries, or over 1 MiB"
@@ -293,13 +304,14 @@ def ask_service(harness: str, raw: bytes, t: int, data: str, wait: bool) -> tupl
     if not _private(run):
         return None, "no_service: no private service folder"
     deadline = time.monotonic() + max(0.0, (t + budget) / 1000 - time.time())
+    connect_by = min(deadline, time.monotonic() + DEADLINE_MS / 1000)
     retried = False
     while True:
         try:
             reply = exchange(os.path.join(run, "events.sock"), frame, deadline)
             break
         except _NoService:
-            if not wait or time.monotonic() + POLL_S >= deadline:
+            if not wait or time.monotonic() + POLL_S >= connect_by:
                 return None, "no_service"
             time.sleep(POLL_S)
         except _Reset as why:
@@ -388,11 +400,18 @@ def capture_here(harness: str, raw: bytes, t: int, data: str) -> None:
 # --- the command -----------------------------------------------------------------------------
 
 
-def parse_args(argv: list[str]) -> tuple[str, str | None, bool]:
-    """(harness, ``--data`` folder or ``None``, ``--where``); ``--out`` is read as ``--data``."""
+def _deadline_arg(text: str | None) -> int | None:
+    """A ``--deadline-ms`` value: whole milliseconds within IPC v2's span, else ``None`` (ignored)."""
+    return int(text) if text is not None and text.isdigit() and 0 < int(text) <= MAX_DEADLINE_MS else None
+
+
+def parse_args(argv: list[str]) -> tuple[str, str | None, bool, int | None]:
+    """(harness, ``--data`` folder or ``None``, ``--where``, ``--deadline-ms`` or ``None``);
+    ``--out`` is read as ``--data``."""
     harness = "claude_code"
     data: str | None = None
     where = False
+    deadline: int | None = None
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -401,12 +420,17 @@ def parse_args(argv: list[str]) -> tuple[str, str | None, bool]:
             i += 1
         elif arg.startswith(("--data=", "--out=")):
             data = arg.split("=", 1)[1]
+        elif arg == "--deadline-ms":
+            deadline = _deadline_arg(argv[i + 1] if i + 1 < len(argv) else None)
+            i += 1
+        elif arg.startswith("--deadline-ms="):
+            deadline = _deadline_arg(arg.split("=", 1)[1])
         elif arg == "--where":
             where = True
         elif not arg.startswith("-"):
             harness = arg
         i += 1
-    return harness, data, where
+    return harness, data, where, deadline
 
 
 def _silence() -> int:
@@ -422,7 +446,7 @@ def _silence() -> int:
 def main(argv: list[str]) -> int:
     """Handle one hook event; always 0."""
     t = time.time_ns() // 1_000_000
-    harness, explicit, where = parse_args(argv)
+    harness, explicit, where, budget = parse_args(argv)
     if where:
         data = data_folder(explicit)
         print(f"{data}\n{os.path.join(run_dir(data), 'events.sock')}")
@@ -434,12 +458,12 @@ def main(argv: list[str]) -> int:
         raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
         why = "service off (REMATCH_LIVE_SERVICE=0)"
         if os.environ.get("REMATCH_LIVE_SERVICE", "1") != "0":
-            reply, why = ask_service(harness, raw, t, data, wait=False)
+            reply, why = ask_service(harness, raw, t, data, wait=False, budget_ms=budget)
             if why.startswith("no_service") and with_rematch():
                 start_service(data)
                 # A call's verdict is worth waiting for; any other event is captured here at once.
                 if b'"PreToolUse"' in raw:
-                    reply, why = ask_service(harness, raw, t, data, wait=True)
+                    reply, why = ask_service(harness, raw, t, data, wait=True, budget_ms=budget)
             if reply is not None and taken(reply):
                 if reply.get("decision") == "deny":
                     os.write(out, deny_output(reply))
