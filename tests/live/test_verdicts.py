@@ -130,7 +130,7 @@ def test_policy_file_is_chosen_by_flag_then_environment(tmp_path: Path, monkeypa
     f.write_text("version: 1\n")
     monkeypatch.setenv("REMATCH_POLICY", str(f))
     assert load_policy().source == str(f)
-    assert load_policy(DEFAULT_POLICY).source == str(DEFAULT_POLICY)
+    assert load_policy(DEFAULT_POLICY).source == "built-in"
 
 
 def test_demo_provider_answers_demo_requests_only() -> None:

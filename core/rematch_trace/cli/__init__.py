@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "hooks": "rematch_trace.cli.hooks_cmd:hooks_cmd",
 
     "serve": "rematch_trace.cli.serve_cmd:serve_cmd",
+    "policy": "rematch_trace.cli.policy_cmd:policy_cmd",
     "approvals": "rematch_trace.cli.approvals_cmd:approvals_cmd",
     "approve": "rematch_trace.cli.approvals_cmd:approve_cmd",
     "deny": "rematch_trace.cli.approvals_cmd:deny_cmd",

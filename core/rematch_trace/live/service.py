@@ -613,6 +613,12 @@ def _control_reply(rid: str | None, ok: bool, error: str | None, message: str,
             "message": message[:512], "approvals": approvals or []}
 
 
+def _policy_line(provider: Any) -> str:
+    """The policy in force as ``rematch serve``'s start line says it (its file, overrides, disabled rules)."""
+    policy = getattr(provider, "policy", None)
+    return policy.describe() if policy is not None else "none"
+
+
 def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly", idle_s: float = IDLE_S,
           quiet: bool = False, ready: Callable[[Service], None] | None = None) -> int:
     """Run the service of ``data`` in this process until it stops; the exit status.
@@ -662,7 +668,7 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
         paths.append_log(data, f"{_stamp()} serve refused_to_start cause={str(err)[:300]}")
         return 2
     say(f"rematch serve: listening on {service.events_path} (control: {service.control_path}), "
-        f"provider {mode}, policy {getattr(getattr(provider, 'policy', None), 'source', 'none')}")
+        f"provider {mode}, policy {_policy_line(provider)}")
     if ready is not None:
         ready(service)
     reason = service.run()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import os
 import time
 import uuid
 from typing import Any
@@ -207,6 +208,8 @@ class EventSink:
         self.source_session_id = (session.parent_session_id or session.session_id) if sub else session.session_id
         self.cwd = session.cwd or ""
         self.repo_root: str | None = host.place(self.cwd).repo if self.cwd else None
+        # Folders whose deletion is the repository's (risk feature repository_deletion).
+        self._roots = tuple(os.path.normpath(p) for p in (self.repo_root, self.cwd) if p and os.path.isabs(p))
         self._fingerprint = SessionFingerprints(self.agent, session.session_id, self.cwd, self.agent_sub_id)
         s = state or SinkState(t=session.t)
         self.n: int = s.n
@@ -408,7 +411,8 @@ class EventSink:
         # The summary and the risk rules read the same command and paths: take them once.
         command = command_text(tool_input) if action in _COMMAND_ACTIONS else None
         paths = file_paths(tool_input) if action not in _NO_PATH_ACTIONS else None
-        features = risk_features(action, name, tool_input, text, redactions=redactions, command=command, paths=paths)
+        features = risk_features(action, name, tool_input, text, redactions=redactions, command=command, paths=paths,
+                                 roots=self._roots)
         raw_summary = summarize(action, name, tool_input, command=command, paths=paths)
         if redacted is tool_input and type(redacted) is dict and _is_value_of(raw_summary, redacted):
             # The summary is one of the input's strings, and the input holds no trigger anywhere.

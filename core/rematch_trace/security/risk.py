@@ -16,12 +16,16 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from rematch_trace.security.deletion import deletion_features
 from rematch_trace.security.redact import _trie_pattern
 from rematch_trace.security.scan import alt, lowered, occurs
 from rematch_trace.security.strings import InputStrings
 
 #: The closed list of features, most severe first, each with what it means.
 RISK_FEATURES: tuple[tuple[str, str], ...] = (
+    ("root_deletion", "deletes the whole file system (rm -rf /, rm -rf /*, find / -delete)"),
+    ("home_deletion", "deletes the home folder (rm -rf ~, $HOME, /home/<user>, find ~ -delete)"),
+    ("repository_deletion", "deletes the repository or the working folder (rm -rf ., $PWD, the repository's top by path)"),
     ("remote_code_fetch_exec", "downloads code from the network and runs it in one step (curl … | sh)"),
     ("outbound_upload", "sends local data (a file, a form, a body) to a remote host"),
     ("credential_in_args", "a credential, or a variable holding one, appears in the action's arguments"),
@@ -352,13 +356,16 @@ _WRITE_RULES = (
 )
 
 
-def _command_features(command: str) -> set[str]:
+def _command_features(command: str, roots: tuple[str, ...] = ()) -> set[str]:
     low = command.lower()
     gates = _open_gates(low)
     if not gates:
         return set()
     scan_low = low if command.isascii() else lowered(command)
     found = {feature for gate, rule, feature in _COMMAND_RULES if gate in gates and occurs(rule, command, scan_low)}
+    if "destructive_command" in found:
+        # What a deleting command deletes: read only for the (rare) commands that delete.
+        found |= deletion_features(command, roots)
     # Look for a writing verb only when one of its rules' gates is open.
     write_rules = [rule for rule in _WRITE_RULES if rule[0] in gates]
     if write_rules and occurs(_WRITE_VERB, command, scan_low):
@@ -375,6 +382,7 @@ def risk_features(
     redactions: int | None = None,
     command: str | None = None,
     paths: list[str] | None = None,
+    roots: tuple[str, ...] = (),
 ) -> list[str]:
     """The risk features of one action, most severe first.
 
@@ -389,6 +397,8 @@ def risk_features(
     :param command: :func:`command_text` of the input, when the caller has it
         (read only for the action types that have a command).
     :param paths: :func:`file_paths` of the input, when the caller has it.
+    :param roots: the repository's top and the working folder (absolute): deleting
+        one of them, or a parent, is ``repository_deletion``.
     """
     found: set[str] = set()
     if action_type in ("shell_exec", "other", "mcp"):
@@ -425,7 +435,7 @@ def risk_features(
         if _gate("persist", low) and occurs(_PERSIST, joined, scan_low):
             found.add("persistence")
     if command:
-        found.update(_command_features(command))
+        found.update(_command_features(command, roots))
     return sort_features(found)
 
 

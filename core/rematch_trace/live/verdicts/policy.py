@@ -7,6 +7,13 @@ describes every key). The file is checked whole when loaded: an unknown key, a
 feature or action type not in the closed lists, a bad decision, each is a
 :class:`PolicyError` naming where, and the service does not start on it.
 
+A user's file **extends** the built-in policy (:func:`merge`): a rule whose id
+is a built-in rule's replaces it in place (an override, said in the listing and
+in ``rematch serve``'s start line); ``disabled: [ids]`` drops built-in rules;
+every other rule of the file comes first, in the file's order, before the
+built-in ones. ``default`` and ``approval_timeout_s`` of the file, when given,
+replace the built-in values.
+
 A rule's conditions are all optional and all must hold; the first matching
 rule decides ``deny``, ``no_override`` or ``hold`` (wait for an approval).
 """
@@ -24,12 +31,16 @@ import yaml
 
 from rematch_trace.host.facade import ACTION_TYPES
 from rematch_trace.live.verdicts.action import LiveAction, outside
+from rematch_trace.live.verdicts.harness_state import in_state_folder, state_roots
 from rematch_trace.security.risk import FEATURE_NAMES
 
 RuleDecision = Literal["deny", "no_override", "hold"]
 DEFAULT_POLICY = Path(__file__).with_name("default_policy.yml")
 _RULE_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")
-_WHEN_KEYS = ("tools", "action_types", "any_features", "all_features", "paths_outside_root", "path_globs")
+_WHEN_KEYS = ("tools", "action_types", "any_features", "all_features", "paths_outside_root", "path_globs",
+              "harness_state_paths")
+#: The origin of a rule of the built-in policy.
+BUILT_IN = "built-in"
 
 
 class PolicyError(ValueError):
@@ -46,6 +57,7 @@ class Condition:
     all_features: frozenset[str] | None = None
     paths_outside_root: bool | None = None
     path_globs: tuple[str, ...] | None = None
+    harness_state_paths: bool | None = None
 
     def holds(self, action: LiveAction) -> bool:
         """Whether ``action`` meets every part of the condition."""
@@ -63,6 +75,11 @@ class Condition:
             out = any(outside(p, action.root) for p in action.paths)
             if out != self.paths_outside_root:
                 return False
+        if self.harness_state_paths is not None:
+            roots = state_roots(str(ev["agent"]))
+            inside = bool(action.paths) and all(in_state_folder(p, roots) for p in action.paths)
+            if inside != self.harness_state_paths:
+                return False
         if self.path_globs is not None:
             return any(fnmatch.fnmatchcase(p, g) for p in action.paths for g in self.path_globs)
         return True
@@ -76,6 +93,10 @@ class Rule:
     decision: RuleDecision
     explanation: str
     when: Condition
+    #: Where the rule comes from: ``built-in`` or the file's path.
+    origin: str = BUILT_IN
+    #: Whether it replaces the built-in rule of the same id.
+    overrides: bool = False
 
 
 @attrs.frozen
@@ -86,6 +107,26 @@ class Policy:
     default: Literal["deny", "no_override"] = "no_override"
     approval_timeout_s: float = 120.0
     source: str = "built-in"
+    #: Built-in rules the user's file dropped (``disabled``), and their ids in built-in order.
+    disabled: tuple[str, ...] = ()
+    #: Where ``default`` and ``approval_timeout_s`` come from.
+    settings_origin: str = BUILT_IN
+
+    @property
+    def overridden(self) -> tuple[str, ...]:
+        """The ids of the built-in rules a user's rule replaces."""
+        return tuple(r.id for r in self.rules if r.overrides)
+
+    def describe(self) -> str:
+        """One line: the built-in policy, or the user's file over it, with its overrides and disabled rules."""
+        if self.source == BUILT_IN:
+            return BUILT_IN
+        parts = [f"{self.source} over the built-in rules"]
+        if self.overridden:
+            parts.append(f"overrides {', '.join(self.overridden)}")
+        if self.disabled:
+            parts.append(f"disables {', '.join(self.disabled)}")
+        return "; ".join(parts)
 
     def first_match(self, action: LiveAction) -> Rule | None:
         """The first rule whose condition holds for ``action``, or ``None``."""
@@ -116,6 +157,9 @@ def _condition(where: str, when: Any) -> Condition:
     outside_root = when.get("paths_outside_root")
     if outside_root is not None and not isinstance(outside_root, bool):
         raise PolicyError(f"{where}.paths_outside_root: true or false")
+    state = when.get("harness_state_paths")
+    if state is not None and not isinstance(state, bool):
+        raise PolicyError(f"{where}.harness_state_paths: true or false")
     globs = when.get("path_globs")
     return Condition(
         tools=_names(f"{where}.tools", when["tools"], None) if "tools" in when else None,
@@ -124,6 +168,7 @@ def _condition(where: str, when: Any) -> Condition:
         all_features=_names(f"{where}.all_features", when["all_features"], FEATURE_NAMES) if "all_features" in when else None,
         paths_outside_root=outside_root,
         path_globs=tuple(sorted(_names(f"{where}.path_globs", globs, None))) if globs is not None else None,
+        harness_state_paths=state,
     )
 
 
@@ -131,7 +176,7 @@ def parse_policy(data: Any, source: str) -> Policy:
     """A :class:`Policy` from the parsed YAML ``data`` of file ``source``; :class:`PolicyError` otherwise."""
     if not isinstance(data, dict):
         raise PolicyError(f"{source}: a policy is a mapping with version, default and rules")
-    known = ("version", "default", "approval_timeout_s", "rules")
+    known = ("version", "default", "approval_timeout_s", "rules", "disabled")
     for k in data:
         if k not in known:
             raise PolicyError(f"{source}: {k}: unknown key (known: {', '.join(known)})")
@@ -167,8 +212,43 @@ def parse_policy(data: Any, source: str) -> Policy:
         explanation = r.get("explanation", "")
         if not isinstance(explanation, str) or len(explanation) > 500:
             raise PolicyError(f"{where}.explanation: text of at most 500 characters")
-        rules.append(Rule(rid, decision, explanation.strip(), _condition(f"{where}.when", r.get("when"))))
-    return Policy(tuple(rules), default, float(timeout), source)
+        rules.append(Rule(rid, decision, explanation.strip(), _condition(f"{where}.when", r.get("when")), source))
+    disabled = data.get("disabled", [])
+    if not isinstance(disabled, list) or not all(isinstance(x, str) for x in disabled):
+        raise PolicyError(f"{source}: disabled: a list of built-in rule ids")
+    return Policy(tuple(rules), default, float(timeout), source, tuple(disabled), source)
+
+
+def merge(builtin: Policy, user: Policy, data: dict[str, Any]) -> Policy:
+    """``user`` (parsed from the mapping ``data``) over ``builtin``: see the module docstring.
+
+    Order, since the first matching rule decides: the user's new rules first (a
+    user's ``no_override`` rule can so exempt calls from the built-in ones), then
+    the built-in rules in their order, an overridden one replaced where it stood.
+    """
+    ids = [r.id for r in builtin.rules]
+    for rid in user.disabled:
+        if rid not in ids:
+            raise PolicyError(f"{user.source}: disabled: {rid!r} is not a built-in rule (built-in: {', '.join(ids)})")
+    mine = {r.id: r for r in user.rules}
+    for rid in user.disabled:
+        if rid in mine:
+            raise PolicyError(f"{user.source}: disabled: {rid!r} is also a rule of the file; override it or disable it")
+    new = [r for r in user.rules if r.id not in ids]
+    kept: list[Rule] = []
+    for r in builtin.rules:
+        if r.id in user.disabled:
+            continue
+        kept.append(attrs.evolve(mine[r.id], overrides=True) if r.id in mine else r)
+    settings = "default" in data or "approval_timeout_s" in data
+    return Policy(
+        tuple(new + kept),
+        user.default if "default" in data else builtin.default,
+        user.approval_timeout_s if "approval_timeout_s" in data else builtin.approval_timeout_s,
+        user.source,
+        tuple(rid for rid in ids if rid in user.disabled),
+        user.source if settings else BUILT_IN,
+    )
 
 
 def policy_path(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -182,18 +262,46 @@ def policy_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     return user if user.is_file() else DEFAULT_POLICY
 
 
-def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
-    """Load and check a policy file (see :func:`policy_path`); :class:`PolicyError` on any fault."""
-    p = policy_path(path)
+def _read(p: Path) -> Any:
     try:
         with open(p, "rb") as f:
             text = f.read(1 << 20)
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except OSError as err:
         raise PolicyError(f"{p}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
         raise PolicyError(f"{p}: not YAML: {str(err).splitlines()[0]}") from None
-    return parse_policy(data, str(p))
 
 
-__all__ = ["DEFAULT_POLICY", "Condition", "Policy", "PolicyError", "Rule", "load_policy", "parse_policy", "policy_path"]
+def builtin_policy() -> Policy:
+    """The built-in policy alone (``default_policy.yml``)."""
+    policy = parse_policy(_read(DEFAULT_POLICY), BUILT_IN)
+    if policy.disabled:
+        raise PolicyError(f"{DEFAULT_POLICY}: disabled: only a user's file disables built-in rules")
+    return policy
+
+
+def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
+    """Load and check the policy (see :func:`policy_path`): a user's file over the built-in one
+    (:func:`merge`); :class:`PolicyError` on any fault."""
+    p = policy_path(path)
+    builtin = builtin_policy()
+    if p.resolve() == DEFAULT_POLICY.resolve():
+        return builtin
+    data = _read(p)
+    return merge(builtin, parse_policy(data, str(p)), data)
+
+
+__all__ = [
+    "BUILT_IN",
+    "DEFAULT_POLICY",
+    "Condition",
+    "Policy",
+    "PolicyError",
+    "Rule",
+    "builtin_policy",
+    "load_policy",
+    "merge",
+    "parse_policy",
+    "policy_path",
+]
