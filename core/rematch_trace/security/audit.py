@@ -2,7 +2,8 @@
 
 It reads the security event files (``events/*.jsonl``) a data folder holds; a
 row is one ``pre_tool_use`` event with risk features, joined with its
-outcome (the post event of the same call).
+outcome: the post event of the same call, or ``blocked`` (with the rule)
+when rematch's verdict denied it (its ``tool_blocked`` event).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from rematch_trace.security.risk import severity, sort_features
 from rematch_trace.store.datafolder import safe_name
 
 #: Outcomes of an audited action.
-OUTCOMES = ("ok", "failed", "unknown")
+OUTCOMES = ("ok", "failed", "blocked", "unknown")
 
 
 def _events(path: Path) -> Iterator[dict[str, Any]]:
@@ -41,9 +42,21 @@ def actions(path: Path) -> list[dict[str, Any]]:
 
     Two passes over the file (outcomes, then rows), so the events are never all held at once."""
     outcome: dict[str, str] = {}
+    rule: dict[str, str] = {}
     for ev in _events(path):
-        if ev.get("kind") in ("post_tool_use", "post_tool_failure") and ev.get("source_tool_call_id"):
-            outcome[ev["source_tool_call_id"]] = "ok" if ev["kind"] == "post_tool_use" else "failed"
+        call_id = ev.get("source_tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            continue
+        kind = ev.get("kind")
+        if kind == "tool_blocked":
+            # Blocked stays the outcome whatever the harness reports of the call afterwards.
+            outcome[call_id] = "blocked"
+            meta = ev.get("metadata") if isinstance(ev.get("metadata"), dict) else {}
+            found = meta.get("rule") or meta.get("blocked_by")
+            if isinstance(found, str) and found:
+                rule[call_id] = found
+        elif kind in ("post_tool_use", "post_tool_failure") and outcome.get(call_id) != "blocked":
+            outcome[call_id] = "ok" if kind == "post_tool_use" else "failed"
     rows: list[dict[str, Any]] = []
     for ev in _events(path):
         # A post event repeats its call's features: the pre event is the row.
@@ -67,6 +80,7 @@ def actions(path: Path) -> list[dict[str, Any]]:
                 "args_summary": ev.get("args_summary") or "",
                 "outcome": outcome.get(call, "unknown") if isinstance(call, str) else "unknown",
                 "error_class": (meta or {}).get("error_class"),
+                "rule": rule.get(call) if isinstance(call, str) else None,
                 "event_id": ev.get("event_id"),
                 "action_fingerprint": ev.get("action_fingerprint"),
                 "events_file": path.name,
@@ -123,7 +137,8 @@ def format_audit(rows: list[dict[str, Any]]) -> str:
         who = str(r.get("session") or "")[:12]
         if r.get("agent_sub_id"):
             who += f"/{str(r['agent_sub_id'])[:8]}"
-        outcome = r["outcome"] + (f"({r['error_class']})" if r.get("error_class") else "")
+        detail = r.get("rule") if r["outcome"] == "blocked" else r.get("error_class")
+        outcome = r["outcome"] + (f"({detail})" if detail else "")
         summary = str(r.get("args_summary") or "").replace("\n", " ")
         lines.append(
             f"{str(r.get('occurred_at') or '')[:19]:19}  {who:21}  {r.get('tool_name') or ''!s:14.14}  "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import os
+import re
 import time
 import uuid
 from typing import Any
@@ -45,6 +46,13 @@ _NAMESPACE_BYTES = EVENT_NAMESPACE.bytes
 ID_LIMIT = 128
 #: How much of an input's text the risk rules read.
 RISK_TEXT_LIMIT = TEXT_LIMIT
+#: ``hook_id`` of a call rematch's own verdict denied (``rematch_trace.live.capture.VERDICT_HOOK_ID``):
+#: such a block is a ``tool_blocked`` event.
+VERDICT_HOOK_ID = "rematch"
+#: Blocked calls kept for a result that may still follow.
+_BLOCKED_KEPT = 64
+#: The code at the head of rematch's block reason (``policy:<rule id>``, ``approval:expired``...).
+_RULE_CODE = re.compile(r"[a-z_]+:[A-Za-z0-9_.:-]{1,80}")
 
 _PLACEHOLDER_START = PLACEHOLDER.split("{", 1)[0]
 _MIN_MS = -62135596800000  # 0001-01-01T00:00:00Z
@@ -216,6 +224,8 @@ class EventSink:
         self.t: int | None = s.t
         self.started: bool = s.started
         self.calls: dict[str, list[Any]] = s.calls
+        self.blocked_calls: dict[str, list[Any]] = s.blocked_calls
+        self.blocked: int = s.blocked
         self.turn: str | None = s.turn  # the harness's turn id the records belong to
         self.mode: str | None = s.mode  # the harness's permission mode in force
         # Event ids are UUIDv5 of "<agent>\x1f<session>\x1f<n>": the same prefix for every event.
@@ -253,7 +263,8 @@ class EventSink:
 
     def state(self) -> SinkState:
         """The state (no original input; saved as JSON); pass it back as ``state=``."""
-        return SinkState(n=self.n, t=self.t, started=self.started, calls=self.calls, turn=self.turn, mode=self.mode)
+        return SinkState(n=self.n, t=self.t, started=self.started, calls=self.calls, turn=self.turn, mode=self.mode,
+                         blocked_calls=self.blocked_calls, blocked=self.blocked)
 
     # -- events --------------------------------------------------------------------------
 
@@ -365,7 +376,11 @@ class EventSink:
             if rec.call.id not in self.calls:
                 out.append(self._pre(rec.call))
         elif isinstance(rec, vocab.CallBlocked):
-            self.forget_call(rec.call_id)
+            if rec.hook_id == VERDICT_HOOK_ID:
+                out.append(self._blocked(rec))
+            else:
+                # A harness's own permission denial, or a call left without a result: no event (as before).
+                self.forget_call(rec.call_id)
         elif isinstance(rec, vocab.Instructions) and isinstance(rec.path, str) and rec.path:
             path, n = self._redact(rec.path)
             summary, cut = _cut(path)
@@ -377,10 +392,11 @@ class EventSink:
         out: list[dict[str, Any]] = []
         if not self.started:
             self._start(out)
-        out.append(
-            self._event("session_end", None, None, None, None, None, [], 0, False, None,
-                        {"unanswered_calls": len(self.calls)})
-        )
+        meta: dict[str, Any] = {"unanswered_calls": len(self.calls)}
+        if self.blocked:
+            # Only when some call was blocked: a session without blocks (every import) keeps its bytes.
+            meta["blocked_calls"] = self.blocked
+        out.append(self._event("session_end", None, None, None, None, None, [], 0, False, None, meta))
         return out
 
     def _pre(self, call: vocab.ToolCall) -> dict[str, Any]:
@@ -441,9 +457,43 @@ class EventSink:
             call_id, name, action, summary, list(features) if features else [], redactions, cut, fp, meta,
         )
 
+    def _blocked(self, rec: vocab.CallBlocked) -> dict[str, Any]:
+        """The ``tool_blocked`` event of a call a hook blocked: the call's fields, who blocked it and why."""
+        call_id = rec.call_id if isinstance(rec.call_id, str) else str(rec.call_id)
+        pending = self.calls.pop(call_id, None)
+        self.blocked += 1
+        by = rec.hook_id if isinstance(rec.hook_id, str) else ""
+        reason, _n = self._redact(rec.reason if isinstance(rec.reason, str) else "")
+        reason = _cut(reason)[0]
+        meta: dict[str, Any] = {"blocked_by": by[:ID_LIMIT], "block_reason": reason}
+        code = reason.split(": ", 1)[0]
+        if _RULE_CODE.fullmatch(code):
+            meta["rule"] = code  # the verdict's reason: policy:<id>, approval:<state>...
+        if pending is None:
+            name = rec.tool if isinstance(rec.tool, str) else ""
+            action = self.host.action_type(self.source, name, None) if name else "other"
+            fp, summary, features, redactions, cut = None, None, [], 0, False
+            turn = self.turn
+            meta["call_seen"] = False
+        else:
+            # Kept: a harness may still report a result for the call it was told to deny.
+            self.blocked_calls[call_id] = pending
+            while len(self.blocked_calls) > _BLOCKED_KEPT:
+                del self.blocked_calls[next(iter(self.blocked_calls))]
+            name, action, fp, summary, features, redactions, cut, fp_error, *rest = pending
+            turn = rest[0] if rest else None
+            if fp_error:
+                meta["fingerprint_error"] = fp_error
+        return self._event(
+            "tool_blocked", turn, call_id, name, action, summary, list(features) if features else [], redactions, cut,
+            fp, meta,
+        )
+
     def _post(self, rec: vocab.ToolResult) -> dict[str, Any]:
         call_id = rec.call_id if isinstance(rec.call_id, str) else str(rec.call_id)
         pending = self.calls.pop(call_id, None)
+        if pending is None and self.blocked_calls:
+            pending = self.blocked_calls.pop(call_id, None)
         meta: dict[str, Any] = {}
         if pending is None:
             name = rec.tool if isinstance(rec.tool, str) else ""

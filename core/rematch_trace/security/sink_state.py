@@ -19,6 +19,10 @@ class SinkState:
     started: bool = False
     #: Tool calls waiting for their results: call id -> name, action, fingerprints, turn.
     calls: dict[str, list[Any]] = attrs.field(factory=dict)
+    #: Calls blocked (live), kept for a result that may still follow: call id -> what ``calls`` held.
+    blocked_calls: dict[str, list[Any]] = attrs.field(factory=dict)
+    #: How many calls ended blocked (``tool_blocked`` events).
+    blocked: int = 0
     #: The harness's turn id the records belong to, and the permission mode in force.
     turn: str | None = None
     mode: str | None = None

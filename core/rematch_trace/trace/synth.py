@@ -78,6 +78,8 @@ _TOOL_RESULT, _TURN_END = ToolResultRecord.EV, TurnEnd.EV
 _NO_USAGE = vocab.Usage()
 #: A run's records wait at most this many before they are written anyway.
 RUN_BUFFER_RECORDS = 64
+#: Blocked calls whose digest is kept for a result that may still follow (live).
+MAX_BLOCKED_KEPT = 64
 
 Redact = Callable[[str], str]
 PlaceOf = Callable[[str], Place]
@@ -183,6 +185,7 @@ class Synthesizer:
         self.prev_tokens: list[str] | None = s.prev_tokens  # digests, as restored
         self._prev_raw: set[str] | None = None  # the previous input's tokens, in memory only
         self.calls: dict[str, list[Any]] = s.calls
+        self.blocked_calls: dict[str, list[Any]] = s.blocked_calls
         self.turn: dict[str, Any] | None = s.turn
         self.last_model: dict[str, str] | None = s.last_model
         self.flags = s.flags
@@ -242,6 +245,7 @@ class Synthesizer:
             deliverable=self.deliverable,
             prev_tokens=_token_digest(self._prev_raw) if self._prev_raw is not None else self.prev_tokens,
             calls=self.calls,
+            blocked_calls=self.blocked_calls,
             turn=self.turn,
             last_model=self.last_model,
             flags=flags,
@@ -500,6 +504,11 @@ class Synthesizer:
 
     def _blocked(self, rec: vocab.CallBlocked) -> None:
         call = self.calls.pop(rec.call_id, None)
+        if call is not None:
+            # A harness may still report a result for a call its hook denied: it keeps the call's digest.
+            self.blocked_calls[rec.call_id] = call
+            while len(self.blocked_calls) > MAX_BLOCKED_KEPT:
+                del self.blocked_calls[next(iter(self.blocked_calls))]
         tool = call[0] if call is not None else rec.tool
         self._push(
             {
@@ -542,6 +551,8 @@ class Synthesizer:
     def _tool_result(self, rec: vocab.ToolResult) -> None:
         call_id = rec.call_id
         call = self.calls.pop(call_id, None)
+        if call is None and self.blocked_calls:
+            call = self.blocked_calls.pop(call_id, None)
         if call is None:
             tool, shown, digest = rec.tool or "", None, None
         else:

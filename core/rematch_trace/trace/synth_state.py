@@ -51,6 +51,9 @@ class SynthState:
     prev_tokens: list[str] | None = None
     #: Tool calls waiting for their results: call id -> digest.
     calls: dict[str, list[Any]] = attrs.field(factory=dict)
+    #: Calls a hook blocked (live), kept so that a result arriving after the block still
+    #: carries the call's input and ``args_hash``: call id -> digest (the last few only).
+    blocked_calls: dict[str, list[Any]] = attrs.field(factory=dict)
     turn: dict[str, Any] | None = None
     last_model: dict[str, str] | None = None
     flags: FlagTracker = attrs.field(factory=FlagTracker)
