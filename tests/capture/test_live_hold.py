@@ -18,7 +18,7 @@ import orjson
 from capture_helpers import REMATCH, hook_env, make_repo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))
-from live_helpers import running_service, wait_for  # noqa: E402
+from live_helpers import running_service, wait_for
 
 SID = "5b0e1f2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 HOLD_POLICY = """\
@@ -132,7 +132,7 @@ def test_a_held_call_no_one_decides_names_the_approval_and_the_command(tmp_path:
     (tmp_path / "policy.yml").write_text(HOLD_POLICY)
     data = tmp_path / "data"
     with running_service(data, "--policy", str(tmp_path / "policy.yml")):
-        data, env, proc = _held_hook(tmp_path, 1, "make deploy")
+        data, _env, proc = _held_hook(tmp_path, 1, "make deploy")
         out, _err = proc.communicate(timeout=60)
     reason = json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"]
     m = re.search(r"approval ([0-9a-f]{12})", reason)

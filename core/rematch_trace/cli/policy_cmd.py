@@ -39,7 +39,7 @@ def show_cmd(policy: str | None, as_json: bool) -> None:
         p = load_policy(policy)
     except PolicyError as err:
         raise click.ClickException(str(err)) from None
-    rules = [
+    rules: list[dict[str, Any]] = [
         {
             "id": r.id,
             "decision": r.decision,

@@ -213,7 +213,7 @@ def hold_budget(hold_seconds: float) -> tuple[int, int]:
     50 ms before the request's hard deadline; a policy timeout shorter than the hold ends it
     sooner); the timeout is the budget, rounded up, plus :data:`TIMEOUT_SLACK_S`.
     """
-    budget_ms = int(round(hold_seconds * 1000)) + HOLD_SLACK_MS
+    budget_ms = round(hold_seconds * 1000) + HOLD_SLACK_MS
     return budget_ms, -(-budget_ms // 1000) + TIMEOUT_SLACK_S
 
 

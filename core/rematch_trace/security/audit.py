@@ -51,8 +51,8 @@ def actions(path: Path) -> list[dict[str, Any]]:
         if kind == "tool_blocked":
             # Blocked stays the outcome whatever the harness reports of the call afterwards.
             outcome[call_id] = "blocked"
-            meta = ev.get("metadata") if isinstance(ev.get("metadata"), dict) else {}
-            found = meta.get("rule") or meta.get("blocked_by")
+            meta = ev.get("metadata")
+            found = (meta.get("rule") or meta.get("blocked_by")) if isinstance(meta, dict) else None
             if isinstance(found, str) and found:
                 rule[call_id] = found
         elif kind in ("post_tool_use", "post_tool_failure") and outcome.get(call_id) != "blocked":
