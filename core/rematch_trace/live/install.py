@@ -210,7 +210,7 @@ def hold_budget(hold_seconds: float) -> tuple[int, int]:
     """(IPC budget in ms, Claude Code ``timeout`` in s) of a PreToolUse hook that waits ``hold_seconds`` for a person.
 
     The budget is the hold plus :data:`HOLD_SLACK_MS` (the service's approval wait stops
-    50 ms before the request's hard deadline; a policy timeout shorter than the hold ends it
+    1 s before the request's hard deadline; a policy timeout shorter than the hold ends it
     sooner); the timeout is the budget, rounded up, plus :data:`TIMEOUT_SLACK_S`.
     """
     budget_ms = round(hold_seconds * 1000) + HOLD_SLACK_MS
