@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 from rematch_claude_code import runusage
@@ -48,8 +49,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t.jsonl"
         _file(path, mb)
-        for name, fn in (("bare backwards pass", lambda: _bare(path)),
-                         ("run_usage", lambda: runusage.run_usage(str(path)))):
+        runs: list[tuple[str, Callable[[], object]]] = [("bare backwards pass", lambda: _bare(path)),
+                                                        ("run_usage", lambda: runusage.run_usage(str(path)))]
+        for name, fn in runs:
             best = min(_timed(fn) for _ in range(3))
             tracemalloc.start()
             fn()
@@ -58,9 +60,9 @@ def main() -> None:
             print(f"{name:22} {mb} MB line: {best:.3f} s, peak {peak / 2**20:.1f} MiB")
 
 
-def _timed(fn: object) -> float:
+def _timed(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
-    fn()  # type: ignore[operator]
+    fn()
     return time.perf_counter() - t0
 
 

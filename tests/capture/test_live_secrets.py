@@ -27,7 +27,7 @@ from rematch_trace.live import paths
 from rematch_trace.store.datafolder import DataDir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "security"))
-from test_security_planted import PLANTED, TEXTS, claude_code_file  # noqa: E402
+from test_security_planted import PLANTED, TEXTS, claude_code_file
 
 SECRET_TEXT = "\n".join(TEXTS)
 

@@ -788,7 +788,7 @@ class _Translator:
                 error_class = "rejected"
             if error_class is None and is_error and head.startswith(REJECT_PREFIX):
                 error_class = "rejected"
-            r = [clean(call_id), t, nbytes, head, is_error, error_class]
+            r: list[Any] = [clean(call_id), t, nbytes, head, is_error, error_class]
             if open_calls is not None and call_id in open_calls:
                 r[3] = Sealed(head, self.at)  # (waits in the state for the response to close)
                 ss["p"].append(r)
