@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -57,3 +58,61 @@ def test_the_run_usage_stops_at_its_prompt_and_counts_each_response_once(tmp_pat
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert runusage.run_usage(str(fifo)) is None  # never blocks on a FIFO
+
+
+def _long_line_file(path: Path, line_bytes: int) -> Path:
+    """A prompt, a response with usage, a tool output line of ``line_bytes``, a last response (written piecewise)."""
+    with path.open("wb") as f:
+        f.write(orjson.dumps({"type": "user", "message": {"role": "user", "content": "go"}}) + b"\n")
+        f.write(orjson.dumps({"type": "assistant", "message": {"id": "m1", "usage": {"output_tokens": 3}}}) + b"\n")
+        f.write(b'{"type":"user","message":{"content":[{"type":"tool_result","content":"')
+        piece = b"x" * (1 << 20)
+        for _ in range(line_bytes >> 20):
+            f.write(piece)
+        f.write(b'"}]}}\n')
+        f.write(orjson.dumps({"type": "assistant", "message": {"id": "m2", "usage": {"output_tokens": 4}}}) + b"\n")
+    return path
+
+
+def _linear_pass(path: Path) -> None:
+    """The baseline: every byte of the file read once, backwards, in the reader's steps."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        pos = os.fstat(fd).st_size
+        while pos > 0:
+            step = min(runusage.CHUNK_BYTES, pos)
+            pos -= step
+            os.pread(fd, step, pos).rfind(b"\n")
+    finally:
+        os.close(fd)
+
+
+def test_a_40_mb_line_costs_a_linear_pass_and_bounded_memory(tmp_path: Path) -> None:
+    """Reading back past a 40 MB tool output line at Stop: time within a small factor of one linear
+    pass over the file (measured here, not an absolute figure), memory within the line bound."""
+    import time
+    import tracemalloc
+
+    path = _long_line_file(tmp_path / "t.jsonl", 40 << 20)
+    usage = runusage.run_usage(str(path))
+    assert usage is not None and usage.output == 7  # both responses, the long line passed over
+
+    def best(fn: Any) -> float:
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    linear = best(lambda: _linear_pass(path))
+    took = best(lambda: runusage.run_usage(str(path)))
+    # Quadratic reading (each step copying the line read so far) is over 100 times the linear pass.
+    assert took < 25 * linear + 0.05, (took, linear)
+    tracemalloc.start()
+    try:
+        runusage.run_usage(str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < runusage.MAX_LINE_BYTES + 4 * runusage.CHUNK_BYTES, peak

@@ -21,6 +21,13 @@ _FOLD_TABLE = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212
 SECRETS: list[tuple[str, str, str]] = [
     ("aws_access_key_id", "key id AKIAQ3EGRTYU7ZXCVBNM here", "AKIAQ3EGRTYU7ZXCVBNM"),
     ("aws_secret_access_key", "aws_secret_access_key = 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", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lw3Tk9p"),
+    # Without "=": a command's argument, a CSV credentials row after its key id, JSON from ``aws sts``.
+    ("aws_secret_access_key", "aws configure set aws_secret_access_key Hq3vN8rT1zK5wM0pB7xC2jF9gL4sD6aE/yU+iO1e",
+     "Hq3vN8rT1zK5wM0pB7xC2jF9gL4sD6aE/yU+iO1e"),
+    ("aws_secret_access_key", "ci-bot,,AKIAW7EXAMPLE2QRSTUV,Zr8pQ2mX7vL9nT4kW1yB6cH3dF5gJ0sA/uE+oI2q,https://x.signin",
+     "Zr8pQ2mX7vL9nT4kW1yB6cH3dF5gJ0sA/uE+oI2q"),
+    ("aws_secret_access_key", '{"AccessKeyId": "ASIAW7EXAMPLE2QRSTUV", "SecretAccessKey": "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"}',
+     "Pm4Kx9Tq2Lw7Rz1Vb8Nc3Hd6Fg0Js5Ya+Eu/Io2r"),
     ("google_api_key", "key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
     ("gcp_private_key_id", '"private_key_id": "0123456789abcdef0123456789abcdef01234567"', "0123456789abcdef0123456789abcdef01234567"),
     ("private_key", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"),
@@ -94,6 +101,19 @@ def test_every_kind_has_a_case() -> None:
 @pytest.mark.parametrize("text", NOT_SECRETS)
 def test_look_alikes_are_kept(text: str) -> None:
     assert R.redact(text) == (text, 0)
+
+
+@pytest.mark.parametrize("text", [
+    "AKIAQ3EGRTYU7ZXCVBNM at commit 3f786850e387550fdab836ed7e6dc881de23001b",
+    "AKIAQ3EGRTYU7ZXCVBNM sha1 3F786850E387550FDAB836ED7E6DC881DE23001B",
+    "AKIAQ3EGRTYU7ZXCVBNM in /usr/local/lib/python3.11/site-packages/x",
+    "aws_secret_access_key 3f786850e387550fdab836ed7e6dc881de23001b",
+])
+def test_an_aws_secret_is_not_a_hex_digest_or_a_path_near_a_key_id(text: str) -> None:
+    """Near a key id or after the name, a git SHA (40 hex digits) or a path is not a secret access key."""
+    out, _ = R.redact(text)
+    assert "[REDACTED:aws_secret_access_key]" not in out
+    assert text.split()[-1] in out
 
 
 def test_context_is_kept_around_the_placeholder() -> None:

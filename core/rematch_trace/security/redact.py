@@ -236,6 +236,20 @@ def _r(kind: str, pattern: str, triggers: tuple[str, ...], *, fold: bool = False
     return Rule(kind, re.compile(pattern, flags), triggers, fold, check, gate)
 
 
+#: An AWS secret access key's value, alone: exactly 40 characters of [A-Za-z0-9/+].
+_AWS_SECRET = r"(?<![A-Za-z0-9/+=])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+
+
+def _aws_secret_ok(s: str) -> bool:
+    """A 40-character value that can be an AWS secret key: random base64, not a hex digest.
+
+    A git SHA or SHA-1 (40 hex digits, either case) is never one; a secret key
+    (30 random bytes in base64) has upper and lower case letters and a digit.
+    """
+    return (any(c.isupper() for c in s) and any(c.islower() for c in s) and any(c.isdigit() for c in s)
+            and shannon_entropy(s) >= 3.5)
+
+
 _B = r"(?<![A-Za-z0-9_\-])"  # a token starts at no word character or dash
 _E = r"(?![A-Za-z0-9_\-])"
 
@@ -245,6 +259,17 @@ RULES: tuple[Rule, ...] = (
        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)",
        ("PRIVATE KEY",)),
     _r("gcp_private_key_id", r"private_key_id\\?\"\s*:\s*\\?\"(?P<s>[0-9a-f]{40})\\?\"", ("private_key_id",)),
+    # An AWS secret access key has no prefix of its own: 40 characters of [A-Za-z0-9/+]. Taken only with
+    # context (see _aws_secret_ok for the value): after a name that says so, with or without "=" or ":"
+    # (aws_secret_access_key, "SecretAccessKey": "...", AWS_SECRET_KEY), or within 100 characters after
+    # an access key id (a CSV credentials row, "AKIA... wJalr..."); before the key id rule, whose
+    # placeholder would hide the id.
+    _r("aws_secret_access_key",
+       r"(?:secret_?access_?key|aws_?secret_?key)\\?[\"']?[ \t]{0,3}(?:[:=,]|=>)?[ \t]{0,3}\\?[\"']?"
+       + _AWS_SECRET, ("secretaccesskey", "secret_access_key", "secret_key", "secretkey"), fold=True, flags=re.I,
+       check=_aws_secret_ok),
+    _r("aws_secret_access_key", _B + r"(?:AKIA|ASIA)[A-Z0-9]{16}" + _E + r"[\s\S]{0,100}?" + _AWS_SECRET,
+       ("AKIA", "ASIA"), check=_aws_secret_ok),
     _r("aws_access_key_id", _B + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}" + _E,
        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
     _r("aws_secret_access_key",

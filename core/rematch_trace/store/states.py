@@ -198,7 +198,14 @@ def state_dumps(value: Any) -> bytes:
         return orjson.dumps(value, default=json_default)
     except orjson.JSONEncodeError:
         # (an exact number is written as its text here, as the record writer does)
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str).encode()
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=_fallback).encode()
+
+
+def _fallback(value: Any) -> Any:
+    """plain json's ``default=``: a Sealed value as its reference, anything else as its text."""
+    from rematch_trace.host.sealed import Sealed
+
+    return value.saved() if isinstance(value, Sealed) else str(value)
 
 
 def state_loads(data: bytes) -> Any:

@@ -57,6 +57,7 @@ from rematch_trace.host.vocab import (
     TurnStarted,
     UserMessage,
 )
+from rematch_trace.security.redact import default_redactor
 
 from . import skills
 from .entries import instruction_entry
@@ -70,6 +71,8 @@ PROMPT_SOURCE = "prompt"
 TAIL_BYTES = 64 * 1024
 #: The longest stop reason kept from a ``StopFailure`` error.
 STOP_REASON_CHARS = 64
+#: How much of a ``StopFailure`` error is redacted (the reason kept is cut from that).
+STOP_ERROR_CHARS = 16 * 1024
 
 
 def _str(event: dict[str, Any], key: str) -> str:
@@ -220,7 +223,9 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         # The run's token usage, from the transcript's end (a subagent's own file on SubagentStop).
         usage = run_usage(_str(event, "agent_transcript_path" if name == "SubagentStop" else "transcript_path"))
         if name == "StopFailure":
-            error = _str(event, "error")
+            # The error is the harness's text (an API error may quote a key or a request): redacted
+            # whole, as the events are, then cut (a cut first could leave half a secret unmatched).
+            error = default_redactor().redact_text(_str(event, "error")[:STOP_ERROR_CHARS])
             stop = error[:STOP_REASON_CHARS] if error else "error"
             out.append(AssistantMessage(stream, t, stop_reason=stop, text=text, usage=usage))
             out.append(RunEnd(stream, t, "failure"))

@@ -56,31 +56,47 @@ def lines_backward(fd: int, end: int, limit: int = MAX_SCAN_BYTES) -> Iterator[b
     """The lines before byte ``end``, last first, reading at most ``limit`` bytes.
 
     The first line of the window (cut by ``limit``) is not yielded; a line
-    longer than :data:`MAX_LINE_BYTES` is skipped whole, never held.
+    longer than :data:`MAX_LINE_BYTES` is skipped whole, never held past that
+    bound. Linear in the bytes read whatever the lines' lengths: each step's
+    chunk is searched once, and the part of a line read so far is kept as its
+    chunks (joined once, when its start is found), never copied step after step.
     """
     start_of_scan = max(0, end - limit)
     pos = end
-    tail = b""  # the start of a line whose end has been read
-    skipping = False
+    pieces: list[bytes] = []  # the current line's chunks read so far, last first
+    held = 0  # their length
+    skipping = False  # the current line is over MAX_LINE_BYTES: its bytes are not kept
     while pos > start_of_scan:
         step = min(CHUNK_BYTES, pos - start_of_scan)
         pos -= step
         chunk = os.pread(fd, step, pos)
         if len(chunk) != step:
             return  # the file shrank under us
-        parts = (chunk + tail).split(b"\n")
-        tail = parts[0]
-        for line in reversed(parts[1:]):
-            if skipping:
-                skipping = False  # the rest of an over-long line: its start is this part
-                continue
-            if line.strip():
-                yield line
-        if len(tail) > MAX_LINE_BYTES:
-            tail = b""
-            skipping = True
-    if pos == 0 and tail.strip() and not skipping:
-        yield tail
+        hi = step  # chunk[:hi] is not handled yet
+        cut = chunk.rfind(b"\n")
+        while cut >= 0:
+            # chunk[cut + 1:hi] is the start of the current line: the line is whole.
+            if not skipping:
+                line = chunk[cut + 1 : hi]
+                if pieces:
+                    pieces.append(line)
+                    pieces.reverse()
+                    line = b"".join(pieces)
+                if line.strip():
+                    yield line
+            pieces, held, skipping = [], 0, False
+            hi = cut
+            cut = chunk.rfind(b"\n", 0, hi)
+        if not skipping and hi:
+            pieces.append(chunk[:hi] if hi < step else chunk)
+            held += hi
+            if held > MAX_LINE_BYTES:
+                pieces, held, skipping = [], 0, True
+    if pos == 0 and pieces and not skipping:
+        pieces.reverse()
+        line = b"".join(pieces)
+        if line.strip():
+            yield line
 
 
 def _is_prompt(line: dict[str, Any]) -> bool:

@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 
 from rematch_trace.errors import RestartImport
+from rematch_trace.host.sealed import Sealed, value_digest
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.text import clean, utf8_len
 from rematch_trace.host.timestamps import iso_ms
@@ -57,7 +58,8 @@ from .discover import session_stem
 from .entries import instruction_entry
 from .usertext import INTERRUPT_PREFIX, classify, strip_context
 
-STATE_VERSION = 1
+#: 2: the transcript's text held in the state is saved as references to its lines (see ``_reread``).
+STATE_VERSION = 2
 PROVIDER = "anthropic"
 #: Closed message ids remembered per stream, to drop a response written again.
 MAX_SEEN_IDS = 256
@@ -181,7 +183,9 @@ def _new_stream() -> dict[str, Any]:
 
 def _new_group(mid: str | None, t: int | None) -> dict[str, Any]:
     # m model, u usage [in, out, cache_read, cache_write], o its output_tokens, $ cost,
-    # s stop_reason, x texts, c calls [id, name, input], k skills, r server-side results
+    # s stop_reason, k skills, h what the response holds of the transcript: x texts,
+    # c calls [id, name, input], r server-side results (sealed: saved as the byte spans
+    # of the lines absorbed, which a continuation reads again, see _reread)
     return {
         "id": mid,
         "t": t,
@@ -190,16 +194,27 @@ def _new_group(mid: str | None, t: int | None) -> dict[str, Any]:
         "o": -1,
         "$": None,
         "s": None,
-        "x": [],
-        "c": [],
         "k": [],
-        "r": [],
+        "h": Sealed({"x": [], "c": [], "r": []}, []),
     }
+
+
+def _held(g: dict[str, Any]) -> dict[str, list[Any]]:
+    """The texts, calls and server-side results of a group (``x``, ``c``, ``r``)."""
+    held: dict[str, list[Any]] = g["h"].value
+    return held
 
 
 def _result(stream: str, r: list[Any]) -> ToolResult:
     call_id, t, nbytes, head, is_error, error_class = r
+    if type(head) is Sealed:
+        head = head.value
     return ToolResult(stream, t, call_id, nbytes, head, is_error, error_class)
+
+
+def _digest(text: str) -> str:
+    """What the state keeps of a command's text to tell the same command again (not the text)."""
+    return value_digest(text)
 
 
 _MODELS: dict[str, ModelRef] = {}
@@ -221,6 +236,7 @@ def group_records(stream: str, g: dict[str, Any], pending: list[list[Any]]) -> l
     if g["u"] is not None:
         i, o, cr, cw = g["u"]
         usage = Usage(i, o, cr, cw, i + o + cr + cw, g["$"])
+    held = _held(g)
     out: list[Neutral] = [
         AssistantMessage(
             stream,
@@ -228,13 +244,13 @@ def group_records(stream: str, g: dict[str, Any], pending: list[list[Any]]) -> l
             model=_model(g["m"]) if g["m"] else None,
             usage=usage,
             stop_reason=g["s"],
-            text="\n".join(g["x"]),
-            tool_calls=tuple([ToolCall(c[0], c[1], c[2]) for c in g["c"]]),
+            text="\n".join(held["x"]),
+            tool_calls=tuple([ToolCall(c[0], c[1], c[2]) for c in held["c"]]),
         )
     ]
     for name in g["k"]:
         out.append(SkillInvoked(stream, g["t"], name))
-    for r in g["r"]:
+    for r in held["r"]:
         out.append(_result(stream, r))
     for r in pending:
         out.append(_result(stream, r))
@@ -294,6 +310,12 @@ class _Translator:
         self.recent = _Window(state["ru"], MAX_RECENT_UUIDS)
         #: Each stream's closed message ids (``seen`` in its state), made on first use.
         self.seen: dict[str, _Window] = {}
+        #: The byte span of the line being translated (where a sealed value is read again).
+        self.at: list[int] = [0, 0]
+        #: The records of a scratch translation (see _scratch).
+        self.out: list[Neutral] = []
+        if version is not None:
+            self._unseal()
 
     def _fresh(self) -> dict[str, Any]:
         path = self.source.path
@@ -323,6 +345,57 @@ class _Translator:
             "ru": [],  # recent line uuids
         }
 
+    # -- sealed values: what the state holds of the transcript, read again on a continuation --
+
+    def _unseal(self) -> None:
+        """Read again, from the transcript, the values a saved state holds as references.
+
+        The state of a continued import holds, of the transcript's text, only where
+        it is (see :class:`~rematch_trace.host.sealed.Sealed`): the lines an open
+        response was absorbed from, and the line of a held command or of a result
+        waiting for its response. Each is read and translated again as it was; a line
+        that is no longer there, or no longer gives the value saved, makes the file
+        read whole (:class:`RestartImport`).
+        """
+        for ss in self.streams.values():
+            g = ss["g"]
+            if g is not None:
+                saved = g["h"]
+                rebuilt = _new_group(g["id"], g["t"])
+                for at in _spans(saved):
+                    v = _reread(self.source, at)
+                    msg = v.get("message")
+                    if type(msg) is not dict:
+                        raise RestartImport("claude_code: a held response line changed")
+                    rebuilt["h"].where.append(at)
+                    self._absorb(rebuilt, msg, v)
+                _check(rebuilt["h"], saved)
+                g["h"] = rebuilt["h"]
+            hold = ss["hold"]
+            if hold is not None:
+                at = _span(hold[0])
+                again = self._scratch(at)
+                texts = [h[0] for x in again.streams.values() if (h := x["hold"]) is not None]
+                if len(texts) != 1:
+                    raise RestartImport("claude_code: a held command's line changed")
+                _check(texts[0], hold[0])
+                hold[0] = texts[0]
+            for r in ss["p"]:
+                at = _span(r[3])
+                again = self._scratch(at)
+                found = [Sealed(x.output_head, at) for x in again.out if type(x) is ToolResult and x.call_id == r[0]]
+                if not found:
+                    raise RestartImport("claude_code: a held result's line changed")
+                _check(found[0], r[3])
+                r[3] = found[0]
+
+    def _scratch(self, at: list[int]) -> _Translator:
+        """A fresh translation of the one line at ``at`` (its records in ``.out``)."""
+        again = _Translator(self.source, {})
+        again.at = at
+        again.line(_reread(self.source, at), again.out)
+        return again
+
     # -- driving ------------------------------------------------------------------------
 
     def run(self, records: Iterator[RawRecord]) -> Iterator[Neutral]:
@@ -332,6 +405,7 @@ class _Translator:
         for rec in records:
             value = rec[3]  # (.value, without the named field's lookup on every line)
             if type(value) is dict:
+                self.at = [rec[1], rec[2]]
                 line(value, out)
                 if out:
                     yield from out
@@ -396,7 +470,7 @@ class _Translator:
         for key, ss in self.streams.items():
             hold = ss["hold"]
             if hold is not None:
-                out.append(UserMessage(key, hold[1], hold[0]))
+                out.append(UserMessage(key, hold[1], hold[0].value))
             if ss["g"] is not None:
                 out.extend(group_records(key, ss["g"], ss["p"]))
         return out
@@ -454,7 +528,7 @@ class _Translator:
         hold = ss["hold"]
         if hold is not None:
             ss["hold"] = None
-            out.append(_command_input(key, hold) if ran else UserMessage(key, hold[1], hold[0]))
+            out.append(_command_input(key, hold) if ran else UserMessage(key, hold[1], hold[0].value))
 
     def _context(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
         """Pass on a prompt id or permission mode seen since the last time (stream ready)."""
@@ -532,6 +606,7 @@ class _Translator:
             self._prep(key, ss, t, out, ran=True)
             self._context(key, ss, t, out)
             g = ss["g"] = _new_group(mid, t)
+        g["h"].where.append(self.at)
         self._absorb(g, msg, v)
         if mid is None:
             self._close(key, ss, out)
@@ -558,9 +633,10 @@ class _Translator:
                     float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
                 )
         content = msg.get("content")
+        held = _held(g)
         if type(content) is str:
             if content:
-                g["x"].append(clean(content))
+                held["x"].append(clean(content))
             return
         if type(content) is not list:
             return
@@ -571,13 +647,13 @@ class _Translator:
             if bt == "text":
                 text = block.get("text")
                 if type(text) is str and text:
-                    g["x"].append(clean(text))
+                    held["x"].append(clean(text))
             elif bt == "tool_use" or bt == "server_tool_use":
                 call_id = block.get("id")
                 name = block.get("name")
                 if type(call_id) is str and call_id and type(name) is str:
                     tool_input = block.get("input")
-                    g["c"].append([clean(call_id), clean(name), clean_value(tool_input)])
+                    held["c"].append([clean(call_id), clean(name), clean_value(tool_input)])
                     if name == "Skill" and type(tool_input) is dict:
                         skill = tool_input.get("skill") or tool_input.get("command")
                         if type(skill) is str and skill.strip():
@@ -589,7 +665,7 @@ class _Translator:
                     body = block.get("content")
                     failed = type(body) is dict and str(body.get("type", "")).endswith("_error")
                     nbytes, head = measure(body)
-                    g["r"].append([clean(call_id), g["t"], nbytes, head, failed, None])
+                    held["r"].append([clean(call_id), g["t"], nbytes, head, failed, None])
 
     # -- user -----------------------------------------------------------------------------
 
@@ -668,9 +744,10 @@ class _Translator:
     def _command(self, key: str, ss: dict[str, Any], text: str, t: int | None, out: list[Neutral]) -> None:
         text = clean(text)
         last = ss["lc"]
+        digest = _digest(text)
         if (
             last is not None
-            and last[0] == text
+            and last[0] == digest
             and t is not None
             and last[1] is not None
             and abs(t - last[1]) <= SAME_COMMAND_MS
@@ -680,8 +757,8 @@ class _Translator:
         self._close(key, ss, out)
         self._prep(key, ss, t, out)
         self._context(key, ss, t, out)
-        ss["hold"] = [text, t]
-        ss["lc"] = [text, t]
+        ss["hold"] = [Sealed(text, self.at), t]
+        ss["lc"] = [digest, t]
 
     def _results(
         self,
@@ -693,7 +770,7 @@ class _Translator:
         out: list[Neutral],
     ) -> None:
         g = ss["g"]
-        open_calls = {c[0] for c in g["c"]} if g is not None else None
+        open_calls = {c[0] for c in _held(g)["c"]} if g is not None else None
         # toolUseResult describes the line's one result; with several it is ambiguous.
         detail = v.get("toolUseResult") if len(results) == 1 else None
         for block in results:
@@ -711,8 +788,9 @@ class _Translator:
                 error_class = "rejected"
             if error_class is None and is_error and head.startswith(REJECT_PREFIX):
                 error_class = "rejected"
-            r = [clean(call_id), t, nbytes, head, is_error, error_class]
+            r: list[Any] = [clean(call_id), t, nbytes, head, is_error, error_class]
             if open_calls is not None and call_id in open_calls:
+                r[3] = Sealed(head, self.at)  # (waits in the state for the response to close)
                 ss["p"].append(r)
             else:
                 self._prep(key, ss, t, out)
@@ -795,13 +873,49 @@ def _expands(text: str) -> bool:
     return bool(text.strip()) and classify(text)[0] == "input"
 
 
+def _span(saved: Any) -> list[int]:
+    """The byte span a sealed value of a saved state was read at."""
+    at = saved.get("at") if type(saved) is dict else None
+    if type(at) is not list or len(at) != 2 or not all(type(x) is int and x >= 0 for x in at):
+        raise RestartImport("claude_code: a saved state without its sealed value's place")
+    return at
+
+
+def _spans(saved: Any) -> list[list[int]]:
+    """The byte spans of the lines a saved group was absorbed from."""
+    at = saved.get("at") if type(saved) is dict else None
+    if type(at) is not list or not at:
+        raise RestartImport("claude_code: a saved group without its lines")
+    return [_span({"at": x}) for x in at]
+
+
+def _check(value: Sealed, saved: Any) -> None:
+    """A value read again must be the one saved (else the transcript changed: read it whole)."""
+    if not value.matches(saved):
+        raise RestartImport("claude_code: a line read again no longer gives what the state held")
+
+
+def _reread(source: Source, at: list[int]) -> dict[str, Any]:
+    """The transcript line at byte span ``at``, parsed (as the reader gave it the first time)."""
+    from .reader import read
+
+    start, end = at
+    for item in read(source, start):
+        if type(item) is RawRecord and item.offset == start and item.end == end and type(item.value) is dict:
+            value: dict[str, Any] = item.value
+            return value
+        break
+    raise RestartImport(f"claude_code: no line at bytes {start}-{end} any more")
+
+
 def _command_input(key: str, hold: list[Any]) -> UserMessage:
     """A slash command that started a model run, as the user's input.
 
     Its name goes to ``skills`` and its arguments are the text; a mark command
     (``/rematch-mark <class>``) stays as typed, for the core to read the mark.
     """
-    typed, t = hold
+    typed: str = hold[0].value
+    t = hold[1]
     if normalize_mark(typed) != typed:
         return UserMessage(key, t, typed)
     name, _, args = typed.partition(" ")
