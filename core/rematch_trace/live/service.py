@@ -113,11 +113,22 @@ class Peer:
 class Invocation:
     """What a handler knows of the request it serves besides the request itself."""
 
-    def __init__(self, conn: socket.socket, peer: Peer, deadline: float) -> None:
+    def __init__(self, conn: socket.socket, peer: Peer, deadline: float,
+                 after: list[Callable[[bool], None]] | None = None) -> None:
         self._conn = conn
         self.peer = peer
         #: The request's hard deadline on the monotonic clock.
         self.deadline = deadline
+        self._after = after if after is not None else []
+
+    def after_reply(self, callback: Callable[[bool], None]) -> None:
+        """Call ``callback(delivered)`` once the reply was sent (or failed to be).
+
+        ``delivered`` is true when the whole reply was written to the client before
+        the request's hard deadline: what the client was told, it was told in time.
+        It runs on the connection's thread, after the send; it must not block long.
+        """
+        self._after.append(callback)
 
     def is_live(self) -> bool:
         """Whether the client is still connected (it has not closed or reset its end)."""
@@ -221,6 +232,7 @@ class Service:
         self._listeners: list[tuple[socket.socket, Path, int]] = []
         self._threads: list[threading.Thread] = []
         self._lock_fd: int | None = None
+        self._stop_hooks: list[Callable[[float], object]] = []
         if provider is not None:
             self.register_handler("pre_tool_use", self._pre_tool_use)
 
@@ -237,6 +249,13 @@ class Service:
         if request_kind in CONTROL_KINDS:
             raise ValueError(f"{request_kind!r} belongs to the control channel; the event channel never serves it")
         self._handlers[request_kind] = handler
+
+    def at_stop(self, hook: Callable[[float], object]) -> None:
+        """Call ``hook(seconds_left)`` when the service stops, once in-flight replies are done.
+
+        Live capture drains its write queue here (the writes that follow replies).
+        """
+        self._stop_hooks.append(hook)
 
     # -- life --------------------------------------------------------------------------------
 
@@ -338,6 +357,11 @@ class Service:
             time.sleep(0.01)
         for t in self._threads:
             t.join(max(0.0, end - time.monotonic()))
+        for hook in self._stop_hooks:
+            try:
+                hook(max(STOP_GRACE_S, end - time.monotonic()))
+            except Exception as err:
+                self.log(f"stop_hook_failed error={type(err).__name__}")
         self.log(f"stopped reason={self._stop_reason} cancelled_approvals={cancelled}")
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -415,11 +439,26 @@ class Service:
                 except DecodeError as err:
                     self._send_error(conn, channel, rid, err.code, err.message)
                     return
-                reply = self._dispatch(conn, channel, peer, request)
-                if not self._send(conn, reply):
+                after: list[Callable[[bool], None]] = []
+                reply = self._dispatch(conn, channel, peer, request, after)
+                sent = False
+                try:
+                    sent = self._send(conn, reply)
+                finally:
+                    # What a handler does after its reply (capture's write of a denied call) learns
+                    # whether the client had it in time: the trace records what the harness was told.
+                    self._after_reply(after, sent and time.time_ns() // 1_000_000 <= request["hard_deadline_ms"])
+                if not sent:
                     return
         finally:
             self._release(conn)
+
+    def _after_reply(self, callbacks: list[Callable[[bool], None]], delivered: bool) -> None:
+        for callback in callbacks:
+            try:
+                callback(delivered)
+            except Exception as err:  # a failing callback is logged by type; the connection goes on
+                self.log(f"after_reply_failed error={type(err).__name__}")
 
     def _send(self, conn: socket.socket, message: Any) -> bool:
         try:
@@ -442,7 +481,8 @@ class Service:
         else:
             self._send(conn, make_reply(rid, "no_override", code, message[:500], source="protocol_error"))
 
-    def _dispatch(self, conn: socket.socket, channel: str, peer: Peer, request: Request) -> Any:
+    def _dispatch(self, conn: socket.socket, channel: str, peer: Peer, request: Request,
+                  after: list[Callable[[bool], None]]) -> Any:
         rid = request["request_id"]
         now_ms = time.time_ns() // 1_000_000
         deadline = time.monotonic() + (request["hard_deadline_ms"] - now_ms) / 1000
@@ -453,7 +493,7 @@ class Service:
             if channel == "control":
                 return _control_reply(rid, False, "unknown_request_kind", msg)
             return make_reply(rid, "no_override", "unknown_request_kind", msg, source="protocol_error")
-        invocation = Invocation(conn, peer, deadline)
+        invocation = Invocation(conn, peer, deadline, after)
         if channel == "control":
             return self._guarded(handler, request, invocation, channel)
         key = (request["invocation_nonce"], request["request_kind"], request["adapter"])
