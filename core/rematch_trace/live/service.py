@@ -58,6 +58,7 @@ import attrs
 
 from rematch_trace.live import paths
 from rematch_trace.live.approvals import Approval, ApprovalBook, BookFull, parent_of
+from rematch_trace.live.slots import Conn, Slots
 from rematch_trace.live.ipc.codec import (
     MAX_REPLY_BYTES,
     MAX_REQUEST_BYTES,
@@ -86,8 +87,13 @@ READ_DEADLINE_S = 1.0
 REPLY_DEADLINE_S = 1.0
 #: Seconds without a connection or a held call before the service exits.
 IDLE_S = 600.0
-#: Connections served at once.
-MAX_CONNECTIONS = 32
+#: Connections the event channel holds at once; one process may hold a quarter of them.
+MAX_CONNECTIONS = 128
+#: Connections the control channel holds at once (its own slots); one process may hold half.
+CONTROL_CONNECTIONS = 16
+#: Pending connections the kernel queues before a client's connect fails with ``EAGAIN``
+#: (capped by ``net.core.somaxconn``).
+LISTEN_BACKLOG = 4096
 #: Request ids remembered for de-duplication: how many, for how long.
 DEDUP_ENTRIES = 4096
 DEDUP_TTL_S = 600.0
@@ -221,7 +227,8 @@ class Service:
             "list_approvals": self._list_approvals,
             "decide_approval": self._decide_approval,
         }
-        self._slots = threading.BoundedSemaphore(max_connections)
+        self._slots = {"events": Slots(max_connections, max(1, max_connections // 4)),
+                       "control": Slots(CONTROL_CONNECTIONS, CONTROL_CONNECTIONS // 2)}
         self._seen: OrderedDict[str, _Slot] = OrderedDict()
         self._seen_lock = threading.Lock()
         self._stop = threading.Event()
@@ -317,7 +324,7 @@ class Service:
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
-        sock.listen(128)
+        sock.listen(LISTEN_BACKLOG)
         sock.settimeout(0.25)
         return sock, path, os.stat(path).st_ino
 
@@ -390,28 +397,32 @@ class Service:
                 self.log(f"refused channel={channel} peer_uid={peer.uid} peer_pid={peer.pid}")
                 conn.close()
                 continue
-            if not self._slots.acquire(blocking=False):
+            slot = self._slots[channel].admit(conn, peer.pid)
+            if slot is None:
+                # Every slot holds a request in flight (idle ones were given up first): say so, the
+                # client retries within its deadline.
                 self._send_error(conn, channel, None, "busy", "the service is at its connection bound; retry")
                 conn.close()
                 continue
             with self._active_lock:
                 self._active += 1
                 self._last_activity = time.monotonic()
-            t = threading.Thread(target=self._serve, args=(conn, channel, peer), name="rematch-conn", daemon=True)
+            t = threading.Thread(target=self._serve, args=(conn, channel, peer, slot), name="rematch-conn",
+                                 daemon=True)
             try:
                 t.start()
             except RuntimeError:  # no thread to be had: answer busy, free the slot
                 self._send_error(conn, channel, None, "busy", "no thread available")
-                self._release(conn)
+                self._release(conn, channel, slot)
 
-    def _release(self, conn: socket.socket) -> None:
+    def _release(self, conn: socket.socket, channel: str, slot: Conn) -> None:
         conn.close()
-        self._slots.release()
+        self._slots[channel].leave(slot)
         with self._active_lock:
             self._active -= 1
             self._last_activity = time.monotonic()
 
-    def _serve(self, conn: socket.socket, channel: str, peer: Peer) -> None:
+    def _serve(self, conn: socket.socket, channel: str, peer: Peer, slot: Conn) -> None:
         try:
             first = True
             while not self._stop.is_set():
@@ -429,6 +440,8 @@ class Service:
                     return
                 except OSError:
                     return
+                if not self._slots[channel].begin(slot):
+                    return  # given up to a newcomer while its frame was read: the client retries
                 rid: str | None = None
                 try:
                     obj = decode_payload(payload)
@@ -448,10 +461,11 @@ class Service:
                     # What a handler does after its reply (capture's write of a denied call) learns
                     # whether the client had it in time: the trace records what the harness was told.
                     self._after_reply(after, sent and time.time_ns() // 1_000_000 <= request["hard_deadline_ms"])
+                self._slots[channel].end(slot)
                 if not sent:
                     return
         finally:
-            self._release(conn)
+            self._release(conn, channel, slot)
 
     def _after_reply(self, callbacks: list[Callable[[bool], None]], delivered: bool) -> None:
         for callback in callbacks:
