@@ -17,6 +17,7 @@ import orjson
 
 from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host
+
 from rematch_trace.live.folder import live_dir, lock_path
 from rematch_trace.live.session_writer import (
     SessionLock,
@@ -177,7 +178,10 @@ def register_capture(service: Any, data: Path) -> None:
                           f"a judged call was not recorded: {type(err).__name__}")
         return work
 
-    line = WriteQueue()
+    # While verdicts are being decided (Service.judging), the writer lets them go first; bounded
+    # per job (WRITER_YIELD_S), so writes go on under a stream of verdicts.
+    verdicts_busy = getattr(service, "judging", None)
+    line = WriteQueue(yield_to=verdicts_busy, max_yield_s=WRITER_YIELD_S)
     if hasattr(service, "at_stop"):
         service.at_stop(line.drain)
 
@@ -215,6 +219,8 @@ def register_capture(service: Any, data: Path) -> None:
     service.register_handler("hook_event", on_hook_event)
 
 
+#: The longest the writer waits for verdicts before each capture, seconds.
+WRITER_YIELD_S = 0.1
 #: Seconds a denied call's place in the write line waits for its reply to be sent (the reply
 #: deadline is 1 s): past it the call is written as an ordinary started call.
 RESERVE_S = 3.0

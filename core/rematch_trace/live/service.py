@@ -101,6 +101,8 @@ DEDUP_TTL_S = 600.0
 STOP_GRACE_S = 2.0
 #: Seconds a connection may idle between two requests before it is closed (silently).
 KEEPALIVE_S = 5.0
+#: Seconds after a verdict during which :meth:`Service.judging` still says a burst may be under way.
+VERDICT_QUIET_S = 0.02
 #: Seconds a held call's reply is kept ahead of its hard deadline (so it is not late).
 HOLD_MARGIN_S = 0.05
 
@@ -240,6 +242,8 @@ class Service:
         self._threads: list[threading.Thread] = []
         self._lock_fd: int | None = None
         self._stop_hooks: list[Callable[[float], object]] = []
+        self._judging = 0
+        self._judged_at = 0.0
         if provider is not None:
             self.register_handler("pre_tool_use", self._pre_tool_use)
 
@@ -562,7 +566,25 @@ class Service:
         """
         return self._pre_tool_use(request, inv)
 
+    def judging(self) -> bool:
+        """Whether a verdict is being decided, or was a moment ago (a burst: more are on their way).
+
+        Live capture's writer waits while this holds (briefly): writes and verdicts share one
+        interpreter lock, and a verdict's deadline is the harness's.
+        """
+        return self._judging > 0 or time.monotonic() - self._judged_at < VERDICT_QUIET_S
+
     def _pre_tool_use(self, request: Request, inv: Invocation) -> Reply:
+        with self._active_lock:
+            self._judging += 1
+        try:
+            return self._judge(request, inv)
+        finally:
+            with self._active_lock:
+                self._judging -= 1
+                self._judged_at = time.monotonic()
+
+    def _judge(self, request: Request, inv: Invocation) -> Reply:
         from rematch_trace.live.verdicts.action import build_action
         from rematch_trace.live.verdicts.provider import ProviderUnavailable
 

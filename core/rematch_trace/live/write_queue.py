@@ -56,13 +56,19 @@ class WriteQueue:
     """A first-in first-out line of captures, applied one at a time by one thread.
 
     :param on_error: called (on the writer's thread) with a job's exception; it must not raise.
+    :param yield_to: while it returns true (verdicts being decided), the writer waits before its
+        next job, up to ``max_yield_s`` per job: in one process the writer's work takes the
+        interpreter lock from the verdicts, whose deadline is the harness's.
     """
 
-    def __init__(self, on_error: Callable[[BaseException], None] | None = None) -> None:
+    def __init__(self, on_error: Callable[[BaseException], None] | None = None,
+                 yield_to: Callable[[], bool] | None = None, max_yield_s: float = 0.25) -> None:
         self._jobs: deque[Job] = deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._on_error = on_error
+        self._yield_to = yield_to
+        self._max_yield_s = max_yield_s
 
     def submit(self, work: Work) -> Job:
         """Queue ``work`` to run after everything queued before it."""
@@ -107,6 +113,10 @@ class WriteQueue:
                         break
                     self._cond.wait(left)
                 work = head._work
+            if self._yield_to is not None:
+                end = time.monotonic() + self._max_yield_s
+                while self._yield_to() and time.monotonic() < end:
+                    time.sleep(0.002)
             try:
                 work()
             except BaseException as err:  # one failed capture never stops the line
