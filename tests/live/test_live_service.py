@@ -25,7 +25,7 @@ from live_helpers import (
     wait_for,
 )
 
-from rematch_trace.live import client, control, paths
+from rematch_trace.live import client, paths
 from rematch_trace.live.ipc.codec import MAX_REQUEST_BYTES
 from rematch_trace.live.ipc.messages import check_reply
 

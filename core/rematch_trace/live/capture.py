@@ -17,7 +17,6 @@ import orjson
 
 from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host
-
 from rematch_trace.live.folder import live_dir, lock_path
 from rematch_trace.live.session_writer import (
     SessionLock,

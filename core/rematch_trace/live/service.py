@@ -18,8 +18,11 @@ within the reply deadline (1 s). A fault in a frame is answered with a
 ``protocol_error`` reply naming its code, then the connection is closed. A
 ``request_id`` seen in the last 10 minutes gets the first reply again when it
 names the same invocation (a retry), and ``duplicate_request_id`` when not.
-At most ``max_connections`` connections are served at once; one more is told
-``busy`` and closed.
+Each channel has its own slots (:mod:`rematch_trace.live.slots`): events
+``max_connections`` (128), a quarter of them per peer process; control 16,
+half per process. A newcomer takes the slot of the longest-idle connection
+that has no request in flight (a kept-alive one between requests first); only
+when every slot holds a request in flight is it told ``busy`` and closed.
 
 **Life.** One service per data folder (an exclusive lock on ``run/serve.lock``;
 a second start finds the first and exits 0). SIGTERM or SIGINT stops it
@@ -30,8 +33,9 @@ a client starts it again on demand.
 
 **Handlers.** A handler is ``handler(request, invocation) -> Reply`` where
 ``invocation`` (:class:`Invocation`) gives the peer's pid and uid, the
-request's deadline on the monotonic clock, and ``is_live()``. It runs on the
-connection's thread and must answer before the deadline. The host's payload
+request's deadline on the monotonic clock, ``is_live()``, and ``after_reply``
+(work to run once the reply was sent, told whether it reached the client in
+time). It runs on the connection's thread and must answer before the deadline. The host's payload
 is transient: no handler here logs it or writes it anywhere; the log holds
 ids, decisions, reasons and fingerprints.
 """
@@ -58,7 +62,6 @@ import attrs
 
 from rematch_trace.live import paths
 from rematch_trace.live.approvals import Approval, ApprovalBook, BookFull, parent_of
-from rematch_trace.live.slots import Conn, Slots
 from rematch_trace.live.ipc.codec import (
     MAX_REPLY_BYTES,
     MAX_REQUEST_BYTES,
@@ -81,6 +84,7 @@ from rematch_trace.live.ipc.messages import (
     check_request,
     make_reply,
 )
+from rematch_trace.live.slots import Conn, Slots
 
 #: Seconds a frame has to arrive whole, and a reply to leave.
 READ_DEADLINE_S = 1.0

@@ -24,7 +24,7 @@ import time
 class Conn:
     """One admitted connection's slot."""
 
-    __slots__ = ("conn", "pid", "since", "in_flight", "served", "reclaimed")
+    __slots__ = ("conn", "in_flight", "pid", "reclaimed", "served", "since")
 
     def __init__(self, conn: socket.socket, pid: int) -> None:
         self.conn = conn
