@@ -9,6 +9,7 @@ trace path never answers a verdict).
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -140,49 +141,88 @@ VERDICT_HOOK_ID = "rematch"
 def register_capture(service: Any, data: Path) -> None:
     """Serve ``hook_event`` requests on ``service`` (``rematch serve``): capture each payload.
 
-    The reply comes once the event is committed to its session's files
+    The reply to an event comes once it is committed to its session's files
     (``recorded``): a killed service loses at most the events it was handed
     and had not answered. A ``PreToolUse`` payload is first judged by the
-    service's verdict path (the ``pre_tool_use`` handler: policy, approvals);
-    a ``deny`` is recorded as the call's ``tool_blocked`` and answered as the
-    verdict, which the hook hands to the harness. A capture that fails after
-    a verdict is logged and the verdict still answered (the call's deny must
-    not be lost to a full disk); without a verdict the failure is the
-    handler's, and the hook captures in its own process instead.
+    service's verdict path (the ``pre_tool_use`` handler: policy, approvals),
+    and its verdict never waits behind writing (issue 29): it is answered at
+    once (a ``deny`` as the verdict, else ``recorded``) and written after, in
+    its place in the write line. A ``deny`` is recorded as the call's
+    ``tool_blocked`` only when the reply reached the client before the
+    request's deadline (what the harness was told); otherwise the call is
+    recorded as an ordinary started call. A capture that fails after a verdict
+    is logged (no payload).
 
-    One capture at a time in the process: the handlers run on connection
-    threads, and a capture is a few milliseconds of work on shared caches.
+    Captures are applied one at a time, in the order they were queued, by one
+    writer thread (:class:`~rematch_trace.live.write_queue.WriteQueue`): the
+    handlers run on connection threads, a capture is a few milliseconds of work
+    on shared caches, and the session's order must hold whatever order the
+    replies left in.
     """
-    import threading
-
     from rematch_trace.live.folder import log_error
     from rematch_trace.live.ipc.messages import make_reply
+    from rematch_trace.live.write_queue import WriteQueue
 
     host = default_host()
     if getattr(service, "host", None) is None:
         service.host = host
     folder = DataDir(data)
-    one_at_a_time = threading.Lock()
+
+    def logged(request: dict[str, Any], blocked: tuple[str, str] | None) -> Any:
+        def work() -> None:
+            try:
+                handle_hook_event(request, folder, host, blocked)
+            except Exception as err:
+                log_error(folder.root, "rematch serve hook_event",
+                          f"a judged call was not recorded: {type(err).__name__}")
+        return work
+
+    # While verdicts are being decided (Service.judging), the writer lets them go first; bounded
+    # per job (WRITER_YIELD_S), so writes go on under a stream of verdicts.
+    verdicts_busy = getattr(service, "judging", None)
+    line = WriteQueue(yield_to=verdicts_busy, max_yield_s=WRITER_YIELD_S)
+    if hasattr(service, "at_stop"):
+        service.at_stop(line.drain)
 
     def on_hook_event(request: dict[str, Any], invocation: Any) -> Any:
         payload = request.get("host_payload")
-        verdict = None
         if (type(payload) is dict and payload.get("hook_event_name") == "PreToolUse"
                 and getattr(service, "provider", None) is not None):
             verdict = service.verdict(request, invocation)
-        if verdict is None or verdict["decision"] != "deny":
-            with one_at_a_time:
-                handle_hook_event(request, folder, host)
-            return make_reply(request["request_id"], "no_override", "recorded", "", source="service",
-                              tool_class=verdict["tool_class"] if verdict else "unknown")
-        try:
-            with one_at_a_time:
-                handle_hook_event(request, folder, host, (VERDICT_HOOK_ID, f"{verdict['reason']}: {verdict['explanation']}"))
-        except Exception as err:
-            log_error(folder.root, "rematch serve hook_event", f"a denied call was not recorded: {type(err).__name__}")
-        return verdict
+            if verdict["decision"] != "deny":
+                line.submit(logged(request, None))
+                return make_reply(request["request_id"], "no_override", "recorded", "", source="service",
+                                  tool_class=verdict["tool_class"])
+            blocked = (VERDICT_HOOK_ID, f"{verdict['reason']}: {verdict['explanation']}")
+            # The place in the line is taken now (the session's order); what is written there
+            # waits for the reply: tool_blocked once the deny was delivered in time, else the call.
+            job = line.reserve(logged(request, None), RESERVE_S)
+            after = getattr(invocation, "after_reply", None)
+            if after is None:
+                job.release(logged(request, blocked))
+            else:
+                after(lambda delivered: job.release(logged(request, blocked) if delivered else None))
+            return verdict
+        job = line.submit(lambda: handle_hook_event(request, folder, host))
+        # Past the request's deadline the client has gone (it captures in its own process, and the
+        # digest makes the two one): the thread is freed, the queued capture still lands.
+        if not job.wait(max(0.0, invocation.deadline - time.monotonic())):
+            return make_reply(request["request_id"], "no_override", "deadline_passed",
+                              "The event is queued for writing; it was not committed before the deadline.",
+                              source="service", tool_class="unknown")
+        if job.error is not None:
+            raise job.error
+        return make_reply(request["request_id"], "no_override", "recorded", "", source="service",
+                          tool_class="unknown")
 
     service.register_handler("hook_event", on_hook_event)
+
+
+#: The longest the writer waits for verdicts before each capture, seconds.
+WRITER_YIELD_S = 0.1
+#: Seconds a denied call's place in the write line waits for its reply to be sent (the reply
+#: deadline is 1 s): past it the call is written as an ordinary started call.
+RESERVE_S = 3.0
 
 
 def capture_bytes(harness: str, raw: bytes, t: int, root: Path, host: Host | None = None) -> list[str]:

@@ -46,6 +46,10 @@ from rematch_trace.live.ipc.messages import Reply, Request, check_reply, check_r
 DEFAULT_DEADLINE_MS = 1500
 #: How often a client polls for a service it has just started, seconds.
 _CONNECT_POLL_S = 0.01
+#: Backoff between two tries of a busy service (``EAGAIN`` at connect, a ``busy`` reply, a
+#: connection closed before any reply): the first pause, and the longest; each is jittered.
+_BACKOFF_FIRST_S = 0.005
+_BACKOFF_MAX_S = 0.1
 
 
 def new_request(
@@ -104,6 +108,9 @@ def _connect(sock_path: Path, deadline: float, data: Path, start: bool) -> socke
             if not started:
                 _start_service(data)
                 started = True
+        except BlockingIOError:  # EAGAIN: the listen queue is full (a burst); the caller backs off
+            sock.close()
+            raise _Busy("busy: EAGAIN at connect") from None
         except OSError as err:
             sock.close()
             raise ExchangeFailed(f"connect_failed: {type(err).__name__}: {err}") from None
@@ -127,25 +134,50 @@ class _Reset(ExchangeFailed):
     """The connection was reset before any reply: the listener closed (a service stopping or dying)."""
 
 
+class _Busy(ExchangeFailed):
+    """The service is at its bound: its listen queue is full (``EAGAIN``), or it answered ``busy``."""
+
+
+def _is_busy(value: Any) -> bool:
+    """Whether ``value`` is the service's ``busy`` refusal (an event reply or a control reply)."""
+    return isinstance(value, dict) and (
+        (value.get("decision_source") == "protocol_error" and value.get("reason") == "busy")
+        or (value.get("ok") is False and value.get("error") == "busy"))
+
+
+def _jittered(delay: float) -> float:
+    """``delay`` times a random factor in [0.5, 1.5): callers that were refused together do not retry together."""
+    return delay * (0.5 + int.from_bytes(os.urandom(2), "big") / 65536)
+
+
 def exchange(sock_path: Path, message: dict[str, Any], deadline: float, *, data: Path, start: bool,
              limit: int = MAX_REPLY_BYTES) -> Any:
     """Send ``message`` as one frame to ``sock_path``, return the decoded reply payload.
 
-    A connection reset before any reply is tried once more, within the same
-    deadline: it is what a client sees when it connected just as the service
-    stopped (its idle exit, a SIGTERM, a kill), and the retry reaches the next
-    service (started on demand when ``start``). Asking twice is safe: a verdict
-    has no side effect, and the service applies a captured event once by its
-    request id and digest.
+    A busy service (its listen queue full: ``EAGAIN`` at connect; a ``busy``
+    reply) and a connection closed or reset before any reply (a service
+    stopping as the client connected, or one that gave the idle connection's
+    slot to another) are tried again, with jittered exponential backoff (5 ms
+    doubling to 100 ms), until ``deadline``. Asking twice is safe: a verdict
+    has no side effect, and the service answers a repeated request id with its
+    first reply (a captured event is applied once).
 
     :raises ExchangeFailed: on anything that is not one well-framed, bounded reply before ``deadline``.
     """
-    try:
-        return _exchange_once(sock_path, message, deadline, data=data, start=start, limit=limit)
-    except _Reset:
-        if time.monotonic() + _CONNECT_POLL_S >= deadline:
-            raise
-        return _exchange_once(sock_path, message, deadline, data=data, start=start, limit=limit)
+    delay = _BACKOFF_FIRST_S
+    while True:
+        try:
+            value = _exchange_once(sock_path, message, deadline, data=data, start=start, limit=limit)
+            if not _is_busy(value):
+                return value
+            why: ExchangeFailed = _Busy("busy: the service is at its connection bound")
+        except (_Reset, _Busy) as err:
+            why = err
+        pause = _jittered(delay)
+        if time.monotonic() + pause >= deadline:
+            raise why
+        time.sleep(pause)
+        delay = min(delay * 2, _BACKOFF_MAX_S)
 
 
 def _exchange_once(sock_path: Path, message: dict[str, Any], deadline: float, *, data: Path, start: bool,
@@ -167,7 +199,7 @@ def _exchange_once(sock_path: Path, message: dict[str, Any], deadline: float, *,
             payload = read_frame(sock, limit, deadline)
             return decode_payload(payload, min(deadline, time.monotonic() + 0.1))
         except FrameClosed:
-            raise ExchangeFailed("closed: the service closed the connection without a reply") from None
+            raise _Reset("closed: the service closed the connection without a reply") from None
         except DecodeError as err:
             raise ExchangeFailed(f"bad_reply: {err.code}") from None
         except ConnectionResetError as err:

@@ -18,8 +18,11 @@ within the reply deadline (1 s). A fault in a frame is answered with a
 ``protocol_error`` reply naming its code, then the connection is closed. A
 ``request_id`` seen in the last 10 minutes gets the first reply again when it
 names the same invocation (a retry), and ``duplicate_request_id`` when not.
-At most ``max_connections`` connections are served at once; one more is told
-``busy`` and closed.
+Each channel has its own slots (:mod:`rematch_trace.live.slots`): events
+``max_connections`` (128), a quarter of them per peer process; control 16,
+half per process. A newcomer takes the slot of the longest-idle connection
+that has no request in flight (a kept-alive one between requests first); only
+when every slot holds a request in flight is it told ``busy`` and closed.
 
 **Life.** One service per data folder (an exclusive lock on ``run/serve.lock``;
 a second start finds the first and exits 0). SIGTERM or SIGINT stops it
@@ -30,8 +33,9 @@ a client starts it again on demand.
 
 **Handlers.** A handler is ``handler(request, invocation) -> Reply`` where
 ``invocation`` (:class:`Invocation`) gives the peer's pid and uid, the
-request's deadline on the monotonic clock, and ``is_live()``. It runs on the
-connection's thread and must answer before the deadline. The host's payload
+request's deadline on the monotonic clock, ``is_live()``, and ``after_reply``
+(work to run once the reply was sent, told whether it reached the client in
+time). It runs on the connection's thread and must answer before the deadline. The host's payload
 is transient: no handler here logs it or writes it anywhere; the log holds
 ids, decisions, reasons and fingerprints.
 """
@@ -81,14 +85,20 @@ from rematch_trace.live.ipc.messages import (
     check_request,
     make_reply,
 )
+from rematch_trace.live.slots import Conn, Slots
 
 #: Seconds a frame has to arrive whole, and a reply to leave.
 READ_DEADLINE_S = 1.0
 REPLY_DEADLINE_S = 1.0
 #: Seconds without a connection or a held call before the service exits.
 IDLE_S = 600.0
-#: Connections served at once.
-MAX_CONNECTIONS = 32
+#: Connections the event channel holds at once; one process may hold a quarter of them.
+MAX_CONNECTIONS = 128
+#: Connections the control channel holds at once (its own slots); one process may hold half.
+CONTROL_CONNECTIONS = 16
+#: Pending connections the kernel queues before a client's connect fails with ``EAGAIN``
+#: (capped by ``net.core.somaxconn``).
+LISTEN_BACKLOG = 4096
 #: Request ids remembered for de-duplication: how many, for how long.
 DEDUP_ENTRIES = 4096
 DEDUP_TTL_S = 600.0
@@ -96,6 +106,8 @@ DEDUP_TTL_S = 600.0
 STOP_GRACE_S = 2.0
 #: Seconds a connection may idle between two requests before it is closed (silently).
 KEEPALIVE_S = 5.0
+#: Seconds after a verdict during which :meth:`Service.judging` still says a burst may be under way.
+VERDICT_QUIET_S = 0.02
 #: Seconds a held call's reply is kept ahead of its hard deadline (so it is not late): after the
 #: decision the call is still recorded (``tool_blocked`` on a deny) before the reply leaves, and a
 #: reply the hook client reads past its deadline is no reply (it fails open, and the call runs).
@@ -117,11 +129,22 @@ class Peer:
 class Invocation:
     """What a handler knows of the request it serves besides the request itself."""
 
-    def __init__(self, conn: socket.socket, peer: Peer, deadline: float) -> None:
+    def __init__(self, conn: socket.socket, peer: Peer, deadline: float,
+                 after: list[Callable[[bool], None]] | None = None) -> None:
         self._conn = conn
         self.peer = peer
         #: The request's hard deadline on the monotonic clock.
         self.deadline = deadline
+        self._after = after if after is not None else []
+
+    def after_reply(self, callback: Callable[[bool], None]) -> None:
+        """Call ``callback(delivered)`` once the reply was sent (or failed to be).
+
+        ``delivered`` is true when the whole reply was written to the client before
+        the request's hard deadline: what the client was told, it was told in time.
+        It runs on the connection's thread, after the send; it must not block long.
+        """
+        self._after.append(callback)
 
     def is_live(self) -> bool:
         """Whether the client is still connected (it has not closed or reset its end)."""
@@ -214,7 +237,8 @@ class Service:
             "list_approvals": self._list_approvals,
             "decide_approval": self._decide_approval,
         }
-        self._slots = threading.BoundedSemaphore(max_connections)
+        self._slots = {"events": Slots(max_connections, max(1, max_connections // 4)),
+                       "control": Slots(CONTROL_CONNECTIONS, CONTROL_CONNECTIONS // 2)}
         self._seen: OrderedDict[str, _Slot] = OrderedDict()
         self._seen_lock = threading.Lock()
         self._stop = threading.Event()
@@ -227,6 +251,9 @@ class Service:
         self._lock_fd: int | None = None
         #: Where a held call's "run `rematch approve ID`" line goes besides the log (``rematch serve``: stderr).
         self.announce: Callable[[str], None] | None = None
+        self._stop_hooks: list[Callable[[float], object]] = []
+        self._judging = 0
+        self._judged_at = 0.0
         if provider is not None:
             self.register_handler("pre_tool_use", self._pre_tool_use)
 
@@ -243,6 +270,13 @@ class Service:
         if request_kind in CONTROL_KINDS:
             raise ValueError(f"{request_kind!r} belongs to the control channel; the event channel never serves it")
         self._handlers[request_kind] = handler
+
+    def at_stop(self, hook: Callable[[float], object]) -> None:
+        """Call ``hook(seconds_left)`` when the service stops, once in-flight replies are done.
+
+        Live capture drains its write queue here (the writes that follow replies).
+        """
+        self._stop_hooks.append(hook)
 
     # -- life --------------------------------------------------------------------------------
 
@@ -304,7 +338,7 @@ class Service:
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
-        sock.listen(128)
+        sock.listen(LISTEN_BACKLOG)
         sock.settimeout(0.25)
         return sock, path, os.stat(path).st_ino
 
@@ -344,6 +378,11 @@ class Service:
             time.sleep(0.01)
         for t in self._threads:
             t.join(max(0.0, end - time.monotonic()))
+        for hook in self._stop_hooks:
+            try:
+                hook(max(STOP_GRACE_S, end - time.monotonic()))
+            except Exception as err:
+                self.log(f"stop_hook_failed error={type(err).__name__}")
         self.log(f"stopped reason={self._stop_reason} cancelled_approvals={cancelled}")
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -372,28 +411,32 @@ class Service:
                 self.log(f"refused channel={channel} peer_uid={peer.uid} peer_pid={peer.pid}")
                 conn.close()
                 continue
-            if not self._slots.acquire(blocking=False):
+            slot = self._slots[channel].admit(conn, peer.pid)
+            if slot is None:
+                # Every slot holds a request in flight (idle ones were given up first): say so, the
+                # client retries within its deadline.
                 self._send_error(conn, channel, None, "busy", "the service is at its connection bound; retry")
                 conn.close()
                 continue
             with self._active_lock:
                 self._active += 1
                 self._last_activity = time.monotonic()
-            t = threading.Thread(target=self._serve, args=(conn, channel, peer), name="rematch-conn", daemon=True)
+            t = threading.Thread(target=self._serve, args=(conn, channel, peer, slot), name="rematch-conn",
+                                 daemon=True)
             try:
                 t.start()
             except RuntimeError:  # no thread to be had: answer busy, free the slot
                 self._send_error(conn, channel, None, "busy", "no thread available")
-                self._release(conn)
+                self._release(conn, channel, slot)
 
-    def _release(self, conn: socket.socket) -> None:
+    def _release(self, conn: socket.socket, channel: str, slot: Conn) -> None:
         conn.close()
-        self._slots.release()
+        self._slots[channel].leave(slot)
         with self._active_lock:
             self._active -= 1
             self._last_activity = time.monotonic()
 
-    def _serve(self, conn: socket.socket, channel: str, peer: Peer) -> None:
+    def _serve(self, conn: socket.socket, channel: str, peer: Peer, slot: Conn) -> None:
         try:
             first = True
             while not self._stop.is_set():
@@ -411,6 +454,8 @@ class Service:
                     return
                 except OSError:
                     return
+                if not self._slots[channel].begin(slot):
+                    return  # given up to a newcomer while its frame was read: the client retries
                 rid: str | None = None
                 try:
                     obj = decode_payload(payload)
@@ -421,11 +466,27 @@ class Service:
                 except DecodeError as err:
                     self._send_error(conn, channel, rid, err.code, err.message)
                     return
-                reply = self._dispatch(conn, channel, peer, request)
-                if not self._send(conn, reply):
+                after: list[Callable[[bool], None]] = []
+                reply = self._dispatch(conn, channel, peer, request, after)
+                sent = False
+                try:
+                    sent = self._send(conn, reply)
+                finally:
+                    # What a handler does after its reply (capture's write of a denied call) learns
+                    # whether the client had it in time: the trace records what the harness was told.
+                    self._after_reply(after, sent and time.time_ns() // 1_000_000 <= request["hard_deadline_ms"])
+                self._slots[channel].end(slot)
+                if not sent:
                     return
         finally:
-            self._release(conn)
+            self._release(conn, channel, slot)
+
+    def _after_reply(self, callbacks: list[Callable[[bool], None]], delivered: bool) -> None:
+        for callback in callbacks:
+            try:
+                callback(delivered)
+            except Exception as err:  # a failing callback is logged by type; the connection goes on
+                self.log(f"after_reply_failed error={type(err).__name__}")
 
     def _send(self, conn: socket.socket, message: Any) -> bool:
         try:
@@ -448,7 +509,8 @@ class Service:
         else:
             self._send(conn, make_reply(rid, "no_override", code, message[:500], source="protocol_error"))
 
-    def _dispatch(self, conn: socket.socket, channel: str, peer: Peer, request: Request) -> Any:
+    def _dispatch(self, conn: socket.socket, channel: str, peer: Peer, request: Request,
+                  after: list[Callable[[bool], None]]) -> Any:
         rid = request["request_id"]
         now_ms = time.time_ns() // 1_000_000
         deadline = time.monotonic() + (request["hard_deadline_ms"] - now_ms) / 1000
@@ -459,7 +521,7 @@ class Service:
             if channel == "control":
                 return _control_reply(rid, False, "unknown_request_kind", msg)
             return make_reply(rid, "no_override", "unknown_request_kind", msg, source="protocol_error")
-        invocation = Invocation(conn, peer, deadline)
+        invocation = Invocation(conn, peer, deadline, after)
         if channel == "control":
             return self._guarded(handler, request, invocation, channel)
         key = (request["invocation_nonce"], request["request_kind"], request["adapter"])
@@ -514,7 +576,25 @@ class Service:
         """
         return self._pre_tool_use(request, inv)
 
+    def judging(self) -> bool:
+        """Whether a verdict is being decided, or was a moment ago (a burst: more are on their way).
+
+        Live capture's writer waits while this holds (briefly): writes and verdicts share one
+        interpreter lock, and a verdict's deadline is the harness's.
+        """
+        return self._judging > 0 or time.monotonic() - self._judged_at < VERDICT_QUIET_S
+
     def _pre_tool_use(self, request: Request, inv: Invocation) -> Reply:
+        with self._active_lock:
+            self._judging += 1
+        try:
+            return self._judge(request, inv)
+        finally:
+            with self._active_lock:
+                self._judging -= 1
+                self._judged_at = time.monotonic()
+
+    def _judge(self, request: Request, inv: Invocation) -> Reply:
         from rematch_trace.live.verdicts.action import build_action
         from rematch_trace.live.verdicts.provider import ProviderUnavailable
 

@@ -76,6 +76,10 @@ ERROR_LOG_BYTES = 1 << 20
 ERROR_MESSAGE_CHARS = 300
 #: How often a PreToolUse polls for the service it has just started, seconds.
 POLL_S = 0.01
+#: Backoff between two tries of a busy service (EAGAIN at connect, a ``busy`` reply, a connection
+#: closed before any reply): the first pause and the longest, each jittered (as the core client).
+BACKOFF_FIRST_S = 0.005
+BACKOFF_MAX_S = 0.1
 
 
 class _NoService(Exception):
@@ -88,6 +92,10 @@ class _Failed(Exception):
 
 class _Reset(_Failed):
     """The service closed or reset the connection before replying (it may be stopping as we connect)."""
+
+
+class _Busy(_Failed):
+    """The service's listen queue is full (``EAGAIN`` at connect): a burst; try again shortly."""
 
 
 # --- where things are ------------------------------------------------------------------------
@@ -247,6 +255,8 @@ def exchange(sock_path: str, frame: bytes, deadline: float) -> dict[str, object]
             sock.connect(sock_path)
         except (FileNotFoundError, ConnectionRefusedError):
             raise _NoService() from None
+        except BlockingIOError:
+            raise _Busy("busy: EAGAIN at connect") from None
         except OSError as err:
             raise _Failed(f"connect_failed: {type(err).__name__}") from None
         try:
@@ -305,23 +315,31 @@ def ask_service(harness: str, raw: bytes, t: int, data: str, wait: bool,
         return None, "no_service: no private service folder"
     deadline = time.monotonic() + max(0.0, (t + budget) / 1000 - time.time())
     connect_by = min(deadline, time.monotonic() + DEADLINE_MS / 1000)
-    retried = False
+    delay = BACKOFF_FIRST_S
     while True:
         try:
             reply = exchange(os.path.join(run, "events.sock"), frame, deadline)
-            break
+            if not (reply.get("decision_source") == "protocol_error" and reply.get("reason") == "busy"):
+                break
+            why = "busy: the service is at its connection bound"
         except _NoService:
             if not wait or time.monotonic() + POLL_S >= connect_by:
                 return None, "no_service"
             time.sleep(POLL_S)
-        except _Reset as why:
-            # A service stopping (idle) as we connected: once more, the same request (the service
-            # answers a repeated request id with its first reply, so nothing is applied twice).
-            if retried or time.monotonic() + POLL_S >= deadline:
-                return None, str(why)
-            retried = True  # (gone by then: "no_service", and the caller starts another)
-        except _Failed as why:
-            return None, str(why)
+            continue
+        except (_Busy, _Reset) as err:
+            # A burst (the listen queue full), or a service stopping as we connected, or one that gave
+            # this idle connection's slot to another: the same request again, after a jittered pause
+            # (the service answers a repeated request id with its first reply: nothing applied twice).
+            # A stopped service is "no_service" on the next try, and the caller starts another.
+            why = str(err)
+        except _Failed as err:
+            return None, str(err)
+        pause = delay * (0.5 + int.from_bytes(os.urandom(2), "big") / 65536)
+        if time.monotonic() + pause >= deadline:
+            return None, why
+        time.sleep(pause)
+        delay = min(delay * 2, BACKOFF_MAX_S)
     if reply.get("decision_source") == "protocol_error":
         # The request broke a bound of the protocol (a large Write's text, say): expected, not an error.
         return None, f"refused: {reply.get('reason')!s:.64}"
