@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from rematch_trace.live.ipc.messages import Reply
@@ -127,7 +127,7 @@ SERVICE_DEADLINE_MS = 1000
 
 
 def capture_local(harness: str, raw: bytes, t: int, root: Path, cause: str = "",
-                  tell: Callable[[Reply], None] | None = None) -> None:
+                  tell: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Capture one payload in this process, failing open: any error is one line in ``live/errors.log``.
 
     What the fast hook client (the Claude Code plugin's ``bin/rematch_hook.py``)
@@ -160,7 +160,7 @@ def _ids(event: object) -> str:
 
 
 def judge_and_capture(harness: str, raw: bytes, t: int, root: Path, cause: str,
-                      tell: Callable[[Reply], None]) -> None:
+                      tell: Callable[[dict[str, Any]], None]) -> None:
     """The hook's own verdict on a call no service answered, told to the harness, then captured as told.
 
     A ``PreToolUse`` is judged by the local rules (:mod:`rematch_trace.live.verdicts.local`:
@@ -173,15 +173,10 @@ def judge_and_capture(harness: str, raw: bytes, t: int, root: Path, cause: str,
     else it fails open; either way ``live.log`` says so (ids and cause only).
     """
     from rematch_trace.live import paths
-    from rematch_trace.live.capture import (
-        MAX_PAYLOAD_BYTES,
-        VERDICT_HOOK_ID,
-        BadPayload,
-        capture_event,
-        default_host,
-    )
+    from rematch_trace.live.capture import MAX_PAYLOAD_BYTES, BadPayload, capture_event, default_host
     from rematch_trace.live.ipc.codec import DecodeError
     from rematch_trace.live.ipc.messages import make_reply
+    from rematch_trace.live.session_writer import VERDICT_HOOK_ID
     from rematch_trace.live.verdicts import local
     from rematch_trace.store.datafolder import DataDir
 
@@ -195,7 +190,10 @@ def judge_and_capture(harness: str, raw: bytes, t: int, root: Path, cause: str,
     try:
         if len(raw) > MAX_PAYLOAD_BYTES:
             raise BadPayload(f"payload of {len(raw)} bytes exceeds {MAX_PAYLOAD_BYTES}")
-        event = local.parse_unbounded(raw)
+        try:
+            event = local.parse_unbounded(raw)
+        except (ValueError, RecursionError) as err:  # (no message: it may quote the payload)
+            raise BadPayload(f"payload is not JSON ({type(err).__name__})") from None
         if type(event) is not dict:
             raise BadPayload(f"payload is a JSON {type(event).__name__}, not an object")
         if event.get("hook_event_name") == "PreToolUse":
@@ -219,7 +217,7 @@ def judge_and_capture(harness: str, raw: bytes, t: int, root: Path, cause: str,
     denied = verdict is not None and verdict["decision"] == "deny"
     if verdict is not None:
         if denied:
-            tell(verdict)
+            tell(dict(verdict))
             log(f"fallback deny {_ids(event)} cause={cause!r} reason={verdict['reason']}")
         else:
             log(f"fallback failed open {_ids(event)} cause={cause!r} why={verdict['reason']}")
@@ -251,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             cause = "no service took it"
         # No service answered: the call is judged here, by the same rules, and captured as told.
-        judge_and_capture(harness, raw, t, root, cause, lambda verdict: _deny(harness, verdict, out_fd))
+        judge_and_capture(harness, raw, t, root, cause, lambda verdict: _deny(harness, cast("Reply", verdict), out_fd))
     except BaseException as err:  # fail open: the session goes on whatever happened here
         if root is not None:
             from rematch_trace.live.folder import log_error
