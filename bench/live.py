@@ -15,9 +15,10 @@ The command is the one ``rematch hooks install`` writes
 resident service (``rematch serve``) running, which captures each event and
 answers once it is committed, and without it (``REMATCH_LIVE_SERVICE=0``: the
 client loads ``site`` and captures in its own process, as when no service
-answers). Each invocation is paired with a bare ``python -c pass`` run just
-before it: on a shared machine only the two side by side say what rematch
-itself costs.
+answers; a ``PreToolUse`` is also judged there by the local rules, whose cost
+alone is the "fallback verdict only" row). Each invocation is paired with a
+bare ``python -c pass`` run just before it: on a shared machine only the two
+side by side say what rematch itself costs.
 
 Targets (issue 15): p50 <= 30 ms and p99 <= 80 ms per invocation with the
 service running; correct output, just slower, without it.
@@ -163,6 +164,18 @@ def main() -> None:
             capture_bytes("claude_code", data, int(time.time() * 1000), work / "data2", host)
             inproc.append((time.perf_counter() - start) * 1000)
 
+        # The hook's own verdict on a call no service answered (verdicts/local.py): policy load and judge.
+        from rematch_trace.live.verdicts.local import fallback_policy, fallback_verdict
+
+        judged: list[float] = []
+        for payload in payloads("bench-judge", str(repo), args.turns, args.calls):
+            if payload["hook_event_name"] != "PreToolUse":
+                continue
+            start = time.perf_counter()
+            policy, _note = fallback_policy(work / "data2")
+            fallback_verdict(host, "claude_code", payload, int(time.time() * 1000), policy, "bench")
+            judged.append((time.perf_counter() - start) * 1000)
+
         print(f"live capture: {len(events)} hook invocations ({args.turns} turns x {args.calls} calls); "
               f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
         print(f"{'invocation (ms)':<22} {'n':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
@@ -182,6 +195,7 @@ def main() -> None:
         for name in sorted(by_event):
             print(row(f"  {name}", by_event[name]))
         print(row("capture work only", inproc))
+        print(row("fallback verdict only", judged))
         print(row("python -c pass", bare))
         extra = [h - b for h, b in zip(every, bare, strict=True)]
         print(row("hook minus bare start", extra))

@@ -342,8 +342,10 @@ def test_no_raw_payload_is_persisted(tmp_path: Path) -> None:
     token = "ghp_" + "Zq8" * 12
     _send(env, base, "UserPromptSubmit", prompt=f"push with GITHUB_TOKEN={token}")
     marker = "RESPONSE-BODY-7f3e9a"
-    _send(env, base, "PreToolUse", tool_name="Bash", tool_use_id="toolu_t",
-          tool_input={"command": f"curl -H 'Authorization: token {token}' https://api.github.com/x"})
+    res = run_hook({**base, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_t",
+                    "tool_input": {"command": f"curl -H 'Authorization: token {token}' https://api.github.com/x"}}, env)
+    # No service: the hook judges the call itself, and the built-in policy denies it (issue 28); no token in the reason.
+    assert res.returncode == 0 and b'"permissionDecision":"deny"' in res.stdout and token.encode() not in res.stdout
     _send(env, base, "PostToolUse", tool_name="Bash", tool_use_id="toolu_t",
           tool_input={"command": f"curl -H 'Authorization: token {token}' https://api.github.com/x"},
           tool_response={"stdout": marker * 10, "stderr": "", "interrupted": False})

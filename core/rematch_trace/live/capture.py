@@ -19,6 +19,7 @@ from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host
 from rematch_trace.live.folder import live_dir, lock_path
 from rematch_trace.live.session_writer import (
+    VERDICT_HOOK_ID,
     SessionLock,
     SessionWriter,
     open_state_dir,
@@ -49,14 +50,16 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
 
 
 def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any], t: int,
-                  blocked: tuple[str, str] | None = None) -> list[str]:
+                  blocked: tuple[str, str] | None = None, told: bool = False) -> list[str]:
     """Apply one hook payload; return the session ids it touched.
 
     Each stream's records go to that session's writer, under its lock, in the
     order the plugin gave them. A session's end also ends its subagents that
     never reported their own stop. ``blocked`` (``hook_id``, ``reason``): the
     service denied the payload's call, so it is held as ``tool_blocked`` (the
-    harness runs no post-tool hook for it).
+    harness runs no post-tool hook for it). ``told``: the hook's own process captures,
+    knowing what the harness was told; its verdict stands over a service's that
+    captured the same invocation first (:meth:`SessionWriter.apply`).
     """
     records = host.live(harness, event, t)
     if not records:
@@ -85,7 +88,7 @@ def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any]
         own_transcript = transcript if session.agent_kind == "main" else ""
         with SessionLock(lock_path(data, session.session_id)):
             writer = SessionWriter.load(host, data, harness, session, own_transcript)
-            writer.apply(recs, t, digest)
+            writer.apply(recs, t, digest, told)
             writer.save()
         touched.append(session.session_id)
         if session.agent_kind == "main" and any(isinstance(r, vocab.SessionEnded) for r in recs):
@@ -134,8 +137,6 @@ def handle_hook_event(request: dict[str, Any], data: DataDir, host: Host | None 
     return capture_event(host or default_host(), data, harness, payload, t, blocked)
 
 
-#: ``tool_blocked.hook_id`` of a call the service's verdict denied.
-VERDICT_HOOK_ID = "rematch"
 
 
 def register_capture(service: Any, data: Path) -> None:

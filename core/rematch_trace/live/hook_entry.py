@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from rematch_trace.live.ipc.messages import Reply
@@ -125,14 +126,20 @@ def _deny(harness: str, verdict: Reply, out: int) -> None:
 SERVICE_DEADLINE_MS = 1000
 
 
-def capture_local(harness: str, raw: bytes, t: int, root: Path) -> None:
+def capture_local(harness: str, raw: bytes, t: int, root: Path, cause: str = "",
+                  tell: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Capture one payload in this process, failing open: any error is one line in ``live/errors.log``.
 
     What the fast hook client (the Claude Code plugin's ``bin/rematch_hook.py``)
-    runs when no service took the event; ``t`` is when the hook started.
+    runs when no service took the event; ``t`` is when the hook started. With
+    ``tell``, a ``PreToolUse`` is judged here first (:func:`judge_and_capture`;
+    ``cause`` says why the service did not answer) and a deny handed to ``tell``.
     """
     os.environ.setdefault("REMATCH_LOAD_PLUGINS", harness)
     try:
+        if tell is not None:
+            judge_and_capture(harness, raw, t, root, cause, tell)
+            return
         from rematch_trace.live.capture import capture_bytes
 
         capture_bytes(harness, raw, t, root)
@@ -140,6 +147,85 @@ def capture_local(harness: str, raw: bytes, t: int, root: Path) -> None:
         from rematch_trace.live.folder import log_error
 
         log_error(root, f"rematch-hook {harness}", _describe(err))
+
+
+def _ids(event: object) -> str:
+    """The session and call ids of a payload, for a log line (ids only, cut, never other payload text)."""
+    def clean(v: object) -> str:
+        return "".join(c for c in v if c.isalnum() or c in "-_.")[:64] if isinstance(v, str) else "?"
+
+    if not isinstance(event, dict):
+        return "session=? call=?"
+    return f"session={clean(event.get('session_id'))} call={clean(event.get('tool_use_id'))}"
+
+
+def judge_and_capture(harness: str, raw: bytes, t: int, root: Path, cause: str,
+                      tell: Callable[[dict[str, Any]], None]) -> None:
+    """The hook's own verdict on a call no service answered, told to the harness, then captured as told.
+
+    A ``PreToolUse`` is judged by the local rules (:mod:`rematch_trace.live.verdicts.local`:
+    the service's verdict function and policy) over the payload read whole;
+    a deny goes to ``tell`` first, then the call is captured as ``tool_blocked``;
+    anything else is captured as it is. The capture is ``told``: what the
+    harness was told stands over a service's capture of the same invocation.
+    When the evaluation itself fails, the call is denied if a deny or hold rule
+    could match it (:func:`~rematch_trace.live.verdicts.local.could_match`),
+    else it fails open; either way ``live.log`` says so (ids and cause only).
+    """
+    from rematch_trace.live import paths
+    from rematch_trace.live.capture import MAX_PAYLOAD_BYTES, BadPayload, capture_event, default_host
+    from rematch_trace.live.ipc.codec import DecodeError
+    from rematch_trace.live.ipc.messages import make_reply
+    from rematch_trace.live.session_writer import VERDICT_HOOK_ID
+    from rematch_trace.live.verdicts import local
+    from rematch_trace.store.datafolder import DataDir
+
+    def log(line: str) -> None:
+        paths.append_log(root, f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} hook {harness} {line}")
+
+    pre = b'"PreToolUse"' in raw  # cheap and conservative: any payload that could be one
+    host = default_host()
+    event: object = None
+    verdict: Reply | None = None
+    try:
+        if len(raw) > MAX_PAYLOAD_BYTES:
+            raise BadPayload(f"payload of {len(raw)} bytes exceeds {MAX_PAYLOAD_BYTES}")
+        try:
+            event = local.parse_unbounded(raw)
+        except (ValueError, RecursionError) as err:  # (no message: it may quote the payload)
+            raise BadPayload(f"payload is not JSON ({type(err).__name__})") from None
+        if type(event) is not dict:
+            raise BadPayload(f"payload is a JSON {type(event).__name__}, not an object")
+        if event.get("hook_event_name") == "PreToolUse":
+            policy, note = local.fallback_policy(root)
+            if note:
+                log(f"fallback {note}")
+            verdict = local.fallback_verdict(host, harness, event, t, policy, cause)
+    except DecodeError as err:
+        # The payload lacks a call's keys: the service answers such a request no_override too.
+        log(f"fallback failed open {_ids(event)} cause={cause!r} why=no_call:{err.code}")
+    except Exception as err:
+        if not pre:
+            raise
+        rule = local.could_match(local.fallback_policy(root)[0], raw)
+        if rule is None:
+            log(f"fallback failed open {_ids(event)} cause={cause!r} why=unjudged:{type(err).__name__}, no rule could match")
+            return
+        verdict = make_reply(None, "deny", f"policy:{rule.id}.unjudged",
+                             f"The call could not be judged ({type(err).__name__}) and rule {rule.id} could match it, "
+                             "so it is denied.", source=local.FALLBACK_SOURCE)
+    denied = verdict is not None and verdict["decision"] == "deny"
+    if verdict is not None:
+        if denied:
+            tell(dict(verdict))
+            log(f"fallback deny {_ids(event)} cause={cause!r} reason={verdict['reason']}")
+        else:
+            log(f"fallback failed open {_ids(event)} cause={cause!r} why={verdict['reason']}")
+    if type(event) is not dict:
+        return  # (unreadable: nothing to capture; a deny was told)
+    assert isinstance(event, dict)
+    blocked = (VERDICT_HOOK_ID, f"{verdict['reason']}: {verdict['explanation']}") if denied and verdict else None
+    capture_event(host, DataDir(root), harness, event, t, blocked, told=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,15 +240,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         root = _data_root(out)
         raw = sys.stdin.buffer.read((64 << 20) + 1)  # capture.MAX_PAYLOAD_BYTES, and one more to tell
+        cause = "service off (REMATCH_LIVE_SERVICE=0)"
         if os.environ.get("REMATCH_LIVE_SERVICE", "1") != "0":
             verdict = _to_service(harness, raw, t, root)
             if verdict is not None:
                 if verdict.get("decision") == "deny":
                     _deny(harness, verdict, out_fd)
                 return 0
-        from rematch_trace.live.capture import capture_bytes
-
-        capture_bytes(harness, raw, t, root)
+            cause = "no service took it"
+        # No service answered: the call is judged here, by the same rules, and captured as told.
+        judge_and_capture(harness, raw, t, root, cause, lambda verdict: _deny(harness, cast("Reply", verdict), out_fd))
     except BaseException as err:  # fail open: the session goes on whatever happened here
         if root is not None:
             from rematch_trace.live.folder import log_error

@@ -595,25 +595,23 @@ class Service:
                 self._judged_at = time.monotonic()
 
     def _judge(self, request: Request, inv: Invocation) -> Reply:
-        from rematch_trace.live.verdicts.action import build_action
+        from rematch_trace.live.verdicts.local import incident_of, judge
         from rematch_trace.live.verdicts.provider import ProviderUnavailable
 
         rid = request["request_id"]
         try:
-            action = build_action(self.host, request)
+            # The one verdict path: the hook's own fallback (verdicts/local.py) judges with it too.
+            action, verdict = judge(self.host, self.provider, request, inv.deadline)
         except DecodeError as err:
             return make_reply(rid, "no_override", err.code, err.message, source="service")
-        tool_class = action.action_type
-        try:
-            verdict = self.provider.analyze(action, request, inv.deadline)
         except ProviderUnavailable as err:
-            return make_reply(rid, "no_override", "provider_unavailable", str(err), source="service",
-                              tool_class=tool_class)
+            return make_reply(rid, "no_override", "provider_unavailable", str(err), source="service")
+        tool_class = action.action_type
         if time.monotonic() > inv.deadline:
             return make_reply(rid, "no_override", "provider_deadline", "The provider answered after the deadline.",
                               source="service", tool_class=tool_class)
         fp = action.binding or action.event["action_fingerprint"] or request["invocation_nonce"]
-        incident = f"inc-{fp[:20]}"
+        incident = incident_of(action, request["invocation_nonce"])
         if verdict.decision == "hold":
             return self._hold(request, inv, action, verdict, incident)
         if verdict.decision == "deny":
@@ -715,6 +713,7 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
             print(text, file=sys.stderr, flush=True)
 
     data = Path(os.path.abspath(data))
+    noted = os.path.abspath(os.path.expanduser(policy)) if policy else None  # (before the chdir below)
     try:
         provider = make_provider(mode, load_policy(policy))
     except (PolicyError, ValueError) as err:
@@ -747,6 +746,10 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
         say(f"rematch serve: cannot listen: {err}")
         paths.append_log(data, f"{_stamp()} serve refused_to_start cause={str(err)[:300]}")
         return 2
+    # The hook judges a call itself when this service cannot answer it: with this service's policy.
+    from rematch_trace.live.verdicts.local import note_policy
+
+    note_policy(data, noted)
     say(f"rematch serve: listening on {service.events_path} (control: {service.control_path}), "
         f"provider {mode}, policy {_policy_line(provider)}")
     if ready is not None:

@@ -65,6 +65,8 @@ LOCK_SECONDS = 5.0
 MAX_CHANGED = 1000
 #: Invocations remembered, so one delivered twice is applied once.
 MAX_SEEN = 64
+#: ``tool_blocked.hook_id`` of a call rematch's verdict denied (the service's, or the hook's own).
+VERDICT_HOOK_ID = "rematch"
 #: Calls already answered, remembered so a late restatement does not reopen them.
 MAX_DONE = 256
 #: A turn holding this many items is applied early (the state is rewritten on every
@@ -252,14 +254,20 @@ class SessionWriter:
 
     # -- applying records ---------------------------------------------------------------------
 
-    def apply(self, records: list[vocab.Neutral], now: int, digest: str = "") -> None:
+    def apply(self, records: list[vocab.Neutral], now: int, digest: str = "", told: bool = False) -> None:
         """Apply one hook payload's records of this session's stream.
 
         ``digest`` identifies the invocation: one already applied is not applied again.
+        ``told``: these records come from the hook process itself, which knows what the
+        harness was told; an invocation already applied (by a service whose reply the
+        hook never acted on) takes their verdict: its calls are blocked exactly when
+        these records block them.
         """
         if digest:
             seen: list[str] = self.st.setdefault("seen", [])
             if digest in seen:
+                if told:
+                    self._retell(records)
                 return
             seen.append(digest)
             if len(seen) > MAX_SEEN:
@@ -290,6 +298,19 @@ class SessionWriter:
         held = self.st["held"]
         if sum(len(v) for v in held.values()) >= MAX_HELD:
             self.flush(now, final=False)
+
+    def _retell(self, records: list[vocab.Neutral]) -> None:
+        """Make the held verdict of each call of ``records`` what they say (see :meth:`apply`'s ``told``)."""
+        held = self.st["held"]["blocked"]
+        blocked = {r.call_id for r in records if isinstance(r, vocab.CallBlocked)}
+        for rec in records:
+            if isinstance(rec, vocab.CallBlocked):
+                if rec.call_id not in self.st["done"]:  # (once written, a call's end stays written)
+                    self._hold(rec)
+            elif isinstance(rec, vocab.ToolStarted) and rec.call.id not in blocked:
+                entry = held.get(rec.call.id)
+                if entry is not None and entry[2] == VERDICT_HOOK_ID:
+                    del held[rec.call.id]
 
     def _merge(self, rec: vocab.Session) -> None:
         """Take what a Session record adds before the session is opened: the earliest time, a model."""
@@ -354,6 +375,10 @@ class SessionWriter:
                 "p": paths[:64],
             }
         elif isinstance(rec, vocab.ToolResult):
+            block = held["blocked"].get(rec.call_id)
+            if block is not None and block[2] == VERDICT_HOOK_ID:
+                # The call ran (a hook killed or late, its deny never acted on): it was not blocked.
+                del held["blocked"][rec.call_id]
             if rec.call_id not in held["results"]:
                 error_class = vocab.result_error_class(rec) if rec.is_error else None
                 held["results"][rec.call_id] = [t, max(0, int(rec.output_bytes)), bool(rec.is_error), error_class,

@@ -44,7 +44,7 @@ EVENT_NAMESPACE = uuid.UUID("6f1c2f0e-4d2b-5a8e-9c57-3e0b8d1a7c42")
 _NAMESPACE_BYTES = EVENT_NAMESPACE.bytes
 #: The longest turn id or permission mode kept, in characters.
 ID_LIMIT = 128
-#: How much of an input's text the risk rules read.
+#: ``strings_of``'s default cut (kept for callers); the event sink's risk rules read an input's text whole.
 RISK_TEXT_LIMIT = TEXT_LIMIT
 #: ``hook_id`` of a call rematch's own verdict denied (``rematch_trace.live.capture.VERDICT_HOOK_ID``):
 #: such a block is a ``tool_blocked`` event.
@@ -423,7 +423,9 @@ class EventSink:
             fp = None
             fp_error = "tool input holds a number with no exact representation; not fingerprinted"
         redacted, redactions = self.redactor.redact_value_counted(tool_input)
-        text = input_strings(tool_input).text()  # strings_of(input, RISK_TEXT_LIMIT), from the redactor's walk
+        # Every string of the input, whole (from the redactor's walk): padding before or after a
+        # credential must not push it out of what the risk rules read.
+        text = input_strings(tool_input).joined()
         # The summary and the risk rules read the same command and paths: take them once.
         command = command_text(tool_input) if action in _COMMAND_ACTIONS else None
         paths = file_paths(tool_input) if action not in _NO_PATH_ACTIONS else None

@@ -23,12 +23,15 @@ What it does:
    (``hookSpecificOutput.permissionDecision: "deny"`` and the reason) and
    nothing else; no other reply prints anything;
 4. when no service answers (none runs, a payload the protocol cannot carry, a
-   refusal, the deadline), starts one for the next events and captures this
-   event in this process, exactly as ``rematch-hook`` does: it loads ``site``
-   now and hands the payload to :func:`rematch_trace.live.hook_entry.capture_local`
-   (or, when this interpreter has no rematch, to ``rematch-hook`` on ``PATH``).
-   A ``PreToolUse`` waits for the service it started (up to its deadline) so
-   that its verdict still applies.
+   refusal such as ``busy``, the deadline), starts one for the next events and
+   judges and captures this event in this process, exactly as ``rematch-hook``
+   does: it loads ``site`` now and hands the payload to
+   :func:`rematch_trace.live.hook_entry.capture_local` (or, when this
+   interpreter has no rematch, to ``rematch-hook`` on ``PATH``). A
+   ``PreToolUse`` is judged by the service's own rules over the payload read
+   whole (docs/ipc-v2.md, "When the service cannot answer"): a deny is printed
+   as in 3 and the call captured as ``tool_blocked``. A ``PreToolUse`` first
+   waits for the service it started (up to its deadline).
 
 It never gets in the way: stdout and stderr point at ``/dev/null`` from the
 start (only a deny is written, to the saved stdout), the exit status is always
@@ -395,14 +398,25 @@ def with_rematch() -> bool:
     return True
 
 
-def capture_here(harness: str, raw: bytes, t: int, data: str) -> None:
-    """Capture the event in this process (``rematch-hook``'s path), or through ``rematch-hook`` on ``PATH``."""
+def capture_here(harness: str, raw: bytes, t: int, data: str, cause: str = "", out: int = -1) -> None:
+    """Judge and capture the event in this process (``rematch-hook``'s path), or through ``rematch-hook`` on ``PATH``.
+
+    No service answered (``cause`` says why): a ``PreToolUse`` is judged here by
+    the service's own rules (``rematch_trace.live.verdicts.local``), and a deny
+    is written to ``out`` (the saved stdout) before the call is captured as
+    ``tool_blocked``. ``rematch-hook`` does the same and prints its deny, which
+    is passed on.
+    """
+    def tell(reply: dict[str, object]) -> None:
+        if out >= 0:
+            os.write(out, deny_output(reply))
+
     if with_rematch():
         from pathlib import Path
 
         from rematch_trace.live.hook_entry import capture_local
 
-        capture_local(harness, raw, t, Path(data))
+        capture_local(harness, raw, t, Path(data), cause, tell)
         return
     exe = _which("rematch-hook")
     if exe is None:
@@ -411,8 +425,10 @@ def capture_here(harness: str, raw: bytes, t: int, data: str) -> None:
     import subprocess
 
     env = dict(os.environ, REMATCH_LIVE_SERVICE="0")
-    subprocess.run([exe, harness, "--out", data], input=raw, env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, timeout=60, check=False)
+    done = subprocess.run([exe, harness, "--out", data], input=raw, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, timeout=60, check=False)
+    if done.stdout and out >= 0:
+        os.write(out, done.stdout[:MAX_REPLY_BYTES])  # its deny (it prints nothing else)
 
 
 # --- the command -----------------------------------------------------------------------------
@@ -487,10 +503,13 @@ def main(argv: list[str]) -> int:
                     os.write(out, deny_output(reply))
                 return 0
             if reply is not None:
-                log_error(data, harness, f"captured in-process: the service answered {reply.get('reason')!s:.64}")
+                why = f"not taken: the service answered {reply.get('reason')!s:.64}"
+                log_error(data, harness, f"captured in-process: {why}")
         if why.startswith(("connect_failed", "exchange_failed", "read_deadline", "closed", "bad_reply")):
             log_error(data, harness, f"captured in-process: {why}")
-        capture_here(harness, raw, t, data)
+        # No service answered: the call is judged here by the same rules (whatever its size, its
+        # numbers, its nesting), and captured as the harness was told.
+        capture_here(harness, raw, t, data, why, out)
     except BaseException as err:  # fail open: the session goes on whatever happened here
         if data:
             log_error(data, harness, type(err).__name__)
