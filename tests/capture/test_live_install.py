@@ -53,7 +53,9 @@ def test_install_is_idempotent_keeps_user_hooks_and_uninstall_restores_exactly(t
     assert sorted(doc["hooks"]) == sorted(e for e, _a, _m in EVENTS)
     command = doc["hooks"]["SessionStart"][0]["hooks"][0]["command"]
     # The fast client, with absolute paths: this environment's python without site, the plugin's script.
-    words = shlex.split(command)
+    # exec: the shell Claude Code runs it with gives way to the client (its parent is the harness).
+    exec_word, *words = shlex.split(command)
+    assert exec_word == "exec"
     assert Path(words[0]).is_absolute() and words[1:3] == ["-S", "-I"] and words[4] == "claude_code"
     assert Path(words[3]) == (PLUGIN / "bin" / "rematch_hook.py").resolve()
     assert (cfg / "settings.json.rematch-backup").read_bytes() == USER_SETTINGS
@@ -131,12 +133,12 @@ def test_plugin_hooks_json_matches_the_installed_hooks() -> None:
     for event, is_async, matcher in EVENTS:
         [group] = hooks[event]
         [handler] = group["hooks"]
-        assert handler["command"] == '"${CLAUDE_PLUGIN_ROOT}"/bin/rematch-hook claude_code'
+        assert handler["command"] == 'exec "${CLAUDE_PLUGIN_ROOT}"/bin/rematch-hook claude_code'
         assert handler.get("async", False) is is_async and ("matcher" in group) is matcher
     assert (PLUGIN / "commands" / "rematch-mark.md").read_text().startswith("---\ndescription:")
     assert os.access(PLUGIN / "bin" / "rematch-hook", os.X_OK)
     # The script runs the fast client without site.
-    assert 'python3 -S -I "${0%/*}/rematch_hook.py"' in (PLUGIN / "bin" / "rematch-hook").read_text()
+    assert 'exec python3 -S -I "${0%/*}/rematch_hook.py"' in (PLUGIN / "bin" / "rematch-hook").read_text()
 
 
 def test_plugin_hook_script_runs_as_claude_code_runs_it(tmp_path: Path) -> None:

@@ -86,6 +86,8 @@ class Policy:
     default: Literal["deny", "no_override"] = "no_override"
     approval_timeout_s: float = 120.0
     source: str = "built-in"
+    #: Approvals accepted without the one-time code a person reads on a terminal (docs/threat-model.md).
+    approve_without_code: bool = False
 
     def first_match(self, action: LiveAction) -> Rule | None:
         """The first rule whose condition holds for ``action``, or ``None``."""
@@ -131,7 +133,7 @@ def parse_policy(data: Any, source: str) -> Policy:
     """A :class:`Policy` from the parsed YAML ``data`` of file ``source``; :class:`PolicyError` otherwise."""
     if not isinstance(data, dict):
         raise PolicyError(f"{source}: a policy is a mapping with version, default and rules")
-    known = ("version", "default", "approval_timeout_s", "rules")
+    known = ("version", "default", "approval_timeout_s", "approve_without_code", "rules")
     for k in data:
         if k not in known:
             raise PolicyError(f"{source}: {k}: unknown key (known: {', '.join(known)})")
@@ -143,6 +145,9 @@ def parse_policy(data: Any, source: str) -> Policy:
     timeout = data.get("approval_timeout_s", 120)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 600:
         raise PolicyError(f"{source}: approval_timeout_s: a number of seconds from 1 to 600")
+    without_code = data.get("approve_without_code", False)
+    if not isinstance(without_code, bool):
+        raise PolicyError(f"{source}: approve_without_code: true or false")
     raw_rules = data.get("rules", [])
     if not isinstance(raw_rules, list):
         raise PolicyError(f"{source}: rules: a list")
@@ -168,7 +173,7 @@ def parse_policy(data: Any, source: str) -> Policy:
         if not isinstance(explanation, str) or len(explanation) > 500:
             raise PolicyError(f"{where}.explanation: text of at most 500 characters")
         rules.append(Rule(rid, decision, explanation.strip(), _condition(f"{where}.when", r.get("when"))))
-    return Policy(tuple(rules), default, float(timeout), source)
+    return Policy(tuple(rules), default, float(timeout), source, without_code)
 
 
 def policy_path(explicit: str | os.PathLike[str] | None = None) -> Path:
