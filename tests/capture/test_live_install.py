@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import orjson
@@ -159,4 +160,33 @@ def test_plugin_hook_script_runs_as_claude_code_runs_it(tmp_path: Path) -> None:
     # Without rematch on PATH the script still exits 0 and prints nothing.
     env["PATH"] = "/usr/bin:/bin"
     res = subprocess.run(["sh", "-c", command["command"]], input=b"{}", env=env, capture_output=True, timeout=60)
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+
+
+def test_plugin_hook_script_execs_the_client_and_still_exits_0(tmp_path: Path) -> None:
+    """``bin/rematch-hook`` execs python3 (its parent is the harness); what exec could break exits 0 still."""
+    script = PLUGIN / "bin" / "rematch-hook"
+    env = {**hook_env(tmp_path, tmp_path / "data"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen([str(script), "claude_code"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    try:
+        # While it waits for its payload, the process Claude Code started is python itself, not a shell.
+        deadline = time.monotonic() + 30
+        while not os.path.basename(os.readlink(f"/proc/{proc.pid}/exe")).startswith("python"):
+            assert time.monotonic() < deadline, os.readlink(f"/proc/{proc.pid}/exe")
+            time.sleep(0.01)
+    finally:
+        out, err = proc.communicate(b"{}", timeout=60)
+    assert (proc.returncode, out, err) == (0, b"", b"")
+    # No python3 on PATH, or no client beside the script (python3 would exit 2, which blocks a call).
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = subprocess.run([str(script), "claude_code"], input=b"{}", env={**env, "PATH": str(empty)},
+                         capture_output=True, timeout=60)
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+    alone = tmp_path / "bin" / "rematch-hook"
+    alone.parent.mkdir()
+    alone.write_bytes(script.read_bytes())
+    alone.chmod(0o755)
+    res = subprocess.run([str(alone), "claude_code"], input=b"{}", env=env, capture_output=True, timeout=60)
     assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")

@@ -243,3 +243,37 @@ def test_the_harness_of_a_held_call_cannot_approve_it(tmp_path: Path) -> None:
 def test_control_commands_without_a_service_say_so(tmp_path: Path) -> None:
     res = rematch("approvals", "--out", str(tmp_path))
     assert res.returncode == 1 and "no live service" in res.stderr
+
+
+def test_watch_shows_held_calls_as_they_arrive(tmp_path: Path) -> None:
+    from live_helpers import REMATCH
+
+    policy = tmp_path / "policy.yml"
+    policy.write_text(HOLD_POLICY)
+    data = tmp_path / "data"
+    with running_service(data, "--policy", str(policy)):
+        watch = subprocess.Popen([*REMATCH, "approvals", "--watch", "--json", "--out", str(data)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+        clients = []
+        lines: list[str] = []
+        assert watch.stdout is not None
+        reader = threading.Thread(target=lambda: lines.extend(watch.stdout or []), daemon=True)
+        reader.start()
+        try:
+            for n, command in enumerate(("make one", "make two"), 1):
+                clients.append(held_client(data, command, deadline_ms=120000))
+                # Each hold once, as it arrives (not the whole list again).
+                wait_for(lambda n=n: len(lines) >= n, timeout=90, what=lambda n=n: f"hold {n}; log: {log(data)}")
+                shown = json.loads(lines[n - 1])
+                assert (shown["summary"], shown["state"]) == (command, "pending"), lines
+            watch.send_signal(signal.SIGINT)
+            assert watch.wait(30) == 0
+            reader.join(10)
+            assert len(lines) == 2, lines
+        finally:
+            if watch.poll() is None:
+                watch.kill()
+            watch.wait()
+            for c in clients:
+                os.killpg(c.pid, signal.SIGKILL)
+                c.wait()
