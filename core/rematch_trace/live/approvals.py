@@ -43,6 +43,20 @@ TERMINAL = ("approved", "denied", "expired", "cancelled")
 #: Wrong codes one approval takes before its code is void; codes one approval may be issued.
 CODE_TRIES = 3
 MAX_CODES = 3
+#: The errors a decision or a code request can get, and what each means (docs/ipc-v2.md lists them).
+APPROVAL_ERRORS: dict[str, str] = {
+    "unknown_approval": "no approval with this id was held (or it ended long ago)",
+    "already_decided": "the approval has ended; the message names its final state (`approved`, `denied`, `expired`, `cancelled`)",
+    "binding_mismatch": "the fingerprint or nonce is not the held invocation's",
+    "expired": "the approval's deadline passed (it is now `expired`)",
+    "not_live": "the held call's client went away (the approval is now `cancelled`)",
+    "self_approval": "the decider may be the agent: its ancestry reaches a harness, a harness's program, session or process group, or a process detached after a harness (the message says which)",
+    "code_required": "approving needs the one-time code, given from the terminal it was written to",
+    "wrong_code": "not the code; the message says how many tries are left (none: the code is void)",
+    "code_exhausted": "every code this approval may be issued was issued; only a denial remains",
+    "no_terminal": "the asker is not in the foreground of a terminal a person types at, or the code could not be written to it",
+    "terminal_untrusted": "the asker's pseudo-terminal is driven (its master held) by a process that may be the agent",
+}
 #: Decided approvals whose final state is still told (``already_decided``), newest kept.
 REMEMBERED = 1024
 
@@ -280,4 +294,4 @@ class ApprovalBook:
             return sum(self._finish_locked(a, "cancelled") for a in items)
 
 
-__all__ = ["CODE_TRIES", "MAX_CODES", "REMEMBERED", "TERMINAL", "Approval", "ApprovalBook", "BookFull", "Outcome", "ancestors", "parent_of"]
+__all__ = ["APPROVAL_ERRORS", "CODE_TRIES", "MAX_CODES", "REMEMBERED", "TERMINAL", "Approval", "ApprovalBook", "BookFull", "Outcome", "ancestors", "parent_of"]

@@ -71,9 +71,12 @@ def _is_wrapper(pid: int) -> bool:
 
 def harness_of(client_pid: int) -> procs.Proc | None:
     """The harness of hook client ``client_pid``: its parent, past hook wrappers (``None``: init's child)."""
-    chain = procs.ancestry(client_pid, 6)
-    for p in chain[1:]:
-        if not _is_wrapper(p.pid):
+    p = procs.stat(client_pid)
+    for _ in range(6):  # a wrapper or two (sh -c, then bin/rematch-hook), never a long chain
+        if p is None or p.ppid <= 1:
+            return None
+        p = procs.stat(p.ppid)
+        if p is not None and not _is_wrapper(p.pid):
             return p
     return None
 
