@@ -74,7 +74,11 @@ def _watch(data: Path, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the held calls as JSON (one object a line with --watch).")
 @click.option("--watch", is_flag=True, help="Keep running and show held calls as they arrive.")
 def approvals_cmd(out: str | None, as_json: bool, watch: bool) -> None:
-    """List the calls the live service holds for an approval."""
+    """List the calls the live service holds for an approval.
+
+    At a terminal it then offers to approve one (with the one-time code the
+    service writes to this terminal) or deny one.
+    """
     from rematch_trace.live.control import ControlError, list_approvals
 
     if watch:
@@ -92,6 +96,29 @@ def approvals_cmd(out: str | None, as_json: bool, watch: bool) -> None:
         return
     for a in items:
         _show(a)
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        _prompt(_data(out))
+
+
+def _prompt(data: Path) -> None:
+    """At a terminal: approve (with the one-time code) or deny one of the calls listed."""
+    from rematch_trace.live.control import ControlError, decide
+
+    try:
+        answer = input("a ID to approve, d ID to deny, Enter to leave: ").split()
+    except EOFError:
+        return
+    if not answer:
+        return
+    if len(answer) != 2 or answer[0] not in ("a", "d"):
+        raise click.ClickException("answer a ID or d ID")
+    try:
+        if answer[0] == "a":
+            click.echo(_approve_at_terminal(data, answer[1]))
+        else:
+            click.echo(decide(data, answer[1], False))
+    except ControlError as err:
+        raise click.ClickException(str(err)) from None
 
 
 def _approve_at_terminal(data: Path, approval_id: str) -> str:
