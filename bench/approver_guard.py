@@ -23,10 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
-
-from rematch_trace.live import procs  # noqa: E402
-from rematch_trace.live.approver_guard import Guard  # noqa: E402
+from rematch_trace.live import procs
+from rematch_trace.live.approver_guard import Guard
 
 
 def timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
