@@ -24,7 +24,8 @@ def hook_argv() -> list[str]:
     """The command ``rematch hooks install`` writes (the fast client), as argv."""
     from rematch_trace.live.install import hook_command
 
-    return shlex.split(hook_command())
+    words = shlex.split(hook_command())
+    return words[1:] if words[:1] == ["exec"] else words  # the shell's exec: argv is what follows
 
 
 #: What Claude Code runs for every hook event once ``rematch hooks install`` ran.

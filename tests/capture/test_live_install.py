@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import orjson
@@ -53,7 +54,9 @@ def test_install_is_idempotent_keeps_user_hooks_and_uninstall_restores_exactly(t
     assert sorted(doc["hooks"]) == sorted(e for e, _a, _m in EVENTS)
     command = doc["hooks"]["SessionStart"][0]["hooks"][0]["command"]
     # The fast client, with absolute paths: this environment's python without site, the plugin's script.
-    words = shlex.split(command)
+    # exec: the shell Claude Code runs it with gives way to the client (its parent is the harness).
+    exec_word, *words = shlex.split(command)
+    assert exec_word == "exec"
     assert Path(words[0]).is_absolute() and words[1:3] == ["-S", "-I"] and words[4] == "claude_code"
     assert Path(words[3]) == (PLUGIN / "bin" / "rematch_hook.py").resolve()
     assert (cfg / "settings.json.rematch-backup").read_bytes() == USER_SETTINGS
@@ -136,12 +139,12 @@ def test_plugin_hooks_json_matches_the_installed_hooks() -> None:
             budget_ms, timeout_s = hold_budget(HOLD_SECONDS)
             assert handler["command"].endswith(f" --deadline-ms={budget_ms}") and handler["timeout"] == timeout_s
             handler["command"] = handler["command"].rsplit(" ", 1)[0]
-        assert handler["command"] == '"${CLAUDE_PLUGIN_ROOT}"/bin/rematch-hook claude_code'
+        assert handler["command"] == 'exec "${CLAUDE_PLUGIN_ROOT}"/bin/rematch-hook claude_code'
         assert handler.get("async", False) is is_async and ("matcher" in group) is matcher
     assert (PLUGIN / "commands" / "rematch-mark.md").read_text().startswith("---\ndescription:")
     assert os.access(PLUGIN / "bin" / "rematch-hook", os.X_OK)
     # The script runs the fast client without site.
-    assert 'python3 -S -I "${0%/*}/rematch_hook.py"' in (PLUGIN / "bin" / "rematch-hook").read_text()
+    assert 'exec python3 -S -I "${0%/*}/rematch_hook.py"' in (PLUGIN / "bin" / "rematch-hook").read_text()
 
 
 def test_plugin_hook_script_runs_as_claude_code_runs_it(tmp_path: Path) -> None:
@@ -162,4 +165,33 @@ def test_plugin_hook_script_runs_as_claude_code_runs_it(tmp_path: Path) -> None:
     # Without rematch on PATH the script still exits 0 and prints nothing.
     env["PATH"] = "/usr/bin:/bin"
     res = subprocess.run(["sh", "-c", command["command"]], input=b"{}", env=env, capture_output=True, timeout=60)
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+
+
+def test_plugin_hook_script_execs_the_client_and_still_exits_0(tmp_path: Path) -> None:
+    """``bin/rematch-hook`` execs python3 (its parent is the harness); what exec could break exits 0 still."""
+    script = PLUGIN / "bin" / "rematch-hook"
+    env = {**hook_env(tmp_path, tmp_path / "data"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen([str(script), "claude_code"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    try:
+        # While it waits for its payload, the process Claude Code started is python itself, not a shell.
+        deadline = time.monotonic() + 30
+        while not os.path.basename(os.readlink(f"/proc/{proc.pid}/exe")).startswith("python"):
+            assert time.monotonic() < deadline, os.readlink(f"/proc/{proc.pid}/exe")
+            time.sleep(0.01)
+    finally:
+        out, err = proc.communicate(b"{}", timeout=60)
+    assert (proc.returncode, out, err) == (0, b"", b"")
+    # No python3 on PATH, or no client beside the script (python3 would exit 2, which blocks a call).
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = subprocess.run([str(script), "claude_code"], input=b"{}", env={**env, "PATH": str(empty)},
+                         capture_output=True, timeout=60)
+    assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
+    alone = tmp_path / "bin" / "rematch-hook"
+    alone.parent.mkdir()
+    alone.write_bytes(script.read_bytes())
+    alone.chmod(0o755)
+    res = subprocess.run([str(alone), "claude_code"], input=b"{}", env=env, capture_output=True, timeout=60)
     assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")

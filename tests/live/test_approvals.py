@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from live_helpers import clean_env, pre_tool_use, rematch, running_service, wait_for
 
-from rematch_trace.live.approvals import Approval, ApprovalBook, ancestors
+from rematch_trace.live.approvals import Approval, ApprovalBook, Outcome, ancestors
 
 FP = "ab" * 32
 NONCE = "cd" * 16
@@ -30,14 +30,14 @@ def held(book: ApprovalBook, *, live: bool = True, ttl: float = 30.0, harness_pi
     return book.hold(a)
 
 
-def race(book: ApprovalBook, a: Approval, deciders: int) -> list[tuple[bool, bool]]:
-    """``deciders`` threads deciding ``a`` at once (alternately approving and denying); (approve, ok) each."""
+def race(book: ApprovalBook, a: Approval, deciders: int) -> list[tuple[bool, Outcome]]:
+    """``deciders`` threads deciding ``a`` at once (alternately approving and denying); (approve, outcome) each."""
     barrier = threading.Barrier(deciders)
-    outcomes: list[tuple[bool, bool]] = []
+    outcomes: list[tuple[bool, Outcome]] = []
 
     def decide(approve: bool) -> None:
         barrier.wait()
-        outcomes.append((approve, book.decide(a.approval_id, FP, NONCE, approve).ok))
+        outcomes.append((approve, book.decide(a.approval_id, FP, NONCE, approve)))
 
     threads = [threading.Thread(target=decide, args=(i % 2 == 0,)) for i in range(deciders)]
     for t in threads:
@@ -51,10 +51,14 @@ def test_concurrent_approvers_commit_exactly_one_transition() -> None:
     for _ in range(50):
         book = ApprovalBook()
         a = held(book)
-        winners = [approve for approve, ok in race(book, a, 16) if ok]
+        outcomes = race(book, a, 16)
+        winners = [approve for approve, outcome in outcomes if outcome.ok]
         assert len(winners) == 1
         assert a.state == ("approved" if winners[0] else "denied") and a.done.is_set()
         assert book.pending() == []
+        # The losers are told it was decided, and how: not the "unknown approval" of a mistyped id.
+        assert {(o.error, o.message) for _, o in outcomes if not o.ok} == {
+            ("already_decided", f"approval {a.approval_id} is already {a.state}")}
 
 
 def test_decision_checks_binding_then_pending_then_deadline_then_liveness() -> None:
@@ -65,7 +69,7 @@ def test_decision_checks_binding_then_pending_then_deadline_then_liveness() -> N
     assert a.state == "pending"
     assert book.decide("000000000000", FP, NONCE, True).error == "unknown_approval"
     assert book.decide(a.approval_id, FP, NONCE, False).ok
-    assert book.decide(a.approval_id, FP, NONCE, True).error == "unknown_approval"  # decided: no longer held
+    assert book.decide(a.approval_id, FP, NONCE, True).error == "already_decided"  # decided: no longer held
     assert a.state == "denied"
 
     late = held(book, ttl=-1)
@@ -124,6 +128,7 @@ def test_book_is_bounded_and_cancel_all_ends_every_hold() -> None:
 HOLD_POLICY = """\
 version: 1
 approval_timeout_s: 60
+approve_without_code: true
 rules:
   - id: hold-shell
     decision: hold
@@ -143,12 +148,16 @@ print(json.dumps(r))
 
 
 def held_client(data: Path, command: str, *, wrapped: bool = True, deadline_ms: int = 30000) -> subprocess.Popen[str]:
-    """A client process asking about a shell call; ``wrapped`` runs it under a shell, as a harness's hook runs."""
+    """A client process asking about a shell call, in a session of its own (a harness in its own terminal).
+
+    ``wrapped``: under a shell, which is then its harness; else this test process is.
+    """
     args = [sys.executable, "-c", CLIENT, str(data), json.dumps(pre_tool_use("Bash", {"command": command})),
             str(deadline_ms)]
     if wrapped:
         args = ["sh", "-c", '"$@"; exit $?', "sh", *args]
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
+                            start_new_session=True)
 
 
 def log(data: Path) -> str:
@@ -193,7 +202,9 @@ def test_approve_and_deny_through_the_cli(tmp_path: Path) -> None:
         assert (reply["decision"], reply["reason"]) == ("deny", "approval:denied")
 
         again = rematch("approve", two, "--out", str(data))
-        assert again.returncode == 1 and f"no pending approval {two}" in again.stderr
+        assert again.returncode == 1 and f"already_decided: approval {two} is already denied" in again.stderr
+        never = rematch("approve", "0123456789ab", "--out", str(data))
+        assert never.returncode == 1 and "unknown_approval: no pending approval 0123456789ab" in never.stderr
 
 
 def test_approval_of_a_call_whose_client_left_is_refused(tmp_path: Path) -> None:
@@ -201,15 +212,15 @@ def test_approval_of_a_call_whose_client_left_is_refused(tmp_path: Path) -> None
     policy.write_text(HOLD_POLICY)
     data = tmp_path / "data"
     with running_service(data, "--policy", str(policy)):
-        proc = held_client(data, "make gone", wrapped=False, deadline_ms=120000)
+        proc = held_client(data, "make gone", deadline_ms=120000)
         wait_for(lambda: len(pending(data)) == 1, timeout=90, what=lambda: f"the held call; log: {log(data)}")
         aid = pending(data)[0]["approval_id"]
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         res = rematch("approve", aid, "--out", str(data))
         assert res.returncode == 1
         # Either the approval saw the client gone, or the service cancelled the hold first.
-        assert "not_live" in res.stderr or f"no pending approval {aid}" in res.stderr
+        assert "not_live" in res.stderr or f"approval {aid} is already cancelled" in res.stderr
         wait_for(lambda: pending(data) == [], timeout=60, what="the hold to end")
         assert f"approval approval_id={aid} state=cancelled" in (data / "live.log").read_text()
 
@@ -232,3 +243,37 @@ def test_the_harness_of_a_held_call_cannot_approve_it(tmp_path: Path) -> None:
 def test_control_commands_without_a_service_say_so(tmp_path: Path) -> None:
     res = rematch("approvals", "--out", str(tmp_path))
     assert res.returncode == 1 and "no live service" in res.stderr
+
+
+def test_watch_shows_held_calls_as_they_arrive(tmp_path: Path) -> None:
+    from live_helpers import REMATCH
+
+    policy = tmp_path / "policy.yml"
+    policy.write_text(HOLD_POLICY)
+    data = tmp_path / "data"
+    with running_service(data, "--policy", str(policy)):
+        watch = subprocess.Popen([*REMATCH, "approvals", "--watch", "--json", "--out", str(data)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+        clients = []
+        lines: list[str] = []
+        assert watch.stdout is not None
+        reader = threading.Thread(target=lambda: lines.extend(watch.stdout or []), daemon=True)
+        reader.start()
+        try:
+            for n, command in enumerate(("make one", "make two"), 1):
+                clients.append(held_client(data, command, deadline_ms=120000))
+                # Each hold once, as it arrives (not the whole list again).
+                wait_for(lambda n=n: len(lines) >= n, timeout=90, what=lambda n=n: f"hold {n}; log: {log(data)}")
+                shown = json.loads(lines[n - 1])
+                assert (shown["summary"], shown["state"]) == (command, "pending"), lines
+            watch.send_signal(signal.SIGINT)
+            assert watch.wait(30) == 0
+            reader.join(10)
+            assert len(lines) == 2, lines
+        finally:
+            if watch.poll() is None:
+                watch.kill()
+            watch.wait()
+            for c in clients:
+                os.killpg(c.pid, signal.SIGKILL)
+                c.wait()

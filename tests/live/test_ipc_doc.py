@@ -56,6 +56,14 @@ def test_every_error_code_is_documented_with_its_meaning() -> None:
         assert f"| `{code}` | {meaning} |" in text, code
 
 
+def test_every_approval_error_is_documented_with_its_meaning() -> None:
+    from rematch_trace.live.approvals import APPROVAL_ERRORS
+
+    text = DOC.read_text()
+    for code, meaning in APPROVAL_ERRORS.items():
+        assert f"| `{code}` | {meaning} |" in text, code
+
+
 def test_first_request_example_is_answered_as_it_stands(tmp_path: Path) -> None:
     first = check_request(decode_payload(examples("request")[0].encode()))
     data = tmp_path / "data"

@@ -1,14 +1,26 @@
-"""``rematch approvals``, ``rematch approve ID``, ``rematch deny ID``: calls held for a decision."""
+"""``rematch approvals``, ``rematch approve ID``, ``rematch deny ID``: calls held for a decision.
+
+Approving needs a person at a terminal (docs/threat-model.md): ``rematch
+approve ID`` run interactively has the service write a one-time code to this
+terminal and asks for it back; run without a terminal it is refused unless the
+policy sets ``approve_without_code: true``.
+"""
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import click
+import orjson
 
 from rematch_trace.cli.common import echo_json
 
 _OUT = click.option("--out", "out", type=click.Path(), help="Data folder of the service.")
+#: Seconds between two looks at the held calls under ``--watch``.
+WATCH_POLL_S = 0.5
 
 
 def _data(out: str | None) -> Path:
@@ -17,13 +29,61 @@ def _data(out: str | None) -> Path:
     return paths.data_folder(out)
 
 
-@click.command("approvals")
-@_OUT
-@click.option("--json", "as_json", is_flag=True, help="Print the held calls as JSON.")
-def approvals_cmd(out: str | None, as_json: bool) -> None:
-    """List the calls the live service holds for an approval."""
+def _show(a: Any) -> None:
+    who = a["session"] + (f"/{a['agent_sub_id']}" if a["agent_sub_id"] else "")
+    click.echo(f"{a['approval_id']}  {a['tool_name']} ({a['tool_class']})  {a['rule']}  "
+               f"{a['expires_in_ms'] // 1000}s left  session {who}")
+    click.echo(f"    {a['summary']}")
+    if a["risk_features"]:
+        click.echo(f"    risk: {', '.join(a['risk_features'])}")
+    click.echo(f"    fingerprint {a['action_fingerprint']}  nonce {a['invocation_nonce']}")
+
+
+def _watch(data: Path, as_json: bool) -> None:
+    """Print each held call once, as it arrives, and say when it leaves; until interrupted."""
     from rematch_trace.live.control import ControlError, list_approvals
 
+    shown: set[str] = set()
+    if not as_json:
+        click.echo("watching for held calls (Ctrl-C to stop); approve one with: rematch approve ID", err=True)
+    try:
+        while True:
+            try:
+                items = list_approvals(data)
+            except ControlError as err:
+                raise click.ClickException(str(err)) from None
+            now = {a["approval_id"] for a in items}
+            for a in items:
+                if a["approval_id"] not in shown:
+                    if as_json:
+                        click.echo(orjson.dumps(a, option=orjson.OPT_SORT_KEYS).decode())
+                    else:
+                        _show(a)
+            for gone in sorted(shown - now):
+                if not as_json:
+                    click.echo(f"{gone}  no longer held (decided, expired or cancelled)")
+            shown = now
+            sys.stdout.flush()
+            time.sleep(WATCH_POLL_S)
+    except KeyboardInterrupt:
+        return
+
+
+@click.command("approvals")
+@_OUT
+@click.option("--json", "as_json", is_flag=True, help="Print the held calls as JSON (one object a line with --watch).")
+@click.option("--watch", is_flag=True, help="Keep running and show held calls as they arrive.")
+def approvals_cmd(out: str | None, as_json: bool, watch: bool) -> None:
+    """List the calls the live service holds for an approval.
+
+    At a terminal it then offers to approve one (with the one-time code the
+    service writes to this terminal) or deny one.
+    """
+    from rematch_trace.live.control import ControlError, list_approvals
+
+    if watch:
+        _watch(_data(out), as_json)
+        return
     try:
         items = list_approvals(_data(out))
     except ControlError as err:
@@ -35,20 +95,59 @@ def approvals_cmd(out: str | None, as_json: bool) -> None:
         click.echo("no calls are waiting for an approval")
         return
     for a in items:
-        who = a["session"] + (f"/{a['agent_sub_id']}" if a["agent_sub_id"] else "")
-        click.echo(f"{a['approval_id']}  {a['tool_name']} ({a['tool_class']})  {a['rule']}  "
-                   f"{a['expires_in_ms'] // 1000}s left  session {who}")
-        click.echo(f"    {a['summary']}")
-        if a["risk_features"]:
-            click.echo(f"    risk: {', '.join(a['risk_features'])}")
-        click.echo(f"    fingerprint {a['action_fingerprint']}  nonce {a['invocation_nonce']}")
+        _show(a)
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        _prompt(_data(out))
+
+
+def _prompt(data: Path) -> None:
+    """At a terminal: approve (with the one-time code) or deny one of the calls listed."""
+    from rematch_trace.live.control import ControlError, decide
+
+    try:
+        answer = input("a ID to approve, d ID to deny, Enter to leave: ").split()
+    except EOFError:
+        return
+    if not answer:
+        return
+    if len(answer) != 2 or answer[0] not in ("a", "d"):
+        raise click.ClickException("answer a ID or d ID")
+    try:
+        if answer[0] == "a":
+            click.echo(_approve_at_terminal(data, answer[1]))
+        else:
+            click.echo(decide(data, answer[1], False))
+    except ControlError as err:
+        raise click.ClickException(str(err)) from None
+
+
+def _approve_at_terminal(data: Path, approval_id: str) -> str:
+    """The interactive approval: the service writes a code to this terminal; the person types it back."""
+    from rematch_trace.live.control import Refused, decide, request_code
+
+    click.echo(request_code(data, approval_id))
+    while True:
+        try:
+            code = input("one-time code (as shown above): ")
+        except EOFError:
+            raise click.ClickException("no code was typed; nothing was approved") from None
+        try:
+            return decide(data, approval_id, True, code)
+        except Refused as err:
+            if err.error != "wrong_code" or "tries left" not in str(err):
+                raise
+            click.echo(str(err), err=True)
 
 
 def _decide(out: str | None, approval_id: str, approve: bool) -> None:
     from rematch_trace.live.control import ControlError, decide
 
+    data = _data(out)
     try:
-        click.echo(decide(_data(out), approval_id, approve))
+        if approve and sys.stdin.isatty() and sys.stdout.isatty():
+            click.echo(_approve_at_terminal(data, approval_id))
+        else:
+            click.echo(decide(data, approval_id, approve))
     except ControlError as err:
         raise click.ClickException(str(err)) from None
 
@@ -57,7 +156,12 @@ def _decide(out: str | None, approval_id: str, approve: bool) -> None:
 @click.argument("approval_id")
 @_OUT
 def approve_cmd(approval_id: str, out: str | None) -> None:
-    """Let held call APPROVAL_ID proceed (the host's own permissions still apply)."""
+    """Let held call APPROVAL_ID proceed (the host's own permissions still apply).
+
+    Run it in your own terminal: the service writes a one-time code there and
+    this command asks for it. Without a terminal it is refused unless the policy
+    sets approve_without_code: true (docs/threat-model.md).
+    """
     _decide(out, approval_id, True)
 
 

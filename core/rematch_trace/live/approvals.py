@@ -12,17 +12,24 @@ state only after checking, in this order and under one lock:
    (else it becomes ``cancelled``);
 5. the approver is not the held invocation's own harness: a process whose
    ancestors include the process that ran the held client is refused
-   (Linux ``/proc``; an agent cannot approve its own call through a shell).
+   (Linux ``/proc``; the service applies the fuller checks of
+   :mod:`rematch_trace.live.approver_guard` before it asks the book);
+6. an approval (not a denial) that needs a one-time code names the code
+   issued for this approval (:meth:`ApprovalBook.issue_code`) from the same
+   terminal it was written to; a few wrong codes void it.
 
 Then exactly one transition to ``approved`` or ``denied`` is committed; a
-second decider, even one racing in another thread, finds it no longer pending.
-Nothing of the original input is held: the summary is the event's redacted one.
+second decider, even one racing in another thread, finds it no longer pending
+and is told ``already_decided`` with the final state (an id never held is
+``unknown_approval``). Nothing of the original input is held: the summary is
+the event's redacted one; the code lives in memory only, and ends with the hold.
 """
 
 from __future__ import annotations
 
 import hmac
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +40,25 @@ from rematch_trace.live.ipc.messages import MAX_LISTED_APPROVALS, ApprovalView
 
 #: Terminal states.
 TERMINAL = ("approved", "denied", "expired", "cancelled")
+#: Wrong codes one approval takes before its code is void; codes one approval may be issued.
+CODE_TRIES = 3
+MAX_CODES = 3
+#: The errors a decision or a code request can get, and what each means (docs/ipc-v2.md lists them).
+APPROVAL_ERRORS: dict[str, str] = {
+    "unknown_approval": "no approval with this id was held (or it ended long ago)",
+    "already_decided": "the approval has ended; the message names its final state (`approved`, `denied`, `expired`, `cancelled`)",
+    "binding_mismatch": "the fingerprint or nonce is not the held invocation's",
+    "expired": "the approval's deadline passed (it is now `expired`)",
+    "not_live": "the held call's client went away (the approval is now `cancelled`)",
+    "self_approval": "the decider may be the agent: its ancestry reaches a harness, a harness's program, session or process group, or a process detached after a harness (the message says which)",
+    "code_required": "approving needs the one-time code, given from the terminal it was written to",
+    "wrong_code": "not the code; the message says how many tries are left (none: the code is void)",
+    "code_exhausted": "every code this approval may be issued was issued; only a denial remains",
+    "no_terminal": "the asker is not in the foreground of a terminal a person types at, or the code could not be written to it",
+    "terminal_untrusted": "the asker's pseudo-terminal is driven (its master held) by a process that may be the agent",
+}
+#: Decided approvals whose final state is still told (``already_decided``), newest kept.
+REMEMBERED = 1024
 
 
 @attrs.define(eq=False)
@@ -55,6 +81,11 @@ class Approval:
     is_live: Callable[[], bool]
     harness_pid: int | None = None
     state: str = "pending"
+    #: The one-time code issued (in memory only), the terminal it was written to, tries left, codes issued.
+    code: str | None = attrs.field(default=None, repr=False)
+    code_tty: int = 0
+    code_tries: int = 0
+    codes_issued: int = 0
     done: threading.Event = attrs.field(factory=threading.Event)
 
     def view(self) -> ApprovalView:
@@ -121,6 +152,7 @@ class ApprovalBook:
         self.limit = limit
         self._lock = threading.Lock()
         self._items: dict[str, Approval] = {}
+        self._decided: dict[str, str] = {}
 
     def hold(self, approval: Approval) -> Approval:
         """File a new pending approval; :class:`BookFull` past the limit."""
@@ -152,9 +184,76 @@ class ApprovalBook:
         if a.state != "pending":
             return False
         a.state = state
+        a.code = None
         self._items.pop(a.approval_id, None)
+        self._decided[a.approval_id] = state
+        if len(self._decided) > REMEMBERED:
+            del self._decided[next(iter(self._decided))]
         a.done.set()
         return True
+
+    def _open(self, approval_id: str, fingerprint: str, nonce: str) -> Approval | Outcome:
+        """Checks 1 to 4 of the module docstring, under the lock: the held approval, or why not."""
+        a = self._items.get(approval_id)
+        if a is None:
+            final = self._decided.get(approval_id)
+            if final is not None:
+                return Outcome(False, "already_decided", f"approval {approval_id} is already {final}")
+            return Outcome(False, "unknown_approval", f"no pending approval {approval_id}")
+        if not (hmac.compare_digest(a.fingerprint, fingerprint) and hmac.compare_digest(a.nonce, nonce)):
+            return Outcome(False, "binding_mismatch", "the fingerprint or nonce is not this invocation's")
+        if a.state != "pending":  # unreachable while held items are pending; kept as the rule
+            return Outcome(False, "already_decided", f"approval {approval_id} is already {a.state}")
+        if time.monotonic() >= a.expires_at:
+            self._finish_locked(a, "expired")
+            return Outcome(False, "expired", "the approval's deadline has passed")
+        if not a.is_live():
+            self._finish_locked(a, "cancelled")
+            return Outcome(False, "not_live", "the invocation is no longer waiting (its client went away)")
+        return a
+
+    def issue_code(self, approval_id: str, fingerprint: str, nonce: str, tty_nr: int) -> tuple[str | None, Outcome]:
+        """A fresh one-time code for approving ``approval_id`` from terminal ``tty_nr`` (replacing any earlier one).
+
+        The caller writes it to that terminal; it is never sent on a socket nor logged.
+        """
+        with self._lock:
+            a = self._open(approval_id, fingerprint, nonce)
+            if isinstance(a, Outcome):
+                return None, a
+            if a.codes_issued >= MAX_CODES:
+                return None, Outcome(False, "code_exhausted", f"{MAX_CODES} codes were issued for {approval_id}; "
+                                                              "only a denial remains")
+            n = secrets.randbelow(10**8)
+            a.code, a.code_tty, a.code_tries = f"{n // 10**4:04d}-{n % 10**4:04d}", tty_nr, CODE_TRIES
+            a.codes_issued += 1
+            return a.code, Outcome(True, None, "a one-time code was written to your terminal")
+
+    def void_code(self, approval_id: str) -> None:
+        """Forget the code of ``approval_id`` (it could not be shown)."""
+        with self._lock:
+            a = self._items.get(approval_id)
+            if a is not None:
+                a.code = None
+
+    def _check_code(self, a: Approval, code: str | None, tty_nr: int | None) -> Outcome | None:
+        if a.code is None:
+            why = "no code was issued" if a.codes_issued == 0 else "its code is used up"
+            return Outcome(False, "code_required", f"approving {a.approval_id} needs the one-time code a person "
+                                                   f"reads on their terminal ({why}): run rematch approve "
+                                                   f"{a.approval_id} in an interactive terminal (or accept the "
+                                                   "risk with approve_without_code: true in the policy; "
+                                                   "docs/threat-model.md)")
+        if code is None or tty_nr != a.code_tty:
+            return Outcome(False, "code_required", "approve from the terminal the one-time code was written to, "
+                                                   "with that code")
+        if hmac.compare_digest(a.code.encode(), code.strip().encode()):
+            return None
+        a.code_tries -= 1
+        if a.code_tries <= 0:
+            a.code = None
+            return Outcome(False, "wrong_code", "wrong code; that code is void now (ask for a new one)")
+        return Outcome(False, "wrong_code", f"wrong code; {a.code_tries} tries left")
 
     def wait(self, a: Approval, poll_s: float = 0.1) -> str:
         """Block until ``a`` is decided, expires, or its client goes away; its terminal state."""
@@ -166,26 +265,25 @@ class ApprovalBook:
         return a.state
 
     def decide(self, approval_id: str, fingerprint: str, nonce: str, approve: bool,
-               approver_pid: int | None = None) -> Outcome:
-        """Approve or deny one held invocation, after every check of the module docstring."""
+               approver_pid: int | None = None, *, need_code: bool = False, code: str | None = None,
+               tty_nr: int | None = None) -> Outcome:
+        """Approve or deny one held invocation, after every check of the module docstring.
+
+        ``need_code``: approving needs ``code``, the one issued for this
+        approval, given from terminal ``tty_nr`` (the one it was written to).
+        """
         with self._lock:
-            a = self._items.get(approval_id)
-            if a is None:
-                return Outcome(False, "unknown_approval", f"no pending approval {approval_id}")
-            if not (hmac.compare_digest(a.fingerprint, fingerprint) and hmac.compare_digest(a.nonce, nonce)):
-                return Outcome(False, "binding_mismatch", "the fingerprint or nonce is not this invocation's")
-            if a.state != "pending":  # unreachable while held items are pending; kept as the rule
-                return Outcome(False, "not_pending", f"already {a.state}")
-            if time.monotonic() >= a.expires_at:
-                self._finish_locked(a, "expired")
-                return Outcome(False, "expired", "the approval's deadline has passed")
-            if not a.is_live():
-                self._finish_locked(a, "cancelled")
-                return Outcome(False, "not_live", "the invocation is no longer waiting (its client went away)")
+            a = self._open(approval_id, fingerprint, nonce)
+            if isinstance(a, Outcome):
+                return a
             if approver_pid is not None and a.harness_pid is not None and a.harness_pid in (
                 approver_pid, *ancestors(approver_pid)
             ):
                 return Outcome(False, "self_approval", "the approver runs inside the harness whose call is held")
+            if approve and need_code:
+                refused = self._check_code(a, code, tty_nr)
+                if refused is not None:
+                    return refused
             self._finish_locked(a, "approved" if approve else "denied")
             return Outcome(True, None, f"{approval_id} {a.state}")
 
@@ -196,4 +294,4 @@ class ApprovalBook:
             return sum(self._finish_locked(a, "cancelled") for a in items)
 
 
-__all__ = ["TERMINAL", "Approval", "ApprovalBook", "BookFull", "Outcome", "ancestors", "parent_of"]
+__all__ = ["APPROVAL_ERRORS", "CODE_TRIES", "MAX_CODES", "REMEMBERED", "TERMINAL", "Approval", "ApprovalBook", "BookFull", "Outcome", "ancestors", "parent_of"]

@@ -99,22 +99,24 @@ def hook_client() -> Path | None:
 def hook_command(out: str | None = None, exe: str | None = None) -> str:
     """The command line installed (absolute paths, so Claude Code's ``PATH`` does not matter).
 
-    ``<this python> -S -I <rematch_hook.py> claude_code``: the fast client,
+    ``exec <this python> -S -I <rematch_hook.py> claude_code``: the fast client,
     which starts Python without ``site`` and imports no rematch code (see
     docs/live-capture.md). ``exe`` (or a build without the Claude Code plugin)
-    installs ``rematch-hook claude_code`` instead. ``out`` is written as
-    ``--out``, absolute.
+    installs ``exec rematch-hook claude_code`` instead. ``out`` is written as
+    ``--out``, absolute. ``exec``: Claude Code runs the command with a shell, and
+    the client's parent must be Claude Code itself, not that shell (the service
+    takes it for the harness whose approvals it refuses; docs/threat-model.md).
     """
     client = None if exe else hook_client()
     if client is not None:
-        cmd = f"{shlex.quote(sys.executable)} -S -I {shlex.quote(str(client))} claude_code"
+        cmd = f"exec {shlex.quote(sys.executable)} -S -I {shlex.quote(str(client))} claude_code"
         if out:
             cmd += f" --out {shlex.quote(str(Path(out).expanduser().resolve()))}"
         return cmd
     beside = Path(sys.executable).with_name(HOOK_EXE)
     # This environment's own script first: Claude Code runs hooks with its PATH, not the venv's.
     path = exe or (str(beside) if beside.exists() else shutil.which(HOOK_EXE) or HOOK_EXE)
-    cmd = f"{shlex.quote(path)} claude_code"
+    cmd = f"exec {shlex.quote(path)} claude_code"
     if out:
         cmd += f" --out {shlex.quote(str(Path(out).expanduser().resolve()))}"
     return cmd
@@ -128,6 +130,8 @@ def is_ours(handler: Any) -> bool:
         words = shlex.split(handler["command"])
     except ValueError:
         return False
+    if words[:1] == ["exec"]:  # what this version installs
+        words = words[1:]
     if not words:
         return False
     if os.path.basename(words[0]) == HOOK_EXE:

@@ -5,8 +5,10 @@
 ``pre_tool_use`` is registered here: it builds the call's normalized event,
 asks the analysis provider, and may hold the call for an approval.
 ``control.sock`` is a separate channel with its own registry
-(``list_approvals``, ``decide_approval``): approvals are never accepted on the
-event channel, and an event handler cannot be registered for a control kind.
+(``list_approvals``, ``request_code``, ``decide_approval``): approvals are
+never accepted on the event channel, and an event handler cannot be registered
+for a control kind. Every event-channel client's harness is recorded
+(:mod:`rematch_trace.live.approver_guard`): a decider inside any of them is refused.
 Both sockets are 0600 in a private 0700 folder (:mod:`rematch_trace.live.paths`),
 and every connection's peer uid is read with ``SO_PEERCRED``: another user's
 process is refused before a byte is read.
@@ -61,7 +63,8 @@ from typing import Any
 import attrs
 
 from rematch_trace.live import paths
-from rematch_trace.live.approvals import Approval, ApprovalBook, BookFull, parent_of
+from rematch_trace.live.approvals import Approval, ApprovalBook, BookFull, Outcome
+from rematch_trace.live.approver_guard import Guard, Refusal, write_code
 from rematch_trace.live.hold_message import hold_message
 from rematch_trace.live.ipc.codec import (
     MAX_REPLY_BYTES,
@@ -232,10 +235,15 @@ class Service:
         self.events_path = paths.events_socket(data)
         self.control_path = paths.control_socket(data)
         self.approvals = ApprovalBook()
+        self.guard = Guard()
+        #: Whether approving needs the one-time code written to the approver's terminal (the policy's
+        #: ``approve_without_code`` turns it off).
+        self.need_code = not getattr(getattr(provider, "policy", None), "approve_without_code", False)
         self._handlers: dict[str, Handler] = {}
         self._control: dict[str, Handler] = {
             "list_approvals": self._list_approvals,
             "decide_approval": self._decide_approval,
+            "request_code": self._request_code,
         }
         self._slots = {"events": Slots(max_connections, max(1, max_connections // 4)),
                        "control": Slots(CONTROL_CONNECTIONS, CONTROL_CONNECTIONS // 2)}
@@ -522,6 +530,8 @@ class Service:
                 return _control_reply(rid, False, "unknown_request_kind", msg)
             return make_reply(rid, "no_override", "unknown_request_kind", msg, source="protocol_error")
         invocation = Invocation(conn, peer, deadline, after)
+        if channel == "events":
+            self._note_harness(peer)
         if channel == "control":
             return self._guarded(handler, request, invocation, channel)
         key = (request["invocation_nonce"], request["request_kind"], request["adapter"])
@@ -547,6 +557,12 @@ class Service:
         slot.reply = reply
         slot.done.set()
         return reply
+
+    def _note_harness(self, peer: Peer) -> None:
+        try:
+            self.guard.note_client(peer.pid)
+        except Exception as err:  # the record is for the approval guard; a request never fails on it
+            self.log(f"harness_unrecorded peer_pid={peer.pid} error={type(err).__name__}")
 
     def _expire_seen(self) -> None:
         cutoff = time.monotonic() - DEDUP_TTL_S
@@ -635,7 +651,7 @@ class Service:
             tool_name=ev["tool_name"], tool_class=tool_class, summary=ev["args_summary"] or "",
             risk_features=list(ev["risk_features"]), rule=verdict.reason,
             expires_at=min(time.monotonic() + verdict.approval_timeout_s, inv.deadline - HOLD_MARGIN_S),
-            is_live=inv.is_live, harness_pid=parent_of(inv.peer.pid),
+            is_live=inv.is_live, harness_pid=getattr(self.guard.note_client(inv.peer.pid), "pid", None),
         )
         try:
             self.approvals.hold(approval)
@@ -666,20 +682,68 @@ class Service:
         views = [a.view() for a in self.approvals.pending()]
         return _control_reply(request["request_id"], True, None, f"{len(views)} pending", views)
 
-    def _decide_approval(self, request: Request, inv: Invocation) -> ControlReply:
-        rid = request["request_id"]
-        p = request["host_payload"]
+    def _binding(self, rid: str, p: dict[str, Any], extra: set[str]) -> ControlReply | None:
+        """A refusal when ``p`` is not exactly an approval's binding plus ``extra`` keys."""
         fields = {"approval_id": _APPROVAL_ID, "action_fingerprint": _FINGERPRINT, "invocation_nonce": _NONCE}
-        if set(p) != {*fields, "decision"}:
-            return _control_reply(rid, False, "unexpected_field",
-                                  "decide_approval takes approval_id, action_fingerprint, invocation_nonce, decision")
+        if not {*fields} <= set(p) or not set(p) - {*fields} <= extra:
+            names = ", ".join([*fields, *sorted(extra)])
+            return _control_reply(rid, False, "unexpected_field", f"this request takes {names}")
         for k, pattern in fields.items():
             if not isinstance(p[k], str) or not pattern.fullmatch(p[k]):
                 return _control_reply(rid, False, "invalid_value", f"{k} must match {pattern.pattern}")
-        if p["decision"] not in ("approve", "deny"):
+        return None
+
+    def _request_code(self, request: Request, inv: Invocation) -> ControlReply:
+        rid = request["request_id"]
+        p = request["host_payload"]
+        bad = self._binding(rid, p, set())
+        if bad is not None:
+            return bad
+        term = self.guard.vet_approver(inv.peer.pid) or self.guard.vet_terminal(inv.peer.pid)
+        if isinstance(term, Refusal):
+            self.log(f"request_code approval_id={p['approval_id']} ok=False error={term.error} "
+                     f"approver_pid={inv.peer.pid}")
+            return _control_reply(rid, False, term.error, term.message)
+        code, outcome = self.approvals.issue_code(p["approval_id"], p["action_fingerprint"], p["invocation_nonce"],
+                                                  term.tty_nr)
+        if code is not None:
+            text = (f"\r\n[rematch] one-time code to approve {p['approval_id']}: {code}\r\n"
+                    "[rematch] type it only at a rematch approve prompt you started yourself.\r\n")
+            if not write_code(term, text):
+                self.approvals.void_code(p["approval_id"])
+                outcome = attrs.evolve(outcome, ok=False, error="no_terminal",
+                                       message=f"the code could not be written to {term.path}")
+        # The code itself is never logged, nor sent back: only the terminal shows it.
+        self.log(f"request_code approval_id={p['approval_id']} ok={outcome.ok} error={outcome.error} "
+                 f"approver_pid={inv.peer.pid}")
+        return _control_reply(rid, outcome.ok, outcome.error, outcome.message)
+
+    def _decide_approval(self, request: Request, inv: Invocation) -> ControlReply:
+        rid = request["request_id"]
+        p = request["host_payload"]
+        bad = self._binding(rid, p, {"decision", "code"})
+        if bad is not None:
+            return bad
+        if p.get("decision") not in ("approve", "deny"):
             return _control_reply(rid, False, "invalid_value", "decision must be approve or deny")
-        outcome = self.approvals.decide(p["approval_id"], p["action_fingerprint"], p["invocation_nonce"],
-                                        p["decision"] == "approve", approver_pid=inv.peer.pid)
+        code = p.get("code")
+        if code is not None and (not isinstance(code, str) or not 1 <= len(code) <= 32):
+            return _control_reply(rid, False, "invalid_value", "code must be a string of at most 32 characters")
+        approve = p["decision"] == "approve"
+        refusal = self.guard.vet_approver(inv.peer.pid)
+        tty_nr: int | None = None
+        if refusal is None and approve and self.need_code and code is not None:
+            term = self.guard.vet_terminal(inv.peer.pid)
+            if isinstance(term, Refusal):
+                refusal = term
+            else:
+                tty_nr = term.tty_nr
+        if refusal is not None:
+            outcome = Outcome(False, refusal.error, refusal.message)
+        else:
+            outcome = self.approvals.decide(p["approval_id"], p["action_fingerprint"], p["invocation_nonce"],
+                                            approve, approver_pid=inv.peer.pid, need_code=self.need_code,
+                                            code=code, tty_nr=tty_nr)
         self.log(f"decide approval_id={p['approval_id']} decision={p['decision']} ok={outcome.ok} "
                  f"error={outcome.error} approver_pid={inv.peer.pid}")
         return _control_reply(rid, outcome.ok, outcome.error, outcome.message)

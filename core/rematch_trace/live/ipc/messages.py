@@ -29,7 +29,7 @@ TOOL_CLASSES: tuple[str, ...] = (
     "shell_exec", "file_read", "file_write", "file_edit", "network", "mcp", "subagent", "other", "unknown",
 )
 #: The request kinds of the control channel (never accepted on the event channel).
-CONTROL_KINDS: tuple[str, ...] = ("list_approvals", "decide_approval")
+CONTROL_KINDS: tuple[str, ...] = ("list_approvals", "decide_approval", "request_code")
 #: States of an approval; every state but ``pending`` is terminal.
 APPROVAL_STATES: tuple[str, ...] = ("pending", "approved", "denied", "expired", "cancelled")
 #: Longest reply explanation, in characters.

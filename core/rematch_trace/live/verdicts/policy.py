@@ -127,6 +127,8 @@ class Policy:
         if self.disabled:
             parts.append(f"disables {', '.join(self.disabled)}")
         return "; ".join(parts)
+    #: Approvals accepted without the one-time code a person reads on a terminal (docs/threat-model.md).
+    approve_without_code: bool = False
 
     def first_match(self, action: LiveAction) -> Rule | None:
         """The first rule whose condition holds for ``action``, or ``None``."""
@@ -176,7 +178,7 @@ def parse_policy(data: Any, source: str) -> Policy:
     """A :class:`Policy` from the parsed YAML ``data`` of file ``source``; :class:`PolicyError` otherwise."""
     if not isinstance(data, dict):
         raise PolicyError(f"{source}: a policy is a mapping with version, default and rules")
-    known = ("version", "default", "approval_timeout_s", "rules", "disabled")
+    known = ("version", "default", "approval_timeout_s", "approve_without_code", "rules", "disabled")
     for k in data:
         if k not in known:
             raise PolicyError(f"{source}: {k}: unknown key (known: {', '.join(known)})")
@@ -188,6 +190,9 @@ def parse_policy(data: Any, source: str) -> Policy:
     timeout = data.get("approval_timeout_s", 120)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 600:
         raise PolicyError(f"{source}: approval_timeout_s: a number of seconds from 1 to 600")
+    without_code = data.get("approve_without_code", False)
+    if not isinstance(without_code, bool):
+        raise PolicyError(f"{source}: approve_without_code: true or false")
     raw_rules = data.get("rules", [])
     if not isinstance(raw_rules, list):
         raise PolicyError(f"{source}: rules: a list")
@@ -216,7 +221,8 @@ def parse_policy(data: Any, source: str) -> Policy:
     disabled = data.get("disabled", [])
     if not isinstance(disabled, list) or not all(isinstance(x, str) for x in disabled):
         raise PolicyError(f"{source}: disabled: a list of built-in rule ids")
-    return Policy(tuple(rules), default, float(timeout), source, tuple(disabled), source)
+    return Policy(tuple(rules), default, float(timeout), source, tuple(disabled), source,
+                  approve_without_code=without_code)
 
 
 def merge(builtin: Policy, user: Policy, data: dict[str, Any]) -> Policy:
@@ -248,6 +254,8 @@ def merge(builtin: Policy, user: Policy, data: dict[str, Any]) -> Policy:
         user.source,
         tuple(rid for rid in ids if rid in user.disabled),
         user.source if settings else BUILT_IN,
+        approve_without_code=user.approve_without_code if "approve_without_code" in data
+        else builtin.approve_without_code,
     )
 
 
