@@ -64,6 +64,7 @@ ERROR_CODES: dict[str, str] = {
     "invalid_value": "a field has the right type but a value outside its domain",
     "unknown_request_kind": "no handler is registered for the request's kind on this channel",
     "duplicate_request_id": "a request id already used for a different invocation",
+    "nonce_reused": "an invocation nonce already used by a request with another id",
     "busy": "the service is at its concurrency bound",
     "reply_too_long": "an encoded message exceeds its bound",
 }
