@@ -42,6 +42,8 @@ def approvals_cmd(out: str | None, as_json: bool) -> None:
         if a["risk_features"]:
             click.echo(f"    risk: {', '.join(a['risk_features'])}")
         click.echo(f"    fingerprint {a['action_fingerprint']}  nonce {a['invocation_nonce']}")
+        if a.get("event_fingerprint"):
+            click.echo(f"    event fingerprint {a['event_fingerprint']}")
 
 
 def _decide(out: str | None, approval_id: str, approve: bool) -> None:

@@ -54,6 +54,8 @@ class Approval:
     expires_at: float
     is_live: Callable[[], bool]
     harness_pid: int | None = None
+    #: The call's nonce-less action fingerprint: the one its event in events/<session>.jsonl carries.
+    event_fingerprint: str | None = None
     state: str = "pending"
     done: threading.Event = attrs.field(factory=threading.Event)
 
@@ -72,6 +74,7 @@ class Approval:
             "rule": self.rule,
             "action_fingerprint": self.fingerprint,
             "invocation_nonce": self.nonce,
+            "event_fingerprint": self.event_fingerprint,
             "expires_in_ms": max(0, int((self.expires_at - time.monotonic()) * 1000)),
         }
 

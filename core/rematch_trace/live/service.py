@@ -564,7 +564,7 @@ class Service:
             tool_name=ev["tool_name"], tool_class=tool_class, summary=ev["args_summary"] or "",
             risk_features=list(ev["risk_features"]), rule=verdict.reason,
             expires_at=min(time.monotonic() + verdict.approval_timeout_s, inv.deadline - HOLD_MARGIN_S),
-            is_live=inv.is_live, harness_pid=parent_of(inv.peer.pid),
+            is_live=inv.is_live, harness_pid=parent_of(inv.peer.pid), event_fingerprint=ev["action_fingerprint"],
         )
         try:
             self.approvals.hold(approval)
