@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 # Fences and prompt lines, wherever they are.
-_FENCE_OR_PROMPT = re.compile(r"```|~~~|(?:^|\n)[ \t]*(?:\$|>>>|PS>|PS [A-Z]:\\[^>\n]*>|C:\\>)[ \t]+\S")
+_FENCE_OR_PROMPT = re.compile(r"```|~~~|(?:^|\n)[ \t]*(?:\$|>>>|PS>|PS [A-Z]:\\[^>\n]{0,200}>|C:\\>)[ \t]+\S")
 # Phrases that address the reader with something to run, anywhere in a clause.
 _ADDRESSED = re.compile(
     r"\b(?:the\s+)?(?:following|below)\s+(?:command|commands|script|line|lines|snippet|one-liner)\b"
@@ -79,7 +79,7 @@ _COMMANDS = frozenset({
 })
 # Shell syntax: a pipe, a chain, a substitution, a variable, a flag, a home or root path, a URL, a script.
 _SHELL = re.compile(
-    r"\|\s*\S|&&|\$\(|\$\{?[A-Za-z_]|(?:^|\s)--?[A-Za-z]|~/|(?:^|\s)/[\w.]|://|\.sh\b|`[^`]+`|>\s*[~/\w]",
+    r"\|\s*\S|&&|\$\(|\$\{?[A-Za-z_]|(?:^|\s)--?[A-Za-z]|~/|(?:^|\s)/[\w.]|://|\.sh\b|`[^`\n]{1,200}`|>\s*[~/\w]",
 )
 _SHELL_WORDS = re.compile(r"\b(?:shell|terminal|console|command\s+line|command\s+prompt|prompt|bash|zsh|powershell)\b",
                           re.I)
