@@ -260,32 +260,43 @@ class _ScanContext:
         raise _BadReply("invalid_json", f"{name} is not JSON")
 
 
-def _walk(value: object) -> None:
-    """Depth, array lengths and lone surrogates (the codec's scan and walk, on the built value)."""
+def _walk(value: object, deadline: float | None) -> None:
+    """Depth, array lengths and lone surrogates (the codec's scan and walk, on the built value).
+
+    ``deadline`` (monotonic seconds) is checked every 4,096 values, as the codec does.
+    """
     stack = [(value, 1)]
+    steps = 0
     while stack:
         v, depth = stack.pop()
+        steps += 1
+        if deadline is not None and steps % 4096 == 0 and time.monotonic() > deadline:
+            raise _BadReply("decode_deadline", "checking values")
         if type(v) is str:
             if not v.isascii():
                 try:
                     v.encode("utf-8")
                 except UnicodeEncodeError:
                     raise _BadReply("invalid_utf8", "a lone surrogate") from None
-        elif type(v) is list or type(v) is dict:
+        elif type(v) is list:
             if depth > MAX_DEPTH:
                 raise _BadReply("too_deep", f"nesting deeper than {MAX_DEPTH}")
-            if type(v) is list:
-                if len(v) > MAX_ELEMENTS:
-                    raise _BadReply("too_many_elements", f"{len(v)} elements")
-                stack.extend((x, depth + 1) for x in v)
-            else:
-                for k, x in v.items():
-                    stack.append((k, depth + 1))
-                    stack.append((x, depth + 1))
+            if len(v) > MAX_ELEMENTS:
+                raise _BadReply("too_many_elements", f"{len(v)} elements")
+            stack.extend((x, depth + 1) for x in v)
+        elif type(v) is dict:
+            if depth > MAX_DEPTH:
+                raise _BadReply("too_deep", f"nesting deeper than {MAX_DEPTH}")
+            for k, x in v.items():
+                stack.append((k, depth + 1))
+                stack.append((x, depth + 1))
 
 
-def _decode(payload: bytes) -> object:
-    """One JSON value from a reply payload, with the codec's rules; :class:`_BadReply` otherwise."""
+def _decode(payload: bytes, deadline: float | None = None) -> object:
+    """One JSON value from a reply payload, with the codec's rules; :class:`_BadReply` otherwise.
+
+    Linear in the payload (at most 16 KiB): ``_json``'s scanner, then one walk.
+    """
     if len(payload) > MAX_REPLY_BYTES:
         raise _BadReply("frame_too_long", f"{len(payload)} bytes")
     try:
@@ -305,7 +316,7 @@ def _decode(payload: bytes) -> object:
         raise _BadReply("invalid_json", type(err).__name__) from None
     if text[end:].strip(_JSON_SPACE):
         raise _BadReply("invalid_json", "bytes after the JSON value")
-    _walk(value)
+    _walk(value, deadline)
     return value
 
 
@@ -351,10 +362,10 @@ def check_reply(obj: object) -> dict[str, object]:
     return rep
 
 
-def decode_reply(payload: bytes) -> dict[str, object]:
+def decode_reply(payload: bytes, deadline: float | None = None) -> dict[str, object]:
     """A reply payload decoded and checked; ``_Failed("bad_reply: <code>: ...")`` for any fault."""
     try:
-        return check_reply(_decode(payload))
+        return check_reply(_decode(payload, deadline))
     except _BadReply as err:
         raise _Failed(f"bad_reply: {err}") from None
 
@@ -423,7 +434,7 @@ def exchange(sock_path: str, frame: bytes, deadline: float) -> dict[str, object]
     finally:
         sock.close()
     # Strict, as the service's codec and check_reply: a reply that breaks them is never acted on.
-    return decode_reply(payload)
+    return decode_reply(payload, deadline)
 
 
 def start_service(data: str) -> None:
