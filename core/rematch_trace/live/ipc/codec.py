@@ -4,8 +4,11 @@ A frame is a 4-byte big-endian length followed by exactly that many bytes of
 one UTF-8 JSON value. :func:`decode_payload` enforces every bound of the
 contract *before* or *while* it builds values, and each rejection carries its
 own :class:`DecodeError` code (``docs/ipc-v2.md`` lists them). Decoding is
-bounded in time too: a monotonic deadline (100 ms by default) is checked
-between phases and inside the walks, cooperatively rather than preemptively.
+bounded in time too: decoding is linear in the payload (one left-to-right
+scan, then the ``json`` parser, then one walk), and a monotonic deadline
+(100 ms by default) is checked inside each: before every window of the scan,
+every 4,096 objects and numbers of the parse, every 4,096 values of the walk;
+cooperatively rather than preemptively.
 
 Standard library only (a hook process imports this on every tool call).
 """
@@ -167,8 +170,9 @@ _TOKEN = re.compile(r'"[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*(?:"|[\s\S]*)|[\[
 # The rest of a literal after its opening quote, up to (not including) what stops it.
 _REST = re.compile(r'[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*', re.S)
 _DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
-#: Characters scanned between two deadline checks (a few milliseconds of ``re``, which holds the GIL).
-_WINDOW = 64 << 10
+#: Characters scanned between two deadline checks: ``re`` holds the GIL while it scans one
+#: window, so a small one lets other connections' threads run often (~1-5 ms apart).
+_WINDOW = 16 << 10
 #: Values built or checked between two deadline checks while parsing and walking.
 _CHECK_EVERY = 4096
 
