@@ -8,7 +8,9 @@ a fresh data folder under ``bench/out/ipc``, then measures, in one run:
 
 1. the import of ``rematch_trace.live.client`` (what a hook pays per tool call),
    against an empty interpreter, median of several fresh processes; and the
-   decode time of a request near every bound against the 100 ms decode deadline;
+   decode time of a request near every bound against the 100 ms decode deadline,
+   and of adversarial frames (issue 29: repeated escapes, quotes, surrogates,
+   nesting...), ns per byte at 32 KiB and 1 MiB and the code each gets;
 2. sequential round trips on one connection (p50/p99, requests/s);
 3. round trips with a new connection per request, as ``client.send`` does;
 4. a paced load of 500 requests/s (new connection each, the latency counted
@@ -121,6 +123,80 @@ def bench_decode(n: int = 20) -> str:
         times.append((time.perf_counter() - t) * 1000)
     return (f"decode of a {len(payload) / 2**20:.2f} MiB payload near every bound: median "
             f"{statistics.median(times):.1f} ms, max {max(times):.1f} ms (deadline {DECODE_DEADLINE_S * 1000:.0f} ms)")
+
+
+#: Adversarial frames (issue 29): a prefix, then a unit repeated to the size measured.
+ADVERSARIAL: dict[str, tuple[bytes, bytes]] = {
+    "quote_backslash": (b"", b'"\\'),
+    "quotes": (b"", b'"'),
+    "backslashes": (b"", b"\\"),
+    "escaped_quotes": (b"", b'\\"'),
+    "open_string_escapes": (b'{"a":"', b'\\"'),
+    "surrogates": (b"[", b'"\\ud800",'),
+    "empty_strings": (b"[", b'"",'),
+    "deep_nesting": (b"", b"[{"),
+    "brackets": (b"[", b"[],"),
+    "long_strings": (b"[", b'"' + b"x" * 4000 + b'",'),
+    "mixed": (b'{"k":[', b'"\\u00e9\\"",{"a":"\\\\"},'),
+}
+
+
+def bench_adversarial(n: int = 5) -> list[str]:
+    """Decode cost of adversarial payloads, ns per byte at 32 KiB and 1 MiB (fastest of ``n``), no deadline.
+
+    With the real 100 ms deadline each is refused (its code in the last column) no later than
+    one scan window after the deadline passes.
+    """
+    from rematch_trace.live.ipc.codec import DecodeError, decode_payload
+
+    def cost(data: bytes, deadline_s: float) -> tuple[float, str]:
+        best, code = float("inf"), "accepted"
+        for _ in range(n):
+            t = time.perf_counter()
+            try:
+                decode_payload(data, deadline=time.monotonic() + deadline_s)
+                code = "accepted"
+            except DecodeError as err:
+                code = err.code
+            best = min(best, time.perf_counter() - t)
+        return best, code
+
+    out = [f"{'adversarial frame':<22} {'ns/B 32 KiB':>12} {'ns/B 1 MiB':>11} {'ms 1 MiB':>9}  code (100 ms deadline)"]
+    worst = ("", 0.0)
+    for name, (prefix, unit) in ADVERSARIAL.items():
+        per: list[float] = []
+        for size in (32 << 10, 1 << 20):
+            data = prefix + unit * ((size - len(prefix)) // len(unit))
+            per.append(cost(data, 600)[0] / len(data) * 1e9)
+        full = prefix + unit * (((1 << 20) - len(prefix)) // len(unit))
+        ms = cost(full, 600)[0] * 1000
+        code = cost(full, 0.100)[1]
+        worst = max(worst, (name, ms), key=lambda x: x[1])
+        out.append(f"{name:<22} {per[0]:>12.1f} {per[1]:>11.1f} {ms:>9.1f}  {code}")
+    out.append(f"worst 1 MiB adversarial decode without a deadline: {worst[1]:.0f} ms ({worst[0]})")
+    return out
+
+
+def bench_hook_reply(n: int = 20000) -> str:
+    """What the Claude Code hook client's strict reply check (issue 28) costs per reply, in-process."""
+    import importlib.util
+
+    path = HERE.parent / "plugins" / "claude_code" / "rematch_claude_code" / "claude_plugin" / "bin" / "rematch_hook.py"
+    spec = importlib.util.spec_from_file_location("rematch_hook_bench", path)
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    from rematch_trace.live.ipc.codec import encode_payload
+    from rematch_trace.live.ipc.messages import make_reply
+
+    reply = encode_payload(make_reply("a1b2c3d4e5f60718293a4b5c", "deny", "policy:credential-to-network",
+                                      "A credential appears in a call that reaches the network.",
+                                      source="local_rules", tool_class="shell_exec", incident_id="inc-ab31f12cc93e62381dbd"))
+    t = time.perf_counter()
+    for _ in range(n):
+        hook.decode_reply(reply)
+    per = (time.perf_counter() - t) / n * 1e6
+    return f"hook client reply check (rematch_hook.decode_reply, built-in modules only): {per:.1f} us per {len(reply)}-byte reply"
 
 
 def bench_import(n: int) -> str:
@@ -348,7 +424,11 @@ def main() -> None:
     ap.add_argument("--burst", type=int, default=1000)
     ap.add_argument("--burst-procs", type=int, default=10)
     ap.add_argument("--only-burst", action="store_true", help="skip everything but the burst")
+    ap.add_argument("--adversarial-only", action="store_true", help="only the adversarial decode table (seconds)")
     args = ap.parse_args()
+    if args.adversarial_only:
+        print("\n".join([*bench_adversarial(), bench_hook_reply()]))
+        return
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMATCH_")}
@@ -361,7 +441,7 @@ def main() -> None:
     started = time.perf_counter() - t0
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load} at start; service ready in {started * 1000:.0f} ms "
-             f"(plugins loaded, both sockets bound)", bench_import(10), bench_decode(), "",
+             f"(plugins loaded, both sockets bound)", bench_import(10), bench_decode(), bench_hook_reply(), "", *bench_adversarial(), "",
              f"{'run':<44} {'n':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'req/s':>9}"]
     try:
         if args.only_burst:

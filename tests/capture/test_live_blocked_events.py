@@ -55,8 +55,11 @@ def test_a_denied_call_is_an_event_counted_at_the_end_and_audited_as_blocked(
     steps = [
         {"hook_event_name": "UserPromptSubmit", "prompt": "clean up"},
         {"hook_event_name": "PreToolUse", **wipe},
-        # The harness reports the denied call as a failed one.
-        {"hook_event_name": "PostToolUseFailure", **wipe, "error": "Hook PreToolUse denied this tool"},
+        # A harness that reports the denied call as a failed one, with the deny's text (the tool_result
+        # Claude Code 2.1.328 writes for it: "PreToolUse:Bash hook error: rematch: ..."; it fires no
+        # PostToolUseFailure for a permission denial, another harness may).
+        {"hook_event_name": "PostToolUseFailure", **wipe,
+         "error": "PreToolUse:Bash hook error: rematch: The call deletes the home folder. (policy:delete-home)"},
         {"hook_event_name": "Stop", "last_assistant_message": "I was stopped."},
         {"hook_event_name": "SessionEnd", "reason": "other"},
     ]

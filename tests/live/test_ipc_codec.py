@@ -127,8 +127,8 @@ def test_golden_invalid_frame_is_rejected_with_its_code(code: str, frame: bytes)
 
 
 def test_every_codec_and_message_code_has_a_golden_vector() -> None:
-    transport = {"read_deadline", "decode_deadline", "unknown_request_kind", "duplicate_request_id", "busy",
-                 "reply_too_long"}  # each tested where it arises: a socket, a clock, the service
+    transport = {"read_deadline", "decode_deadline", "unknown_request_kind", "duplicate_request_id", "nonce_reused",
+                 "busy", "reply_too_long"}  # each tested where it arises: a socket, a clock, the service
     assert set(ERROR_CODES) - transport == {c for c, _ in INVALID}
 
 

@@ -52,6 +52,7 @@ def test_policy_example_is_the_built_in_policy() -> None:
 
 def test_every_error_code_is_documented_with_its_meaning() -> None:
     text = DOC.read_text()
+    assert "nonce_reused" in ERROR_CODES  # issue 28: a replayed invocation nonce has its own code
     for code, meaning in ERROR_CODES.items():
         assert f"| `{code}` | {meaning} |" in text, code
 

@@ -68,7 +68,9 @@ def test_live_event_is_the_import_event_and_binding_adds_the_nonce() -> None:
 def test_subagent_calls_are_scoped_to_the_subagent() -> None:
     main = build_action(HOST, request("Read", {"file_path": "/a"}))
     sub = build_action(HOST, request("Read", {"file_path": "/a"}, agent_id="agent-7"))
-    assert sub.event["agent_sub_id"] == "agent-7" and main.event["agent_sub_id"] is None
+    # The subagent's session as live capture and the import name it (issue 28), not the raw agent id.
+    sid = main.event["source_session_id"]
+    assert sub.event["agent_sub_id"] == f"{sid}.agent-agent-7" and main.event["agent_sub_id"] is None
     assert sub.event["source_session_id"] == main.event["source_session_id"]
     assert sub.event["action_fingerprint"] != main.event["action_fingerprint"]
 

@@ -37,6 +37,8 @@ def _show(a: Any) -> None:
     if a["risk_features"]:
         click.echo(f"    risk: {', '.join(a['risk_features'])}")
     click.echo(f"    fingerprint {a['action_fingerprint']}  nonce {a['invocation_nonce']}")
+    if a.get("event_fingerprint"):
+        click.echo(f"    event fingerprint {a['event_fingerprint']}")
 
 
 def _watch(data: Path, as_json: bool) -> None:

@@ -80,6 +80,8 @@ class Approval:
     expires_at: float
     is_live: Callable[[], bool]
     harness_pid: int | None = None
+    #: The call's nonce-less action fingerprint: the one its event in events/<session>.jsonl carries.
+    event_fingerprint: str | None = None
     state: str = "pending"
     #: The one-time code issued (in memory only), the terminal it was written to, tries left, codes issued.
     code: str | None = attrs.field(default=None, repr=False)
@@ -103,6 +105,7 @@ class Approval:
             "rule": self.rule,
             "action_fingerprint": self.fingerprint,
             "invocation_nonce": self.nonce,
+            "event_fingerprint": self.event_fingerprint,
             "expires_in_ms": max(0, int((self.expires_at - time.monotonic()) * 1000)),
         }
 

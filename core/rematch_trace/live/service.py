@@ -248,6 +248,8 @@ class Service:
         self._slots = {"events": Slots(max_connections, max(1, max_connections // 4)),
                        "control": Slots(CONTROL_CONNECTIONS, CONTROL_CONNECTIONS // 2)}
         self._seen: OrderedDict[str, _Slot] = OrderedDict()
+        # The invocation nonces of the remembered requests, each with its request id (issue 28).
+        self._nonces: dict[str, str] = {}
         self._seen_lock = threading.Lock()
         self._stop = threading.Event()
         self._stop_reason = ""
@@ -535,12 +537,21 @@ class Service:
         if channel == "control":
             return self._guarded(handler, request, invocation, channel)
         key = (request["invocation_nonce"], request["request_kind"], request["adapter"])
+        nonce = request["invocation_nonce"]
         with self._seen_lock:
             self._expire_seen()
             slot = self._seen.get(rid)
             first = slot is None
-            if slot is None:
+            # A nonce names one invocation: under another request id it is a replay, not a retry.
+            reused = first and self._nonces.get(nonce, rid) != rid
+            if first and not reused:
                 slot = self._seen[rid] = _Slot(key, time.monotonic())
+                self._nonces[nonce] = rid
+        if reused:
+            self.log(f"nonce_reused request_id={rid}")
+            return make_reply(rid, "no_override", "nonce_reused",
+                              "This invocation nonce was already used by another request.", source="service")
+        assert slot is not None
         if not first:
             if slot.key != key:
                 return make_reply(rid, "no_override", "duplicate_request_id",
@@ -570,7 +581,9 @@ class Service:
             oldest = next(iter(self._seen.values()))
             if len(self._seen) < DEDUP_ENTRIES and oldest.at > cutoff:
                 break
-            self._seen.popitem(last=False)
+            rid, slot = self._seen.popitem(last=False)
+            if self._nonces.get(slot.key[0]) == rid:
+                del self._nonces[slot.key[0]]
 
     def _guarded(self, handler: Handler, request: Request, invocation: Invocation, channel: str) -> Any:
         try:
@@ -652,6 +665,7 @@ class Service:
             risk_features=list(ev["risk_features"]), rule=verdict.reason,
             expires_at=min(time.monotonic() + verdict.approval_timeout_s, inv.deadline - HOLD_MARGIN_S),
             is_live=inv.is_live, harness_pid=getattr(self.guard.note_client(inv.peer.pid), "pid", None),
+            event_fingerprint=ev["action_fingerprint"],
         )
         try:
             self.approvals.hold(approval)

@@ -67,6 +67,16 @@ MAX_CHANGED = 1000
 MAX_SEEN = 64
 #: ``tool_blocked.hook_id`` of a call rematch's verdict denied (the service's, or the hook's own).
 VERDICT_HOOK_ID = "rematch"
+
+
+def _reports_our_deny(rec: vocab.ToolResult) -> bool:
+    """Whether a result is the harness's report of rematch's own deny rather than the call's output.
+
+    The hook's deny reason starts with ``rematch: `` (``deny_output`` of the hook client), and a
+    harness reports a hook-denied call as an error whose text carries it (Claude Code 2.1.328:
+    ``PreToolUse:Bash hook error: rematch: ...``).
+    """
+    return bool(rec.is_error) and "rematch: " in rec.output_head[:512]
 #: Calls already answered, remembered so a late restatement does not reopen them.
 MAX_DONE = 256
 #: A turn holding this many items is applied early (the state is rewritten on every
@@ -376,8 +386,10 @@ class SessionWriter:
             }
         elif isinstance(rec, vocab.ToolResult):
             block = held["blocked"].get(rec.call_id)
-            if block is not None and block[2] == VERDICT_HOOK_ID:
+            if block is not None and block[2] == VERDICT_HOOK_ID and not _reports_our_deny(rec):
                 # The call ran (a hook killed or late, its deny never acted on): it was not blocked.
+                # A result that is the harness's report of rematch's own deny (an error carrying the
+                # deny's text, as Claude Code writes it) proves nothing ran and keeps the block.
                 del held["blocked"][rec.call_id]
             if rec.call_id not in held["results"]:
                 error_class = vocab.result_error_class(rec) if rec.is_error else None

@@ -4,8 +4,11 @@ A frame is a 4-byte big-endian length followed by exactly that many bytes of
 one UTF-8 JSON value. :func:`decode_payload` enforces every bound of the
 contract *before* or *while* it builds values, and each rejection carries its
 own :class:`DecodeError` code (``docs/ipc-v2.md`` lists them). Decoding is
-bounded in time too: a monotonic deadline (100 ms by default) is checked
-between phases and inside the walks, cooperatively rather than preemptively.
+bounded in time too: decoding is linear in the payload (one left-to-right
+scan, then the ``json`` parser, then one walk), and a monotonic deadline
+(100 ms by default) is checked inside each: before every window of the scan,
+every 4,096 objects and numbers of the parse, every 4,096 values of the walk;
+cooperatively rather than preemptively.
 
 Standard library only (a hook process imports this on every tool call).
 """
@@ -64,6 +67,7 @@ ERROR_CODES: dict[str, str] = {
     "invalid_value": "a field has the right type but a value outside its domain",
     "unknown_request_kind": "no handler is registered for the request's kind on this channel",
     "duplicate_request_id": "a request id already used for a different invocation",
+    "nonce_reused": "an invocation nonce already used by a request with another id",
     "busy": "the service is at its concurrency bound",
     "reply_too_long": "an encoded message exceeds its bound",
 }
@@ -156,18 +160,67 @@ def split_frame(data: bytes, limit: int) -> bytes:
 
 # --- decoding payloads ----------------------------------------------------------------------
 
-# A JSON string literal exactly as RFC 8259 spells it (an escape is a backslash and
-# one more character; the parser below rejects the escapes JSON does not define).
-# Written as runs of plain characters between escapes: a run is one class scan, which
-# is ~20x faster on long strings than an alternation tried at every character.
-_STRING = re.compile(r'"[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*"', re.S)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+# One token of a left-to-right scan: a string literal, or a bracket. A literal is written
+# as runs of plain characters between escapes (a run is one class scan, ~20x faster than
+# an alternation tried at every character; the parser rejects the escapes JSON does not
+# define). A literal that does not close swallows the rest of the window, so no position
+# is ever scanned twice: the scan is linear whatever the payload (issue 29: `"\` repeated
+# made an unanchored search retry from every quote, quadratic, and `re` holds the GIL).
+_TOKEN = re.compile(r'"[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*(?:"|[\s\S]*)|[\[\]{}]', re.S)
+# The rest of a literal after its opening quote, up to (not including) what stops it.
+_REST = re.compile(r'[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*', re.S)
 _DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+#: Characters scanned between two deadline checks: ``re`` holds the GIL while it scans one
+#: window, so a small one lets other connections' threads run often (~1-5 ms apart).
+_WINDOW = 16 << 10
+#: Values built or checked between two deadline checks while parsing and walking.
+_CHECK_EVERY = 4096
 
 
 def _check_deadline(deadline: float, phase: str) -> None:
     if time.monotonic() > deadline:
         raise DecodeError("decode_deadline", f"decoding passed its deadline ({phase})")
+
+
+class _Parse:
+    """The ``json`` decoder's hooks for one payload: every bound they see, and the deadline every few values.
+
+    The C scanner builds the value; these hooks are its only way back into Python, so
+    they are where a long parse checks its deadline (cooperatively, every
+    :data:`_CHECK_EVERY` objects and numbers).
+    """
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.left = _CHECK_EVERY
+        self.decoder = json.JSONDecoder(
+            object_pairs_hook=self.object_hook,
+            parse_int=self.parse_int,
+            parse_float=self.parse_float,
+            parse_constant=_reject_constant,
+        )
+
+    def tick(self) -> None:
+        """Count one value; check the deadline every :data:`_CHECK_EVERY`."""
+        self.left -= 1
+        if self.left <= 0:
+            self.left = _CHECK_EVERY
+            _check_deadline(self.deadline, "parsing")
+
+    def object_hook(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        """An object's members: bounded, without duplicate keys."""
+        self.tick()
+        return _object_hook(pairs)
+
+    def parse_int(self, text: str) -> int:
+        """An integer, exact or refused."""
+        self.tick()
+        return _parse_int(text)
+
+    def parse_float(self, text: str) -> float:
+        """A decimal, exact or refused."""
+        self.tick()
+        return _parse_float(text)
 
 
 def _object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -210,31 +263,75 @@ def _reject_constant(name: str) -> Any:
     raise DecodeError("invalid_json", f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(
-    object_pairs_hook=_object_hook,
-    parse_int=_parse_int,
-    parse_float=_parse_float,
-    parse_constant=_reject_constant,
-)
+def _literal_end(text: str, start: int, deadline: float) -> int:
+    """The index after the closing quote of the literal opening at ``start``.
+
+    Scanned in windows from the quote on, the deadline checked before each (a window
+    that ends inside an escape resumes at its backslash). A literal that never closes
+    is ``invalid_json``; one whose content already has more characters than the bound
+    has bytes (so more bytes too) is ``string_too_long`` at once, closed or not: no
+    literal costs more than the bound to refuse.
+    """
+    q, end = start + 1, len(text)
+    while True:
+        _check_deadline(deadline, "scanning a string")
+        stop = min(end, q + _WINDOW)
+        e = _REST.match(text, q, stop).end()  # type: ignore[union-attr]  # it matches the empty string
+        if e < stop and text[e] == '"':
+            return e + 1
+        if stop == end or not (e == stop or (e == stop - 1 and text[e] == "\\")):
+            # a control character, or the payload ends inside the literal
+            raise DecodeError("invalid_json", f"unterminated string starting at character {start}")
+        if e - start - 1 > MAX_STRING_BYTES:
+            raise DecodeError("string_too_long", f"a string of over {MAX_STRING_BYTES} characters (still open); "
+                              f"the bound is {MAX_STRING_BYTES} bytes")
+        q = e
+
+
+def _too_long(literal: str) -> bool:
+    # Characters bound bytes from below: encode only a candidate that may be too long.
+    return len(literal) - 2 > MAX_STRING_BYTES // 4 and len(literal.encode("utf-8", "surrogatepass")) - 2 > MAX_STRING_BYTES
 
 
 def _scan(text: str, deadline: float) -> None:
-    """Depth and string-length bounds, checked on the text before any value is built."""
-    strings = _STRING.findall(text)
-    _check_deadline(deadline, "scanning strings")
-    if strings:
-        longest = max(strings, key=len)
-        # Characters bound bytes from below: encode only a candidate that may be too long.
-        if len(longest) - 2 > MAX_STRING_BYTES // 4:
-            for s in strings:
-                if len(s) - 2 > MAX_STRING_BYTES // 4 and len(s.encode("utf-8", "surrogatepass")) - 2 > MAX_STRING_BYTES:
-                    raise DecodeError("string_too_long", f"a string of {len(s) - 2} characters; the bound is {MAX_STRING_BYTES} bytes")
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    _check_deadline(deadline, "scanning brackets")
-    if brackets:
-        deepest = max(accumulate(map(_DELTA.__getitem__, brackets)))
-        if deepest > MAX_DEPTH:
-            raise DecodeError("too_deep", f"nesting depth {deepest}, the bound is {MAX_DEPTH}")
+    """Depth and string-length bounds, checked on the text before any value is built.
+
+    One left-to-right pass in windows of :data:`_WINDOW` characters, the deadline
+    checked before each. Within a window one ``findall`` takes every literal and
+    bracket in order, each position once. A literal still open at the window's end
+    (the pattern lets an open literal swallow the rest of the window, so only the
+    last token can be) is followed to its close by :func:`_literal_end`, and the
+    next window starts after it: no position is scanned more than twice, and a
+    literal that never closes is ``invalid_json`` as soon as that is known.
+    """
+    pos, end, depth = 0, len(text), 0
+    while pos < end:
+        _check_deadline(deadline, "scanning")
+        stop = min(end, pos + _WINDOW)
+        tokens = _TOKEN.findall(text, pos, stop)
+        nxt = stop
+        if tokens and tokens[-1][0] == '"' and text.endswith(tokens[-1], pos, stop):
+            start = stop - len(tokens[-1])
+            nxt = _literal_end(text, start, deadline)
+            if nxt != stop:  # it was open: it is checked here, whole, and the scan resumes after it
+                tokens.pop()
+                if _too_long(text[start:nxt]):
+                    raise DecodeError("string_too_long", f"a string of {nxt - start - 2} characters; "
+                                      f"the bound is {MAX_STRING_BYTES} bytes")
+        if tokens:
+            if len(max(tokens, key=len)) - 2 > MAX_STRING_BYTES // 4:
+                for s in tokens:
+                    if _too_long(s):
+                        raise DecodeError("string_too_long", f"a string of {len(s) - 2} characters; "
+                                          f"the bound is {MAX_STRING_BYTES} bytes")
+            brackets = "".join(filter("[]{}".__contains__, tokens))
+            if brackets:
+                deltas = list(map(_DELTA.__getitem__, brackets))
+                deepest = max(accumulate(deltas, initial=depth))
+                if deepest > MAX_DEPTH:
+                    raise DecodeError("too_deep", f"nesting depth {deepest}, the bound is {MAX_DEPTH}")
+                depth += sum(deltas)
+        pos = nxt
 
 
 def _walk(value: Any, deadline: float) -> None:
@@ -244,7 +341,7 @@ def _walk(value: Any, deadline: float) -> None:
     while stack:
         v = stack.pop()
         steps += 1
-        if steps & 4095 == 0:
+        if steps % _CHECK_EVERY == 0:
             _check_deadline(deadline, "checking values")
         t = type(v)
         if t is str:
@@ -282,7 +379,7 @@ def decode_payload(payload: bytes, deadline: float | None = None) -> Any:
         raise DecodeError("invalid_utf8", f"byte {err.start} is not UTF-8") from None
     _scan(text, deadline)
     try:
-        value = _DECODER.decode(text)
+        value = _Parse(deadline).decoder.decode(text)
     except DecodeError:
         raise
     except json.JSONDecodeError as err:

@@ -94,6 +94,7 @@ class ApprovalView(TypedDict):
     rule: str
     action_fingerprint: str
     invocation_nonce: str
+    event_fingerprint: str | None
     expires_in_ms: int
 
 
@@ -229,6 +230,7 @@ _APPROVAL_SPEC: dict[str, Check] = {
     "rule": _text(_REASON),
     "action_fingerprint": _text(_FINGERPRINT),
     "invocation_nonce": _text(_NONCE),
+    "event_fingerprint": _text(_FINGERPRINT, nullable=True),
     "expires_in_ms": _int(0, MAX_EXACT_INT),
 }
 

@@ -107,6 +107,24 @@ def harness_plugin(host: Host, harness: str) -> str:
     return owner
 
 
+def _captured_call(host: Host, adapter: str, payload: dict[str, Any],
+                   t: int) -> tuple[vocab.Session, str | None, vocab.ToolCall] | None:
+    """The session, turn and call live capture records for ``payload``; ``None`` when no plugin gives them."""
+    try:
+        records = host.live(adapter, dict(payload, hook_event_name="PreToolUse"), t)
+    except Exception:  # a plugin that fails here leaves the keys as they are
+        return None
+    started = next((r for r in records if isinstance(r, vocab.ToolStarted) and not r.fallback), None)
+    if started is None:
+        return None
+    stream = started.stream
+    session = next((r for r in records if isinstance(r, vocab.Session) and r.stream == stream), None)
+    if session is None:
+        return None
+    turn = next((r.turn_id for r in records if isinstance(r, vocab.TurnStarted) and r.stream == stream), None)
+    return session, turn, started.call
+
+
 def build_action(host: Host, request: Request, redactor: Redactor | None = None) -> LiveAction:
     """The :class:`LiveAction` of a ``pre_tool_use`` request.
 
@@ -126,18 +144,30 @@ def build_action(host: Host, request: Request, redactor: Redactor | None = None)
     t = request["received_at_ms"]
     source = Source(harness=adapter, path=_LIVE_PATH, agent_kind="sub" if sub else "main",
                     plugin=harness_plugin(host, adapter))
-    # A subagent's call belongs to the subagent's own session, spawned by the main one (as on import).
-    session = vocab.Session(
-        stream="live", t=t, session_id=sub or session_id, cwd=cwd,
-        agent_kind="sub" if sub else "main", parent_session_id=session_id if sub else None,
-    )
+    # The call as live capture records it (issue 28): the harness plugin's own records of this
+    # payload give its session (a subagent's is ``<session>.agent-<id>``, as on import), its
+    # turn (the prompt id) and its cleaned input, so the event and the approval carry the
+    # fingerprint the event stream and the import give the same call.
+    captured = _captured_call(host, adapter, p, t)
+    if captured is not None:
+        session, turn, call = captured
+        source = attrs.evolve(source, agent_kind=session.agent_kind)
+    else:  # no plugin translates this harness: the keys as they are, no turn
+        session = vocab.Session(
+            stream="live", t=t, session_id=sub or session_id, cwd=cwd,
+            agent_kind="sub" if sub else "main", parent_session_id=session_id if sub else None,
+        )
+        turn, call = None, vocab.ToolCall(call_id, tool, tool_input)
     sink = EventSink(source, session, host=host, redactor=redactor or default_redactor())
     sink.feed(session)
-    events = sink.feed(vocab.AssistantMessage(stream="live", t=t, tool_calls=(vocab.ToolCall(call_id, tool, tool_input),)))
+    if turn is not None:
+        sink.feed(vocab.TurnStarted(session.stream, t, turn))
+    events = sink.feed(vocab.AssistantMessage(stream=session.stream, t=t, tool_calls=(call,)))
     event = events[-1]
     try:
+        # The event's own fingerprint with the invocation nonce added: the same members, from the sink.
         binding: str | None = action_fingerprint(
-            adapter, session.session_id, None, call_id, tool, cwd, tool_input, sink.agent_sub_id,
+            adapter, session.session_id, sink.turn, call.id, call.name, sink.cwd, call.input, sink.agent_sub_id,
             nonce=request["invocation_nonce"],
         )
     except NonExactNumber:

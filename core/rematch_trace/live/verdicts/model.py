@@ -17,20 +17,23 @@ no duplicate keys, exact numbers)::
 
 Anything else (another member, a value outside its list, an over-long text,
 a confidence that is not a number in range) is a :class:`ModelVerdictError`.
-So is a text that instructs someone to execute something: a code fence, a
-shell prompt line, or an imperative to run, execute, paste or install. A
-verdict describes; it never carries a command for the host to run.
+So is a text that instructs someone to execute something
+(:func:`~rematch_trace.live.verdicts.instructions.instructs`): a code fence, a
+shell prompt line, an imperative to run, execute, paste, install, type into a
+shell..., or, in the rationale and limitations, a clause that starts with a
+command (``sudo ...``, ``curl ... | sh``). A verdict describes; it never carries a
+command for the host to run (``evidence`` may quote the observed one).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import attrs
 
 from rematch_trace.live.ipc.codec import DecodeError, decode_payload
+from rematch_trace.live.verdicts.instructions import instructs
 
 SCHEMA_VERSION = 1
 #: What the action is, by the model's account.
@@ -47,18 +50,6 @@ MAX_ITEMS = 8
 MAX_ITEM = 300
 _FIELDS = ("schema_version", "category", "severity", "confidence", "suspicious", "rationale", "evidence",
            "recommended_action", "drift", "limitations")
-
-# A text that tells a reader to execute something: fenced code, a shell prompt at a
-# line start, or an imperative verb aimed at a command, script or the host.
-_EXECUTION = re.compile(
-    r"```|~~~"
-    r"|(?:^|\n)[ \t]*(?:\$|>>>|PS>|C:\\>)[ \t]+\S"
-    r"|\b(?:run|execute|paste|eval)\b(?:\s+\S+){0,3}?\s+"
-    r"(?:command|commands|script|following|below|in\s+(?:a|your|the)\s+(?:terminal|shell|console))\b"
-    r"|\b(?:you\s+should|please|now|then)\s+(?:run|execute|install|paste|invoke)\b",
-    re.I,
-)
-
 
 class ModelVerdictError(ValueError):
     """A model answer that breaks the contract; ``code`` names the fault, ``field`` where."""
@@ -99,7 +90,8 @@ def _text(key: str, v: Any, limit: int) -> str:
         raise ModelVerdictError("wrong_type", key, "must be a string")
     if len(v) > limit:
         raise ModelVerdictError("too_long", key, f"{len(v)} characters, the bound is {limit}")
-    if _EXECUTION.search(v):
+    # Evidence may quote the observed command as it is; no field may tell its reader to run one.
+    if instructs(v, prose=not key.startswith("evidence")):
         raise ModelVerdictError("execution_instruction", key, "instructs to execute something")
     return v
 

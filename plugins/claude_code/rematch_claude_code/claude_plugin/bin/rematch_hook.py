@@ -184,29 +184,205 @@ def log_error(data: str, harness: str, message: str) -> None:
 # --- the exchange ----------------------------------------------------------------------------
 
 
+# The reply check. A reply is decoded with the same rules as the service's codec
+# (``rematch_trace.live.ipc.codec.decode_payload`` with the 16 KiB reply bound) and checked
+# as ``messages.check_reply`` checks it, with built-in modules only: importing the codec
+# would load ``json``, ``re``, ``decimal``, ``socket`` (22-34 ms cumulative under load, measured with -X importtime). Any fault is a
+# ``bad_reply`` and the hook fails open: a deny that breaks the contract is never printed
+# (issue 28). tests/capture/test_hook_reply.py feeds the same bytes to both sides and
+# requires the same answer.
+
+#: IPC v2 decoding bounds (``rematch_trace.live.ipc.codec``). A literal cannot outgrow the
+#: 64 KiB string bound inside a 16 KiB reply, so that bound needs no check here.
+MAX_DEPTH = 32
+MAX_MEMBERS = 1024
+MAX_ELEMENTS = 2048
+MAX_EXACT_INT = 2**53 - 1
+MAX_EXPLANATION = 1024
+_JSON_SPACE = " \t\n\r"
+_DIGITS = "0123456789"
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_ALNUM = _DIGITS + _LOWER + _LOWER.upper()
+#: ``messages._REPLY_SPEC``'s domains.
+_DECISIONS = ("no_override", "deny")
+_DECISION_SOURCES = ("local_rules", "demo_provider", "model_provider", "approval", "service", "protocol_error",
+                     "fail_open")
+_TOOL_CLASSES = ("shell_exec", "file_read", "file_write", "file_edit", "network", "mcp", "subagent", "other",
+                 "unknown")
+_REPLY_FIELDS = ("protocol_version", "request_id", "decision", "reason", "explanation", "incident_id",
+                 "decision_source", "tool_class", "execution_observed")
+
+
+class _BadReply(ValueError):
+    """A reply that breaks the IPC v2 contract; ``code`` is the codec's or the message check's."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
+def _decimal(text: str) -> tuple[str, int, int]:
+    """``text`` (a JSON number or a float's repr) as (signed significant digits, exponent, adjusted exponent).
+
+    Two numbers are equal exactly when their first two items are; the third is
+    ``decimal.Decimal(text).adjusted()``.
+    """
+    sign = "-" if text.startswith("-") else ""
+    mantissa, _, exp = text.lstrip("+-").lower().partition("e")
+    whole, _, frac = mantissa.partition(".")
+    exponent = int(exp or "0") - len(frac)
+    coefficient = (whole + frac).lstrip("0")
+    adjusted = exponent + max(1, len(coefficient)) - 1
+    if not coefficient:
+        return "", 0, adjusted
+    digits = coefficient.rstrip("0")
+    return sign + digits, exponent + len(coefficient) - len(digits), adjusted
+
+
 class _ScanContext:
-    """What ``_json.make_scanner`` reads: the ``json`` package's defaults, without importing it (and ``re``)."""
+    """What ``_json.make_scanner`` reads, with the codec's hooks (no ``json`` package import)."""
 
     strict = True
     object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
+
+    @staticmethod
+    def object_pairs_hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        if len(pairs) > MAX_MEMBERS:
+            raise _BadReply("too_many_members", f"{len(pairs)} members")
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            raise _BadReply("duplicate_key", "a key appears twice in one object")
+        return out
+
+    @staticmethod
+    def parse_int(text: str) -> int:
+        if len(text) > 17 or abs(int(text)) > MAX_EXACT_INT:
+            raise _BadReply("number_out_of_bounds", "an integer outside ±(2^53-1)")
+        return int(text)
+
+    @staticmethod
+    def parse_float(text: str) -> float:
+        # The codec's rule, without ``decimal``: the exact shortest spelling of a binary64 value.
+        if len(text) > 40 or abs(_decimal(text)[2]) > 400:
+            raise _BadReply("number_out_of_bounds", "a number outside binary64's digits or range")
+        value = float(text)
+        if value in (float("inf"), float("-inf")) or _decimal(repr(value))[:2] != _decimal(text)[:2]:
+            raise _BadReply("number_out_of_bounds", "a number with no exact binary64 value")
+        return value
 
     @staticmethod
     def parse_constant(name: str) -> float:
-        raise ValueError(f"{name} is not JSON")
+        raise _BadReply("invalid_json", f"{name} is not JSON")
 
 
-def _decode(payload: bytes) -> object:
-    text = payload.decode("utf-8")
+def _walk(value: object, deadline: float | None) -> None:
+    """Depth, array lengths and lone surrogates (the codec's scan and walk, on the built value).
+
+    ``deadline`` (monotonic seconds) is checked every 4,096 values, as the codec does.
+    """
+    stack = [(value, 1)]
+    steps = 0
+    while stack:
+        v, depth = stack.pop()
+        steps += 1
+        if deadline is not None and steps % 4096 == 0 and time.monotonic() > deadline:
+            raise _BadReply("decode_deadline", "checking values")
+        if type(v) is str:
+            if not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise _BadReply("invalid_utf8", "a lone surrogate") from None
+        elif type(v) is list:
+            if depth > MAX_DEPTH:
+                raise _BadReply("too_deep", f"nesting deeper than {MAX_DEPTH}")
+            if len(v) > MAX_ELEMENTS:
+                raise _BadReply("too_many_elements", f"{len(v)} elements")
+            stack.extend((x, depth + 1) for x in v)
+        elif type(v) is dict:
+            if depth > MAX_DEPTH:
+                raise _BadReply("too_deep", f"nesting deeper than {MAX_DEPTH}")
+            for k, x in v.items():
+                stack.append((k, depth + 1))
+                stack.append((x, depth + 1))
+
+
+def _decode(payload: bytes, deadline: float | None = None) -> object:
+    """One JSON value from a reply payload, with the codec's rules; :class:`_BadReply` otherwise.
+
+    Linear in the payload (at most 16 KiB): ``_json``'s scanner, then one walk.
+    """
+    if len(payload) > MAX_REPLY_BYTES:
+        raise _BadReply("frame_too_long", f"{len(payload)} bytes")
     try:
-        value, end = _json.make_scanner(_ScanContext())(text, 0)  # type: ignore[arg-type]
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _BadReply("invalid_utf8", "not UTF-8") from None
+    start = len(text) - len(text.lstrip(_JSON_SPACE))
+    try:
+        value, end = _json.make_scanner(_ScanContext())(text, start)  # type: ignore[arg-type]
     except StopIteration:
-        raise _Failed("bad_reply: not JSON") from None
-    if text[end:].strip():
-        raise _Failed("bad_reply: bytes after the JSON value")
+        raise _BadReply("invalid_json", "not JSON") from None
+    except RecursionError:
+        raise _BadReply("too_deep", "nesting too deep") from None
+    except ValueError as err:  # the scanner's own errors (bad escapes, control characters)
+        if isinstance(err, _BadReply):
+            raise
+        raise _BadReply("invalid_json", type(err).__name__) from None
+    if text[end:].strip(_JSON_SPACE):
+        raise _BadReply("invalid_json", "bytes after the JSON value")
+    _walk(value, deadline)
     return value
+
+
+def _word(v: object, first: str, rest: str, longest: int) -> bool:
+    """Whether ``v`` is a string of 1..``longest`` characters, the first in ``first``, the others in ``rest``."""
+    return (type(v) is str and 0 < len(v) <= longest and v[0] in first  # type: ignore[arg-type]
+            and all(c in rest for c in v[1:]))  # type: ignore[index]
+
+
+def check_reply(obj: object) -> dict[str, object]:
+    """``obj`` as a v2 reply, checked as ``rematch_trace.live.ipc.messages.check_reply`` does; :class:`_BadReply` otherwise."""
+    if type(obj) is not dict:
+        raise _BadReply("wrong_type", "a reply must be a JSON object")
+    rep: dict[str, object] = obj  # type: ignore[assignment]
+    if "protocol_version" in rep:
+        v = rep["protocol_version"]
+        if type(v) is not int:
+            raise _BadReply("wrong_type", "protocol_version")
+        if v != 2:
+            raise _BadReply("unsupported_version", f"protocol_version {v}")
+    for k in rep:
+        if k not in _REPLY_FIELDS:
+            raise _BadReply("unexpected_field", f"{k[:64]!r}")
+    for k in _REPLY_FIELDS:
+        if k not in rep:
+            raise _BadReply("missing_field", k)
+    ident, reason, incident = rep["request_id"], rep["reason"], rep["incident_id"]
+    checks = (
+        ("request_id", ident is None or _word(ident, _ALNUM, _ALNUM + "._:-", 128)),
+        ("decision", rep["decision"] in _DECISIONS and type(rep["decision"]) is str),
+        ("reason", _word(reason, _DIGITS + _LOWER, _DIGITS + _LOWER + "_.:-", 64)),
+        ("explanation", type(rep["explanation"]) is str and len(rep["explanation"]) <= MAX_EXPLANATION),  # type: ignore[arg-type]
+        ("incident_id", incident is None or _word(incident, _ALNUM, _ALNUM + "._:-", 64)),
+        ("decision_source", rep["decision_source"] in _DECISION_SOURCES and type(rep["decision_source"]) is str),
+        ("tool_class", rep["tool_class"] in _TOOL_CLASSES and type(rep["tool_class"]) is str),
+        ("execution_observed", rep["execution_observed"] == "unknown" and type(rep["execution_observed"]) is str),
+    )
+    for field, ok in checks:
+        if not ok:
+            raise _BadReply("invalid_value", field)
+    if ident is None and rep["decision_source"] != "protocol_error":
+        raise _BadReply("invalid_value", "request_id: null only in a protocol_error reply")
+    return rep
+
+
+def decode_reply(payload: bytes, deadline: float | None = None) -> dict[str, object]:
+    """A reply payload decoded and checked; ``_Failed("bad_reply: <code>: ...")`` for any fault."""
+    try:
+        return check_reply(_decode(payload, deadline))
+    except _BadReply as err:
+        raise _Failed(f"bad_reply: {err}") from None
 
 
 def request_frame(harness: str, raw: bytes, t: int, budget_ms: int) -> bytes | None:
@@ -249,7 +425,7 @@ def exchange(sock_path: str, frame: bytes, deadline: float) -> dict[str, object]
     """Send one request frame, return the reply object.
 
     :raises _NoService: nothing listens at ``sock_path``.
-    :raises _Failed: anything else short of one bounded reply object before ``deadline``.
+    :raises _Failed: anything else short of one reply that passes :func:`decode_reply` before ``deadline``.
     """
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -267,18 +443,15 @@ def exchange(sock_path: str, frame: bytes, deadline: float) -> dict[str, object]
             n = int.from_bytes(_recv_exact(sock, 4, deadline), "big")
             if n > MAX_REPLY_BYTES:
                 raise _Failed(f"bad_reply: frame_too_long ({n} bytes)")
-            reply = _decode(_recv_exact(sock, n, deadline))
+            payload = _recv_exact(sock, n, deadline)
         except (ConnectionResetError, BrokenPipeError) as err:
             raise _Reset(f"exchange_failed: {type(err).__name__}") from None
         except OSError as err:
             raise _Failed(f"exchange_failed: {type(err).__name__}") from None
-        except UnicodeDecodeError:
-            raise _Failed("bad_reply: invalid_utf8") from None
     finally:
         sock.close()
-    if type(reply) is not dict:
-        raise _Failed("bad_reply: not an object")
-    return reply
+    # Strict, as the service's codec and check_reply: a reply that breaks them is never acted on.
+    return decode_reply(payload, deadline)
 
 
 def start_service(data: str) -> None:

@@ -1,0 +1,220 @@
+"""Issue 29: one adversarial frame must not freeze the codec, nor the service around it.
+
+The codec's scan used to search for string literals from every quote of the payload,
+so ``"\\`` repeated cost quadratic time (64 KB: 23 s) while ``re`` held the GIL. These
+tests hold the decoder to linear work and to its deadline, and a real ``rematch serve``
+to answering a second connection while a 1 MiB bad frame is refused.
+
+The linearity property compares each adversarial payload's decode time with the same
+generator's time at a 32x smaller size, measured in the same test (no absolute time):
+linear work keeps the ratio near 32, quadratic work makes it ~1024.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from live_helpers import exchange_raw, frame, pre_tool_use, running_service
+
+from rematch_trace.live import client, paths
+from rematch_trace.live.ipc import codec
+from rematch_trace.live.ipc.codec import MAX_REQUEST_BYTES, MAX_STRING_BYTES, DecodeError, decode_payload
+from rematch_trace.live.ipc.messages import check_reply
+
+#: Pieces an adversary repeats: escapes, quotes, backslashes, surrogates, brackets, long runs.
+ATOMS: list[bytes] = [
+    b'"', b"\\", b'"\\', b'\\"', b"\\\\", b"\\u", b"\\ud800", b"\\udc00", b'"\\ud800"', b"[", b"]", b"{", b"}",
+    b'{"a":', b'"a":', b",", b":", b'"x"', b"a" * 64, b"\x01", b"\xc3\xa9", b"\xf0\x9f\x98\x80", b"1", b"1e400",
+    b"0.1", b" ", b"\n", b"null", b'"\\u0061"',
+]
+#: Named generators (a prefix, then a unit repeated): the shapes issue 29 lists.
+NAMED: dict[str, tuple[bytes, bytes]] = {
+    "quote_backslash": (b"", b'"\\'),
+    "quotes": (b"", b'"'),
+    "backslashes": (b"", b"\\"),
+    "escaped_quotes": (b"", b'\\"'),
+    "open_string_escapes": (b'{"a":"', b'\\"'),
+    "surrogates": (b"[", b'"\\ud800",'),
+    "deep_nesting": (b"", b"[{"),
+    "long_strings": (b"[", b'"' + b"x" * 4000 + b'",'),
+    "mixed": (b'{"k":[', b'"\\u00e9\\"",{"a":"\\\\"},'),
+}
+SMALL, BIG = 32 << 10, 1 << 20
+#: The scan's window (a literal near its edges is cut across two).
+WINDOW: int = getattr(codec, "_WINDOW", 64 << 10)
+#: How far past linear the per-byte time may drift (noise, caches); quadratic work is 32x.
+SLACK = 8
+
+
+def payload(prefix: bytes, unit: bytes, size: int) -> bytes:
+    """``prefix`` then whole copies of ``unit``, at most ``size`` bytes."""
+    return prefix + unit * max(1, (size - len(prefix)) // len(unit))
+
+
+def decode_time(data: bytes, repeat: int) -> float:
+    """The fastest of ``repeat`` decodes of ``data`` (seconds), whatever it raises."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        try:
+            decode_payload(data, deadline=time.monotonic() + 600)
+        except DecodeError:
+            pass
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def assert_linear(prefix: bytes, unit: bytes) -> None:
+    """The 1 MiB decode costs at most SLACK times 32x the 32 KiB one (and that one, 32x the 1 KiB one)."""
+    sizes = [SMALL // 32, SMALL, BIG]
+    # The ladder climbs one 32x step at a time, so quadratic work fails at 32 KiB, not after hours at 1 MiB.
+    prev = decode_time(payload(prefix, unit, sizes[0]), 5)
+    for size in sizes[1:]:
+        now = decode_time(payload(prefix, unit, size), 3 if size < BIG else 2)
+        assert now <= SLACK * 32 * prev + 0.002, (
+            f"{size} bytes took {now * 1e3:.1f} ms against {prev * 1e3:.2f} ms for 1/32 of them "
+            f"({now / max(prev, 1e-9):.0f}x for 32x the bytes)")
+        prev = now
+
+
+units = st.lists(st.sampled_from(ATOMS), min_size=1, max_size=6).map(b"".join)
+prefixes = st.sampled_from([b"", b"[", b'{"a":"', b'{"a":[', b'"'])
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(prefixes, units)
+@example(*NAMED["quote_backslash"])
+@example(*NAMED["quotes"])
+@example(*NAMED["backslashes"])
+@example(*NAMED["escaped_quotes"])
+@example(*NAMED["open_string_escapes"])
+@example(*NAMED["surrogates"])
+@example(*NAMED["deep_nesting"])
+@example(*NAMED["long_strings"])
+@example(*NAMED["mixed"])
+def test_decode_time_is_linear_in_the_payload(prefix: bytes, unit: bytes) -> None:
+    assert_linear(prefix, unit)
+
+
+class CountingPattern:
+    """A compiled pattern that counts the characters it reads (all of a window for ``findall``)."""
+
+    def __init__(self, pattern: Any) -> None:
+        self.pattern = pattern
+        self.chars = 0
+
+    def findall(self, text: str, pos: int = 0, endpos: int = 1 << 62) -> Any:
+        self.chars += min(endpos, len(text)) - pos
+        return self.pattern.findall(text, pos, endpos)
+
+    def match(self, text: str, pos: int = 0, endpos: int = 1 << 62) -> Any:
+        m = self.pattern.match(text, pos, endpos)
+        self.chars += (m.end() if m else pos) - pos + 1  # what it read, and the character that stopped it
+        return m
+
+
+@pytest.mark.parametrize("name", ["quote_backslash", "quotes", "open_string_escapes", "long_strings"])
+def test_the_deadline_stops_the_scan_inside_its_loop(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    token, rest = CountingPattern(codec._TOKEN), CountingPattern(codec._REST)
+    monkeypatch.setattr(codec, "_TOKEN", token)
+    monkeypatch.setattr(codec, "_REST", rest)
+    data = payload(*NAMED[name], BIG)
+    # A clock that passes the deadline at its second read: the scan must stop within a window or two.
+    reads = iter(range(1 << 30))
+    monkeypatch.setattr(codec.time, "monotonic", lambda: float(next(reads)))
+    with pytest.raises(DecodeError) as err:
+        decode_payload(data, deadline=0.5)
+    assert err.value.code == "decode_deadline"
+    assert token.chars + rest.chars <= 2 * WINDOW + 2, (token.chars, rest.chars)
+
+
+def test_every_position_is_scanned_at_most_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    token, rest = CountingPattern(codec._TOKEN), CountingPattern(codec._REST)
+    monkeypatch.setattr(codec, "_TOKEN", token)
+    monkeypatch.setattr(codec, "_REST", rest)
+    for prefix, unit in NAMED.values():
+        token.chars = rest.chars = 0
+        data = payload(prefix, unit, BIG)
+        try:
+            decode_payload(data, deadline=time.monotonic() + 600)
+        except DecodeError:
+            pass
+        assert token.chars + rest.chars <= 2 * len(data), (prefix, unit[:20], token.chars, rest.chars)
+
+
+# --- the bounds are the same as before, across the scan's windows ------------------------------------------
+
+
+@pytest.mark.parametrize("windows", [1, 2])
+@pytest.mark.parametrize("shift", [-3, -2, -1, 0, 1, 2])
+@pytest.mark.parametrize("piece", ["x", "\\\\", '\\"', "é", "\U0001f600", "\\ud83d\\ude00", "[", "}", "\\n"])
+def test_a_literal_cut_by_a_window_decodes_whole(windows: int, shift: int, piece: str) -> None:
+    # The literal of pieces (JSON as written) starts a few characters before a window's edge.
+    head = "[" + ('"' + "r" * (WINDOW - 3) + '",') * (windows - 1) + '"' + "p" * (WINDOW - 10 + shift) + '","'
+    text = head + piece * 40 + '",{"k":["]]]"]},"' + "q" * WINDOW + '"]'
+    assert decode_payload(text.encode(), deadline=time.monotonic() + 60) == json.loads(text)
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ('["' + "a" * MAX_STRING_BYTES + '"]', None),
+    ('["' + "a" * (MAX_STRING_BYTES + 1) + '"]', "string_too_long"),
+    ('["' + "\\n" * (MAX_STRING_BYTES // 2) + '"]', None),  # 64 KiB as written
+    ('["' + "\\n" * (MAX_STRING_BYTES // 2) + 'a"]', "string_too_long"),
+    ('["' + "é" * (MAX_STRING_BYTES // 2) + '"]', None),
+    ('["' + "é" * (MAX_STRING_BYTES // 2) + 'a"]', "string_too_long"),
+    ('["' + "a" * (3 * MAX_STRING_BYTES), "string_too_long"),  # open, and already over the bound
+    ('["' + "a" * (MAX_STRING_BYTES - 10), "invalid_json"),  # open to the end
+    ('["' + "a" * 100 + "\x01" + '"]', "invalid_json"),  # a control character
+    ('["' + "a" * 100 + "\\", "invalid_json"),  # an escape cut by the end
+    ("[" * 32 + '"' + "]" * 40 + '"' + "]" * 32, None),  # brackets inside a string do not nest
+    ("[" * 33 + "]" * 33, "too_deep"),
+    ('["' + "p" * (WINDOW - 5) + '",' + "[" * 31 + "]" * 31 + "]", None),
+    ('["' + "p" * (WINDOW - 5) + '",' + "[" * 32 + "]" * 32 + "]", "too_deep"),
+    ('{"a":"\\ud800"}', "invalid_utf8"),
+    ('{"a":1,"\\u0061":2}', "duplicate_key"),
+    ('[1e400]', "number_out_of_bounds"),
+    ('"" ""', "invalid_json"),
+])
+def test_bounds_and_codes_across_windows(text: str, code: str | None) -> None:
+    if code is None:
+        assert decode_payload(text.encode(), deadline=time.monotonic() + 60) == json.loads(text)
+    else:
+        with pytest.raises(DecodeError) as err:
+            decode_payload(text.encode(), deadline=time.monotonic() + 60)
+        assert err.value.code == code
+
+
+# --- through a real service ---------------------------------------------------------------------------------
+
+
+def test_a_1mib_bad_frame_does_not_stop_another_connection(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    bad = payload(*NAMED["quote_backslash"], MAX_REQUEST_BYTES)
+    assert len(bad) == MAX_REQUEST_BYTES
+    with running_service(data):
+        sock = paths.events_socket(data)
+        answers: dict[str, Any] = {}
+
+        def send_bad() -> None:
+            answers["bad"] = exchange_raw(sock, struct.pack(">I", len(bad)) + bad, timeout=30)
+
+        sender = threading.Thread(target=send_bad)
+        sender.start()
+        good = client.new_request("pre_tool_use", pre_tool_use("Bash", {"command": "ls"}), adapter="claude_code",
+                                  adapter_version="t", host_version="t", deadline_ms=10_000)
+        answers["good"] = exchange_raw(sock, frame(dict(good)), timeout=10)
+        sender.join(40)
+        assert not sender.is_alive()
+    reply = check_reply(answers["good"])
+    assert (reply["request_id"], reply["decision"], reply["reason"]) == (
+        good["request_id"], "no_override", "no_rule_matched")
+    refused = check_reply(answers["bad"])
+    assert (refused["decision_source"], refused["reason"]) == ("protocol_error", "string_too_long")
