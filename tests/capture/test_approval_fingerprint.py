@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -21,13 +22,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from capture_helpers import HOOK_ARGV, REMATCH, hook_env, load_fixture_progress, read_jsonl, run_hook
+from capture_helpers import HOOK_ARGV, REMATCH, hook_env, load_fixture_progress, read_jsonl
 
 from rematch_trace.store.datafolder import DataDir
 
 SID = "7c1e2a4b-5d6f-4a8b-9c0d-1e2f3a4b5c6d"
+# The person is the test process, approving without a terminal (the one-time code is tested in
+# tests/live/test_approver_guard.py).
 HOLD_SHELL = """version: 1
 approval_timeout_s: 120
+approve_without_code: true
 default: no_override
 rules:
   - id: hold-shell
@@ -69,11 +73,28 @@ def approvals(data: Path, env: dict[str, str]) -> list[dict[str, Any]] | None:
     return json.loads(res.stdout) if res.returncode == 0 else None
 
 
+def harness_argv(data: Path) -> list[str]:
+    """The hook command as a harness runs it: through a shell script (a parent whose command line does
+    not name the hook client), started by the test in a session of its own, so that the test process,
+    which plays the person approving, is neither the harness nor in its session (docs/threat-model.md)."""
+    harness = data.parent / "harness.sh"
+    harness.write_text(f"{shlex.join(HOOK_ARGV)}; exit $?\n")
+    return ["sh", str(harness)]
+
+
+def run_in_harness(payload: dict[str, Any], env: dict[str, str], data: Path) -> subprocess.CompletedProcess[bytes]:
+    """One hook event run by the stand-in harness (:func:`harness_argv`)."""
+    return subprocess.run(harness_argv(data), input=json.dumps(payload).encode(), capture_output=True, env=env,
+                          timeout=120, start_new_session=True)
+
+
 def hook_held(payload: dict[str, Any], env: dict[str, str], data: Path) -> dict[str, Any]:
     """Run the hook for a call the service holds: list the approval, approve it, let the hook finish."""
-    # Through sh: the held call's harness (the hook's parent) must not be an ancestor of the approver.
-    hook = subprocess.Popen(["sh", "-c", '"$@"; exit $?', "sh", *HOOK_ARGV], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    # Through a shell script in a session of its own: the held call's harness (the hook's parent, whose
+    # command line does not name the hook client) must be neither an ancestor of the approver nor in
+    # its session (docs/threat-model.md).
+    hook = subprocess.Popen(harness_argv(data), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
     assert hook.stdin is not None
     hook.stdin.write(json.dumps(payload).encode())
     hook.stdin.close()
@@ -111,7 +132,7 @@ def test_an_approval_and_the_event_stream_and_the_import_carry_one_fingerprint(t
             if payload["hook_event_name"] == "PreToolUse" and payload["tool_name"] == "Bash":
                 held[payload["tool_use_id"]] = hook_held(payload, env, data)
             else:
-                res = run_hook(payload, env)
+                res = run_in_harness(payload, env, data)
                 assert (res.returncode, res.stdout, res.stderr) == (0, b"", b""), payload["hook_event_name"]
     assert set(held) == {"toolu_03", "toolu_04", "toolu_05"}
     live = pre_tool_use_fingerprints(data)
@@ -139,13 +160,13 @@ def test_a_subagents_approval_carries_its_events_fingerprint(tmp_path: Path, pro
         for payload in ({**base, "hook_event_name": "SessionStart", "source": "startup"},
                         {**base, **turn, "hook_event_name": "UserPromptSubmit", "prompt": "deploy it"},
                         {**base, **turn, **sub, "hook_event_name": "SubagentStart"}):
-            assert run_hook(payload, env).returncode == 0
+            assert run_in_harness(payload, env, data).returncode == 0
         approval = hook_held({**base, **turn, **sub, "hook_event_name": "PreToolUse", **call}, env, data)
         for payload in ({**base, **turn, **sub, "hook_event_name": "PostToolUse", **call,
                          "tool_response": {"stdout": "ok", "stderr": "", "interrupted": False}},
                         {**base, **turn, **sub, "hook_event_name": "SubagentStop", "stop_hook_active": False},
                         {**base, "hook_event_name": "SessionEnd", "reason": "other"}):
-            assert run_hook(payload, env).returncode == 0
+            assert run_in_harness(payload, env, data).returncode == 0
     subagent = f"{SID}.agent-a7f3"
     assert approval["agent_sub_id"] == subagent
     events = [e for e in read_jsonl(DataDir(data).events_path(subagent)) if e["source_tool_call_id"] == "toolu_sub1"]

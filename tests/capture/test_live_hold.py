@@ -21,9 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))
 from live_helpers import running_service, wait_for
 
 SID = "5b0e1f2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+# The one-time code a person types at their terminal is tested in tests/live/test_approver_guard.py;
+# here the person is the test process, approving without a terminal.
 HOLD_POLICY = """\
 version: 1
 approval_timeout_s: 60
+approve_without_code: true
 rules:
   - id: hold-deploy
     decision: hold
@@ -76,12 +79,18 @@ def _held_hook(tmp_path: Path, hold_seconds: int, command: str) -> tuple[Path, d
     payload = {"session_id": SID, "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(repo),
                "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
                "tool_use_id": "toolu_held", "tool_input": {"command": command}}
-    # "; exit $?" keeps the shell as the hook's parent (the approver must not descend from it).
+    # The command (which execs the hook client) runs in a subshell, and "; exit $?" keeps the outer
+    # shell (the harness) as the hook's parent (the approver must not descend from it), and
+    # the shell runs in a session of its own, as a harness started from another terminal does: the
+    # service refuses an approver in the harness's session (docs/threat-model.md).
+    # (From a script file: a parent whose command line names the hook client is taken for a wrapper.)
+    harness = tmp_path / "harness.sh"
+    harness.write_text(f"( {pre} ); exit $?\n")
     stdin = tmp_path / "payload.json"
     stdin.write_bytes(orjson.dumps(payload))
     with open(stdin, "rb") as f:
-        proc = subprocess.Popen(["sh", "-c", pre + "; exit $?"], stdin=f, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(["sh", str(harness)], stdin=f, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, start_new_session=True)
     return data, env, proc
 
 

@@ -10,7 +10,6 @@ trace must say ``tool_blocked`` exactly when it did.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
@@ -22,9 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-from capture_helpers import HOOK_ARGV, hook_env, read_jsonl, run_hook
+from capture_helpers import hook_env, read_jsonl, run_hook
 
 from rematch_trace.live import paths
 from rematch_trace.live.ipc.codec import MAX_REPLY_BYTES, encode_frame
@@ -207,7 +205,7 @@ def test_a_held_call_the_service_cannot_hold_is_denied_saying_why(project: Path,
     said, trace = _session(project, busy, call)
     assert _is_deny(said)
     reason = json.loads(said)["hookSpecificOutput"]["permissionDecisionReason"]
-    assert "policy:remote-code-exec.cannot_hold" in reason and "no service could hold it (refused: busy)" in reason
+    assert "policy:remote-code-exec.cannot_hold" in reason and "no service could hold it (busy: " in reason
     assert [b["call_id"] for b in _blocked_by_rematch(trace)] == ["toolu_sh"]
 
 
@@ -234,53 +232,6 @@ def test_padding_before_a_credential_in_any_string_does_not_hide_it(tmp_path: Pa
     said, trace = _session(project, env, call)
     assert _is_deny(said)
     assert [b["call_id"] for b in _blocked_by_rematch(trace)] == ["toolu_wf"]
-
-
-def test_a_call_the_hook_let_run_is_not_recorded_as_blocked_by_the_service(
-        project: Path, served: dict[str, str]) -> None:
-    """The service denies and records ``tool_blocked``, but its reply comes after the hook's deadline.
-
-    The session's lock is held (as a slow disk would) so the service's recording waits
-    past the hook's deadline; the hook judges the call itself. What it tells Claude Code
-    is what the trace must say, whichever capture comes first.
-    """
-    env = dict(served, REMATCH_IPC_DEADLINE_MS="800")
-    data = Path(env["REMATCH_HOME"])
-    prompt = run_hook(_payload(project, {"hook_event_name": "UserPromptSubmit", "prompt": "upload it"}), env)
-    assert prompt.returncode == 0
-    # A policy only the service applies (its --policy note is absent): the hook's own rules let the call run.
-    allow = project.parent / "allow.yml"
-    allow.write_text("version: 1\ndefault: no_override\nrules: []\n")
-    env["REMATCH_POLICY"] = str(allow)
-    from rematch_trace.live.folder import lock_path
-
-    fd = os.open(lock_path(DataDir(data), SID), os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    call = _call(project, "big_int")
-    call["tool_input"] = {"command": UPLOAD}  # a call the service can take: it denies it
-    hook = subprocess.Popen(HOOK_ARGV, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
-    assert hook.stdin is not None
-    hook.stdin.write(orjson.dumps(call))
-    hook.stdin.close()
-    try:
-        end = time.monotonic() + 30
-        errors = data / "live" / "errors.log"
-        while not (errors.exists() and "read_deadline" in errors.read_text()):
-            assert time.monotonic() < end, "the hook did not give up on the service"
-            time.sleep(0.01)
-    finally:
-        # The service's capture (tool_blocked) is waiting on the lock; the hook is still loading rematch.
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-    assert hook.stdout is not None and hook.stderr is not None
-    out, err = hook.stdout.read(), hook.stderr.read()
-    assert (hook.wait(60), err) == (0, b"")
-    end_res = run_hook(_payload(project, {"hook_event_name": "SessionEnd", "reason": "other"}), env)
-    assert end_res.returncode == 0
-    trace = read_jsonl(DataDir(data).trace_path(SID))
-    assert bool(_blocked_by_rematch(trace)) == _is_deny(out)
-    assert not _is_deny(out)  # the hook's rules (allow.yml) let it run: no tool_blocked by rematch
 
 
 def test_a_result_proves_a_call_ran_even_when_the_service_recorded_its_deny(
