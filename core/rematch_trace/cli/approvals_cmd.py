@@ -34,14 +34,17 @@ def approvals_cmd(out: str | None, as_json: bool) -> None:
     if not items:
         click.echo("no calls are waiting for an approval")
         return
+    from rematch_trace.report.text import one_line
+
     for a in items:
+        # The agent chose the call (its summary, its session's id): each line shown with hidden characters escaped.
         who = a["session"] + (f"/{a['agent_sub_id']}" if a["agent_sub_id"] else "")
-        click.echo(f"{a['approval_id']}  {a['tool_name']} ({a['tool_class']})  {a['rule']}  "
-                   f"{a['expires_in_ms'] // 1000}s left  session {who}")
-        click.echo(f"    {a['summary']}")
+        click.echo(one_line(f"{a['approval_id']}  {a['tool_name']} ({a['tool_class']})  {a['rule']}  "
+                            f"{a['expires_in_ms'] // 1000}s left  session {who}"))
+        click.echo(f"    {one_line(a['summary'])}")
         if a["risk_features"]:
-            click.echo(f"    risk: {', '.join(a['risk_features'])}")
-        click.echo(f"    fingerprint {a['action_fingerprint']}  nonce {a['invocation_nonce']}")
+            click.echo(one_line(f"    risk: {', '.join(a['risk_features'])}"))
+        click.echo(one_line(f"    fingerprint {a['action_fingerprint']}  nonce {a['invocation_nonce']}"))
 
 
 def _decide(out: str | None, approval_id: str, approve: bool) -> None:
