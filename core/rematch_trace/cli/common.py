@@ -61,9 +61,14 @@ def data_folder(out: str | None) -> DataDir:
     """The data folder of a command (:func:`named_folder`), settled first (:func:`settle_first`).
 
     Every command that reads the ledger comes through here, so none of them reads it
-    before what a killed import or live writer left is put right.
+    before what a killed import or live writer left is put right, and none opens a
+    ledger that is a symbolic link (:class:`Fatal`): SQLite would make its ``-wal`` and
+    ``-shm`` files beside the link's target, outside the data folder.
     """
     data = named_folder(out)
+    if data.ledger.is_symlink():
+        raise Fatal(f"{data.ledger} is a symbolic link; rematch does not follow it out of the data folder "
+                    "(put the ledger file itself there, or name its folder with --out)")
     settle_first(data)
     return data
 
