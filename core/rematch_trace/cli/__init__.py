@@ -84,7 +84,8 @@ class LazyGroup(click.Group):
         except click.ClickException as err:
             from rematch_trace.report.text import one_line
 
-            err.message = one_line(err.message)
+            # click types the message Final; the exception is still ours to show, escaped.
+            vars(err)["message"] = one_line(err.message)
             raise
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
