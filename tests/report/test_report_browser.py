@@ -107,6 +107,27 @@ def test_index_loads_draws_and_filters(hostile: dict[str, Any], watched: Watched
     watched.clean()
 
 
+def test_filter_menus_label_hidden_characters_escaped(hostile: dict[str, Any], watched: Watched) -> None:
+    """The menus' labels show a bidi override, a zero-width or a tag character as an escape; choosing the
+    hostile model still filters to exactly its sessions (the option's value is the exact model)."""
+    from report_gen import MODEL
+
+    page = watched.open(hostile["report"] / "index.html")
+    hidden = {"\u200b", "\u200e", "\u200f", "\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067",
+              "\u2068", "\u2069", "\ufeff"}
+    for sel in ("#f-h", "#f-m", "#f-r", "#f-d"):
+        for text in page.eval_on_selector(sel, "s => Array.from(s.options).map(o => o.text)"):
+            assert text.isprintable() and not hidden & set(text), (sel, text)
+            assert not any(0xE0000 <= ord(c) <= 0xE007F for c in text), (sel, text)
+    texts = page.eval_on_selector("#f-m", "s => Array.from(s.options).map(o => o.text)")
+    assert "anthropic/m\\u200b\\u202e\\U000e0041</script><script>alert('model')</script>" in texts
+    page.select_option("#f-m", "anthropic/" + MODEL)
+    sessions = embedded(parse(hostile["report"] / "index.html"))["sessions"]
+    want = sum(s["m"] == "anthropic/" + MODEL for s in sessions)
+    assert want > 0 and page.locator("#sessions tbody tr:not(.hidden-by-filter)").count() == want
+    watched.clean()
+
+
 def test_index_links_resolve_in_the_browser(hostile: dict[str, Any], watched: Watched) -> None:
     index = hostile["report"] / "index.html"
     page = watched.open(index)

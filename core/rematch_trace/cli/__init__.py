@@ -74,6 +74,21 @@ class LazyGroup(click.Group):
                     if home:
                         formatter.write(f"{'':{formatter.current_indent}}REMATCH_HOME (set now): {home}\n")
 
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; its one-line error reaches the terminal with hidden characters escaped.
+
+        Errors name paths and ids a transcript or a user chose: a newline or an escape sequence in one
+        must not forge a line or drive the terminal (:func:`~rematch_trace.report.text.one_line`).
+        """
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as err:
+            from rematch_trace.report.text import one_line
+
+            # click types the message Final; the exception is still ours to show, escaped.
+            vars(err)["message"] = one_line(err.message)
+            raise
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:
@@ -106,6 +121,9 @@ def main() -> None:
     except Exception as err:
         if os.environ.get("REMATCH_DEBUG"):
             raise
-        click.echo(f"rematch: internal error: {type(err).__name__}: {err} (REMATCH_DEBUG=1 shows where)", err=True)
+        from rematch_trace.report.text import one_line
+
+        click.echo(f"rematch: internal error: {type(err).__name__}: {one_line(err)} (REMATCH_DEBUG=1 shows where)",
+                   err=True)
         sys.exit(2)
 

@@ -30,15 +30,19 @@ def _data(out: str | None) -> Path:
 
 
 def _show(a: Any) -> None:
+    """One held call, for a person; the agent chose it (its summary, its session's id), so each line is
+    shown with hidden characters escaped."""
+    from rematch_trace.report.text import one_line
+
     who = a["session"] + (f"/{a['agent_sub_id']}" if a["agent_sub_id"] else "")
-    click.echo(f"{a['approval_id']}  {a['tool_name']} ({a['tool_class']})  {a['rule']}  "
-               f"{a['expires_in_ms'] // 1000}s left  session {who}")
-    click.echo(f"    {a['summary']}")
+    click.echo(one_line(f"{a['approval_id']}  {a['tool_name']} ({a['tool_class']})  {a['rule']}  "
+                        f"{a['expires_in_ms'] // 1000}s left  session {who}"))
+    click.echo(f"    {one_line(a['summary'])}")
     if a["risk_features"]:
-        click.echo(f"    risk: {', '.join(a['risk_features'])}")
-    click.echo(f"    fingerprint {a['action_fingerprint']}  nonce {a['invocation_nonce']}")
+        click.echo(one_line(f"    risk: {', '.join(a['risk_features'])}"))
+    click.echo(one_line(f"    fingerprint {a['action_fingerprint']}  nonce {a['invocation_nonce']}"))
     if a.get("event_fingerprint"):
-        click.echo(f"    event fingerprint {a['event_fingerprint']}")
+        click.echo(one_line(f"    event fingerprint {a['event_fingerprint']}"))
 
 
 def _watch(data: Path, as_json: bool) -> None:
@@ -96,6 +100,8 @@ def approvals_cmd(out: str | None, as_json: bool, watch: bool) -> None:
     if not items:
         click.echo("no calls are waiting for an approval")
         return
+    from rematch_trace.report.text import one_line
+
     for a in items:
         _show(a)
     if sys.stdin.isatty() and sys.stdout.isatty():

@@ -41,8 +41,8 @@ class Fatal(click.ClickException):
     exit_code = EXIT_FATAL
 
 
-def data_folder(out: str | None) -> DataDir:
-    """The data folder named by ``--out``, else ``$REMATCH_HOME``, else the platform's.
+def named_folder(out: str | None) -> DataDir:
+    """The data folder named by ``--out``, else ``$REMATCH_HOME``, else the platform's (nothing settled).
 
     A ``file://`` URL is its local path; any other URL is refused with the reason
     (see :func:`~rematch_trace.importing.fs.local_data_folder`).
@@ -55,6 +55,45 @@ def data_folder(out: str | None) -> DataDir:
         return DataDir(data_dir(local_data_folder(named) if named else None))
     except RematchError as err:
         raise click.ClickException(str(err)) from None
+
+
+def data_folder(out: str | None) -> DataDir:
+    """The data folder of a command (:func:`named_folder`), settled first (:func:`settle_first`).
+
+    Every command that reads the ledger comes through here, so none of them reads it
+    before what a killed import or live writer left is put right, and none opens a
+    ledger that is a symbolic link (:class:`Fatal`): SQLite would make its ``-wal`` and
+    ``-shm`` files beside the link's target, outside the data folder.
+    """
+    data = named_folder(out)
+    if data.ledger.is_symlink():
+        raise Fatal(f"{data.ledger} is a symbolic link; rematch does not follow it out of the data folder "
+                    "(put the ledger file itself there, or name its folder with --out)")
+    settle_first(data)
+    return data
+
+
+def settle_first(data: DataDir) -> None:
+    """Put right what a killed import (its journal) or live writer (a session ended with no ledger row,
+    bytes past a committed length, a session silent for a day) left, when the folder can be written.
+
+    Never raises for what it cannot settle: the command reads what is there, and the next one settles it.
+    """
+    if not data.root.is_dir() or not writable(data):
+        return
+    from rematch_trace.importing.batch import settle
+
+    try:
+        settle(data)
+    except (OSError, sqlite3.Error):
+        pass
+    if (data.root / "live").is_dir():
+        from rematch_trace.live.settle import settle_live
+
+        try:
+            settle_live(data)
+        except (OSError, sqlite3.Error):
+            pass
 
 
 def origin(out: str | None) -> str:
@@ -103,20 +142,6 @@ def readable(out: str | None) -> DataDir:
     data = data_folder(out)
     if not data.root.is_dir():
         raise NothingToRead(f"nothing imported into {data.root} ({origin(out)}): no such folder{elsewhere_hint(out)}")
-    if writable(data):
-        from rematch_trace.importing.batch import settle
-
-        try:
-            settle(data)
-        except (OSError, sqlite3.Error):
-            pass  # read what is there; the next import settles it
-        if (data.root / "live").is_dir():
-            from rematch_trace.live.settle import settle_live
-
-            try:
-                settle_live(data)
-            except (OSError, sqlite3.Error):
-                pass
     # A folder with traces but no ledger holds sessions captured live: readable.
     if not data.ledger.is_file() and not (data.traces.is_dir() and any(data.traces.glob("*.jsonl"))):
         raise NothingToRead(f"nothing imported into {data.root} ({origin(out)}) yet{elsewhere_hint(out)}")
@@ -149,8 +174,8 @@ def session_stem(data: DataDir, session: str) -> str:
     if found.chosen is not None:
         return found.chosen
     if found.candidates:
-        raise Ambiguous(f"{session!r} is ambiguous: {found.listing()}; give more of the id")
-    raise NothingToRead(f"no session {session!r} in {data.root}")
+        raise Ambiguous(f"'{session}' is ambiguous: {found.listing()}; give more of the id")
+    raise NothingToRead(f"no session '{session}' in {data.root}")
 
 
 def find_trace(data: DataDir, session: str) -> Path:

@@ -30,7 +30,9 @@ def _edit(change: Callable[[], Outcome]) -> None:
         raise click.ClickException(str(err)) from None
     except OSError as err:
         raise click.ClickException(f"{err.filename}: {err.strerror or err}") from None
-    click.echo(outcome.message)
+    from rematch_trace.report.text import one_line
+
+    click.echo(one_line(outcome.message))
 
 
 @click.group("hooks")
@@ -102,17 +104,20 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(report)
         return
+    from rematch_trace.report.text import one_line
+
+    # Paths and the error log's last line (which may name a session's id) shown with hidden characters escaped.
     if report["settings_error"]:
-        click.echo(f"settings: {report['settings_error']}")
+        click.echo(one_line(f"settings: {report['settings_error']}"))
     elif not found:
-        click.echo(f"not installed in {path} (rematch hooks install)")
+        click.echo(one_line(f"not installed in {path} (rematch hooks install)"))
     else:
         missing = f"; missing: {', '.join(report['missing'])}" if report["missing"] else ""
-        click.echo(f"installed in {path}: {len(found)} of {len(EVENTS)} events{missing}")
+        click.echo(one_line(f"installed in {path}: {len(found)} of {len(EVENTS)} events{missing}"))
     if last:
         ago = max(0, int(time.time() - last / 1000))
-        click.echo(f"{len(states)} live sessions ({running} running) in {data.root}; last event {ago}s ago")
+        click.echo(one_line(f"{len(states)} live sessions ({running} running) in {data.root}; last event {ago}s ago"))
     else:
-        click.echo(f"no live event has arrived in {data.root} yet")
+        click.echo(one_line(f"no live event has arrived in {data.root} yet"))
     if lines:
-        click.echo(f"{len(lines)} errors logged in {errors}; last: {lines[-1]}")
+        click.echo(one_line(f"{len(lines)} errors logged in {errors}; last: {lines[-1]}"))

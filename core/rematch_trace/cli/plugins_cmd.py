@@ -16,6 +16,7 @@ def plugins_cmd(as_json: bool, show_all: bool) -> None:
     A plugin that failed to load is said on stderr (by the loader, as for every command).
     """
     from rematch_trace.host.loading import get_plugins
+    from rematch_trace.report.text import one_line
 
     plugins = get_plugins(include_builtin=show_all)
     if as_json:
@@ -27,4 +28,4 @@ def plugins_cmd(as_json: bool, show_all: bool) -> None:
             click.echo(f"{p['name']} {p.get('version', '')}".rstrip())
             click.echo(f"  hooks: {', '.join(p['hooks'])}")
             for folder in p["locations"]:
-                click.echo(f"  looks in: {folder}")
+                click.echo(f"  looks in: {one_line(folder)}")

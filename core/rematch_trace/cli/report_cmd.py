@@ -51,14 +51,16 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
         raise click.ClickException(str(err)) from None
     except (OSError, sqlite3.Error) as err:
         raise click.ClickException(f"report not built: {err}") from None
+    from rematch_trace.report.text import one_line
+
     for p in res.problems:
-        click.echo(f"rematch: {p}", err=True)
+        click.echo(f"rematch: {one_line(p)}", err=True)
     click.echo(
         f"{res.sessions} session(s): {res.written} page(s) written, {res.kept} unchanged, {res.removed} removed; "
         f"{res.read} trace(s) read, in {time.perf_counter() - started:.2f}s"
     )
     index = res.out / "index.html"
-    click.echo(f"report: {index}")
+    click.echo(f"report: {one_line(index)}")
     if res.problems:
         if open_:
             open_in_browser(index)
@@ -77,5 +79,7 @@ def open_in_browser(index: Path) -> bool:
             return True
     except (webbrowser.Error, OSError) as err:
         reason = " ".join(str(err).split()) or reason
-    click.echo(f"rematch: report built but not opened ({reason}); open {uri}", err=True)
+    from rematch_trace.report.text import one_line
+
+    click.echo(one_line(f"rematch: report built but not opened ({reason}); open {uri}"), err=True)
     return False

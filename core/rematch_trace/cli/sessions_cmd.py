@@ -46,8 +46,10 @@ def summaries(data: DataDir, prices: PriceTable) -> list[Entry]:
         got = collect(data, read_cache(data.root / "report" / CACHE_NAME)[0], prices)
     except NothingImported as err:
         raise click.ClickException(str(err)) from None
+    from rematch_trace.report.text import one_line
+
     for p in got.problems:
-        click.echo(f"rematch: {p}", err=True)
+        click.echo(f"rematch: {one_line(p)}", err=True)
     return got.entries
 
 

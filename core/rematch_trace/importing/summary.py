@@ -195,27 +195,33 @@ def printable(text: str) -> str:
 
 def print_problems(summary: Summary, limit: int = PROBLEMS_PER_FILE, stream: Any = None) -> None:
     """One line per problem (file and line), at most ``limit`` per file; one per failed or skipped file."""
+    from rematch_trace.report.text import one_line
+
     out = stream or sys.stderr
+
+    def say(line: str) -> None:
+        print(one_line(line), file=out)  # file names and reasons come from transcripts and the file system
+
     for line in summary.plugin_failures + summary.notes:
-        print(f"rematch: {line}", file=out)
+        say(f"rematch: {line}")
     for f in summary.files:
         for p in f.problems[:limit]:
-            print(f"rematch: {p}", file=out)
+            say(f"rematch: {p}")
         if f.problem_count > limit:
-            print(f"rematch: {f.path}: {f.problem_count - limit} more problems", file=out)
+            say(f"rematch: {f.path}: {f.problem_count - limit} more problems")
         if f.outcome == "failed":
-            print(f"rematch: {f.path}: failed: {f.reason}", file=out)
+            say(f"rematch: {f.path}: failed: {f.reason}")
         elif f.outcome == "skipped":
-            print(f"rematch: {f.path}: skipped: {f.reason}", file=out)
+            say(f"rematch: {f.path}: skipped: {f.reason}")
     for line in summary.worker_deaths:
-        print(f"rematch: {line}", file=out)
+        say(f"rematch: {line}")
     if summary.conflicts:
         from rematch_trace.importing.conflicts import conflict_text
 
         for c in summary.conflicts:
-            print(f"rematch: {conflict_text(c)}", file=out)
+            say(f"rematch: {conflict_text(c)}")
     if summary.nothing_found:
-        print(f"rematch: no transcripts found; looked in: {searched_text(summary.searched)}", file=out)
+        say(f"rematch: no transcripts found; looked in: {searched_text(summary.searched)}")
 
 
 def searched_text(places: list[Searched]) -> str:

@@ -14,7 +14,8 @@ Rules (docs/live-capture.md):
   ``settings.json.rematch-backup`` (``.rematch-absent`` when there was no
   file); uninstalling restores those bytes when nothing else changed since,
   else removes only rematch's handlers;
-* writes are atomic and keep the file's permissions.
+* writes are atomic and keep the file's permissions; a ``settings.json`` that is a symbolic link
+  (a dotfiles checkout) stays one: its target is replaced, and restored, through it.
 """
 
 from __future__ import annotations
@@ -252,8 +253,16 @@ def _with_ours(doc: dict[str, Any], command: str, hold_seconds: float | None = N
     return out
 
 
+def _target(path: Path) -> Path:
+    """The file ``path`` stands for: itself, or, when it is a symbolic link (a dotfiles checkout), the file
+    the link leads to (existing or not), so that writing it keeps the link."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 def _write(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically, keeping its permissions (0600 for a new file)."""
+    """Replace ``path`` atomically, keeping its permissions (0600 for a new file); a symbolic link is
+    kept, and its target replaced (:func:`_target`)."""
+    path = _target(path)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -321,7 +330,7 @@ def uninstall(path: Path) -> Outcome:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             original = None
     if absent.exists() and stripped in ({}, {"hooks": {}}):
-        path.unlink(missing_ok=True)
+        _target(path).unlink(missing_ok=True)  # a link stays, leading nowhere again, as before install
         absent.unlink()
         return Outcome(path, True, f"removed {path} (there was none before rematch's install)")
     if original is not None and _bare(original) == _bare(stripped):

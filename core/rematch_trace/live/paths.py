@@ -9,8 +9,13 @@ folder is per user, so by default there is one service per user.
 
 A Unix socket path is limited to ~107 bytes. When ``run/events.sock`` would
 be longer, the folder is ``rematch-<uid>-<16 hex of the data folder's
-SHA-256>`` in ``$XDG_RUNTIME_DIR`` (else the temporary folder) instead; a
-folder there that is not ours or not private is refused, never used.
+SHA-256>`` in ``$XDG_RUNTIME_DIR`` (else the temporary folder) instead. In a
+shared folder (``/tmp``) another user can make that name first: such a name is
+passed over for the next of :func:`runtime_candidates` (``...-1``, ``...-2``,
+up to :data:`CANDIDATES` names), and the hook client walks the same list, so
+both sides settle on the first name that is free or a folder of ours. A folder
+of someone else's, or a link, is never used; with every name taken the service
+refuses to start and names each one and its owner.
 
 Standard library only, like the codec (the hook imports it).
 """
@@ -32,18 +37,81 @@ def data_folder(explicit: str | os.PathLike[str] | None = None) -> Path:
     return data_dir(explicit)
 
 
-def run_dir(data: Path) -> Path:
-    """The private folder of the service of data folder ``data`` (see the module docstring)."""
+#: How many names of the runtime folder are tried before the service gives up (each taken by another user).
+CANDIDATES = 8
+
+
+def _inside(data: Path) -> Path | None:
+    """``<data>/run`` when its socket paths fit, else ``None`` (the runtime folder is used)."""
     inside = data / "run"
     # Judged on the absolute path, so a client given a relative folder decides as the service does.
-    if len(os.fsencode(os.path.abspath(inside / "control.sock"))) <= MAX_SOCKET_PATH:
-        return inside
+    return inside if len(os.fsencode(os.path.abspath(inside / "control.sock"))) <= MAX_SOCKET_PATH else None
+
+
+def runtime_candidates(data: Path) -> list[Path]:
+    """The names the runtime folder of ``data`` may have, in the order both sides try them: ``rematch-<uid>-<16
+    hex>`` in ``$XDG_RUNTIME_DIR`` (else the temporary folder), then the same with ``-1`` ... ``-7``."""
     import hashlib  # only for long folder paths: the usual case imports neither
     import tempfile
 
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    digest = hashlib.sha256(os.fsencode(data.resolve())).hexdigest()[:16]
-    return Path(base) / f"rematch-{os.getuid()}-{digest}"
+    stem = f"rematch-{os.getuid()}-{hashlib.sha256(os.fsencode(data.resolve())).hexdigest()[:16]}"
+    return [Path(base) / (stem if i == 0 else f"{stem}-{i}") for i in range(CANDIDATES)]
+
+
+def _taken(path: Path) -> str | None:
+    """Why ``path`` cannot be the service's folder (another user's, a link, not a folder), or ``None``: it
+    is free, or a folder of ours."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return f"cannot be looked at ({err.strerror or err})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is a link or a file, not a folder"
+    if st.st_uid != os.getuid():
+        return f"belongs to uid {st.st_uid}"
+    return None
+
+
+def run_dir(data: Path) -> Path:
+    """The private folder of the service of data folder ``data`` (see the module docstring).
+
+    In the runtime folder: the first of :func:`runtime_candidates` that is free or a folder of ours (the
+    first when all are taken: a client finds no service there, and the service refuses to start).
+    """
+    inside = _inside(data)
+    if inside is not None:
+        return inside
+    names = runtime_candidates(data)
+    return next((p for p in names if _taken(p) is None), names[0])
+
+
+def make_run_dir(data: Path) -> Path:
+    """Make (or check) the service's private folder of ``data`` and return it: :func:`run_dir`, made 0700
+    where it is free; a name another user made first in the meantime is passed over as :func:`run_dir` does.
+
+    :raises PermissionError: no name is usable; the message says where it looked and why each was refused.
+    """
+    inside = _inside(data)
+    if inside is not None:
+        ensure_private_dir(inside)
+        return inside
+    refused = []
+    for path in runtime_candidates(data):
+        why = _taken(path)
+        if why is None:
+            try:
+                ensure_private_dir(path)
+                return path
+            except PermissionError:  # made by someone else between the look and the mkdir
+                why = _taken(path) or "was taken while this service made it"
+        refused.append(f"{path} {why}")
+    raise PermissionError(
+        "no private folder for the sockets (the data folder's path is too long for run/ inside it): "
+        + "; ".join(refused) + ". Set XDG_RUNTIME_DIR to a folder only you can write, or use a shorter data folder path"
+    )
 
 
 def events_socket(data: Path) -> Path:
@@ -101,11 +169,14 @@ def append_log(data: Path, line: str) -> None:
 
 
 __all__ = [
+    "CANDIDATES",
     "append_log",
     "control_socket",
     "data_folder",
     "ensure_private_dir",
     "events_socket",
     "log_file",
+    "make_run_dir",
     "run_dir",
+    "runtime_candidates",
 ]

@@ -302,8 +302,9 @@ class Service:
         if not hasattr(socket, "SO_PEERCRED"):
             raise OSError("this platform has no SO_PEERCRED: the service cannot check its peers, so it does not start")
         self.data.mkdir(mode=0o700, parents=True, exist_ok=True)
-        run = paths.run_dir(self.data)
-        paths.ensure_private_dir(run)
+        # The folder made, or passed over for the next name when another user made it first (docs/ipc-v2.md).
+        run = paths.make_run_dir(self.data)
+        self.events_path, self.control_path = run / "events.sock", run / "control.sock"
         lock_path = run / "serve.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:

@@ -122,6 +122,17 @@ def nano(cost: Decimal) -> int:
     return int(cost.scaleb(9).to_integral_value(ROUND_HALF_EVEN))
 
 
+def menu_labels(entries: list[dict[str, Any]]) -> dict[str, str]:
+    """The label of each filter-menu and chart-legend value that holds a hidden character (a bidi control,
+    a zero-width or tag character, a control): the value with them escaped, one line
+    (:func:`~rematch_trace.report.text.one_line`). The value itself stays exact, for the filter to match.
+    """
+    from rematch_trace.report.text import one_line
+
+    values = {e[k] for e in entries for k in ("h", "m", "r", "d")} | {u[1] for e in entries for u in e["u"]}
+    return {v: one_line(v) for v in sorted(v for v in values if isinstance(v, str)) if one_line(v) != v}
+
+
 def index_entry(j: dict[str, Any]) -> dict[str, Any]:
     """What the index's script draws and filters of one session (its summary's JSON): its facets and per-day
     figures, no text. A usage entry is ``[day, model, tokens, cost in billionths of a dollar, priced tokens]``.
@@ -255,7 +266,7 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
         fig, data_ = with_json(chosen, lambda js: (figures(js), [index_entry(j) for j in js]))
         index = env.get_template("index.html").render(
             root="", sessions=chosen, rows=markup("".join(rows[e.key] for e in chosen)), figures=fig,
-            data={"sessions": data_}, since=since, problems=got.problems, prices=prices,
+            data={"sessions": data_, "labels": menu_labels(data_)}, since=since, problems=got.problems, prices=prices,
         )
         # Held whole (a few bytes a session), so an unchanged index is not rewritten.
         _write_if_changed(out / "index.html", index.encode("utf-8", "backslashreplace"))

@@ -10,21 +10,44 @@ import re
 from decimal import Decimal
 from typing import Any
 
-#: Characters shown as escapes: C0/C1 controls (not tab or newline), bidi controls, zero-width
-#: characters, the BOM, and lone surrogates (which cannot even be encoded).
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069"
-                     "\ufeff\ud800-\udfff]")
+#: The characters shown as escapes, whatever shows them (a page, a terminal): C0/C1 controls (not tab or
+#: newline), the soft hyphen, bidi controls (marks, embeddings, overrides, isolates), zero-width and
+#: invisible characters (joiners, word joiner, invisible operators, the Mongolian vowel separator, the
+#: Hangul fillers, the BOM), the line and paragraph separators, interlinear annotation marks, lone
+#: surrogates (which cannot even be encoded) and the tag characters (U+E0000-E007F, invisible text).
+_HIDDEN_CLASS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e"
+                 "\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f")
+_HIDDEN = re.compile(f"[{_HIDDEN_CLASS}]")
+#: The same, with tab and newline: what a one-line text (a path, a message) shows as escapes.
+_HIDDEN_LINE = re.compile(f"[{_HIDDEN_CLASS}\t\n]")
+
+
+def escape_char(ch: str) -> str:
+    """The one spelling of a hidden character: ``\\uXXXX``, or ``\\UXXXXXXXX`` past the BMP."""
+    n = ord(ch)
+    return f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
 
 
 def visible(value: Any) -> Any:
-    """``value`` made safe to show: ``None`` as empty, hidden characters of a string as ``\\uXXXX``."""
+    """``value`` made safe to show: ``None`` as empty, hidden characters of a string escaped
+    (:func:`escape_char`); tabs and newlines kept (a page shows them as such)."""
     if value is None:
         return ""
     if not isinstance(value, str) or hasattr(value, "__html__"):  # markup the templates made is safe
         return value
     if "\r" in value:
         value = value.replace("\r\n", "\n")
-    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+    return _HIDDEN.sub(lambda m: escape_char(m.group()), value)
+
+
+def one_line(value: Any) -> str:
+    """``value`` as one line of terminal text: every hidden character, tab and newline escaped
+    (:func:`escape_char`), so a file name or message cannot move the cursor, clear the screen, forge a
+    line or reorder what follows it."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isascii() and text.isprintable():
+        return text  # the usual case: nothing to look for
+    return _HIDDEN_LINE.sub(lambda m: escape_char(m.group()), text)
 
 
 def when(t: Any, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:

@@ -132,17 +132,20 @@ def format_audit(rows: list[dict[str, Any]]) -> str:
     """The rows as a terminal table: time, session, tool, outcome, features, summary."""
     if not rows:
         return "no risky actions found"
+    from rematch_trace.report.text import one_line
+
     lines = []
     for r in rows:
-        who = str(r.get("session") or "")[:12]
+        # Every field came from a session (the agent's): hidden characters escaped, one line each.
+        who = one_line(str(r.get("session") or "")[:12])
         if r.get("agent_sub_id"):
-            who += f"/{str(r['agent_sub_id'])[:8]}"
+            who += f"/{one_line(str(r['agent_sub_id'])[:8])}"
         detail = r.get("rule") if r["outcome"] == "blocked" else r.get("error_class")
-        outcome = r["outcome"] + (f"({detail})" if detail else "")
-        summary = str(r.get("args_summary") or "").replace("\n", " ")
+        outcome = one_line(r["outcome"] + (f"({detail})" if detail else ""))
+        summary = one_line(str(r.get("args_summary") or "").replace("\n", " "))
         lines.append(
-            f"{str(r.get('occurred_at') or '')[:19]:19}  {who:21}  {r.get('tool_name') or ''!s:14.14}  "
-            f"{outcome:10}  {','.join(r['risk_features'])}\n    {summary[:160]}"
+            f"{one_line(str(r.get('occurred_at') or '')[:19]):19}  {who:21}  {one_line(r.get('tool_name') or '')!s:14.14}  "
+            f"{outcome:10}  {one_line(','.join(r['risk_features']))}\n    {summary[:160]}"
         )
     return "\n".join(lines) + f"\n{len(rows)} risky action(s)"
 

@@ -109,6 +109,8 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     needs its ``-shm`` file, which SQLite cannot create in a read-only folder; there
     no process can be writing, so the file is opened as immutable (no locks at all).
     """
+    if path.is_symlink():  # SQLite would make its -wal and -shm files beside the target, wherever it is
+        raise sqlite3.OperationalError(f"{path} is a symbolic link; a ledger is read only where it is")
     if not path.is_file():
         raise sqlite3.OperationalError(f"no ledger at {path}")
     uri = path.resolve().as_uri()

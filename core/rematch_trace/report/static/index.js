@@ -14,6 +14,11 @@
   var PALETTE = ["#4f46e5", "#d97757", "#10a37f", "#2563eb", "#db2777", "#ca8a04", "#0891b2", "#7c3aed",
                  "#65a30d", "#ea580c", "#475569", "#be123c"];
 
+  // A value with hidden characters (bidi controls, zero-width or tag characters) is labelled with them
+  // escaped, as the report's text shows them; the value itself stays exact, for matching.
+  var labels = data.labels || {};
+  function label(v) { return Object.prototype.hasOwnProperty.call(labels, v) ? labels[v] : v; }
+
   function distinct(key) {
     var seen = {};
     sessions.forEach(function (s) { if (s[key]) { seen[s[key]] = true; } });
@@ -21,7 +26,7 @@
   }
   selects.forEach(function (sel) {
     if (sel.dataset.key === "f") { return; }
-    distinct(sel.dataset.key).forEach(function (v) { sel.appendChild(new Option(v, v)); });
+    distinct(sel.dataset.key).forEach(function (v) { sel.appendChild(new Option(label(v), v)); });
   });
 
   function matches(s, text) {
@@ -99,7 +104,7 @@
       data: {
         labels: agg.labels,
         datasets: agg.groups.map(function (g, i) {
-          return { label: g, backgroundColor: PALETTE[i % PALETTE.length], stack: "s",
+          return { label: label(g), backgroundColor: PALETTE[i % PALETTE.length], stack: "s",
                    data: agg.labels.map(function (d) { return (agg.days[d][field][g] || 0) / (money ? 1e9 : 1); }) };
         })
       },

@@ -43,8 +43,9 @@ user data folder as ``platformdirs`` computes it (``$XDG_DATA_HOME`` when
 absolute, else ``~/.local/share``, then ``rematch``; on macOS ``~/Library/Application
 Support/rematch``); the service's socket is ``<data>/run/events.sock``, or, when
 that path is too long for a socket, ``rematch-<uid>-<16 hex>`` in
-``$XDG_RUNTIME_DIR`` (else the temporary folder), as
-``rematch_trace.live.paths`` computes it. Tests check that both agree.
+``$XDG_RUNTIME_DIR`` (else the temporary folder), or the first of its
+``-1`` ... ``-7`` names that is free or ours when another user made it first,
+as ``rematch_trace.live.paths`` computes it. Tests check that both agree.
 ``--where`` prints the two (for those tests and for people).
 
 Keep this file to the standard library's built-in modules, and compatible with
@@ -72,6 +73,8 @@ DEADLINE_MS = 1500
 MAX_DEADLINE_MS = 600_000
 #: Longest socket path used inside the data folder (``rematch_trace.live.paths.MAX_SOCKET_PATH``).
 MAX_SOCKET_PATH = 100
+#: Names of the runtime folder tried in turn (``rematch_trace.live.paths.CANDIDATES``).
+RUN_CANDIDATES = 8
 #: Claude Code caps a hook's output strings at this many characters.
 MAX_REASON_CHARS = 10_000
 #: The error log is rotated past this size; a message is cut to this many characters.
@@ -141,8 +144,19 @@ def run_dir(data: str) -> str:
     import tempfile
 
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    digest = hashlib.sha256(os.fsencode(os.path.realpath(data))).hexdigest()[:16]
-    return os.path.join(base, f"rematch-{os.getuid()}-{digest}")
+    stem = os.path.join(base, f"rematch-{os.getuid()}-{hashlib.sha256(os.fsencode(os.path.realpath(data))).hexdigest()[:16]}")
+    # The same walk as the service: a name another user made first (or a link) is passed over for the next.
+    names = [stem] + [f"{stem}-{i}" for i in range(1, RUN_CANDIDATES)]
+    for name in names:
+        try:
+            st = os.lstat(name)
+        except FileNotFoundError:
+            return name
+        except OSError:
+            continue
+        if (st.st_mode & 0o170000) == 0o040000 and st.st_uid == os.getuid():
+            return name
+    return names[0]
 
 
 def _private(folder: str) -> bool:
