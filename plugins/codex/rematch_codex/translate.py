@@ -35,10 +35,11 @@ continues (see ``_Translator.unseal``).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Any
 
-from rematch_trace.errors import RestartImport
+from rematch_trace.errors import RematchError, RestartImport
 from rematch_trace.host.sealed import Sealed
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.text import utf8_len
@@ -161,8 +162,13 @@ class _Translator:
         gives another value makes the file read whole (:class:`RestartImport`).
         """
         s = self.s
-        lines: dict[tuple[int, int], dict[str, Any]] = {}
         pend = s["pend"]
+        if pend is None and not s["held"]:
+            return
+        # Every line first, in one read of the file: then each value is taken from its line.
+        saved = [*pend["text"], *[c[2] for c in pend["calls"]], *[r["head"] for r in pend["results"]]] if pend else []
+        saved += [r["head"] for r in s["held"]]
+        lines = _items_at(self.source, [_span(x) for x in saved if type(x) is dict])
         if pend is not None:
             pend["text"] = [self.again(x, _message_text, lines) for x in pend["text"]]
             for c in pend["calls"]:
@@ -178,14 +184,8 @@ class _Translator:
         """The sealed value ``saved`` refers to, ``take`` of its line read again (checked by digest)."""
         if type(saved) is Sealed:
             return saved  # (a state continued in memory still holds the values)
-        at = saved.get("at") if type(saved) is dict else None
-        if type(at) is not list or len(at) != 2 or not all(type(x) is int and x >= 0 for x in at):
-            raise RestartImport("codex: a saved state without its sealed value's place")
-        key = (at[0], at[1])
-        p = lines.get(key)
-        if p is None:
-            p = lines[key] = _item_at(self.source, at)
-        value = Sealed(take(p), at)
+        at = _span(saved)
+        value = Sealed(take(lines[at[0], at[1]]), at)
         if not value.matches(saved):
             raise RestartImport("codex: a line read again no longer gives what the state held")
         return value
@@ -753,24 +753,50 @@ def _output_head(p: dict[str, Any]) -> str:
     return text
 
 
-def _item_at(source: Source, at: list[int]) -> dict[str, Any]:
-    """The response item of the rollout line at byte span ``at`` (as the reader gave it the first time)."""
-    from .discover import read
+def _span(saved: Any) -> list[int]:
+    """The byte span a sealed value of a saved state was read at."""
+    at = saved.get("at") if type(saved) is dict else None
+    if type(at) is not list or len(at) != 2 or not all(type(x) is int and x >= 0 for x in at) or at[0] >= at[1]:
+        raise RestartImport("codex: a saved state without its sealed value's place")
+    return at
 
-    start, end = at
-    items = read(source, start)
-    try:
-        first = next(items, None)
-    finally:
-        close = getattr(items, "close", None)
-        if close is not None:
-            close()  # (the file is closed now, not when the generator is collected)
-    if type(first) is RawRecord and first.offset == start and first.end == end and type(first.value) is dict:
-        v: dict[str, Any] = first.value
-        payload = v.get("payload") if "payload" in v else v
-        if type(payload) is dict:
-            return payload
-    raise RestartImport(f"codex: no rollout line at bytes {start}-{end} any more")
+
+def _items_at(source: Source, spans: list[list[int]]) -> dict[tuple[int, int], dict[str, Any]]:
+    """The response item of the rollout line at each byte span, parsed as the reader parsed it the first time.
+
+    A plain file's spans are read at once (``pread``: the reader's large buffer would
+    read a MiB per line); a compressed one is decompressed up to each.
+    """
+    from rematch_trace.importing.fs import read_spans
+    from rematch_trace.importing.reader import read_jsonl, read_source
+
+    keys = sorted({(at[0], at[1]) for at in spans})
+    out: dict[tuple[int, int], dict[str, Any]] = {}
+    if not keys:
+        return out
+    if source.compression:
+        raws: list[bytes | None] = [None] * len(keys)
+    else:
+        try:
+            raws = list(read_spans(source.path, [(start, end - start) for start, end in keys]))
+        except (OSError, RematchError):
+            raise RestartImport("codex: the rollout cannot be read again") from None
+    for (start, end), raw in zip(keys, raws, strict=True):
+        items = read_source(source, start) if raw is None else read_jsonl(io.BytesIO(raw), str(source.path), start)
+        try:
+            first = next(items, None)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()  # (a file is closed now, not when the generator is collected)
+        if type(first) is RawRecord and first.offset == start and first.end == end and type(first.value) is dict:
+            v: dict[str, Any] = first.value
+            payload = v.get("payload") if "payload" in v else v
+            if type(payload) is dict:
+                out[start, end] = payload
+                continue
+        raise RestartImport(f"codex: no rollout line at bytes {start}-{end} any more")
+    return out
 
 
 def _parse_args(args: Any) -> Any:
