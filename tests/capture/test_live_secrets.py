@@ -1,7 +1,8 @@
 """No planted secret anywhere in the data folder: import, continued import, watch, live capture.
 
 Every kind of secret the redactor knows (tests/security/test_security_redact.py's
-SECRETS) is planted in a Claude Code transcript and in live hook payloads. After
+SECRETS) is planted in a Claude Code transcript and in live hook payloads (and,
+below, in a Codex rollout and an omp session, each imported as it grows). After
 an import, a continued import of the grown file, ``rematch watch`` run as a
 process, and live capture through the hook client and a real ``rematch serve``
 (one session cut off mid-call: its PreToolUse delivered, no PostToolUse, then
@@ -21,13 +22,14 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 from capture_helpers import REMATCH, hook_env, make_repo, read_jsonl, run_hook
 
 from rematch_trace.live import paths
 from rematch_trace.store.datafolder import DataDir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "security"))
-from test_security_planted import PLANTED, TEXTS, claude_code_file
+from test_security_planted import PLANTED, TEXTS, claude_code_file, codex_file, omp_file
 
 SECRET_TEXT = "\n".join(TEXTS)
 
@@ -135,3 +137,18 @@ def test_no_planted_secret_anywhere_in_the_data_folder(tmp_path: Path) -> None:
     assert any("[REDACTED:" in s for s in stops)  # the StopFailure error, redacted (was kept as sent)
     assert (DataDir(data).trace_path("live-cut")).exists()
     assert _leaks(data) == []
+
+
+@pytest.mark.parametrize(("harness", "cuts"), [("codex", (5, 6, 8, 11)), ("omp", (3, 4, 6))])
+def test_no_planted_secret_after_codex_and_omp_imports(tmp_path: Path, harness: str, cuts: tuple[int, ...]) -> None:
+    """A Codex rollout and an omp session imported as they grow (a call open, its output waiting, ...)."""
+    data = tmp_path / "data"
+    path = codex_file(tmp_path) if harness == "codex" else omp_file(tmp_path)
+    whole = path.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    env = hook_env(tmp_path, data, service=True)
+    for n in (*cuts, len(lines)):
+        path.write_bytes(b"".join(lines[:n]))
+        subprocess.run([REMATCH, "import", "--out", str(data), str(path)], env=env, check=True, capture_output=True)
+        assert _leaks(data) == [], f"after an import of {n} lines"
+    assert len(list((data / "traces").rglob("*.jsonl"))) == 1

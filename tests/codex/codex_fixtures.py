@@ -15,6 +15,7 @@ from rematch_codex import discover
 from rematch_codex import translate as tr
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.vocab import Neutral
+from rematch_trace.store.states import state_dumps, state_loads
 from rematch_trace.testing import SynthesizedSession, synthesize_file
 
 SID = "019a0000-1111-7222-8333-444444444444"
@@ -183,7 +184,7 @@ def split_run(source: Source, records: list[RawRecord], cut: int) -> list[Neutra
 
     def feed(part: list[RawRecord]) -> Iterator[RawRecord]:
         yield from part
-        snapshot.update(orjson.loads(orjson.dumps(state)))
+        snapshot.update(state_loads(state_dumps(state)))  # as the core saves it
         done["flag"] = True
 
     first: list[Neutral] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -26,6 +27,7 @@ from codex_fixtures import (
 
 from rematch_codex import translate as tr
 from rematch_trace.errors import RestartImport
+from rematch_trace.host.source import RawRecord
 from rematch_trace.host.vocab import (
     AssistantMessage,
     Compaction,
@@ -38,6 +40,7 @@ from rematch_trace.host.vocab import (
     TurnStarted,
     UserMessage,
 )
+from rematch_trace.store.states import state_dumps, state_loads
 
 # -- line generations ------------------------------------------------------------------------
 
@@ -635,6 +638,35 @@ def test_a_rewritten_file_restarts_the_import(tmp_path: Path) -> None:
     translate(path, state)
     with pytest.raises(RestartImport):
         list(tr.translate(source_of(path), iter(raw_records(path)), state))
+
+
+@pytest.mark.parametrize("changed", ["keep the key", "output here"])
+def test_a_changed_sealed_line_restarts_the_import(tmp_path: Path, changed: str) -> None:
+    """A line an open response's value is read again from, changed in place (same length): read whole."""
+    b = Lines()
+    lines = [b.meta(), b.user("go"), b.assistant("keep the key"), b.call("shell", {"command": ["ls"]}, "c1"),
+             b.output("c1", "output here")]
+    path = write(rollout_path(tmp_path), lines)
+    records = raw_records(path)
+    state: dict = {}
+    snapshot: dict = {}
+
+    def feed() -> Iterator[RawRecord]:
+        yield from records
+        snapshot.update(state_loads(state_dumps(state)))  # as the core saves it, before the final flush
+
+    for _ in tr.translate(source_of(path), feed(), state):
+        pass
+    assert b'"at":' in state_dumps(snapshot)
+    body = path.read_bytes()
+    assert body.count(changed.encode()) == 1
+    path.write_bytes(body.replace(changed.encode(), changed[::-1].encode()) + orjson.dumps(b.assistant("more")) + b"\n")
+    grown = raw_records(path, records[-1].end)
+    with pytest.raises(RestartImport):
+        list(tr.translate(source_of(path), iter(grown), state_loads(state_dumps(snapshot))))
+    # Unchanged, the same saved state continues.
+    path.write_bytes(body + orjson.dumps(b.assistant("more")) + b"\n")
+    assert list(tr.translate(source_of(path), iter(raw_records(path, records[-1].end)), state_loads(state_dumps(snapshot))))
 
 
 def test_session_without_meta_takes_its_id_from_the_file_name(tmp_path: Path) -> None:

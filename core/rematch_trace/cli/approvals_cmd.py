@@ -100,7 +100,6 @@ def approvals_cmd(out: str | None, as_json: bool, watch: bool) -> None:
     if not items:
         click.echo("no calls are waiting for an approval")
         return
-    from rematch_trace.report.text import one_line
 
     for a in items:
         _show(a)

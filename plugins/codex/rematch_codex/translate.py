@@ -25,14 +25,22 @@ Three things shape it:
   It ends at the first turn whose (time-ordered, UUIDv7) turn id is newer than
   this session's id, at the spawned agent's hand-over output, or, for files
   without turn ids, at the first line written over a second after the copy.
+
+What the state holds of the rollout's text (an open response's messages and tool
+inputs, the output heads of results not yet passed on) is host input, never
+saved: each is a :class:`~rematch_trace.host.sealed.Sealed` value, saved as the
+byte span of its line and a digest, and read again from there when an import
+continues (see ``_Translator.unseal``).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Any
 
-from rematch_trace.errors import RestartImport
+from rematch_trace.errors import RematchError, RestartImport
+from rematch_trace.host.sealed import Sealed
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.text import utf8_len
 from rematch_trace.host.timestamps import iso_ms
@@ -59,6 +67,8 @@ from . import results, skills, usage, usertext
 from .discover import thread_id_of
 
 STREAM = ""
+#: 2: the rollout's text and tool inputs held in the state are saved as references to their lines.
+STATE_VERSION = 2
 #: Call names and early outcomes kept for pairing; the oldest are dropped past this.
 MAX_TRACKED = 1024
 #: A copied history is written in one burst; a gap this long (ms) means it has ended.
@@ -92,6 +102,7 @@ _TYPE_OR_NONE = (str, type(None))
 
 def _new_state() -> dict[str, Any]:
     return {
+        "v": STATE_VERSION,
         "started": False,
         "meta": False,  # the identity came from a session_meta (not the file name)
         "sid": None,
@@ -128,12 +139,56 @@ class _Translator:
 
     def __init__(self, source: Source, state: dict[str, Any]) -> None:
         self.source = source
-        # setdefault, not update: a state saved by an older version gains the keys it lacks.
-        for key, value in _new_state().items():
-            state.setdefault(key, value)
         self.s = state
         self.out: list[Neutral] = []
         self.ref: ModelRef | None = None
+        if not state:
+            state.update(_new_state())
+        elif state.get("v") != STATE_VERSION:
+            # An older state may hold the rollout's text itself: the file is read whole, once.
+            raise RestartImport(f"codex state version {state.get('v')!r}")
+        else:
+            self.unseal()
+
+    # -- sealed values: what the state holds of the rollout, read again on a continuation --
+
+    def unseal(self) -> None:
+        """Read again, from the rollout, the values a saved state holds as references.
+
+        The open response's texts and tool inputs and the output heads of the
+        results not yet passed on are saved as the byte span of their line and a
+        digest (:class:`~rematch_trace.host.sealed.Sealed`). Each line is read and
+        its value taken again as it was the first time; a line that is gone or
+        gives another value makes the file read whole (:class:`RestartImport`).
+        """
+        s = self.s
+        pend = s["pend"]
+        if pend is None and not s["held"]:
+            return
+        # Every line first, in one read of the file: then each value is taken from its line.
+        saved = [*pend["text"], *[c[2] for c in pend["calls"]], *[r["head"] for r in pend["results"]]] if pend else []
+        saved += [r["head"] for r in s["held"]]
+        lines = _items_at(self.source, [_span(x) for x in saved if type(x) is dict])
+        if pend is not None:
+            pend["text"] = [self.again(x, _message_text, lines) for x in pend["text"]]
+            for c in pend["calls"]:
+                c[2] = self.again(c[2], _call_input, lines)
+            for r in pend["results"]:
+                if type(r["head"]) is not str:  # (a result known at once holds no text)
+                    r["head"] = self.again(r["head"], _output_head, lines)
+        for r in s["held"]:
+            if type(r["head"]) is not str:
+                r["head"] = self.again(r["head"], _output_head, lines)
+
+    def again(self, saved: Any, take: Any, lines: dict[tuple[int, int], dict[str, Any]]) -> Sealed:
+        """The sealed value ``saved`` refers to, ``take`` of its line read again (checked by digest)."""
+        if type(saved) is Sealed:
+            return saved  # (a state continued in memory still holds the values)
+        at = _span(saved)
+        value = Sealed(take(lines[at[0], at[1]]), at)
+        if not value.matches(saved):
+            raise RestartImport("codex: a line read again no longer gives what the state held")
+        return value
 
     # -- entry ---------------------------------------------------------------------------
 
@@ -432,9 +487,9 @@ class _Translator:
             role = p.get("role")
             if role == "assistant":
                 pend = self.open_response(t)
-                text = "\n".join(_texts(p.get("content")))
+                text = _message_text(p)
                 if text:
-                    pend["text"].append(text)
+                    pend["text"].append(Sealed(text, [rec.offset, rec.end]))
             elif role == "user":
                 self.user(p, t)
             elif role == "developer":
@@ -447,7 +502,7 @@ class _Translator:
         elif typ in _CALL_ITEMS:
             self.call(typ, p, t, rec)
         elif typ in _OUTPUT_ITEMS:
-            self.output(p, t)
+            self.output(p, t, rec)
         elif typ not in _QUIET_ITEMS:
             s["unknown"] += 1
 
@@ -476,24 +531,18 @@ class _Translator:
         s = self.s
         name = p.get("name")
         immediate: dict[str, Any] | None = None
+        tool_input = _call_input(p)
         if typ == "function_call":
             namespace = p.get("namespace")
             if isinstance(namespace, str) and namespace and isinstance(name, str):
                 name = namespace + name if namespace.endswith("_") else f"{namespace}.{name}"
-            args = p.get("arguments")
-            tool_input: Any = _parse_args(args)
-        elif typ == "custom_tool_call":
-            tool_input = p.get("input")
         elif typ == "local_shell_call":
             name = "local_shell"
-            tool_input = p.get("action")
         elif typ == "tool_search_call":
             name = "tool_search"
-            tool_input = _parse_args(p.get("arguments"))
-        else:
+        elif typ != "custom_tool_call":
             # Web searches and image generations run inside the model call: no output line follows.
             name = "web_search" if typ == "web_search_call" else "image_generation"
-            tool_input = p.get("action") if typ == "web_search_call" else {"revised_prompt": p.get("revised_prompt")}
             status = p.get("status")
             failed = status in ("failed", "incomplete")
             result = p.get("result")
@@ -506,9 +555,8 @@ class _Translator:
             # No id to pair by (web searches have none): the line's offset is stable across resumes.
             cid = f"{name}@{rec.offset}"
         pend = self.open_response(t)
-        pend["calls"].append([cid, name, tool_input])
-        if name == "skills.read" and isinstance(tool_input, dict) and isinstance(tool_input.get("package"), str):
-            pend.setdefault("skills", []).append(tool_input["package"])
+        # (the input is the call's text: sealed; the skills a call reads are taken from it on closing)
+        pend["calls"].append([cid, name, Sealed(tool_input, [rec.offset, rec.end])])
         if immediate is not None:
             immediate["id"] = cid
             pend["results"].append(immediate)
@@ -520,7 +568,7 @@ class _Translator:
             while len(calls) > MAX_TRACKED:
                 del calls[next(iter(calls))]
 
-    def output(self, p: dict[str, Any], t: int | None) -> None:
+    def output(self, p: dict[str, Any], t: int | None, rec: RawRecord) -> None:
         s = self.s
         cid = p.get("call_id")
         if not isinstance(cid, str) or not cid:
@@ -534,7 +582,7 @@ class _Translator:
             "t": t,
             "id": cid,
             "bytes": utf8_len(text),
-            "head": text[: OUTPUT_HEAD_CHARS],
+            "head": Sealed(text[:OUTPUT_HEAD_CHARS], [rec.offset, rec.end]),
             "err": err,
             "cls": cls,
             "tool": tool,
@@ -603,12 +651,15 @@ class _Translator:
                 model=self.model_ref(s["provider"], model) if model else None,
                 usage=usage.to_usage(vec) if vec is not None else None,
                 aborted=pend["aborted"],
-                text="\n".join(pend["text"]),
-                tool_calls=tuple([ToolCall(c[0], c[1], c[2]) for c in calls]) if calls else (),
+                text="\n".join([x.value for x in pend["text"]]),
+                tool_calls=tuple([ToolCall(c[0], c[1], c[2].value) for c in calls]) if calls else (),
             )
         )
-        for name in pend.get("skills", ()):
-            self.out.append(SkillInvoked(STREAM, pend["t"], name))
+        for c in calls:
+            if c[1] == "skills.read":
+                tool_input = c[2].value
+                if isinstance(tool_input, dict) and isinstance(tool_input.get("package"), str):
+                    self.out.append(SkillInvoked(STREAM, pend["t"], tool_input["package"]))
         s["held"].extend(pend["results"])
 
     def model_ref(self, provider: str, model: str) -> ModelRef:
@@ -624,13 +675,14 @@ class _Translator:
         if not held:
             return
         for r in held:
+            head = r["head"]
             self.out.append(
                 ToolResult(
                     STREAM,
                     r["t"],
                     r["id"],
                     output_bytes=r["bytes"],
-                    output_head=r["head"],
+                    output_head=head if type(head) is str else head.value,
                     is_error=r["err"],
                     error_class=r["cls"],
                     tool=r["tool"],
@@ -676,6 +728,75 @@ def _texts(content: Any) -> list[str]:
     if not isinstance(content, list):
         return []
     return [c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
+
+
+def _message_text(p: dict[str, Any]) -> str:
+    """An assistant message item's text (its content items' texts, one per line)."""
+    return "\n".join(_texts(p.get("content")))
+
+
+def _call_input(p: dict[str, Any]) -> Any:
+    """A call item's input, as the response's tool call holds it."""
+    typ = p.get("type")
+    if typ == "function_call" or typ == "tool_search_call":
+        return _parse_args(p.get("arguments"))
+    if typ == "custom_tool_call":
+        return p.get("input")
+    if typ == "local_shell_call" or typ == "web_search_call":
+        return p.get("action")
+    return {"revised_prompt": p.get("revised_prompt")}  # image_generation_call
+
+
+def _output_head(p: dict[str, Any]) -> str:
+    """An output item's head, as its result holds it."""
+    text: str = results.output_text(p.get("output"))[:OUTPUT_HEAD_CHARS]
+    return text
+
+
+def _span(saved: Any) -> list[int]:
+    """The byte span a sealed value of a saved state was read at."""
+    at = saved.get("at") if type(saved) is dict else None
+    if type(at) is not list or len(at) != 2 or not all(type(x) is int and x >= 0 for x in at) or at[0] >= at[1]:
+        raise RestartImport("codex: a saved state without its sealed value's place")
+    return at
+
+
+def _items_at(source: Source, spans: list[list[int]]) -> dict[tuple[int, int], dict[str, Any]]:
+    """The response item of the rollout line at each byte span, parsed as the reader parsed it the first time.
+
+    A plain file's spans are read at once (``pread``: the reader's large buffer would
+    read a MiB per line); a compressed one is decompressed up to each.
+    """
+    from rematch_trace.importing.fs import read_spans
+    from rematch_trace.importing.reader import read_jsonl, read_source
+
+    keys = sorted({(at[0], at[1]) for at in spans})
+    out: dict[tuple[int, int], dict[str, Any]] = {}
+    if not keys:
+        return out
+    if source.compression:
+        raws: list[bytes | None] = [None] * len(keys)
+    else:
+        try:
+            raws = list(read_spans(source.path, [(start, end - start) for start, end in keys]))
+        except (OSError, RematchError):
+            raise RestartImport("codex: the rollout cannot be read again") from None
+    for (start, end), raw in zip(keys, raws, strict=True):
+        items = read_source(source, start) if raw is None else read_jsonl(io.BytesIO(raw), str(source.path), start)
+        try:
+            first = next(items, None)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()  # (a file is closed now, not when the generator is collected)
+        if type(first) is RawRecord and first.offset == start and first.end == end and type(first.value) is dict:
+            v: dict[str, Any] = first.value
+            payload = v.get("payload") if "payload" in v else v
+            if type(payload) is dict:
+                out[start, end] = payload
+                continue
+        raise RestartImport(f"codex: no rollout line at bytes {start}-{end} any more")
+    return out
 
 
 def _parse_args(args: Any) -> Any:
