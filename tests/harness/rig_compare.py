@@ -32,8 +32,8 @@ def _runs(trace: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def inputs(trace: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """Each input's text and prelabel."""
-    return [(r["text"], r["prelabel"]) for r in trace if r["ev"] == "input"]
+    """Each input's text, prelabel and the skills it invoked."""
+    return [(r["text"], r["prelabel"], r["skills_invoked"]) for r in trace if r["ev"] == "input"]
 
 
 def sources(trace: list[dict[str, Any]]) -> list[str]:

@@ -58,11 +58,14 @@ from rematch_trace.host.vocab import (
     UserMessage,
 )
 
+from rematch_trace.trace.prelabel import normalize_mark
+
 from . import skills
+from .commands import is_custom
 from .entries import instruction_entry
 from .runusage import open_regular, run_usage
 from .translate import PROVIDER, clean_value, measure
-from .usertext import INTERRUPT_PREFIX
+from .usertext import INTERRUPT_PREFIX, classify
 
 #: ``input.source`` of a prompt the user submitted.
 PROMPT_SOURCE = "prompt"
@@ -163,6 +166,23 @@ def aborted_last_turn(transcript: str, prompt: str) -> bool:
     return False
 
 
+def _prompt_input(stream: str, t: int, text: str, event: dict[str, Any]) -> UserMessage:
+    """A submitted prompt as the import reads it: a custom command's run is its arguments.
+
+    The import makes a slash command that started a model run an input whose text is the
+    arguments and whose skills name the command (``translate._command_input``); a mark stays
+    as typed; a built-in command is passed on as typed, for the core to drop.
+    """
+    stripped = text.strip()
+    if stripped.startswith("/") and normalize_mark(stripped) == stripped:
+        parts = stripped[1:].split(None, 1)
+        name = parts[0] if parts else ""
+        if name and is_custom(name, _str(event, "cwd"), _str(event, "transcript_path")):
+            args = parts[1].strip() if len(parts) > 1 else ""
+            return UserMessage(stream, t, args, skills=(name,), source=PROMPT_SOURCE)
+    return UserMessage(stream, t, text, source=PROMPT_SOURCE)
+
+
 def records(event: dict[str, Any], t: int) -> list[Neutral]:
     """The neutral records of one hook payload (see the module docstring); ``[]`` for others."""
     opened = _session(event, t)
@@ -186,9 +206,14 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         prompt = event.get("prompt")
         if type(prompt) is not str:
             return []
+        text = clean(prompt)
+        if classify(text)[0] == "skip":
+            # Text Claude Code itself submits (a background task's <task-notification>): the
+            # import never reads it as typed, so neither does the live trace.
+            return []
         if aborted_last_turn(_str(event, "transcript_path"), prompt):
             out.append(RunEnd(stream, t, "aborted"))
-        out.append(UserMessage(stream, t, clean(prompt), source=PROMPT_SOURCE))
+        out.append(_prompt_input(stream, t, text, event))
         return out
     if name == "PreToolUse":
         call = _call(event)
