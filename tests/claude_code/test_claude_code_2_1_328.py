@@ -77,3 +77,13 @@ def test_a_result_written_before_its_call_pairs_by_tool_use_id(tmp_path: Path) -
     # Still after its call's turn, as for any other result.
     evs = [(r["ev"], r.get("call_id")) for r in trace]
     assert evs.index(("tool_result", "toolu_0003rig")) > evs.index(("tool_result", "toolu_0001rig"))
+
+
+def test_a_task_notification_after_the_stop_starts_a_run_of_its_own(tmp_path: Path) -> None:
+    """2.1.328 runs the Agent tool in the background and, once the loop stopped, submits its
+    ``<task-notification>``: the loop that answers it is a run with no input, as live (two Stops)."""
+    _res, trace = _import(tmp_path, "cc-2.1.328-resumed.jsonl")
+    assert [r["turns"] for r in trace if r["ev"] == "agent_end"] == [7, 1, 2, 1, 2]
+    evs = [r["ev"] for r in trace]
+    first, second = [i for i, e in enumerate(evs) if e == "agent_end"][:2]
+    assert "input" not in evs[first:second] and evs[first + 1] == "turn_end"

@@ -58,8 +58,9 @@ def agent_end_turns(trace: list[dict[str, Any]]) -> list[Any]:
 
 
 def models(trace: list[dict[str, Any]]) -> list[Any]:
-    """The session's model and each turn's."""
-    return [trace[0]["model"], *[r["model"] for r in trace if r["ev"] == "turn_end"]]
+    """Each turn's model (``session_start.model`` differs by design: live writes it at the start,
+    from the ``SessionStart`` payload, which names none in Claude Code 2.1.328's print mode)."""
+    return [r["model"] for r in trace if r["ev"] == "turn_end"]
 
 
 def usage(trace: list[dict[str, Any]]) -> list[dict[str, int]]:

@@ -33,9 +33,14 @@ class Harness:
 
 
 def pinned(name: str) -> Harness:
-    """The harness ``name`` (``claude_code``, ``codex``, ``pi``) at its pinned version."""
+    """The harness ``name`` (``claude_code``, ``codex``, ``pi``) at its pinned version.
+
+    ``REMATCH_RIG_VERSION_<NAME>`` (e.g. ``REMATCH_RIG_VERSION_CLAUDE_CODE=2.1.330``) runs the rig
+    against another version: how ``compat.py`` tries the newest ones.
+    """
     doc = json.loads(VERSIONS.read_text())[name]
-    return Harness(name, doc["package"], doc["version"], doc["bin"])
+    version = os.environ.get(f"REMATCH_RIG_VERSION_{name.upper()}") or doc["version"]
+    return Harness(name, doc["package"], version, doc["bin"])
 
 
 def cache_root() -> Path:

@@ -99,7 +99,7 @@ class ScriptedServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+            def log_message(self, format: str, *args: Any) -> None:
                 pass  # the record is the log
 
             def _any(self) -> None:
@@ -111,7 +111,7 @@ class ScriptedServer:
                     body = {"_undecodable": raw[:200].decode("utf-8", "replace")}
                 server.handle(self, self.path, body)
 
-            do_POST = do_GET = do_PUT = do_DELETE = do_HEAD = _any  # noqa: N815 - http.server's names
+            do_POST = do_GET = do_PUT = do_DELETE = do_HEAD = _any
 
         self._http = ThreadingHTTPServer((host, port), Handler)
         self._http.daemon_threads = True

@@ -35,6 +35,7 @@ Nothing here keeps the payload: records carry what the core digests.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import orjson
@@ -57,13 +58,12 @@ from rematch_trace.host.vocab import (
     TurnStarted,
     UserMessage,
 )
-
 from rematch_trace.trace.prelabel import normalize_mark
 
 from . import skills
 from .commands import is_custom
 from .entries import instruction_entry
-from .runusage import open_regular, run_usage
+from .runusage import Response, open_regular, run_responses, run_usage
 from .translate import PROVIDER, clean_value, measure
 from .usertext import INTERRUPT_PREFIX, classify
 
@@ -71,6 +71,9 @@ from .usertext import INTERRUPT_PREFIX, classify
 PROMPT_SOURCE = "prompt"
 #: How much of the transcript's end is read to see whether the last turn was aborted.
 TAIL_BYTES = 64 * 1024
+#: How long a ``Stop`` waits for the run's last response to reach the transcript, and how often it looks.
+FLUSH_WAIT_S = 0.5
+FLUSH_POLL_S = 0.02
 #: The longest stop reason kept from a ``StopFailure`` error.
 STOP_REASON_CHARS = 64
 
@@ -183,6 +186,43 @@ def _prompt_input(stream: str, t: int, text: str, event: dict[str, Any]) -> User
     return UserMessage(stream, t, text, source=PROMPT_SOURCE)
 
 
+def _responses(path: str, last_text: str) -> list[Response] | None:
+    """The run's responses in the transcript, once its last one (``last_text``) is written.
+
+    Claude Code 2.1.328 runs the ``Stop`` hook before it has flushed the run's last response to
+    the transcript: the file is read again, every :data:`FLUSH_POLL_S`, for at most
+    :data:`FLUSH_WAIT_S` (below the hook client's deadline), until the last response's text is the
+    payload's. Past that, what is there.
+    """
+    end = time.monotonic() + FLUSH_WAIT_S
+    while True:
+        found = run_responses(path)
+        if found is None or not last_text or (found and found[-1].text.strip() == last_text.strip()):
+            return found
+        if time.monotonic() >= end:
+            return found
+        time.sleep(FLUSH_POLL_S)
+
+
+def _run_turns(stream: str, t: int, path: str, text: str, stop: str) -> list[Neutral]:
+    """One ``AssistantMessage`` per response of the run, as the import's turn_ends (model, usage each).
+
+    The last one carries the payload's text and stop; with nothing readable, that one alone.
+    """
+    found = _responses(path, text)
+    if not found:
+        return [AssistantMessage(stream, t, stop_reason=stop, text=text)]
+    out: list[Neutral] = []
+    for i, r in enumerate(found):
+        model = ModelRef(PROVIDER, r.model) if r.model else None
+        if i == len(found) - 1:
+            out.append(AssistantMessage(stream, t, model=model, usage=r.usage, stop_reason=stop, text=text or r.text))
+        else:
+            out.append(AssistantMessage(stream, t, model=model, usage=r.usage, stop_reason=r.stop_reason,
+                                        text=r.text))
+    return out
+
+
 def records(event: dict[str, Any], t: int) -> list[Neutral]:
     """The neutral records of one hook payload (see the module docstring); ``[]`` for others."""
     opened = _session(event, t)
@@ -242,16 +282,15 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         return out
     if name in ("Stop", "SubagentStop", "StopFailure"):
         text = _str(event, "last_assistant_message")
-        # The run's token usage, from the transcript's end (a subagent's own file on SubagentStop).
-        usage = run_usage(_str(event, "agent_transcript_path" if name == "SubagentStop" else "transcript_path"))
-        if name == "StopFailure":
-            error = _str(event, "error")
-            stop = error[:STOP_REASON_CHARS] if error else "error"
+        error = _str(event, "error")
+        stop = (error[:STOP_REASON_CHARS] if error else "error") if name == "StopFailure" else "end_turn"
+        if name == "SubagentStop":
+            # A subagent's own file (its lines are all sidechain lines): the run's summed usage.
+            usage = run_usage(_str(event, "agent_transcript_path"))
             out.append(AssistantMessage(stream, t, stop_reason=stop, text=text, usage=usage))
-            out.append(RunEnd(stream, t, "failure"))
         else:
-            out.append(AssistantMessage(stream, t, stop_reason="end_turn", text=text, usage=usage))
-            out.append(RunEnd(stream, t, "stop"))
+            out.extend(_run_turns(stream, t, _str(event, "transcript_path"), text, stop))
+        out.append(RunEnd(stream, t, "failure" if name == "StopFailure" else "stop"))
         if name == "SubagentStop":
             out.append(SessionEnded(stream, t, "subagent_stop"))
         return out

@@ -43,6 +43,7 @@ from rematch_trace.host.vocab import (
     ModelRef,
     Neutral,
     PermissionMode,
+    RunEnd,
     Session,
     SkillInvoked,
     ToolCall,
@@ -74,6 +75,7 @@ SAME_COMMAND_MS = 2000
 
 REJECT_PREFIX = "The user doesn't want to proceed with this tool use"
 SYNTHETIC_MODEL = "<synthetic>"
+TASK_NOTIFICATION = "<task-notification>"
 _HANDLED = frozenset({"user", "assistant", "system", "attachment"})
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -657,6 +659,13 @@ class _Translator:
             return
         kind, text = classify("\n".join(kept)) if kept else ("input", "")
         if kind == "skip":
+            g = ss["g"]
+            if g is not None and g["s"] == "end_turn" and kept[0].lstrip().startswith(TASK_NOTIFICATION):
+                # A background task's notification, submitted by Claude Code after the loop
+                # stopped: the loop it starts is a run of its own, with no input (as live,
+                # where a Stop ended the first).
+                self._close(key, ss, out)
+                out.append(RunEnd(key, iso_ms(v.get("timestamp")), "stop"))
             return
         t = iso_ms(v.get("timestamp"))
         if kind == "abort":
