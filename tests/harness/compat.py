@@ -1,4 +1,4 @@
-"""The compatibility table: each harness at its pinned and its newest published version × import / live / deny.
+"""The compatibility table: each harness at its pinned and its newest published version × import / live / deny / hold.
 
 ``python tests/harness/compat.py [--write]`` installs the newest version of each harness the rig
 drives (``npm view``, then the rig's own install into the cache), runs that harness's rig tests
@@ -35,6 +35,7 @@ COLUMNS = {
     "live": ("test_live_equals_import", "test_event_fingerprints_agree", "test_input_sources",
              "test_subagent_has_its_own_trace", "test_mark_is_recorded_live", "test_tool_results_name_their_tools"),
     "deny": ("test_deny_is_honoured",),
+    "hold": ("test_an_approved_hold_lets_the_call_run",),
 }
 
 
@@ -63,7 +64,7 @@ def cell(results: dict[str, bool], prefixes: tuple[str, ...]) -> str:
 
 def table() -> str:
     """The markdown table, one row per harness version tried."""
-    rows = ["| harness | version | import | live | deny |", "|---|---|---|---|---|"]
+    rows = ["| harness | version | " + " | ".join(COLUMNS) + " |", "|---|---|" + "---|" * len(COLUMNS)]
     for name in TESTS:
         h = pinned(name)
         versions = [(h.version, "pinned")]

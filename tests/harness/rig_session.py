@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ DRIVER = HERE / "rig_driver.py"
 REMATCH = [sys.executable, "-c", "import sys; from rematch_trace.cli import main; sys.argv[0] = 'rematch'; main()"]
 #: Seconds one harness process may run before it is killed (a hang is a failure, not a wait).
 RUN_TIMEOUT = 90
+#: How long a hook may wait for the service's verdict in the rig: time for a test to approve a held call.
+HOLD_BUDGET_MS = 30_000
 #: The environment every harness run starts from: no variable of the caller leaks in.
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TERM": "dumb"}
 
@@ -138,8 +141,13 @@ class RigSession:
                 self._service.wait()
         self._service = None
 
-    def run(self, script: dict[str, Any], prompts: list[Prompt], session_id: str | None = None) -> Record:
-        """Each prompt in turn, in one fresh network namespace with the scripted server; the record."""
+    def run(self, script: dict[str, Any], prompts: list[Prompt], session_id: str | None = None,
+            while_running: Callable[[], None] | None = None) -> Record:
+        """Each prompt in turn, in one fresh network namespace with the scripted server; the record.
+
+        ``while_running`` is called about every 50 ms while the harness runs (a person approving
+        a held call, say).
+        """
         sid = session_id or str(uuid.uuid4())
         runs = [{"argv": self.argv(p, sid, i == 0), "env": self.env(), "cwd": str(self.project),
                  "timeout": RUN_TIMEOUT} for i, p in enumerate(prompts)]
@@ -147,9 +155,22 @@ class RigSession:
         spec, out = self.root / f"rig-spec-{n}.json", self.root / f"rig-out-{n}.json"
         spec.write_text(json.dumps({"server": self.server, "script": script, "runs": runs}))
         # ``$0`` is the driver's python: no quoting of paths into the shell text.
-        subprocess.run(["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
-                        sys.executable, str(DRIVER), str(spec), str(out)],
-                       check=True, timeout=RUN_TIMEOUT * len(runs) + 30)
+        proc = subprocess.Popen(["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
+                                 sys.executable, str(DRIVER), str(spec), str(out)])
+        end = time.monotonic() + RUN_TIMEOUT * len(runs) + 30
+        try:
+            while proc.poll() is None:
+                if time.monotonic() > end:
+                    raise RuntimeError("the rig's driver outlived every run's timeout")
+                if while_running is not None:
+                    while_running()
+                time.sleep(0.05)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if proc.returncode != 0:
+            raise RuntimeError(f"the rig's driver exited {proc.returncode}")
         doc = json.loads(out.read_text())
         return Record(doc["runs"], doc["requests"])
 
@@ -179,7 +200,9 @@ class ClaudeCodeSession(RigSession):
                 "ANTHROPIC_BASE_URL": "{base_url}", "ANTHROPIC_API_KEY": "sk-ant-rig-not-a-key",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                 "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_BUG_COMMAND": "1",
-                "CLAUDE_CODE_MAX_RETRIES": "0", "API_TIMEOUT_MS": "30000"}
+                "CLAUDE_CODE_MAX_RETRIES": "0", "API_TIMEOUT_MS": "30000",
+                # A held call waits for its approval (the hook client's default budget is 1.5 s).
+                "REMATCH_IPC_DEADLINE_MS": str(HOLD_BUDGET_MS)}
 
     def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
         """``claude -p PROMPT`` (stream-json), a fixed session id, then ``--resume`` it."""
