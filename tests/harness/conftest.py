@@ -36,3 +36,9 @@ def harness_binary(name: str) -> Path:
 def claude_code_exe() -> Path:
     """Claude Code at the pinned version."""
     return harness_binary("claude_code")
+
+
+@pytest.fixture(scope="session")
+def codex_exe() -> Path:
+    """Codex at the pinned version."""
+    return harness_binary("codex")

@@ -228,5 +228,84 @@ class AnthropicMessagesServer(ScriptedServer):
         send_sse(handler, events)
 
 
+class OpenAIResponsesServer(ScriptedServer):
+    """OpenAI Responses (``POST /v1/responses``, streamed), what Codex speaks to a custom provider.
+
+    A step's tool call is a ``function_call`` item (``arguments`` the JSON of its input), or, with
+    ``"custom": true``, a ``custom_tool_call`` whose ``input`` is the step's ``input`` text (Codex's
+    freeform ``apply_patch``). In the request's ``input``, every model output item after the
+    marker (a call or an assistant message) counts as one step: the rig's scripts give one item
+    per step.
+    """
+
+    def conversation(self, body: dict[str, Any]) -> list[tuple[str, list[str]]]:
+        """User messages with their ``input_text``s; a model output item as one assistant entry."""
+        out: list[tuple[str, list[str]]] = []
+        for item in body.get("input") or []:
+            if not isinstance(item, dict):
+                continue
+            typ = item.get("type", "message")
+            role = item.get("role")
+            if typ == "message" and role == "user":
+                content = item.get("content")
+                texts = [content] if isinstance(content, str) else [
+                    b.get("text", "") for b in content or [] if isinstance(b, dict)
+                    and b.get("type") in ("input_text", "text")]
+                out.append(("user", texts))
+            elif (typ == "message" and role == "assistant") or typ in ("function_call", "custom_tool_call",
+                                                                       "local_shell_call"):
+                out.append(("assistant", []))
+        return out
+
+    def handle(self, handler: BaseHTTPRequestHandler, path: str, body: Any) -> None:
+        """Responses; 404 for anything else (recorded)."""
+        route = path.split("?", 1)[0]
+        if route.endswith("/responses") and isinstance(body, dict):
+            name, index, step = self.pick(body)
+            self.record({"path": route, "body": body, "scenario": name, "step": index})
+            self._answer(handler, body, index, step)
+        else:
+            self.record({"path": route, "body": None, "scenario": "", "step": -1, "method": handler.command})
+            send_json(handler, 404, {"error": {"type": "not_found", "message": route}})
+
+    def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], index: int, step: Step) -> None:
+        items: list[dict[str, Any]] = []
+        for b in _blocks(step):
+            if "tool" in b and b.get("custom"):
+                items.append({"type": "custom_tool_call", "id": self.next_call_id("ctc_"), "status": "completed",
+                              "call_id": self.next_call_id("call_"), "name": b["tool"], "input": b["input"]})
+            elif "tool" in b:
+                items.append({"type": "function_call", "id": self.next_call_id("fc_"), "status": "completed",
+                              "call_id": self.next_call_id("call_"), "name": b["tool"],
+                              "arguments": json.dumps(b.get("input", {}))})
+            else:
+                items.append({"type": "message", "id": self.next_call_id("msg_"), "status": "completed",
+                              "role": "assistant", "content": [{"type": "output_text", "text": b.get("text", DEFAULT_TEXT),
+                                                                "annotations": []}]})
+        n = len(body.get("input") or [])
+        usage = {"input_tokens": 100 + n, "input_tokens_details": {"cached_tokens": 10 * (max(index, 0) + 1)},
+                 "output_tokens": 7 + max(index, 0), "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": 107 + n + max(index, 0)}
+        rid = self.next_call_id("resp_")
+        model = body.get("model") or DEFAULT_MODEL
+        base = {"id": rid, "object": "response", "created_at": 1700000000, "model": model}
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("response.created", {"type": "response.created",
+                                  "response": {**base, "status": "in_progress", "output": []}})]
+        for i, item in enumerate(items):
+            events.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": i,
+                                                          "item": item}))
+            if item["type"] == "message":
+                text = item["content"][0]["text"]
+                events.append(("response.output_text.delta", {"type": "response.output_text.delta",
+                                                              "item_id": item["id"], "output_index": i,
+                                                              "content_index": 0, "delta": text}))
+            events.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": i,
+                                                         "item": item}))
+        events.append(("response.completed", {"type": "response.completed", "response": {
+            **base, "status": "completed", "output": items, "usage": usage}}))
+        send_sse(handler, events)
+
+
 #: The server class of each wire format, by the name a harness's runner gives.
-SERVERS: dict[str, type[ScriptedServer]] = {"anthropic": AnthropicMessagesServer}
+SERVERS: dict[str, type[ScriptedServer]] = {"anthropic": AnthropicMessagesServer, "responses": OpenAIResponsesServer}

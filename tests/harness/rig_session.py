@@ -213,3 +213,59 @@ class ClaudeCodeSession(RigSession):
     def transcripts(self) -> Path:
         """``$CLAUDE_CONFIG_DIR/projects``."""
         return self.config / "projects"
+
+
+#: Codex's configuration in the rig: our provider (its ``base_url`` given on the command line, once
+#: the server's port is known), no approvals, no sandbox (bubblewrap may not run in CI), no update
+#: check, no analytics, no retries (a failure fails the run at once).
+CODEX_CONFIG = """\
+model = "gpt-rig"
+model_provider = "rig"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.rig]
+name = "rig"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+env_key = "RIG_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+"""
+
+
+@dataclass
+class CodexSession(RigSession):
+    """Codex in ``codex exec`` mode against the Responses server; ``CODEX_HOME`` inside the root.
+
+    rematch has no live capture for Codex yet, so no hooks are installed: the rig checks the import.
+    """
+
+    server: str = "responses"
+
+    @property
+    def codex_home(self) -> Path:
+        """``CODEX_HOME``: config.toml, and the transcripts (``sessions/``)."""
+        return self.root / "codex-home"
+
+    def install_hooks(self) -> None:
+        """Writes the configuration only (no rematch live capture for Codex: docs/compatibility.md)."""
+        self.codex_home.mkdir(parents=True, exist_ok=True)
+        (self.codex_home / "config.toml").write_text(CODEX_CONFIG)
+
+    def env(self) -> dict[str, str]:
+        """A dummy key for our provider, HOME and CODEX_HOME in the root."""
+        return {**BASE_ENV, "HOME": str(self.home), "CODEX_HOME": str(self.codex_home), "RIG_API_KEY": "sk-rig"}
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """``codex exec PROMPT``, then ``codex exec resume --last PROMPT`` (Codex picks its own ids)."""
+        head = [str(self.exe), "exec"] if first or not prompt.resume else [str(self.exe), "exec", "resume", "--last"]
+        return [*head, "--skip-git-repo-check", "-c", 'model_providers.rig.base_url="{base_url}/v1"', prompt.text]
+
+    def transcripts(self) -> Path:
+        """``$CODEX_HOME/sessions``."""
+        return self.codex_home / "sessions"
