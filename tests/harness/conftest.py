@@ -42,3 +42,9 @@ def claude_code_exe() -> Path:
 def codex_exe() -> Path:
     """Codex at the pinned version."""
     return harness_binary("codex")
+
+
+@pytest.fixture(scope="session")
+def pi_exe() -> Path:
+    """pi at the pinned version."""
+    return harness_binary("pi")

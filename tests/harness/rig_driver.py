@@ -1,8 +1,9 @@
 """Run inside the fresh network namespace: start the scripted server, run the harness, write the record.
 
 ``python rig_driver.py SPEC OUT``. SPEC (JSON): ``server`` (a key of ``rig_servers.SERVERS``),
-``script``, ``runs`` (each ``argv``, ``env``, ``cwd``, ``timeout``, optional ``stdin``). In every
-run's ``env`` and ``argv``, ``{base_url}`` is the server's address. The runs go one after the other
+``script``, ``runs`` (each ``argv``, ``env``, ``cwd``, ``timeout``, optional ``stdin`` and ``files``,
+path -> text written before the run). In every run's ``env``, ``argv`` and ``files``,
+``{base_url}`` is the server's address. The runs go one after the other
 against the same server (a session and its resume). OUT gets, per run, the exit status, stdout,
 stderr and whether the timeout killed it, and the server's requests.
 
@@ -29,6 +30,10 @@ def _sub(value: str, base_url: str) -> str:
 
 def run_one(run: dict[str, Any], base_url: str) -> dict[str, Any]:
     """One harness process, in its own process group (a timeout kills the whole group)."""
+    for path, text in (run.get("files") or {}).items():
+        # Configuration that must name the server's address (pi's models.json), written now.
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(_sub(text, base_url))
     argv = [_sub(a, base_url) for a in run["argv"]]
     env = {k: _sub(v, base_url) for k, v in run["env"].items()}
     proc = subprocess.Popen(argv, env=env, cwd=run["cwd"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

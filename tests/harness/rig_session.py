@@ -108,6 +108,10 @@ class RigSession:
         """The folder ``rematch import`` is given."""
         raise NotImplementedError
 
+    def files(self) -> dict[str, str]:
+        """Files the driver writes before each run, ``{base_url}`` filled in (none by default)."""
+        return {}
+
     # --- shared ----------------------------------------------------------------------------
     def rematch(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """The real ``rematch`` CLI, HOME being the session's (so no policy of the caller's applies)."""
@@ -150,7 +154,7 @@ class RigSession:
         """
         sid = session_id or str(uuid.uuid4())
         runs = [{"argv": self.argv(p, sid, i == 0), "env": self.env(), "cwd": str(self.project),
-                 "timeout": RUN_TIMEOUT} for i, p in enumerate(prompts)]
+                 "timeout": RUN_TIMEOUT, "files": self.files()} for i, p in enumerate(prompts)]
         n = len(list(self.root.glob("rig-spec-*.json")))
         spec, out = self.root / f"rig-spec-{n}.json", self.root / f"rig-out-{n}.json"
         spec.write_text(json.dumps({"server": self.server, "script": script, "runs": runs}))
@@ -269,3 +273,47 @@ class CodexSession(RigSession):
     def transcripts(self) -> Path:
         """``$CODEX_HOME/sessions``."""
         return self.codex_home / "sessions"
+
+
+@dataclass
+class PiSession(RigSession):
+    """pi (``pi -p``) with a custom provider speaking Anthropic Messages to the scripted server.
+
+    ``PI_CODING_AGENT_DIR`` inside the root holds ``models.json`` (the provider ``rig``, its
+    ``baseUrl`` written by the driver once the port is known) and the transcripts (``sessions/``);
+    ``--offline`` / ``PI_OFFLINE=1`` and ``PI_TELEMETRY=0`` turn off startup traffic. rematch has no
+    live capture for pi: no hooks are installed.
+    """
+
+    server: str = "anthropic"
+    model: str = "claude-rig-1"
+
+    @property
+    def agent_dir(self) -> Path:
+        """``PI_CODING_AGENT_DIR``."""
+        return self.root / "pi-agent"
+
+    def install_hooks(self) -> None:
+        """Only the agent folder (no rematch live capture for pi)."""
+        self.agent_dir.mkdir(parents=True, exist_ok=True)
+
+    def files(self) -> dict[str, str]:
+        """``models.json``: provider ``rig``, ``api: anthropic-messages``, at the server."""
+        doc = {"providers": {"rig": {"baseUrl": "{base_url}", "api": "anthropic-messages", "apiKey": "sk-rig",
+                                     "models": [{"id": self.model, "reasoning": False}]}}}
+        return {str(self.agent_dir / "models.json"): json.dumps(doc)}
+
+    def env(self) -> dict[str, str]:
+        """HOME and the agent folder in the root; startup network operations and telemetry off."""
+        return {**BASE_ENV, "HOME": str(self.home), "PI_CODING_AGENT_DIR": str(self.agent_dir),
+                "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """``pi -p PROMPT`` with our provider, then ``--continue``."""
+        more = ["--continue"] if prompt.resume and not first else []
+        return [str(self.exe), "-p", "--provider", "rig", "--model", self.model, "--offline", "--mode", "json",
+                *more, prompt.text]
+
+    def transcripts(self) -> Path:
+        """``$PI_CODING_AGENT_DIR/sessions``."""
+        return self.agent_dir / "sessions"
