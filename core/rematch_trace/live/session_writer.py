@@ -417,7 +417,8 @@ class SessionWriter:
         elif isinstance(rec, vocab.AssistantMessage):
             u = rec.usage
             usage = [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost] if u is not None else None
-            held["stops"].append([t, self.synth.clean_text(rec.text, HEAD_LIMIT), rec.stop_reason, None, usage])
+            model = [rec.model.provider, rec.model.id] if rec.model is not None else None
+            held["stops"].append([t, self.synth.clean_text(rec.text, HEAD_LIMIT), rec.stop_reason, None, usage, model])
         elif isinstance(rec, vocab.RunEnd):
             stops = held["stops"]
             if stops and stops[-1][0] == t and stops[-1][3] is None:
@@ -500,7 +501,9 @@ class SessionWriter:
             if text is not None:
                 # (a state saved before usage was kept has none)
                 usage = vocab.Usage(*more[0]) if more and more[0] is not None else None
-                msg = vocab.AssistantMessage(stream, t, stop_reason=stop_reason, text=text, usage=usage)
+                # (a state saved before the model was kept has none: the session's is used)
+                model = vocab.ModelRef(*more[1]) if len(more) > 1 and more[1] is not None else None
+                msg = vocab.AssistantMessage(stream, t, model=model, stop_reason=stop_reason, text=text, usage=usage)
                 out += self.synth.feed(msg)
                 events += self.sink.feed(msg)
             if end is not None:

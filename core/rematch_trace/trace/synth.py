@@ -454,6 +454,9 @@ class Synthesizer:
             if self.run_open:
                 self._end_run()
                 self.run_open = False
+                # A run with no input of its own may follow (Claude Code's background task
+                # notifications): its agent_end counts its own turns.
+                self.run_turns = 0
             self.input_at = None
         self._settle(out)
         return out

@@ -24,7 +24,8 @@ HARNESS = "claude_code"
 
 #: Folders whose files are never transcripts.
 _SKIP_DIRS = frozenset({"memory", "tool-results"})
-#: Every line type Claude Code is known to write (1.0 to 2.1); others are reported.
+#: Every line type Claude Code is known to write (1.0 to 2.1.328); others are reported. Only
+#: ``translate._HANDLED`` types are read; the rest are known and passed over (docs/claude-code-format.md).
 KNOWN_TYPES = frozenset(
     {
         "user",
@@ -45,6 +46,16 @@ KNOWN_TYPES = frozenset(
         "pr-link",
         "saved_hook_context",
         "cost-state",
+        # 2.1.150 and later: the permission mode's name, and a remote-control bridge.
+        "mode",
+        "bridge-session",
+        # 2.1.328: the request log (a shape, each request, and the message blobs it sent: copies of
+        # messages and tool results already in the conversation lines), tools used, a latch.
+        "api-request-shape",
+        "api-request",
+        "api-request-blob",
+        "tools-used",
+        "atis-latch",
     }
 )
 #: Types that are Claude Code's even without a ``sessionId``.

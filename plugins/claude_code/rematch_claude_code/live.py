@@ -35,6 +35,7 @@ Nothing here keeps the payload: records carry what the core digests.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import orjson
@@ -58,17 +59,22 @@ from rematch_trace.host.vocab import (
     UserMessage,
 )
 from rematch_trace.security.redact import default_redactor
+from rematch_trace.trace.prelabel import normalize_mark
 
 from . import skills
+from .commands import is_custom
 from .entries import instruction_entry
-from .runusage import open_regular, run_usage
+from .runusage import Response, open_regular, run_responses, run_usage
 from .translate import PROVIDER, clean_value, measure
-from .usertext import INTERRUPT_PREFIX
+from .usertext import INTERRUPT_PREFIX, classify
 
 #: ``input.source`` of a prompt the user submitted.
 PROMPT_SOURCE = "prompt"
 #: How much of the transcript's end is read to see whether the last turn was aborted.
 TAIL_BYTES = 64 * 1024
+#: How long a ``Stop`` waits for the run's last response to reach the transcript, and how often it looks.
+FLUSH_WAIT_S = 0.5
+FLUSH_POLL_S = 0.02
 #: The longest stop reason kept from a ``StopFailure`` error.
 STOP_REASON_CHARS = 64
 #: How much of a ``StopFailure`` error is redacted (the reason kept is cut from that).
@@ -166,6 +172,60 @@ def aborted_last_turn(transcript: str, prompt: str) -> bool:
     return False
 
 
+def _prompt_input(stream: str, t: int, text: str, event: dict[str, Any]) -> UserMessage:
+    """A submitted prompt as the import reads it: a custom command's run is its arguments.
+
+    The import makes a slash command that started a model run an input whose text is the
+    arguments and whose skills name the command (``translate._command_input``); a mark stays
+    as typed; a built-in command is passed on as typed, for the core to drop.
+    """
+    stripped = text.strip()
+    if stripped.startswith("/") and normalize_mark(stripped) == stripped:
+        parts = stripped[1:].split(None, 1)
+        name = parts[0] if parts else ""
+        if name and is_custom(name, _str(event, "cwd"), _str(event, "transcript_path")):
+            args = parts[1].strip() if len(parts) > 1 else ""
+            return UserMessage(stream, t, args, skills=(name,), source=PROMPT_SOURCE)
+    return UserMessage(stream, t, text, source=PROMPT_SOURCE)
+
+
+def _responses(path: str, last_text: str) -> list[Response] | None:
+    """The run's responses in the transcript, once its last one (``last_text``) is written.
+
+    Claude Code 2.1.328 runs the ``Stop`` hook before it has flushed the run's last response to
+    the transcript: the file is read again, every :data:`FLUSH_POLL_S`, for at most
+    :data:`FLUSH_WAIT_S` (below the hook client's deadline), until the last response's text is the
+    payload's. Past that, what is there.
+    """
+    end = time.monotonic() + FLUSH_WAIT_S
+    while True:
+        found = run_responses(path)
+        if found is None or not last_text or (found and found[-1].text.strip() == last_text.strip()):
+            return found
+        if time.monotonic() >= end:
+            return found
+        time.sleep(FLUSH_POLL_S)
+
+
+def _run_turns(stream: str, t: int, path: str, text: str, stop: str) -> list[Neutral]:
+    """One ``AssistantMessage`` per response of the run, as the import's turn_ends (model, usage each).
+
+    The last one carries the payload's text and stop; with nothing readable, that one alone.
+    """
+    found = _responses(path, text)
+    if not found:
+        return [AssistantMessage(stream, t, stop_reason=stop, text=text)]
+    out: list[Neutral] = []
+    for i, r in enumerate(found):
+        model = ModelRef(PROVIDER, r.model) if r.model else None
+        if i == len(found) - 1:
+            out.append(AssistantMessage(stream, t, model=model, usage=r.usage, stop_reason=stop, text=text or r.text))
+        else:
+            out.append(AssistantMessage(stream, t, model=model, usage=r.usage, stop_reason=r.stop_reason,
+                                        text=r.text))
+    return out
+
+
 def records(event: dict[str, Any], t: int) -> list[Neutral]:
     """The neutral records of one hook payload (see the module docstring); ``[]`` for others."""
     opened = _session(event, t)
@@ -189,9 +249,14 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         prompt = event.get("prompt")
         if type(prompt) is not str:
             return []
+        text = clean(prompt)
+        if classify(text)[0] == "skip":
+            # Text Claude Code itself submits (a background task's <task-notification>): the
+            # import never reads it as typed, so neither does the live trace.
+            return []
         if aborted_last_turn(_str(event, "transcript_path"), prompt):
             out.append(RunEnd(stream, t, "aborted"))
-        out.append(UserMessage(stream, t, clean(prompt), source=PROMPT_SOURCE))
+        out.append(_prompt_input(stream, t, text, event))
         return out
     if name == "PreToolUse":
         call = _call(event)
@@ -220,18 +285,20 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         return out
     if name in ("Stop", "SubagentStop", "StopFailure"):
         text = _str(event, "last_assistant_message")
-        # The run's token usage, from the transcript's end (a subagent's own file on SubagentStop).
-        usage = run_usage(_str(event, "agent_transcript_path" if name == "SubagentStop" else "transcript_path"))
         if name == "StopFailure":
             # The error is the harness's text (an API error may quote a key or a request): redacted
             # whole, as the events are, then cut (a cut first could leave half a secret unmatched).
             error = default_redactor().redact_text(_str(event, "error")[:STOP_ERROR_CHARS])
             stop = error[:STOP_REASON_CHARS] if error else "error"
-            out.append(AssistantMessage(stream, t, stop_reason=stop, text=text, usage=usage))
-            out.append(RunEnd(stream, t, "failure"))
         else:
-            out.append(AssistantMessage(stream, t, stop_reason="end_turn", text=text, usage=usage))
-            out.append(RunEnd(stream, t, "stop"))
+            stop = "end_turn"
+        if name == "SubagentStop":
+            # A subagent's own file (its lines are all sidechain lines): the run's summed usage.
+            usage = run_usage(_str(event, "agent_transcript_path"))
+            out.append(AssistantMessage(stream, t, stop_reason=stop, text=text, usage=usage))
+        else:
+            out.extend(_run_turns(stream, t, _str(event, "transcript_path"), text, stop))
+        out.append(RunEnd(stream, t, "failure" if name == "StopFailure" else "stop"))
         if name == "SubagentStop":
             out.append(SessionEnded(stream, t, "subagent_stop"))
         return out

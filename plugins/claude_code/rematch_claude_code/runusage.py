@@ -18,13 +18,15 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from rematch_trace.host.text import clean
 from rematch_trace.host.vocab import Usage
 
-from .translate import _int, _usage
+from .translate import SYNTHETIC_MODEL, _int, _usage
 from .usertext import INTERRUPT_PREFIX
 
 #: Bytes read per step from the end.
@@ -116,14 +118,53 @@ def _is_prompt(line: dict[str, Any]) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Response:
+    """One model response of the run, as the import's ``turn_end`` of it would say."""
+
+    model: str | None
+    usage: Usage
+    stop_reason: str | None
+    text: str
+
+
 def run_usage(path: str) -> Usage | None:
     """The summed usage of the responses after the transcript's last prompt; ``None`` when none is readable."""
+    responses = run_responses(path)
+    if not responses:
+        return None
+    i = o = cr = cw = 0
+    costs = [r.usage.cost for r in responses if r.usage.cost is not None]
+    for r in responses:
+        u = r.usage
+        i, o, cr, cw = i + u.input, o + u.output, cr + u.cache_read, cw + u.cache_write
+    return Usage(i, o, cr, cw, i + o + cr + cw, sum(costs) if costs else None)
+
+
+def _texts(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if type(content) is str:
+        return clean(content)
+    if type(content) is not list:
+        return ""
+    return "\n".join(clean(b["text"]) for b in content
+                     if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str and b["text"])
+
+
+def run_responses(path: str) -> list[Response] | None:
+    """The responses after the transcript's last prompt, oldest first; ``None`` when the file is unreadable.
+
+    Each response (``message.id``) once: usage from its line with the most output tokens, the
+    model, stop reason and texts its lines state (a streamed response spreads its blocks over
+    several lines), as the importer groups them.
+    """
     fd = open_regular(path)
     if fd is None:
         return None
     try:
         size = os.fstat(fd).st_size
         best: dict[str, tuple[int, list[int], float | None]] = {}
+        facts: dict[str, list[Any]] = {}  # id -> [model, stop_reason, texts last first]
         for raw in lines_backward(fd, size):
             is_assistant = b'"assistant"' in raw
             if not is_assistant and b'"user"' not in raw:
@@ -143,10 +184,20 @@ def run_usage(path: str) -> Usage | None:
                 continue
             message = line.get("message")
             usage = message.get("usage") if type(message) is dict else None
-            if type(usage) is not dict:
+            if type(usage) is not dict or type(message) is not dict:
                 continue
-            mid = message.get("id") if type(message) is dict else None
+            mid = message.get("id")
             key = mid if type(mid) is str and mid else f"line:{len(best)}"
+            fact = facts.setdefault(key, [None, None, []])
+            model = message.get("model")
+            if fact[0] is None and type(model) is str and model and model != SYNTHETIC_MODEL:
+                fact[0] = clean(model)
+            stop = message.get("stop_reason")
+            if fact[1] is None and type(stop) is str and stop:
+                fact[1] = clean(stop)
+            text = _texts(message)
+            if text:
+                fact[2].append(text)
             out_tokens = _int(usage.get("output_tokens"))
             cost = line.get("costUSD")
             cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
@@ -158,10 +209,9 @@ def run_usage(path: str) -> Usage | None:
         return None
     finally:
         os.close(fd)
-    if not best:
-        return None
-    i = o = cr = cw = 0
-    costs = [c for _, _, c in best.values() if c is not None]
-    for _, (a, b, c, d), _cost in best.values():
-        i, o, cr, cw = i + a, o + b, cr + c, cw + d
-    return Usage(i, o, cr, cw, i + o + cr + cw, sum(costs) if costs else None)
+    out = []
+    for key in reversed(list(best)):  # found last first
+        _o, (a, b, c, d), cost = best[key]
+        model, stop, texts = facts[key]
+        out.append(Response(model, Usage(a, b, c, d, a + b + c + d, cost), stop, "\n".join(reversed(texts))))
+    return out

@@ -44,6 +44,7 @@ from rematch_trace.host.vocab import (
     ModelRef,
     Neutral,
     PermissionMode,
+    RunEnd,
     Session,
     SkillInvoked,
     ToolCall,
@@ -69,11 +70,14 @@ MAX_SEEN_IDS_SIDECHAIN = 32
 MAX_RECENT_UUIDS = 64
 #: Sidechain line uuids remembered, to route a line to its parent's chain.
 MAX_SIDECHAIN_UUIDS = 4096
+#: Results held for a call not seen yet (a result line written before its call's line), per stream.
+MAX_EARLY_RESULTS = 64
 #: Two spellings of one local command closer than this are one command.
 SAME_COMMAND_MS = 2000
 
 REJECT_PREFIX = "The user doesn't want to proceed with this tool use"
 SYNTHETIC_MODEL = "<synthetic>"
+TASK_NOTIFICATION = "<task-notification>"
 _HANDLED = frozenset({"user", "assistant", "system", "attachment"})
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -473,6 +477,7 @@ class _Translator:
                 out.append(UserMessage(key, hold[1], hold[0].value))
             if ss["g"] is not None:
                 out.extend(group_records(key, ss["g"], ss["p"]))
+            out.extend(_result(key, r) for r in ss.get("e") or ())
         return out
 
     # -- streams and sessions -------------------------------------------------------------
@@ -608,6 +613,12 @@ class _Translator:
             g = ss["g"] = _new_group(mid, t)
         g["h"].where.append(self.at)
         self._absorb(g, msg, v)
+        early = ss.get("e")
+        if early:
+            # Results written before this line: they pair with its calls by tool_use_id.
+            ids = {c[0] for c in g["c"]}
+            ss["p"].extend(r for r in early if r[0] in ids)
+            ss["e"] = [r for r in early if r[0] not in ids]
         if mid is None:
             self._close(key, ss, out)
 
@@ -724,6 +735,13 @@ class _Translator:
             return
         kind, text = classify("\n".join(kept)) if kept else ("input", "")
         if kind == "skip":
+            g = ss["g"]
+            if g is not None and g["s"] == "end_turn" and kept[0].lstrip().startswith(TASK_NOTIFICATION):
+                # A background task's notification, submitted by Claude Code after the loop
+                # stopped: the loop it starts is a run of its own, with no input (as live,
+                # where a Stop ended the first).
+                self._close(key, ss, out)
+                out.append(RunEnd(key, iso_ms(v.get("timestamp")), "stop"))
             return
         t = iso_ms(v.get("timestamp"))
         if kind == "abort":
@@ -732,12 +750,23 @@ class _Translator:
             self._command(key, ss, text, t, out)
         else:
             self._close(key, ss, out)
+            self._release(key, ss, out)
             self._prep(key, ss, t, out)
             self._context(key, ss, t, out)
             out.append(UserMessage(key, t, text))
 
+    def _release(self, key: str, ss: dict[str, Any], out: list[Neutral], *rs: list[Any]) -> None:
+        """Pass on results whose call never came (all held ones when ``rs`` is empty)."""
+        if not rs:
+            rs = tuple(ss.get("e") or ())
+            ss["e"] = []
+        for r in rs:
+            self._prep(key, ss, r[1], out)
+            out.append(_result(key, r))
+
     def _abort(self, key: str, ss: dict[str, Any], t: int | None, out: list[Neutral]) -> None:
         self._close(key, ss, out)
+        self._release(key, ss, out)
         self._prep(key, ss, t, out)
         out.append(Abort(key, t))
 
@@ -755,6 +784,7 @@ class _Translator:
             # 2.1.x may write one local command both as a user line and a system line.
             return
         self._close(key, ss, out)
+        self._release(key, ss, out)
         self._prep(key, ss, t, out)
         self._context(key, ss, t, out)
         ss["hold"] = [Sealed(text, self.at), t]
@@ -793,8 +823,13 @@ class _Translator:
                 r[3] = Sealed(head, self.at)  # (waits in the state for the response to close)
                 ss["p"].append(r)
             else:
-                self._prep(key, ss, t, out)
-                out.append(_result(key, r))
+                # Claude Code may write a result before the assistant line with its call (the
+                # parentUuid chain is right, the file order is not): held until that line, or
+                # until the run ends, when it is passed on alone (its call is in no line read).
+                early = ss.setdefault("e", [])
+                early.append(r)
+                if len(early) > MAX_EARLY_RESULTS:
+                    self._release(key, ss, out, early.pop(0))
 
     # -- system and attachment lines ----------------------------------------------------------
 

@@ -1,0 +1,50 @@
+"""Fixtures of the harness rig: the pinned harness binaries, installed once per test run.
+
+Without ``REMATCH_REQUIRE_HARNESSES=1`` a harness that cannot be had (no npm, no registry, no
+network namespace) skips its tests; with it (``.ci/run`` sets it) they fail, as the corpus tests do
+under ``REMATCH_REQUIRE_CORPUS=1``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from rig_install import InstallError, binary, pinned
+from rig_session import namespace_works
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("REMATCH_REQUIRE_HARNESSES") == "1":
+        pytest.fail(f"REMATCH_REQUIRE_HARNESSES=1 but {why}")
+    pytest.skip(why)
+
+
+def harness_binary(name: str) -> Path:
+    """The pinned harness's executable, after checking a network namespace can be made."""
+    if not namespace_works():
+        _unavailable("no network namespace can be made here (unshare -n needs root or user namespaces)")
+    try:
+        return binary(pinned(name))
+    except (InstallError, OSError) as exc:
+        _unavailable(f"harness {name} is not available: {exc}")
+        raise
+
+
+@pytest.fixture(scope="session")
+def claude_code_exe() -> Path:
+    """Claude Code at the pinned version."""
+    return harness_binary("claude_code")
+
+
+@pytest.fixture(scope="session")
+def codex_exe() -> Path:
+    """Codex at the pinned version."""
+    return harness_binary("codex")
+
+
+@pytest.fixture(scope="session")
+def pi_exe() -> Path:
+    """pi at the pinned version."""
+    return harness_binary("pi")

@@ -1,0 +1,319 @@
+"""A harness session under the rig: its folders, rematch's hooks, the service, the run in a namespace.
+
+:class:`RigSession` holds what every harness shares (a temp HOME, a project folder, rematch's data
+folder and ``rematch serve`` for the verdicts, the driver under ``unshare -n``); a subclass per
+harness says how to install the hooks, which environment and argv run one prompt, and where the
+transcripts land. :class:`ClaudeCodeSession` is the first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DRIVER = HERE / "rig_driver.py"
+REMATCH = [sys.executable, "-c", "import sys; from rematch_trace.cli import main; sys.argv[0] = 'rematch'; main()"]
+#: Seconds one harness process may run before it is killed (a hang is a failure, not a wait).
+RUN_TIMEOUT = 90
+#: How long a hook may wait for the service's verdict in the rig: time for a test to approve a held call.
+HOLD_BUDGET_MS = 30_000
+#: The environment every harness run starts from: no variable of the caller leaks in.
+BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TERM": "dumb"}
+
+
+def namespace_works() -> bool:
+    """Whether this process may make a network namespace (root, or unprivileged user namespaces)."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return False
+    res = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True, timeout=30)
+    return res.returncode == 0
+
+
+def _connectable(path: Path) -> bool:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(os.fspath(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+@dataclass
+class Prompt:
+    """One harness invocation: the prompt text, and whether it continues the session before it."""
+
+    text: str
+    resume: bool = False
+
+
+@dataclass
+class Record:
+    """What the driver brought back: one result per run, and every request the model server got."""
+
+    runs: list[dict[str, Any]]
+    requests: list[dict[str, Any]]
+
+    def messages(self, scenario: str) -> list[dict[str, Any]]:
+        """The bodies of the model requests a scenario's steps answered, in order."""
+        return [r["body"] for r in self.requests if r["scenario"] == scenario and r["body"] is not None]
+
+
+@dataclass
+class RigSession:
+    """Folders, service and driver shared by every harness; subclasses fill in the harness."""
+
+    root: Path
+    exe: Path
+    server: str = "anthropic"
+    home: Path = field(init=False)
+    project: Path = field(init=False)
+    data: Path = field(init=False)
+    _service: subprocess.Popen[bytes] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.home = self.root / "home"
+        self.project = self.root / "project"
+        self.data = self.root / "data"
+        for d in (self.home, self.project):
+            d.mkdir(parents=True, exist_ok=True)
+
+    # --- per harness ----------------------------------------------------------------------
+    def install_hooks(self) -> None:
+        """Put rematch's hooks where the harness reads them."""
+        raise NotImplementedError
+
+    def env(self) -> dict[str, str]:
+        """The harness's environment (``{base_url}`` is the model server's address)."""
+        raise NotImplementedError
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """The command line of one prompt."""
+        raise NotImplementedError
+
+    def transcripts(self) -> Path:
+        """The folder ``rematch import`` is given."""
+        raise NotImplementedError
+
+    def files(self) -> dict[str, str]:
+        """Files the driver writes before each run, ``{base_url}`` filled in (none by default)."""
+        return {}
+
+    # --- shared ----------------------------------------------------------------------------
+    def rematch(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """The real ``rematch`` CLI, HOME being the session's (so no policy of the caller's applies)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "CLAUDE_", "CODEX_"))}
+        env["HOME"] = str(self.home)
+        return subprocess.run([*REMATCH, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+    def start_service(self) -> None:
+        """``rematch serve --out data`` (the built-in policy): the verdicts the hooks ask for."""
+        from rematch_trace.live import paths
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "CLAUDE_"))}
+        env["HOME"] = str(self.home)
+        self._service = subprocess.Popen([*REMATCH, "serve", "--out", str(self.data)], env=env,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sock = paths.control_socket(self.data)
+        end = time.monotonic() + 30
+        while not _connectable(sock):
+            if self._service.poll() is not None or time.monotonic() > end:
+                raise RuntimeError(f"rematch serve did not start: {self._service.stderr!r}")
+            time.sleep(0.05)
+
+    def stop_service(self) -> None:
+        """SIGTERM the service and wait for it (it settles held calls and exits 0)."""
+        if self._service is not None and self._service.poll() is None:
+            self._service.send_signal(signal.SIGTERM)
+            try:
+                self._service.wait(20)
+            except subprocess.TimeoutExpired:
+                self._service.kill()
+                self._service.wait()
+        self._service = None
+
+    def run(self, script: dict[str, Any], prompts: list[Prompt], session_id: str | None = None,
+            while_running: Callable[[], None] | None = None) -> Record:
+        """Each prompt in turn, in one fresh network namespace with the scripted server; the record.
+
+        ``while_running`` is called about every 50 ms while the harness runs (a person approving
+        a held call, say).
+        """
+        sid = session_id or str(uuid.uuid4())
+        runs = [{"argv": self.argv(p, sid, i == 0), "env": self.env(), "cwd": str(self.project),
+                 "timeout": RUN_TIMEOUT, "files": self.files()} for i, p in enumerate(prompts)]
+        n = len(list(self.root.glob("rig-spec-*.json")))
+        spec, out = self.root / f"rig-spec-{n}.json", self.root / f"rig-out-{n}.json"
+        spec.write_text(json.dumps({"server": self.server, "script": script, "runs": runs}))
+        # ``$0`` is the driver's python: no quoting of paths into the shell text.
+        proc = subprocess.Popen(["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
+                                 sys.executable, str(DRIVER), str(spec), str(out)])
+        end = time.monotonic() + RUN_TIMEOUT * len(runs) + 30
+        try:
+            while proc.poll() is None:
+                if time.monotonic() > end:
+                    raise RuntimeError("the rig's driver outlived every run's timeout")
+                if while_running is not None:
+                    while_running()
+                time.sleep(0.05)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if proc.returncode != 0:
+            raise RuntimeError(f"the rig's driver exited {proc.returncode}")
+        doc = json.loads(out.read_text())
+        return Record(doc["runs"], doc["requests"])
+
+
+@dataclass
+class ClaudeCodeSession(RigSession):
+    """Claude Code in headless mode (``-p``, stream-json), its config folder inside the session's root."""
+
+    model: str = "claude-sonnet-4-5"
+
+    @property
+    def config(self) -> Path:
+        """``CLAUDE_CONFIG_DIR``: settings.json with rematch's hooks, and the transcripts (``projects/``)."""
+        return self.root / "claude-config"
+
+    def install_hooks(self) -> None:
+        """``rematch hooks install --settings <config>/settings.json --out <data>``."""
+        self.config.mkdir(parents=True, exist_ok=True)
+        res = self.rematch("hooks", "install", "--settings", str(self.config / "settings.json"),
+                           "--out", str(self.data))
+        if res.returncode != 0:
+            raise RuntimeError(f"rematch hooks install: {res.stdout} {res.stderr}")
+
+    def env(self) -> dict[str, str]:
+        """Dummy key, our server, every documented switch of non-essential traffic off."""
+        return {**BASE_ENV, "HOME": str(self.home), "CLAUDE_CONFIG_DIR": str(self.config),
+                "ANTHROPIC_BASE_URL": "{base_url}", "ANTHROPIC_API_KEY": "sk-ant-rig-not-a-key",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_BUG_COMMAND": "1",
+                "CLAUDE_CODE_MAX_RETRIES": "0", "API_TIMEOUT_MS": "30000",
+                # A held call waits for its approval (the hook client's default budget is 1.5 s).
+                "REMATCH_IPC_DEADLINE_MS": str(HOLD_BUDGET_MS)}
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """``claude -p PROMPT`` (stream-json), a fixed session id, then ``--resume`` it."""
+        ident = ["--session-id", session_id] if first or not prompt.resume else ["--resume", session_id]
+        return [str(self.exe), "-p", prompt.text, "--output-format", "stream-json", "--verbose",
+                "--model", self.model, "--allowedTools", "Bash Read Write Edit Task Agent", *ident]
+
+    def transcripts(self) -> Path:
+        """``$CLAUDE_CONFIG_DIR/projects``."""
+        return self.config / "projects"
+
+
+#: Codex's configuration in the rig: our provider (its ``base_url`` given on the command line, once
+#: the server's port is known), no approvals, no sandbox (bubblewrap may not run in CI), no update
+#: check, no analytics, no retries (a failure fails the run at once).
+CODEX_CONFIG = """\
+model = "gpt-rig"
+model_provider = "rig"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.rig]
+name = "rig"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+env_key = "RIG_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+"""
+
+
+@dataclass
+class CodexSession(RigSession):
+    """Codex in ``codex exec`` mode against the Responses server; ``CODEX_HOME`` inside the root.
+
+    rematch has no live capture for Codex yet, so no hooks are installed: the rig checks the import.
+    """
+
+    server: str = "responses"
+
+    @property
+    def codex_home(self) -> Path:
+        """``CODEX_HOME``: config.toml, and the transcripts (``sessions/``)."""
+        return self.root / "codex-home"
+
+    def install_hooks(self) -> None:
+        """Writes the configuration only (no rematch live capture for Codex: docs/compatibility.md)."""
+        self.codex_home.mkdir(parents=True, exist_ok=True)
+        (self.codex_home / "config.toml").write_text(CODEX_CONFIG)
+
+    def env(self) -> dict[str, str]:
+        """A dummy key for our provider, HOME and CODEX_HOME in the root."""
+        return {**BASE_ENV, "HOME": str(self.home), "CODEX_HOME": str(self.codex_home), "RIG_API_KEY": "sk-rig"}
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """``codex exec PROMPT``, then ``codex exec resume --last PROMPT`` (Codex picks its own ids)."""
+        head = [str(self.exe), "exec"] if first or not prompt.resume else [str(self.exe), "exec", "resume", "--last"]
+        return [*head, "--skip-git-repo-check", "-c", 'model_providers.rig.base_url="{base_url}/v1"', prompt.text]
+
+    def transcripts(self) -> Path:
+        """``$CODEX_HOME/sessions``."""
+        return self.codex_home / "sessions"
+
+
+@dataclass
+class PiSession(RigSession):
+    """pi (``pi -p``) with a custom provider speaking Anthropic Messages to the scripted server.
+
+    ``PI_CODING_AGENT_DIR`` inside the root holds ``models.json`` (the provider ``rig``, its
+    ``baseUrl`` written by the driver once the port is known) and the transcripts (``sessions/``);
+    ``--offline`` / ``PI_OFFLINE=1`` and ``PI_TELEMETRY=0`` turn off startup traffic. rematch has no
+    live capture for pi: no hooks are installed.
+    """
+
+    server: str = "anthropic"
+    model: str = "claude-rig-1"
+
+    @property
+    def agent_dir(self) -> Path:
+        """``PI_CODING_AGENT_DIR``."""
+        return self.root / "pi-agent"
+
+    def install_hooks(self) -> None:
+        """Only the agent folder (no rematch live capture for pi)."""
+        self.agent_dir.mkdir(parents=True, exist_ok=True)
+
+    def files(self) -> dict[str, str]:
+        """``models.json``: provider ``rig``, ``api: anthropic-messages``, at the server."""
+        doc = {"providers": {"rig": {"baseUrl": "{base_url}", "api": "anthropic-messages", "apiKey": "sk-rig",
+                                     "models": [{"id": self.model, "reasoning": False}]}}}
+        return {str(self.agent_dir / "models.json"): json.dumps(doc)}
+
+    def env(self) -> dict[str, str]:
+        """HOME and the agent folder in the root; startup network operations and telemetry off."""
+        return {**BASE_ENV, "HOME": str(self.home), "PI_CODING_AGENT_DIR": str(self.agent_dir),
+                "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """``pi -p PROMPT`` with our provider, then ``--continue``."""
+        more = ["--continue"] if prompt.resume and not first else []
+        return [str(self.exe), "-p", "--provider", "rig", "--model", self.model, "--offline", "--mode", "json",
+                *more, prompt.text]
+
+    def transcripts(self) -> Path:
+        """``$PI_CODING_AGENT_DIR/sessions``."""
+        return self.agent_dir / "sessions"
