@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from rematch_trace.cli.common import echo_json
+from rematch_trace.cli.common import data_option, echo_json
 
-_OUT = click.option("--out", "out", type=click.Path(), help="Data folder of the service.")
+_OUT = data_option
 
 
 def _data(out: str | None) -> Path:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import NothingToRead, echo_json, readable, session_stem
+from rematch_trace.cli.common import NothingToRead, data_option, echo_json, readable, session_stem
 
 
 @click.command("audit")
 @click.argument("session", required=False)
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 def audit_cmd(session: str | None, out: str | None, as_json: bool) -> None:
     """List the risky actions of SESSION (an id or id prefix; else of every session), most severe first."""

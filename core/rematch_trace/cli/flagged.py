@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import echo_json, readable
+from rematch_trace.cli.common import data_option, echo_json, readable
 
 
 @click.command("flagged")
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def flagged_cmd(out: str | None, as_json: bool) -> None:
     """List flagged sessions, newest first, with their date, folder, counts and reasons."""

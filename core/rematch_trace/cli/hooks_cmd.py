@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rematch_trace.cli.common import data_folder, echo_json
+from rematch_trace.cli.common import data_folder, data_option, echo_json
 
 if TYPE_CHECKING:
     from rematch_trace.live.install import Outcome
@@ -17,7 +17,7 @@ _SETTINGS = click.option(
     "--settings", "settings", type=click.Path(dir_okay=False),
     help="Claude Code settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json).",
 )
-_OUT = click.option("--out", "out", type=click.Path(), help="Data folder (default: $REMATCH_HOME, else the user data dir).")
+_OUT = data_option
 
 
 def _edit(change: Callable[[], Outcome]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import read_only_error, readable, writable
+from rematch_trace.cli.common import data_option, read_only_error, readable, writable
 
 
 @click.group("lake")
@@ -13,7 +13,7 @@ def lake() -> None:
 
 
 @lake.command("migrate")
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
 def lake_migrate(out: str | None) -> None:
     """Migrate the ledger to this version and re-decide every session's domain."""
     from rematch_trace.place.domain import decide_domain

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from rematch_trace.cli.common import data_folder
+from rematch_trace.cli.common import Fatal, data_folder
 from rematch_trace.cli.sessions_cmd import prices_option
 
 
@@ -35,7 +35,8 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     import importlib.util
 
     if importlib.util.find_spec("jinja2") is None:  # found, not imported: a rerun may render nothing
-        raise click.ClickException("rematch report needs Jinja2: pip install 'rematch-trace[report]'")
+        raise Fatal("rematch report needs the Python package Jinja2: install rematch again from its "
+                    "checkout (pip install ./), or pip install jinja2")
     from rematch_trace.cli.sessions_cmd import price_table
     from rematch_trace.report.build import build
     from rematch_trace.report.collect import NothingImported

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from rematch_trace.cli.common import data_folder, echo_json
+from rematch_trace.cli.common import data_folder, data_option, echo_json
 from rematch_trace.report.collect import Entry
 from rematch_trace.report.prices import PriceTable
 from rematch_trace.store.datafolder import DataDir
@@ -107,7 +107,7 @@ def table(rows: list[list[str]], right: set[int]) -> list[str]:
 
 
 @click.command("sessions")
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
 @filter_options
 @prices_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import data_folder, echo_json
+from rematch_trace.cli.common import data_folder, data_option, echo_json
 from rematch_trace.cli.sessions_cmd import filter_options, prices_option
 
 
 @click.command("stats")
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
 @filter_options
 @prices_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
