@@ -79,6 +79,15 @@ def require(feature: str, what: str) -> None:
                     f"install rematch again from its checkout (pip install ./), or pip install '{dist}'")
 
 
+def require_valid_config() -> None:
+    """Stop with the configuration file's problems (each ``file:line: key: reason``), exit status 2."""
+    from rematch_trace.place.domain import config_problems
+
+    problems = config_problems()
+    if problems:
+        raise Fatal("the configuration file has mistakes (nothing was changed):\n  " + "\n  ".join(problems))
+
+
 def _python() -> str:
     import sys
 

@@ -23,6 +23,7 @@ from rematch_trace.cli.common import (
     first_missing,
     read_only_error,
     require,
+    require_valid_config,
     writable,
 )
 from rematch_trace.errors import NothingFound, RematchError
@@ -75,6 +76,7 @@ def import_cmd(
             check_reachable(parsed)
         except RematchError as err:
             raise Fatal(str(err)) from None
+    require_valid_config()  # a misspelt rule would decide domains silently wrong
     data = data_folder(out)
     # Made by this run, if it is: removed again when the run writes no output (nothing found, a failure).
     made = first_missing(data.root)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from rematch_trace.cli.common import Fatal, data_folder
+from rematch_trace.cli.common import Fatal, readable
 from rematch_trace.cli.sessions_cmd import prices_option
 
 
@@ -42,7 +42,12 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     from rematch_trace.report.collect import NothingImported
 
     day = since_day(since)
-    data = data_folder(data_dir)
+    if out and data_dir is None and (Path(out).expanduser() / "ledger.sqlite").is_file():
+        # Every other command's --out names the data folder: say which option means what here.
+        raise click.UsageError(
+            f"{out} is a data folder; rematch report reads it with --data {out} (the site goes to "
+            f"{Path(out) / 'report'}), and writes the site where --out says")
+    data = readable(data_dir)
     folder = Path(out).expanduser() if out else data.root / "report"
     prices = price_table(data, prices_file)
     started = time.perf_counter()
