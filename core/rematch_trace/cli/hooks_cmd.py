@@ -91,6 +91,12 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
         running += st.get("ended") is None
     errors = folder / "errors.log"
     lines = errors.read_text(errors="replace").splitlines() if errors.is_file() else []
+    from rematch_trace.cli.doctor_cmd import hooks_report
+    from rematch_trace.live.hook_check import service_state
+
+    serving, pid = service_state(data.root)
+    report["broken"] = hooks_report(settings)["broken"]
+    report["service"] = {"running": serving, "pid": pid}
     report.update(
         data=str(data.root),
         live_sessions=len(states),
@@ -101,6 +107,8 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
     )
     if as_json:
         echo_json(report)
+        if report["broken"]:
+            raise SystemExit(1)
         return
     if report["settings_error"]:
         click.echo(f"settings: {report['settings_error']}")
@@ -116,3 +124,8 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
         click.echo(f"no live event has arrived in {data.root} yet")
     if lines:
         click.echo(f"{len(lines)} errors logged in {errors}; last: {lines[-1]}")
+    click.echo(f"verdict service: running, pid {pid}" if serving else "verdict service: not running (rematch serve)")
+    for b in report["broken"]:
+        click.echo(f"broken: a hook command cannot run: {b['problem']}; fix: rematch hooks install")
+    if report["broken"]:
+        raise SystemExit(1)
