@@ -119,7 +119,8 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(report)
     else:
-        names = ", ".join(f"{p['name']} {p.get('version', '')}".strip() for p in plugins) or "none"
+        names = ", ".join(f"{p['name']} {p.get('version', '')}".strip() + (" (example)" if p.get("example") else "")
+                          for p in plugins) or "none"
         click.echo(f"plugins: {names}")
         click.echo("packages: " + ", ".join(f"{d} {'ok' if ok else 'MISSING'}" for d, ok in packages.items()))
         if not data["exists"]:
