@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from rematch_trace.cli.common import data_folder, data_option
+from rematch_trace.cli.common import data_folder, data_option, require
 from rematch_trace.errors import RematchError
 
 
@@ -36,6 +36,7 @@ def watch_cmd(
     from rematch_trace.watch.status import Status
     from rematch_trace.watch.watcher import Watcher, WatchSettings
 
+    require("watch", "rematch watch")  # before any folder is made
     data = data_folder(out)
     imports = ImportSettings(events=not no_events, redact=not no_redact, jobs=jobs or (os.cpu_count() or 1))
     settings = WatchSettings(imports=imports, force_polling=True if poll else None)
