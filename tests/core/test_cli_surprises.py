@@ -55,35 +55,35 @@ def test_rerun_under_other_settings_redoes_what_they_change(tmp_path: Path) -> N
     src, data = tmp_path / "src", tmp_path / "data"
     transcript(src, f"deploy with token {PLANTED} please")
     trace = data / "traces" / f"{CC_ID}.jsonl"
-    assert rematch("import", str(src), "--data", str(data), "--no-redact").returncode == 0
+    assert rematch("import", str(src), "--out", str(data), "--no-redact").returncode == 0
     assert PLANTED in trace.read_text()
-    plain = rematch("import", str(src), "--data", str(data))
+    plain = rematch("import", str(src), "--out", str(data))
     assert plain.returncode == 0, plain.stderr
     assert "1 file redone: redaction on (was off)" in plain.stdout
     assert PLANTED not in trace.read_text()
-    same = rematch("import", str(src), "--data", str(data), "--json")
+    same = rematch("import", str(src), "--out", str(data), "--json")
     assert json.loads(same.stdout)["files"]["unchanged"] == 1 and json.loads(same.stdout)["redone"] == {}
 
     events = data / "events" / f"{CC_ID}.jsonl"
-    off = rematch("import", str(src), "--data", str(data), "--no-events")
+    off = rematch("import", str(src), "--out", str(data), "--no-events")
     assert "redone: events off (was on)" in off.stdout and not events.exists()
-    on = rematch("import", str(src), "--data", str(data))
+    on = rematch("import", str(src), "--out", str(data))
     assert "redone: events on (was off)" in on.stdout and events.is_file()
 
-    forced = json.loads(rematch("import", str(src), "--data", str(data), "--force", "--json").stdout)
+    forced = json.loads(rematch("import", str(src), "--out", str(data), "--force", "--json").stdout)
     assert forced["redone"] == {"--force": 1} and forced["files"]["imported"] == 1
 
 
 def test_forget_removes_a_session_and_the_next_import_brings_it_back(tmp_path: Path) -> None:
     src, data = tmp_path / "src", tmp_path / "data"
     transcript(src)
-    assert rematch("import", str(src), "--data", str(data)).returncode == 0
+    assert rematch("import", str(src), "--out", str(data)).returncode == 0
     gone = rematch("forget", CC_ID[:8], "--data", str(data))
     assert gone.returncode == 0, gone.stderr
     assert f"forgot {CC_ID}" in gone.stdout
     assert not (data / "traces" / f"{CC_ID}.jsonl").exists() and not (data / "events" / f"{CC_ID}.jsonl").exists()
     assert rematch("show", CC_ID, "--data", str(data)).returncode == 1
-    back = json.loads(rematch("import", str(src), "--data", str(data), "--json").stdout)
+    back = json.loads(rematch("import", str(src), "--out", str(data), "--json").stdout)
     assert back["files"]["imported"] == 1 and back["sessions_imported"] == 1
     assert rematch("show", CC_ID, "--data", str(data)).returncode == 0
 
@@ -135,6 +135,9 @@ EXIT_TABLE: list[tuple[str, int, str]] = [
     ("flagged --data {data}", 0, "flagged session(s)"),
     ("flagged --data {data} --min-severity 11", 2, "--min-severity"),
     ("sessions --data {none}", 1, "nothing imported"),
+    ("sessions --data {empty}", 1, "nothing imported"),
+    ("flagged --data {empty}", 1, "nothing imported"),
+    ("report --data {empty}", 1, "nothing imported"),
     ("sessions --data {data} --flag redirects", 2, "'redirect'"),
     ("sessions --data {data} --flag any", 2, "'flagged'"),
     ("sessions --data {data} --flag flagged", 0, "session(s)"),
@@ -171,7 +174,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (base / "empty").mkdir()
     (base / "home").mkdir()
     data = base / "data"
-    res = rematch("import", str(EXAMPLES), "--data", str(data), home=base / "home")
+    res = rematch("import", str(EXAMPLES), "--out", str(data), home=base / "home")
     assert res.returncode == 0, res.stderr
     return {"data": str(data), "none": str(base / "none"), "empty": str(base / "empty"),
             "missing": str(base / "missing"), "home": str(base / "home")}
@@ -182,11 +185,13 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def test_every_command_exits_as_the_readme_says(imported: dict[str, str], args: str, status: int,
                                                 says: str) -> None:
     res = rematch(*args.format(**imported).split(), home=Path(imported["home"]))
+    left = Path(imported["none"]).exists()
+    shutil.rmtree(imported["none"], ignore_errors=True)  # each row starts without it
     assert res.returncode == status, (res.stdout, res.stderr)
     assert says in res.stdout + res.stderr
     assert "internal error" not in res.stderr and "Traceback" not in res.stderr
     # A command that failed leaves no data folder where there was none.
-    assert not Path(imported["none"]).exists()
+    assert not left
 
 
 def test_import_json_prints_what_finished_on_ctrl_c(tmp_path: Path) -> None:
@@ -232,7 +237,7 @@ def test_a_misspelt_config_key_is_named_with_its_line(tmp_path: Path) -> None:
     home, src, data = tmp_path / "home", tmp_path / "src", tmp_path / "data"
     home.mkdir()
     transcript(src)
-    assert rematch("import", str(src), "--data", str(data), home=home).returncode == 0
+    assert rematch("import", str(src), "--out", str(data), home=home).returncode == 0
     (home / "config.yml").write_text("domains:\n  - path: /home/dev/*\n    domain: dev\n  - pth: /srv/*\n    domain: srv\n")
     for args in (("import", str(src), "--data", str(data)), ("lake", "migrate", "--data", str(data))):
         res = rematch(*args, home=home)
@@ -251,7 +256,7 @@ def test_a_misspelt_config_key_is_named_with_its_line(tmp_path: Path) -> None:
 def test_an_unknown_mark_class_keeps_the_prompt(tmp_path: Path) -> None:
     src, data = tmp_path / "src", tmp_path / "data"
     transcript(src, "/rematch-mark good the cleanup was right")
-    assert rematch("import", str(src), "--data", str(data)).returncode == 0
+    assert rematch("import", str(src), "--out", str(data)).returncode == 0
     shown = rematch("show", CC_ID, "--data", str(data), "--json").stdout
     inputs = [r for r in map(json.loads, shown.splitlines()) if r["ev"] == "input"]
     assert [r["prelabel"] for r in inputs if "the cleanup was right" in r["text"]] == ["none"]
@@ -314,7 +319,7 @@ def test_flagged_and_audit_filter_and_audit_has_a_header(tmp_path: Path) -> None
     data = tmp_path / "data"
     # Beside the examples (whose actions are all of one severity), a session that only pushes.
     transcript(tmp_path / "push", command="git push origin main", sid="0c0ffee0-0000-4000-8000-000000000001")
-    assert rematch("import", str(EXAMPLES), str(tmp_path / "push"), "--data", str(data)).returncode == 0
+    assert rematch("import", str(EXAMPLES), str(tmp_path / "push"), "--out", str(data)).returncode == 0
     every = json.loads(rematch("flagged", "--data", str(data), "--json").stdout)
     assert {r["harness"] for r in every} >= {"claude_code", "codex"}
     codex = json.loads(rematch("flagged", "--data", str(data), "--json", "--harness", "codex").stdout)
@@ -338,7 +343,7 @@ def test_a_template_placeholder_is_not_a_credential(tmp_path: Path) -> None:
     transcript(tmp_path / "b", command='curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com')
     features = {}
     for name in ("a", "b"):
-        assert rematch("import", str(tmp_path / name), "--data", str(data / name)).returncode == 0
+        assert rematch("import", str(tmp_path / name), "--out", str(data / name)).returncode == 0
         rows = json.loads(rematch("audit", "--data", str(data / name), "--json").stdout)
         features[name] = {f for r in rows for f in r["risk_features"]}
     assert "credential_in_args" not in features["a"]
