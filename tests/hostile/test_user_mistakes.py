@@ -132,7 +132,7 @@ def test_an_empty_default_folder_says_how_to_name_another(tmp_path: Path) -> Non
     proc = rematch("flagged", HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "xdg"))
     assert proc.returncode == 1
     line = one_line(proc)
-    assert "the default data folder" in line and "--out" in line and "REMATCH_HOME" in line
+    assert "the default data folder" in line and "--data" in line and "REMATCH_HOME" in line
 
 
 # -- the id-prefix rule ------------------------------------------------------------------------

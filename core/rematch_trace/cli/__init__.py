@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "show": "rematch_trace.cli.show_cmd:show_cmd",
     "audit": "rematch_trace.cli.audit_cmd:audit_cmd",
     "lake": "rematch_trace.cli.lake:lake",
+    "forget": "rematch_trace.cli.forget_cmd:forget_cmd",
+    "doctor": "rematch_trace.cli.doctor_cmd:doctor_cmd",
     "report": "rematch_trace.cli.report_cmd:report_cmd",
     "stats": "rematch_trace.cli.stats:stats_cmd",
     "sessions": "rematch_trace.cli.sessions_cmd:sessions_cmd",
@@ -47,11 +49,12 @@ class LazyGroup(click.Group):
 
         home = os.environ.get("REMATCH_HOME")
         rows = [
-            ("--out DIR", "the data folder of every command; else $REMATCH_HOME, else the default below"),
+            ("--data DIR", "the data folder of every command (--out too, but for report: its site); "
+                           "else $REMATCH_HOME, else the default below"),
             ("where plugins look", "rematch plugins (rematch import with no PATHS reads those folders)"),
         ]
         env = [
-            ("REMATCH_HOME", "the data folder when --out is not given"),
+            ("REMATCH_HOME", "the data folder when --data is not given"),
             ("REMATCH_LOAD_PLUGINS", "a,b: load only these plugins"),
             ("REMATCH_MAX_LINE_MB", "the longest transcript line read (64)"),
             ("REMATCH_CONFIG", "the config file (domains); default ~/.config/rematch/config.yml"),

@@ -16,9 +16,9 @@ from typing import Any
 import click
 import orjson
 
-from rematch_trace.cli.common import echo_json
+from rematch_trace.cli.common import data_option, echo_json
 
-_OUT = click.option("--out", "out", type=click.Path(), help="Data folder of the service.")
+_OUT = data_option
 #: Seconds between two looks at the held calls under ``--watch``.
 WATCH_POLL_S = 0.5
 

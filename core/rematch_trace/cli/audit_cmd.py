@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import NothingToRead, echo_json, readable, session_stem
+from rematch_trace.cli.common import NothingToRead, data_option, echo_json, readable, session_stem
 
 
 @click.command("audit")
 @click.argument("session", required=False)
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
+@click.option("--since", help="Only actions on or after this day (YYYY-MM-DD, UTC).")
+@click.option("--harness", help="Only this harness's sessions (claude_code, codex, omp, ...).")
+@click.option("--min-severity", "min_severity", type=click.IntRange(0, 10), default=None,
+              help="Only actions of this severity or more (0-10).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
-def audit_cmd(session: str | None, out: str | None, as_json: bool) -> None:
+def audit_cmd(session: str | None, out: str | None, since: str | None, harness: str | None,
+              min_severity: int | None, as_json: bool) -> None:
     """List the risky actions of SESSION (an id or id prefix; else of every session), most severe first."""
     from rematch_trace.security.audit import audit, format_audit
 
@@ -34,11 +39,18 @@ def audit_cmd(session: str | None, out: str | None, as_json: bool) -> None:
             raise NothingToRead(f"no security events in {data.events} "
                                 "(nothing imported, or imported with --no-events)")
         where = f"{read} session{'s' if read != 1 else ''}"
-    rows = audit(data.root, stem)
+    from rematch_trace.cli.report_cmd import since_day
+
+    day = since_day(since)
+    rows = [r for r in audit(data.root, stem)
+            if (harness is None or r.get("agent") == harness)
+            and (min_severity is None or int(r.get("severity") or 0) >= min_severity)
+            and (day is None or str(r.get("occurred_at") or "")[:10] >= day)]
     if as_json:
         echo_json(rows)
         return
     if not rows:
-        click.echo(f"no risky actions found in the security events of {where}")
+        filters = " matching the filters" if any(v is not None for v in (since, harness, min_severity)) else ""
+        click.echo(f"no risky actions{filters} found in the security events of {where}")
         return
     click.echo(format_audit(rows))

@@ -41,8 +41,61 @@ class Fatal(click.ClickException):
     exit_code = EXIT_FATAL
 
 
+#: The data folder option of every command: ``--data``, with ``--out`` kept as its alias (``rematch report``
+#: alone keeps ``--out`` for the site it writes).
+data_option = click.option(
+    "--data", "--out", "out", type=click.Path(), metavar="DIR",
+    help="Data folder (default: $REMATCH_HOME, else the user data folder; --out is the same).",
+)
+
+
+#: Python packages behind a feature: the module imported, its distribution's name.
+PACKAGES: dict[str, tuple[str, str]] = {
+    "report": ("jinja2", "Jinja2"),
+    "watch": ("watchfiles", "watchfiles"),
+    "dask": ("distributed", "dask[distributed]"),
+    "urls": ("fsspec", "fsspec"),
+}
+
+
+def missing_package(module: str) -> bool:
+    """Whether ``module`` cannot be imported (looked up, not imported: no import cost)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):  # a parent missing, or a module set to None in sys.modules
+        return True
+
+
+def require(feature: str, what: str) -> None:
+    """Stop with one line and exit status 2 when the package behind ``feature`` is missing.
+
+    Called before anything is written: a missing package never leaves a data folder behind.
+    """
+    module, dist = PACKAGES[feature]
+    if missing_package(module):
+        raise Fatal(f"{what} needs the Python package {dist}, which is not installed in {_python()}: "
+                    f"install rematch again from its checkout (pip install ./), or pip install '{dist}'")
+
+
+def require_valid_config() -> None:
+    """Stop with the configuration file's problems (each ``file:line: key: reason``), exit status 2."""
+    from rematch_trace.place.domain import config_problems
+
+    problems = config_problems()
+    if problems:
+        raise Fatal("the configuration file has mistakes (nothing was changed):\n  " + "\n  ".join(problems))
+
+
+def _python() -> str:
+    import sys
+
+    return sys.prefix
+
+
 def named_folder(out: str | None) -> DataDir:
-    """The data folder named by ``--out``, else ``$REMATCH_HOME``, else the platform's (nothing settled).
+    """The data folder named by ``--data``/``--out``, else ``$REMATCH_HOME``, else the platform's (nothing settled).
 
     A ``file://`` URL is its local path; any other URL is refused with the reason
     (see :func:`~rematch_trace.importing.fs.local_data_folder`).
@@ -99,21 +152,48 @@ def settle_first(data: DataDir) -> None:
 def origin(out: str | None) -> str:
     """Where the data folder's name came from, for messages."""
     if out:
-        return "--out"
+        return "--data"
     return "REMATCH_HOME" if os.environ.get("REMATCH_HOME") else "the default data folder"
 
 
 def elsewhere_hint(out: str | None) -> str:
     """What to do about an empty data folder: import into it, or name the one that holds the imports."""
     if out:
-        return f"; run: rematch import PATHS --out {out}"
-    return ("; run: rematch import, or name the data folder you imported into with --out DIR "
+        return f"; run: rematch import PATHS --data {out}"
+    return ("; run: rematch import, or name the data folder you imported into with --data DIR "
             "or REMATCH_HOME=DIR")
 
 
 def echo_json(value: Any) -> None:
     """Print ``value`` as indented JSON with sorted keys."""
     click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
+
+
+def first_missing(path: Path) -> Path | None:
+    """The outermost folder of ``path`` (itself included) that does not exist yet, or ``None``."""
+    path = path.absolute()
+    if path.exists():
+        return None
+    top = path
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    return top
+
+
+def discard_made(made: Path | None, data: DataDir) -> None:
+    """Remove the folder this command made (``made``, from :func:`first_missing`) when no output is in it.
+
+    A command that found nothing to import, or failed, leaves no data folder behind; a
+    folder holding any trace or event stream is always kept.
+    """
+    import shutil
+
+    if made is None or not made.is_dir():
+        return
+    for folder in (data.traces, data.events, data.pending):
+        if folder.is_dir() and any(folder.iterdir()):
+            return
+    shutil.rmtree(made, ignore_errors=True)
 
 
 def writable(data: DataDir) -> bool:
@@ -130,7 +210,7 @@ def writable(data: DataDir) -> bool:
 def read_only_error(data: DataDir, what: str) -> Fatal:
     """The one line a writing command says in a data folder it cannot write."""
     return Fatal(f"the data folder {data.root} is read-only; {what} needs to write it "
-                 "(make it writable, or pass --out DIR for another)")
+                 "(make it writable, or pass --data DIR for another)")
 
 
 def readable(out: str | None) -> DataDir:

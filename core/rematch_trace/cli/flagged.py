@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import echo_json, readable
+from rematch_trace.cli.common import data_option, echo_json, readable
 
 
 @click.command("flagged")
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
+@click.option("--since", help="Only sessions started on or after this day (YYYY-MM-DD, UTC).")
+@click.option("--harness", help="Only this harness (claude_code, codex, omp, ...).")
+@click.option("--min-severity", "min_severity", type=click.IntRange(0, 10), default=None,
+              help="Only sessions with a risky action of this severity or more (0-10; see rematch audit).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def flagged_cmd(out: str | None, as_json: bool) -> None:
+def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_severity: int | None,
+                as_json: bool) -> None:
     """List flagged sessions, newest first, with their date, folder, counts and reasons."""
-    from rematch_trace.cli.sessions_cmd import summaries, table
+    from rematch_trace.cli.sessions_cmd import chosen, summaries, table
     from rematch_trace.report.prices import PriceError, load
     from rematch_trace.report.summary import reason_seqs
     from rematch_trace.report.text import clip, when
@@ -23,7 +28,12 @@ def flagged_cmd(out: str | None, as_json: bool) -> None:
         prices = load(data.root)
     except PriceError:
         prices = load()  # this list shows no cost: a broken prices.yml is for stats and report to say
-    entries = [e for e in summaries(data, prices) if e.row["flagged"]]
+    entries = chosen([e for e in summaries(data, prices) if e.row["flagged"]], harness, None, None, None, None, since)
+    if min_severity is not None:
+        from rematch_trace.security.audit import audit
+
+        severe = {str(r.get("session")) for r in audit(data.root) if int(r.get("severity") or 0) >= min_severity}
+        entries = [e for e in entries if e.summary.session_id in severe]
     if as_json:
         echo_json(
             [
@@ -42,7 +52,8 @@ def flagged_cmd(out: str | None, as_json: bool) -> None:
         )
         return
     if not entries:
-        click.echo("no flagged sessions")
+        filtered = any(v is not None for v in (since, harness, min_severity))
+        click.echo("no flagged sessions match" if filtered else "no flagged sessions")
         return
     rows = [["started (UTC)", "harness", "session", "inputs", "tool err", "redirects", "clusters", "reasons", "folder"]]
     for e in entries:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rematch_trace.cli.common import data_folder, echo_json
+from rematch_trace.cli.common import data_folder, data_option, echo_json
 
 if TYPE_CHECKING:
     from rematch_trace.live.install import Outcome
@@ -17,7 +17,7 @@ _SETTINGS = click.option(
     "--settings", "settings", type=click.Path(dir_okay=False),
     help="Claude Code settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json).",
 )
-_OUT = click.option("--out", "out", type=click.Path(), help="Data folder (default: $REMATCH_HOME, else the user data dir).")
+_OUT = data_option
 
 
 def _edit(change: Callable[[], Outcome]) -> None:
@@ -93,6 +93,12 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
         running += st.get("ended") is None
     errors = folder / "errors.log"
     lines = errors.read_text(errors="replace").splitlines() if errors.is_file() else []
+    from rematch_trace.cli.doctor_cmd import hooks_report
+    from rematch_trace.live.hook_check import service_state
+
+    serving, pid = service_state(data.root)
+    report["broken"] = hooks_report(settings)["broken"]
+    report["service"] = {"running": serving, "pid": pid}
     report.update(
         data=str(data.root),
         live_sessions=len(states),
@@ -103,6 +109,8 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
     )
     if as_json:
         echo_json(report)
+        if report["broken"]:
+            raise SystemExit(1)
         return
     from rematch_trace.report.text import one_line
 
@@ -121,3 +129,8 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
         click.echo(one_line(f"no live event has arrived in {data.root} yet"))
     if lines:
         click.echo(one_line(f"{len(lines)} errors logged in {errors}; last: {lines[-1]}"))
+    click.echo(f"verdict service: running, pid {pid}" if serving else "verdict service: not running (rematch serve)")
+    for b in report["broken"]:
+        click.echo(f"broken: a hook command cannot run: {b['problem']}; fix: rematch hooks install")
+    if report["broken"]:
+        raise SystemExit(1)

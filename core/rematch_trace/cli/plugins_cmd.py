@@ -25,7 +25,8 @@ def plugins_cmd(as_json: bool, show_all: bool) -> None:
         if not plugins:
             click.echo("no plugins installed")
         for p in plugins:
-            click.echo(f"{p['name']} {p.get('version', '')}".rstrip())
+            example = " (an example plugin, not a harness: examples/plugin)" if p.get("example") else ""
+            click.echo(f"{p['name']} {p.get('version', '')}".rstrip() + example)
             click.echo(f"  hooks: {', '.join(p['hooks'])}")
             for folder in p["locations"]:
                 click.echo(f"  looks in: {one_line(folder)}")

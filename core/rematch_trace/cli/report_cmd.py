@@ -5,12 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import sqlite3
 import time
-import webbrowser
 from pathlib import Path
 
 import click
 
-from rematch_trace.cli.common import data_folder
+from rematch_trace.cli.common import Fatal, readable
 from rematch_trace.cli.sessions_cmd import prices_option
 
 
@@ -35,13 +34,19 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     import importlib.util
 
     if importlib.util.find_spec("jinja2") is None:  # found, not imported: a rerun may render nothing
-        raise click.ClickException("rematch report needs Jinja2: pip install 'rematch-trace[report]'")
+        raise Fatal("rematch report needs the Python package Jinja2: install rematch again from its "
+                    "checkout (pip install ./), or pip install jinja2")
     from rematch_trace.cli.sessions_cmd import price_table
     from rematch_trace.report.build import build
     from rematch_trace.report.collect import NothingImported
 
     day = since_day(since)
-    data = data_folder(data_dir)
+    if out and data_dir is None and (Path(out).expanduser() / "ledger.sqlite").is_file():
+        # Every other command's --out names the data folder: say which option means what here.
+        raise click.UsageError(
+            f"{out} is a data folder; rematch report reads it with --data {out} (the site goes to "
+            f"{Path(out) / 'report'}), and writes the site where --out says")
+    data = readable(data_dir)
     folder = Path(out).expanduser() if out else data.root / "report"
     prices = price_table(data, prices_file)
     started = time.perf_counter()
@@ -72,6 +77,8 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
 def open_in_browser(index: Path) -> bool:
     """Open ``index`` as a ``file://`` URL in a browser (``$BROWSER``, else the system's); when none can be
     opened, say so in one line, with the URL to open by hand, and return ``False``."""
+    import webbrowser  # here: flagged and audit share --since's check with this module, not the browser
+
     uri = index.resolve().as_uri()
     reason = "no browser could be started"
     try:

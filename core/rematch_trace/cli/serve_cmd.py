@@ -6,9 +6,11 @@ import sys
 
 import click
 
+from rematch_trace.cli.common import data_option
+
 
 @click.command("serve")
-@click.option("--out", "out", type=click.Path(), help="Data folder (its run/ folder holds the sockets).")
+@data_option
 @click.option("--policy", type=click.Path(), help="Policy file (default: $REMATCH_POLICY, ~/.config/rematch/policy.yml, the built-in one).")
 @click.option("--provider", default="localRulesOnly", show_default=True,
               type=click.Choice(["localRulesOnly", "traceRookCloudDemo", "anthropicBYOK"]), help="Analysis provider.")

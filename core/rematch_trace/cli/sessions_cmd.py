@@ -7,12 +7,15 @@ from typing import Any, TypeVar
 
 import click
 
-from rematch_trace.cli.common import data_folder, echo_json
+from rematch_trace.cli.common import data_option, echo_json, readable
 from rematch_trace.report.collect import Entry
 from rematch_trace.report.prices import PriceTable
 from rematch_trace.store.datafolder import DataDir
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: The values of ``--flag``: each flag reason (rematch_trace.trace.flags.REASONS), every flagged session, none.
+FLAG_CHOICES = ("redirect", "error_cluster", "mark", "flagged", "none")
 
 #: The ``--prices`` option of the commands that show costs.
 prices_option = click.option(
@@ -60,8 +63,9 @@ def filter_options(f: F) -> F:
         click.option("--model", help="Only sessions whose model contains this text."),
         click.option("--repo", help="Only sessions whose repository or folder contains this text."),
         click.option("--domain", help="Only this domain."),
-        click.option("--flag", "flag", help="Only flagged sessions with this reason (redirect, error_cluster, "
-                                            "mark), 'any' for every flagged one, 'none' for the others."),
+        click.option("--flag", "flag", type=click.Choice(FLAG_CHOICES),
+                     help="Only flagged sessions with this reason; 'flagged' for every flagged one, 'none' for "
+                          "the others (the report's Flag filter: 'all' is no --flag)."),
         click.option("--since", help="Only sessions started on or after this day (YYYY-MM-DD, UTC)."),
     )):
         f = opt(f)
@@ -87,9 +91,9 @@ def chosen(entries: list[Entry], harness: str | None, model: str | None, repo: s
             continue
         if domain is not None and s.domain != domain:
             continue
-        if (flag == "any" and not s.flagged) or (flag == "none" and s.flagged):
+        if (flag == "flagged" and not s.flagged) or (flag == "none" and s.flagged):
             continue
-        if flag not in (None, "any", "none") and flag not in s.reasons:
+        if flag not in (None, "flagged", "none") and flag not in s.reasons:
             continue
         if day is not None and (s.day or "") < day:
             continue
@@ -109,7 +113,7 @@ def table(rows: list[list[str]], right: set[int]) -> list[str]:
 
 
 @click.command("sessions")
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
 @filter_options
 @prices_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
@@ -119,7 +123,7 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
     from rematch_trace.report.summary import to_json
     from rematch_trace.report.text import clip, when
 
-    data = data_folder(out)
+    data = readable(out)
     entries = chosen(summaries(data, price_table(data, prices_file)), harness, model, repo, domain, flag, since)
     if as_json:
         echo_json([dict(to_json(e.summary), trace=str(e.trace)) for e in entries])

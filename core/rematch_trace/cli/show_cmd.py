@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import find_trace, readable
+from rematch_trace.cli.common import data_option, find_trace, readable
 
 
 @click.command("show")
 @click.argument("session")
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
 @click.option("--json", "as_json", is_flag=True, help="Print the raw trace lines.")
 def show_cmd(session: str, out: str | None, as_json: bool) -> None:
     """Print one session's trace readably (SESSION may be an id prefix)."""

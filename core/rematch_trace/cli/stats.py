@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import data_folder, echo_json
+from rematch_trace.cli.common import data_option, echo_json, readable
 from rematch_trace.cli.sessions_cmd import filter_options, prices_option
 
 
 @click.command("stats")
-@click.option("--out", "out", type=click.Path(), help="Data folder.")
+@data_option
 @filter_options
 @prices_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
@@ -24,7 +24,7 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
     from rematch_trace.report.collect import with_json
     from rematch_trace.report.figures import figures, format_figures
 
-    data = data_folder(out)
+    data = readable(out)
     prices = price_table(data, prices_file)
     entries = chosen(summaries(data, prices), harness, model, repo, domain, flag, since)
     f = with_json(entries, figures)

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import click
 
-from rematch_trace.cli.common import data_folder
+from rematch_trace.cli.common import data_folder, data_option, require
 from rematch_trace.errors import RematchError
 
 
 @click.command("watch")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(), help="Data folder (default: $REMATCH_HOME, else the user data dir).")
+@data_option
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Worker processes for the first catch-up (default: cores); changes import in this process.")
 @click.option("--no-events", is_flag=True, help="Do not write the security event stream.")
@@ -36,6 +36,7 @@ def watch_cmd(
     from rematch_trace.watch.status import Status
     from rematch_trace.watch.watcher import Watcher, WatchSettings
 
+    require("watch", "rematch watch")  # before any folder is made
     data = data_folder(out)
     imports = ImportSettings(events=not no_events, redact=not no_redact, jobs=jobs or (os.cpu_count() or 1))
     settings = WatchSettings(imports=imports, force_polling=True if poll else None)

@@ -186,6 +186,8 @@ def get_plugins(include_builtin: bool = False) -> list[dict[str, Any]]:
             continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         entry: dict[str, Any] = {"name": name, "hooks": hooks, "locations": _locations_of(plugin)}
+        if getattr(plugin, "EXAMPLE", False) is True:
+            entry["example"] = True  # a plugin that says it is an example (examples/plugin), listed apart
         ep = _dists.get(name)
         version = (ep.version() if ep is not None else None) or getattr(plugin, "__version__", None)
         if version:

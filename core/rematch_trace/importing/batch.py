@@ -51,9 +51,18 @@ FEW_FILES = 64
 
 
 def _plan_all(
-    found: list[tuple[str, str | None]], ledger: Ledger, summary: Summary, largest_first: bool
+    found: list[tuple[str, str | None]], ledger: Ledger, summary: Summary, largest_first: bool,
+    settings: ImportSettings | None = None,
 ) -> list[WorkItem]:
-    """The files to import (the most work first, for parallel executors); unchanged ones only counted."""
+    """The files to import (the most work first, for parallel executors); unchanged ones only counted.
+
+    A file whose ledger row was made under other ``settings`` (redaction, events, rule
+    versions: :attr:`ImportSettings.outputs_key`, read from the planning index, no file
+    opened) is read whole again, and so is every file with ``settings.force``; either is
+    counted in :attr:`Summary.redone` with why.
+    """
+    key_now = settings.outputs_key if settings is not None else None
+    force = settings is not None and settings.force
     # Sorted in place, as the ledger stores paths: no second list of an archive's paths.
     found.sort(key=lambda f: as_stored(f[0]))
     rows = _rows_of([as_stored(path) for path, _ in found] if len(found) <= FEW_FILES else None, ledger)
@@ -70,6 +79,13 @@ def _plan_all(
         except (OSError, RematchError):
             size, mtime_ns = None, -1
         decision, grown = plan(mine, path, size, mtime_ns, ledger)
+        if decision != "full" and mine is not None and (force or mine["settings"] != key_now):
+            # Outputs made under other settings (or --force): read whole, as a new file.
+            from rematch_trace.importing.settings import describe_change
+
+            why = "--force" if force else describe_change(mine["settings"], key_now or "")
+            summary.redone[why] = summary.redone.get(why, 0) + 1
+            decision, grown = "full", None
         if decision == "skip":
             summary.unchanged(mine["harness"] if mine is not None else None)
             continue
@@ -222,7 +238,7 @@ def run_import(
     summary.files.sort(key=lambda f: f.path)
     summary.seconds = time.monotonic() - started
     if summary.interrupted is not None:
-        raise Interrupted(summary.interrupted)
+        raise Interrupted(summary.interrupted, summary)
     return summary
 
 
@@ -271,7 +287,8 @@ def import_locked(
             # the journal is settled (what it restored predates the run), and by every run of a
             # caller that keeps the lock across runs (rematch watch).
             _mark_run_start(data)
-            todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None)
+            book.settings_key = settings.outputs_key
+            todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None, settings)
             if todo:
                 # Checked once there is something to read (the reader and ijson load only then).
                 from rematch_trace.importing.reader import require_c_backend

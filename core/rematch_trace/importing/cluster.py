@@ -89,6 +89,28 @@ def parse_scheduler(text: str) -> Scheduler:
     raise RematchError(f"--scheduler {text}: expected local:N or a scheduler address such as tcp://host:8786")
 
 
+def check_reachable(scheduler: Scheduler, seconds: float = 5.0) -> None:
+    """Raise :class:`RematchError` at once when a remote scheduler's address takes no connection.
+
+    A refused or unroutable address is said within ``seconds``, before any data folder is made,
+    rather than after the client's own connect timeout (:data:`CONNECT_TIMEOUT`).
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    if scheduler.address is None:
+        return
+    parts = urlsplit(scheduler.address)
+    if parts.scheme not in ("tcp", "tls") or not parts.hostname:
+        return  # another transport (ucx, inproc): the client says what is wrong
+    try:
+        port = parts.port or 8786
+        with socket.create_connection((parts.hostname, port), timeout=seconds):
+            pass
+    except (OSError, ValueError) as err:
+        raise RematchError(f"--scheduler {scheduler.address}: cannot connect: {err}") from None
+
+
 @attrs.define
 class WorkerCounts:
     """What one cluster worker did in a run (for ``--json``)."""
@@ -181,7 +203,8 @@ class DaskExecutor:
             import dask
             from distributed import Client, LocalCluster
         except ImportError:
-            raise RematchError("--scheduler needs Dask: pip install 'rematch-trace[dask]'") from None
+            raise RematchError("--scheduler needs the Python package dask[distributed]: install rematch again "
+                              "from its checkout (pip install ./), or pip install 'dask[distributed]'") from None
         _quiet()
         if self.scheduler.local:
             # Every worker death reaches this client (see the module docstring), and only the

@@ -10,7 +10,7 @@ local ones (this process, or worker processes of the run); another engine
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from rematch_trace.importing.outcome import FileOutcome, WorkItem
@@ -24,9 +24,11 @@ TASK_BYTES = 2 << 20
 class Interrupted(KeyboardInterrupt):
     """The run was asked to stop (Ctrl-C, SIGTERM); carries the signal number."""
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, summary: Any = None) -> None:
         super().__init__(signum)
         self.signum = signum
+        #: What the run did before it stopped (a :class:`~rematch_trace.importing.summary.Summary`), when known.
+        self.summary = summary
 
 
 class Executor(Protocol):

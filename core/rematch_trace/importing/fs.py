@@ -79,7 +79,8 @@ def _fs(url: str) -> tuple[Any, str]:
     try:
         import fsspec
     except ImportError:
-        raise RematchError(f"{url}: reading URLs needs fsspec: pip install 'rematch-trace[dask]'") from None
+        raise RematchError(f"{url}: reading URLs needs the Python package fsspec: install rematch again "
+                          "from its checkout (pip install ./), or pip install fsspec") from None
     try:
         fs, inner = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as err:

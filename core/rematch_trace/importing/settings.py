@@ -25,6 +25,19 @@ class ImportSettings:
     redact: bool = True
     jobs: int = 1
     fsync: bool = False
+    #: Redo every file asked, changed or not (``rematch import --force``).
+    force: bool = False
+
+    @property
+    def outputs_key(self) -> str:
+        """What these settings make of the outputs, as the ledger records it on each row.
+
+        Two runs with the same key write the same outputs from the same bytes; a row whose
+        key differs was made under other settings (or rules) and is redone.
+        """
+        from rematch_trace.security.versions import REDACTION_RULES, RISK_RULES
+
+        return f"redact={int(self.redact)} events={int(self.events)} rules={REDACTION_RULES}.{RISK_RULES}"
 
     def wiring(self, host: Host) -> Wiring:
         """What these settings make of an import's writers for ``host``: built once per process and host."""
@@ -38,6 +51,20 @@ class ImportSettings:
             factory = sink_factory_for(host) if self.events else None
             cached = _WIRING[key] = Wiring(factory, r_text, r_input)
         return cached
+
+
+def describe_change(before: str | None, now: str) -> str:
+    """In words, how the settings an output was made with (``before``, a recorded key) differ from ``now``."""
+    if not before:
+        return "made before rematch recorded settings"
+    old = dict(part.split("=", 1) for part in before.split() if "=" in part)
+    new = dict(part.split("=", 1) for part in now.split() if "=" in part)
+    words = {"redact": "redaction", "events": "events"}
+    said = [f"{words[k]} {'on' if new.get(k) == '1' else 'off'} (was {'on' if old.get(k) == '1' else 'off'})"
+            for k in ("redact", "events") if old.get(k) != new.get(k)]
+    if old.get("rules") != new.get("rules"):
+        said.append(f"rules {new.get('rules')} (were {old.get('rules')})")
+    return ", ".join(said) or "other settings"
 
 
 #: Settings that write the trace alone, unredacted (what a bare

@@ -13,6 +13,7 @@ the rollback journal of :mod:`rematch_trace.store.journal`.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -465,6 +466,13 @@ class SourceImport:
         out.trace.commit(self.fsync)
         if out.events is not None:
             out.events.commit(self.fsync)
+        elif isinstance(out.trace, AtomicFile):
+            # Written whole without events (--no-events): an event stream an earlier import left
+            # would describe a trace that is no longer there, and audit would read it as current.
+            try:
+                os.unlink(self.data.events_path(out.session_id))
+            except FileNotFoundError:
+                pass
         synth = out.synth
         reasons = synth.flags.reasons()
         seqs = synth.flags.seqs()

@@ -61,6 +61,9 @@ class Summary:
     searched: list[Searched] = attrs.field(factory=list)
     #: Sessions more than one file named (see :mod:`rematch_trace.importing.conflicts`).
     conflicts: list[dict[str, Any]] = attrs.field(factory=list)
+    #: Why files that were not new or changed were read again -> how many: their outputs were made
+    #: under other settings (redaction, events, rule versions), or ``--force``.
+    redone: dict[str, int] = attrs.field(factory=dict)
     #: The signal that stopped the run early, if one did.
     interrupted: int | None = None
     seconds: float = 0.0
@@ -179,6 +182,7 @@ class Summary:
                 {"path": printable(p.path), "harness": p.harness, "exists": p.exists, "found": p.found}
                 for p in self.searched
             ],
+            "redone": dict(self.redone),
             "interrupted": self.interrupted,
             "seconds": round(self.seconds, 3),
         }

@@ -62,6 +62,63 @@ def inference_table(path: Path | None = None) -> tuple[tuple[str, str, str], ...
     return tuple(rules)
 
 
+#: The keys the configuration file knows, at its top and in each ``domains`` rule.
+CONFIG_KEYS = ("domains",)
+RULE_KEYS = ("path", "remote", "domain")
+
+
+def config_problems(path: Path | None = None) -> list[str]:
+    """What is wrong with the configuration file, one ``file:line: key: reason`` each (``[]``: nothing,
+    or no file).
+
+    A rule that rematch would skip (a misspelt key, no ``domain``, neither ``path`` nor
+    ``remote``) is a problem, never a silent gap in the table.
+    """
+    path = path or config_path()
+    if not path.is_file():
+        return []
+    import yaml
+
+    try:
+        with open(path, "rb") as f:
+            root = yaml.compose(f.read(_MAX_YAML))
+    except (OSError, yaml.YAMLError) as err:
+        return [f"{path}: not readable as YAML: {str(err).splitlines()[0] if str(err) else err}"]
+
+    def at(node: yaml.Node) -> str:
+        return f"{path}:{node.start_mark.line + 1}"
+
+    if root is None:
+        return []
+    if not isinstance(root, yaml.MappingNode):
+        return [f"{at(root)}: the file must be a mapping (domains: [...])"]
+    out: list[str] = []
+    for key, value in root.value:
+        if key.value not in CONFIG_KEYS:
+            out.append(f"{at(key)}: {key.value}: unknown key (known: {', '.join(CONFIG_KEYS)})")
+            continue
+        if not isinstance(value, yaml.SequenceNode):
+            out.append(f"{at(value)}: domains: must be a list of rules")
+            continue
+        for i, rule in enumerate(value.value):
+            where = f"domains[{i}]"
+            if not isinstance(rule, yaml.MappingNode):
+                out.append(f"{at(rule)}: {where}: must be a mapping ({', '.join(RULE_KEYS)})")
+                continue
+            keys = {}
+            for k, v in rule.value:
+                if k.value not in RULE_KEYS:
+                    out.append(f"{at(k)}: {where}.{k.value}: unknown key (known: {', '.join(RULE_KEYS)})")
+                elif not isinstance(v, yaml.ScalarNode) or not str(v.value).strip():
+                    out.append(f"{at(v)}: {where}.{k.value}: must be a text")
+                keys[k.value] = k
+            if "domain" not in keys:
+                out.append(f"{at(rule)}: {where}: no domain")
+            if "path" not in keys and "remote" not in keys:
+                out.append(f"{at(rule)}: {where}: needs path or remote")
+    return out
+
+
 def declared_domain(repo: str | None) -> str | None:
     """The domain a repository's ``domain.yml`` declares, if any."""
     if not repo:

@@ -129,12 +129,13 @@ def audit(data_dir: Path, session: str | None = None) -> list[dict[str, Any]]:
 
 
 def format_audit(rows: list[dict[str, Any]]) -> str:
-    """The rows as a terminal table: time, session, tool, outcome, features, summary."""
+    """The rows as a terminal table under a header: severity, time, session, tool, outcome, features, summary."""
     if not rows:
         return "no risky actions found"
     from rematch_trace.report.text import one_line
 
-    lines = []
+    lines = [f"{'sev':>3}  {'time (UTC)':19}  {'session':21}  {'tool':14}  {'outcome':10}  risk features\n"
+             f"     what it did"]
     for r in rows:
         # Every field came from a session (the agent's): hidden characters escaped, one line each.
         who = one_line(str(r.get("session") or "")[:12])
@@ -144,8 +145,8 @@ def format_audit(rows: list[dict[str, Any]]) -> str:
         outcome = one_line(r["outcome"] + (f"({detail})" if detail else ""))
         summary = one_line(str(r.get("args_summary") or "").replace("\n", " "))
         lines.append(
-            f"{one_line(str(r.get('occurred_at') or '')[:19]):19}  {who:21}  {one_line(r.get('tool_name') or '')!s:14.14}  "
-            f"{outcome:10}  {one_line(','.join(r['risk_features']))}\n    {summary[:160]}"
+            f"{r.get('severity', 0)!s:>3}  {one_line(str(r.get('occurred_at') or '')[:19]):19}  {who:21}  "
+            f"{one_line(r.get('tool_name') or '')!s:14.14}  {outcome:10}  {one_line(','.join(r['risk_features']))}\n     {summary[:160]}"
         )
     return "\n".join(lines) + f"\n{len(rows)} risky action(s)"
 

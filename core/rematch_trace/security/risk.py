@@ -121,7 +121,11 @@ _UPLOAD = (
     alt(r"\bInvoke-(?:WebRequest|RestMethod)\b", ("invoke-",), flags=_I, stretch=_SEG, tail=r"-(?:InFile|Body)\b"),
     alt(r"\bgh\s+gist\s+create\b", ("gh",), flags=_I),
 )
-_CRED_VAR = re.compile(r"\$\{?[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)\b", _I)
+# A variable (``$GITHUB_TOKEN``, ``${API_KEY}``, ``${TOKEN:-x}``, ``"$TOKEN."``), not a template placeholder
+# that reads a member of an object named so (``${token.href}``, ``${token?.value}`` in JavaScript).
+_CRED_VAR = re.compile(
+    r"\$\{?[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)\b"
+    r"(?!\??\.[A-Za-z_$])", _I)
 _DESTRUCTIVE = (
     # rm with a flag word holding r (then whitespace), -f… then -…r, --recursive, -rf, -fr.
     alt(r"\brm\s+(?:-(?=[A-Za-z]*?[rR])[A-Za-z]*+\s|-(?=[A-Za-z]*?f)[A-Za-z]*+\s+-[A-Za-z]*?[rR]"

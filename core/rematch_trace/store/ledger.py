@@ -87,12 +87,22 @@ MIGRATIONS: tuple[str, ...] = (
     """
     -- saved states: the held run read back from the trace
     """,
+    # The settings each row's outputs were made with (ImportSettings.outputs_key: redaction,
+    # events, rule versions): a rerun under other settings redoes the rows they change. In the
+    # planning index, so that the check reads no saved state and opens no file. Rows from
+    # before hold NULL: made under settings nobody recorded, so the next import redoes them once.
+    """
+    ALTER TABLE sources ADD COLUMN settings TEXT;
+    ALTER TABLE sessions ADD COLUMN settings TEXT;
+    DROP INDEX sources_brief;
+    CREATE INDEX sources_brief ON sources(path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, settings);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The page size of a new ledger.
 PAGE_SIZE = 8192
 #: The columns of a source row that planning reads: those of the index ``sources_brief``.
-_BRIEF = "path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at"
+_BRIEF = "path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, settings"
 
 
 def as_stored(value: Any) -> Any:
@@ -134,6 +144,8 @@ class Ledger:
         """
         self.path = path
         self.readonly = readonly
+        #: The settings key (:attr:`ImportSettings.outputs_key`) written on the rows this ledger records.
+        self.settings_key: str | None = None
         if readonly:
             self.db = open_readonly(path)
             self.db.row_factory = sqlite3.Row
@@ -314,15 +326,15 @@ class Ledger:
     ) -> None:
         self._q(
             """INSERT INTO sources (path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome,
-                   reason, malformed, problems, saved, imported_at)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
+                   reason, malformed, problems, saved, imported_at, settings)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
                ON CONFLICT(path) DO UPDATE SET harness=excluded.harness, size=excluded.size,
                    mtime_ns=excluded.mtime_ns, head_fp=excluded.head_fp, tail_fp=excluded.tail_fp,
                    offset=excluded.offset, outcome=excluded.outcome, reason=excluded.reason,
                    malformed=excluded.malformed, problems=excluded.problems, saved=excluded.saved,
-                   imported_at=excluded.imported_at""",
+                   imported_at=excluded.imported_at, settings=excluded.settings""",
             (r.path, r.harness, r.size, r.mtime_ns, r.head_fp, r.tail_fp, r.offset, r.outcome, r.reason,
-             r.malformed, r.problems, r.saved or None, int(time.time())),
+             r.malformed, r.problems, r.saved or None, int(time.time()), self.settings_key),
         )
         for harness_, sid in forget:
             # Only while it is still this source's: another file's copy may have taken it meanwhile.
@@ -338,8 +350,8 @@ class Ledger:
             """INSERT INTO sessions (harness, session_id, agent_kind, source_path,
                    source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
                    flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
-                   repo, repo_remote, counts, seqs, mode)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                   repo, repo_remote, counts, seqs, mode, settings)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
                ON CONFLICT(harness, session_id) DO UPDATE SET agent_kind=excluded.agent_kind,
                    source_path=excluded.source_path, source_size=excluded.source_size,
                    source_mtime_ns=excluded.source_mtime_ns, fingerprint=excluded.fingerprint,
@@ -348,7 +360,7 @@ class Ledger:
                    error_cluster_seqs=excluded.error_cluster_seqs, mark_seqs=excluded.mark_seqs,
                    domain=excluded.domain, cwd=excluded.cwd, repo=excluded.repo,
                    repo_remote=excluded.repo_remote, counts=excluded.counts, seqs=excluded.seqs,
-                   mode=excluded.mode""",
+                   mode=excluded.mode, settings=excluded.settings""",
             (
                 r.harness, s.session_id, s.agent_kind, r.path, r.size, r.mtime_ns, r.head_fp, r.offset,
                 s.trace_path, s.events_path, int(s.flagged),
@@ -359,7 +371,7 @@ class Ledger:
                 s.domain, s.cwd, s.repo, s.repo_remote,
                 orjson.dumps(s.counts).decode(),
                 orjson.dumps(s.seqs, option=orjson.OPT_SORT_KEYS).decode(),
-                mode,
+                mode, self.settings_key if mode == "import" else None,
             ),
         )
 
@@ -409,6 +421,28 @@ class Ledger:
         for r in self._q("SELECT source_path, harness, session_id FROM sessions"):
             out.setdefault(r[0], set()).add((r[1], r[2]))
         return out
+
+    def forget(self, harness: str, session_id: str) -> str | None:
+        """Remove a session's row, and its source's row so that the next import reads that file again.
+
+        Returns the source path the session was recorded from (``None``: no such row). The other
+        sessions of that source keep their rows; the next import rewrites them with it.
+        """
+        self._q("BEGIN IMMEDIATE")
+        try:
+            row = self._q("SELECT source_path FROM sessions WHERE harness = ? AND session_id = ?",
+                          (harness, session_id)).fetchone()
+            if row is None:
+                self._q("ROLLBACK")
+                return None
+            self._q("DELETE FROM sessions WHERE harness = ? AND session_id = ?", (harness, session_id))
+            self._q("DELETE FROM sources WHERE path = ?", (row[0],))
+            self._q("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self._q("ROLLBACK")
+            raise
+        return str(row[0])
 
     def set_domain(self, harness: str, session_id: str, domain: str | None) -> None:
         """Store a session's decided domain."""

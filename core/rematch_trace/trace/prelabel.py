@@ -11,6 +11,11 @@ from collections.abc import Iterable
 from rematch_trace.security.scan import ascii_lowered, holds_folded
 
 MARK_RE = re.compile(r"^/rematch\s+mark\s+(correction|preference|scope)\b", re.I)
+#: The mark classes a ``/rematch mark <class>`` line may name (MARK_RE's alternatives).
+MARK_CLASSES = ("correction", "preference", "scope")
+#: Any ``/rematch mark`` line, whatever class it names: one with another class is kept as an
+#: input (not a mark, not a dropped command), so a mistyped class loses no prompt.
+_ANY_MARK_RE = re.compile(r"^/rematch\s+mark(?=\s|$)", re.I)
 REVERT_RE = re.compile(r"\b(?:revert|undo|roll ?back|put it back|git restore)\b|\bgit checkout --(?:\s|$)", re.I)
 NEGATION_RE = re.compile(
     r"^(?:no|nope|don't|do not|stop|not that|wrong|that's (?:not|wrong)|that is wrong|this is wrong"
@@ -135,6 +140,6 @@ def is_dropped_command(text: str) -> bool:
     s = normalize_mark(text)
     if not s or s[0] not in "/!%":
         return False
-    if MARK_RE.match(s):
+    if MARK_RE.match(s) or _ANY_MARK_RE.match(s):
         return False
     return not s.startswith("/skill:")

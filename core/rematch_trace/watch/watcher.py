@@ -74,7 +74,8 @@ def load_watchfiles() -> Any:
     try:
         import watchfiles
     except ImportError:
-        raise RematchError("rematch watch needs watchfiles: pip install 'rematch-trace[watch]'") from None
+        raise RematchError("rematch watch needs the Python package watchfiles: install rematch again "
+                          "from its checkout (pip install ./), or pip install watchfiles") from None
     return watchfiles
 
 

@@ -26,6 +26,10 @@ from rematch_trace.host.source import Location, Problem, RawRecord, Source
 if TYPE_CHECKING:
     from rematch_trace.host.vocab import Neutral
 
+#: This plugin is an example, not a harness anyone runs: ``rematch plugins`` and ``rematch doctor``
+#: list it apart from the real harnesses.
+EXAMPLE = True
+
 # The reader and the vocabulary are imported by the hooks that use them: every command
 # loads every plugin, and a rerun that finds nothing new calls neither hook.
 

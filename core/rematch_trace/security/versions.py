@@ -1,0 +1,16 @@
+"""The versions of the rules that shape an import's outputs, recorded on every ledger row.
+
+A rule change that alters what a trace or an event stream holds (a credential
+format found or no longer found, a risk feature added or narrowed) bumps its
+number here; the next ``rematch import`` then redoes the sessions made under the
+old number and says so. Kept apart from the rules themselves so that planning a
+rerun (which compares these numbers, and opens no unchanged file) loads no rule.
+"""
+
+from __future__ import annotations
+
+#: The redaction rules (:mod:`rematch_trace.security.redact`).
+REDACTION_RULES = 1
+#: The risk features (:mod:`rematch_trace.security.risk`): 2 stopped reading template
+#: placeholders such as ``${token.href}`` as a variable holding a credential.
+RISK_RULES = 2
