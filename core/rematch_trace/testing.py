@@ -11,7 +11,7 @@ record it leads to::
         assert sessions[0].records[0]["ev"] == "session_start"
 
 :func:`check_plugin` raises :class:`ContractError` listing every violation. It
-needs ``jsonschema`` (``pip install 'rematch-trace[testing]'``) and says so
+needs ``jsonschema`` (``pip install './[testing]'`` from rematch's checkout) and says so
 rather than skip the schema check.
 """
 
@@ -165,7 +165,7 @@ def _schema_validator() -> Any:
     except ImportError:
         raise ImportError(
             "rematch_trace.testing validates traces against the trace schema with jsonschema, which is not "
-            "installed: pip install 'rematch-trace[testing]'"
+            "installed: pip install './[testing]' from rematch's checkout"
         ) from None
     return jsonschema.Draft202012Validator(trace_schema())
 
