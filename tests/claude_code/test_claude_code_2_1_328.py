@@ -87,3 +87,43 @@ def test_a_task_notification_after_the_stop_starts_a_run_of_its_own(tmp_path: Pa
     evs = [r["ev"] for r in trace]
     first, second = [i for i, e in enumerate(evs) if e == "agent_end"][:2]
     assert "input" not in evs[first:second] and evs[first + 1] == "turn_end"
+
+
+def test_an_early_result_cut_at_every_line_continues_as_a_cold_import_and_rests_sealed(tmp_path: Path) -> None:
+    """A result waiting for its call's line is in the saved state as a sealed reference, never its text.
+
+    The fixture cut after every line, imported, then grown to its end and imported again: the
+    outputs equal a cold import's, and no saved state holds the early result's output text.
+    """
+    import sqlite3
+
+    name = "cc-2.1.328-result-first.jsonl"
+    lines = (FIXTURES / name).read_bytes().splitlines(keepends=True)
+    cold, _ = _import(tmp_path / "cold", name)
+    assert cold.returncode == 0, cold.stderr
+    cold_trace = (tmp_path / "cold" / "data" / "traces" / f"{SID}.jsonl").read_bytes()
+    heads = [b["content"] for x in _lines(name) if x.get("type") == "user"
+             for b in (x["message"]["content"] if isinstance(x["message"]["content"], list) else [])
+             if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("content"), str)
+             and len(b["content"]) > 12]
+    assert heads
+    for cut in range(1, len(lines)):
+        work = tmp_path / f"cut{cut}"
+        work.mkdir()
+        src = work / name
+        src.write_bytes(b"".join(lines[:cut]))
+        out = work / "data"
+        env = {"HOME": str(work), "PATH": "/usr/bin:/bin"}
+        first = subprocess.run([*REMATCH, "import", str(src), "--out", str(out), "-j", "1"], capture_output=True,
+                               text=True, timeout=120, env=env)
+        assert first.returncode in (0, 1), first.stderr
+        with sqlite3.connect(out / "ledger.sqlite") as db:
+            saved = b"".join(bytes(row[0]) for row in db.execute("select saved from sources") if row[0])
+        for head in heads:
+            # As it would rest in a JSON state (escaped), past its first line (none is shorter than 12).
+            assert orjson.dumps(head)[1:-1][:60] not in saved, (cut, head[:40])
+        src.write_bytes(b"".join(lines))
+        again = subprocess.run([*REMATCH, "import", str(src), "--out", str(out), "-j", "1"], capture_output=True,
+                               text=True, timeout=120, env=env)
+        assert again.returncode == 0, again.stderr
+        assert (out / "traces" / f"{SID}.jsonl").read_bytes() == cold_trace, cut

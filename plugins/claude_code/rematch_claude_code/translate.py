@@ -392,6 +392,16 @@ class _Translator:
                     raise RestartImport("claude_code: a held result's line changed")
                 _check(found[0], r[3])
                 r[3] = found[0]
+            for r in ss.get("e") or ():
+                at = _span(r[3])
+                again = self._scratch(at)
+                # Read alone, the line's result finds no call either: it waits in the scratch's own stream.
+                found = [Sealed(x[3].value, at) for x2 in again.streams.values() for x in x2.get("e") or ()
+                         if x[0] == r[0] and type(x[3]) is Sealed]
+                if not found:
+                    raise RestartImport("claude_code: an early result's line changed")
+                _check(found[0], r[3])
+                r[3] = found[0]
 
     def _scratch(self, at: list[int]) -> _Translator:
         """A fresh translation of the one line at ``at`` (its records in ``.out``)."""
@@ -616,7 +626,7 @@ class _Translator:
         early = ss.get("e")
         if early:
             # Results written before this line: they pair with its calls by tool_use_id.
-            ids = {c[0] for c in g["c"]}
+            ids = {c[0] for c in _held(g)["c"]}
             ss["p"].extend(r for r in early if r[0] in ids)
             ss["e"] = [r for r in early if r[0] not in ids]
         if mid is None:
@@ -826,6 +836,7 @@ class _Translator:
                 # Claude Code may write a result before the assistant line with its call (the
                 # parentUuid chain is right, the file order is not): held until that line, or
                 # until the run ends, when it is passed on alone (its call is in no line read).
+                r[3] = Sealed(head, self.at)  # (waits in the state for its call's line)
                 early = ss.setdefault("e", [])
                 early.append(r)
                 if len(early) > MAX_EARLY_RESULTS:
