@@ -384,24 +384,29 @@ class _Translator:
                     raise RestartImport("claude_code: a held command's line changed")
                 _check(texts[0], hold[0])
                 hold[0] = texts[0]
-            for r in ss["p"]:
+            for r in (*ss["p"], *(ss.get("e") or ())):
                 at = _span(r[3])
-                again = self._scratch(at)
-                found = [Sealed(x.output_head, at) for x in again.out if type(x) is ToolResult and x.call_id == r[0]]
-                if not found:
+                found = self._result_again(at, r[0])
+                if found is None:
                     raise RestartImport("claude_code: a held result's line changed")
-                _check(found[0], r[3])
-                r[3] = found[0]
-            for r in ss.get("e") or ():
-                at = _span(r[3])
-                again = self._scratch(at)
-                # Read alone, the line's result finds no call either: it waits in the scratch's own stream.
-                found = [Sealed(x[3].value, at) for x2 in again.streams.values() for x in x2.get("e") or ()
-                         if x[0] == r[0] and type(x[3]) is Sealed]
-                if not found:
-                    raise RestartImport("claude_code: an early result's line changed")
-                _check(found[0], r[3])
-                r[3] = found[0]
+                _check(found, r[3])
+                r[3] = found
+
+    def _result_again(self, at: list[int], call_id: str) -> Sealed | None:
+        """The output head of ``call_id``'s result on the line at ``at``, translated again alone.
+
+        Read alone, the line's result finds no open call: it is the scratch's early result
+        (waiting for its call's line), or, were it passed on, one of its records.
+        """
+        again = self._scratch(at)
+        for x in again.out:
+            if type(x) is ToolResult and x.call_id == call_id:
+                return Sealed(x.output_head, at)
+        for st in again.streams.values():
+            for e in st.get("e") or ():
+                if e[0] == call_id and type(e[3]) is Sealed:
+                    return Sealed(e[3].value, at)
+        return None
 
     def _scratch(self, at: list[int]) -> _Translator:
         """A fresh translation of the one line at ``at`` (its records in ``.out``)."""
