@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 from cc_fixtures import Lines, call, raw_records, session_path, source_of, text, translate, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
