@@ -125,6 +125,12 @@ class RigSession:
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "CLAUDE_"))}
         env["HOME"] = str(self.home)
+        # The built-in rules, with one setting of the user's own: the test approves a held call as a
+        # person would, but from no terminal (the one-time code a person types at a terminal is tested
+        # in tests/live/test_approver_guard.py; docs/threat-model.md).
+        policy = self.home / ".config" / "rematch" / "policy.yml"
+        policy.parent.mkdir(parents=True, exist_ok=True)
+        policy.write_text("version: 1\napprove_without_code: true\n")
         self._service = subprocess.Popen([*REMATCH, "serve", "--out", str(self.data)], env=env,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         sock = paths.control_socket(self.data)
