@@ -112,7 +112,7 @@ def test_check_plugin_refuses_to_run_without_jsonschema(monkeypatch: pytest.Monk
     schema_validator.cache_clear()
     monkeypatch.setitem(sys.modules, "jsonschema", None)  # as if not installed
     try:
-        with pytest.raises(ImportError, match=r"pip install 'rematch-trace\[testing\]'"):
+        with pytest.raises(ImportError, match=r"pip install '\./\[testing\]' from rematch's checkout"):
             check_plugin(rematch_toy, [TOY])
     finally:
         schema_validator.cache_clear()

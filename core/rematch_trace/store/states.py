@@ -149,10 +149,16 @@ def converter() -> Any:
         if cls is SavedState:
             out["journal"] = override(omit_if_default=True, unstruct_hook=_same)  # absent from a first import's state
             out["detected"] = override(omit_if_default=True)
+        elif cls is SinkState:
+            # Absent when no call was blocked (every import, and every state of earlier versions).
+            out["blocked_calls"] = override(omit_if_default=True, unstruct_hook=_same)
+            out["blocked"] = override(omit_if_default=True)
         elif cls is SynthState:
             # Absent when nothing is held in the trace (and so from every state of earlier versions).
             out["held"] = override(omit_if_default=True)
             out["held_skills"] = override(omit_if_default=True, unstruct_hook=_same)
+            # Absent when no call was blocked (every import, and every state of earlier versions).
+            out["blocked_calls"] = override(omit_if_default=True, unstruct_hook=_same)
         c.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, c, **out))
         c.register_structure_hook(cls, make_dict_structure_fn(cls, c, **into))
     return c
