@@ -58,6 +58,8 @@ class Prompt:
 
     text: str
     resume: bool = False
+    #: The model the harness is told to use for this prompt (``None``: the session's).
+    model: str | None = None
 
 
 @dataclass
@@ -212,7 +214,7 @@ class ClaudeCodeSession(RigSession):
         """``claude -p PROMPT`` (stream-json), a fixed session id, then ``--resume`` it."""
         ident = ["--session-id", session_id] if first or not prompt.resume else ["--resume", session_id]
         return [str(self.exe), "-p", prompt.text, "--output-format", "stream-json", "--verbose",
-                "--model", self.model, "--allowedTools", "Bash Read Write Edit Task Agent", *ident]
+                "--model", prompt.model or self.model, "--allowedTools", "Bash Read Write Edit Task Agent", *ident]
 
     def transcripts(self) -> Path:
         """``$CLAUDE_CONFIG_DIR/projects``."""

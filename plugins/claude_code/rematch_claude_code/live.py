@@ -64,7 +64,7 @@ from rematch_trace.trace.prelabel import normalize_mark
 from . import skills
 from .commands import is_custom
 from .entries import instruction_entry
-from .runusage import Response, open_regular, run_responses, run_usage
+from .runusage import Response, open_regular, run_matches, run_responses, run_usage
 from .translate import PROVIDER, clean_value, measure
 from .usertext import INTERRUPT_PREFIX, classify
 
@@ -190,20 +190,22 @@ def _prompt_input(stream: str, t: int, text: str, event: dict[str, Any]) -> User
 
 
 def _responses(path: str, last_text: str) -> list[Response] | None:
-    """The run's responses in the transcript, once its last one (``last_text``) is written.
+    """The run's responses in the transcript: the run whose last response says ``last_text``.
 
     Claude Code 2.1.328 runs the ``Stop`` hook before it has flushed the run's last response to
     the transcript: the file is read again, every :data:`FLUSH_POLL_S`, for at most
-    :data:`FLUSH_WAIT_S` (below the hook client's deadline), until the last response's text is the
-    payload's. Past that, what is there.
+    :data:`FLUSH_WAIT_S` (below the hook client's deadline), until a run ends with the payload's
+    text. Past that, the newest run. The service may read the file only once the loop went on
+    (a blocking ``Stop`` hook, the next prompt): the run is found by its text, not taken as the
+    newest (:func:`~.runusage.run_responses`).
     """
     end = time.monotonic() + FLUSH_WAIT_S
     while True:
-        found = run_responses(path)
-        if found is None or not last_text or (found and found[-1].text.strip() == last_text.strip()):
+        found = run_responses(path, last_text)
+        if found is None or run_matches(found, last_text):
             return found
         if time.monotonic() >= end:
-            return found
+            return run_responses(path)
         time.sleep(FLUSH_POLL_S)
 
 
