@@ -62,6 +62,7 @@ from rematch_trace.security.redact import default_redactor
 from rematch_trace.trace.prelabel import normalize_mark
 
 from . import skills
+from .callids import call_id_from_transcript
 from .commands import is_custom
 from .entries import instruction_entry
 from .runusage import Response, open_regular, run_matches, run_responses, run_usage
@@ -108,9 +109,17 @@ def _session(event: dict[str, Any], t: int) -> tuple[str, Session] | None:
 
 
 def _call(event: dict[str, Any]) -> ToolCall | None:
+    """The payload's call; without ``tool_use_id`` (before 2.0.43) its id is the transcript's (:mod:`.callids`).
+
+    ``None`` when no id can be had: the core logs the payload's tool event as not recorded.
+    """
     call_id = _str(event, "tool_use_id")
     name = _str(event, "tool_name")
-    if not call_id or not name:
+    if not name:
+        return None
+    if not call_id and "tool_use_id" not in event:
+        call_id = call_id_from_transcript(_str(event, "transcript_path"), name, event.get("tool_input")) or ""
+    if not call_id:
         return None
     return ToolCall(call_id, name, clean_value(event.get("tool_input")))
 
