@@ -66,3 +66,66 @@ def call_id_from_transcript(path: str, name: str, tool_input: Any) -> str | None
         if found is not None or time.monotonic() >= end:
             return found
         time.sleep(POLL_S)
+
+
+#: A subagent file modified longer ago than this is not searched (its agent made no call just now).
+RECENT_S = 120.0
+#: How much of a subagent file's end is searched for the call.
+SUB_TAIL_BYTES = 256 * 1024
+#: At most this many subagent files are searched for one payload.
+MAX_SUB_FILES = 16
+
+
+def _candidates(transcript: str, session_id: str) -> list[str]:
+    """The session's subagent files written to lately: ``<sid>/subagents/agent-*.jsonl`` (2.1),
+    ``agent-*.jsonl`` beside the transcript (2.0), newest first."""
+    folder = os.path.dirname(transcript)
+    found: list[tuple[float, str]] = []
+    now = time.time()
+    for d in (os.path.join(folder, session_id, "subagents"), folder):
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for n in names:
+            if n.startswith("agent-") and n.endswith(".jsonl"):
+                p = os.path.join(d, n)
+                try:
+                    mtime = os.stat(p).st_mtime
+                except OSError:
+                    continue
+                if now - mtime <= RECENT_S:
+                    found.append((mtime, p))
+    found.sort(reverse=True)
+    return [p for _m, p in found[:MAX_SUB_FILES]]
+
+
+def subagent_of_call(transcript: str, session_id: str, call_id: str) -> str | None:
+    """The subagent (its file's ``agent-<id>``) whose file holds the call ``call_id``; ``None`` when none does.
+
+    For a tool payload without ``agent_id`` (versions that did not name the subagent in its
+    tool payloads): such a payload carries the main session's id, and its call is in the
+    subagent's file, not in the main transcript. Only the session's subagent files written to in
+    the last :data:`RECENT_S` seconds are searched, each at its end: a main session's call costs
+    a folder listing when no subagent is running.
+    """
+    if not transcript or not session_id or not call_id:
+        return None
+    needle = b'"' + call_id.encode("utf-8", "replace") + b'"'
+    sid_needle = b'"sessionId":"' + session_id.encode("utf-8", "replace") + b'"'
+    for path in _candidates(transcript, session_id):
+        fd = open_regular(path)
+        if fd is None:
+            continue
+        try:
+            size = os.fstat(fd).st_size
+            tail = os.pread(fd, SUB_TAIL_BYTES, max(0, size - SUB_TAIL_BYTES))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        for raw in tail.split(b"\n"):
+            if needle in raw and b'"tool_use"' in raw and (sid_needle in raw or b"/subagents/" in path.encode()):
+                name = os.path.basename(path)[len("agent-"):-len(".jsonl")]
+                return clean(name) or None
+    return None

@@ -62,7 +62,7 @@ from rematch_trace.security.redact import default_redactor
 from rematch_trace.trace.prelabel import normalize_mark
 
 from . import skills
-from .callids import call_id_from_transcript
+from .callids import call_id_from_transcript, subagent_of_call
 from .commands import is_custom
 from .entries import instruction_entry
 from .runusage import Response, open_regular, run_matches, run_responses, run_usage
@@ -71,6 +71,8 @@ from .usertext import INTERRUPT_PREFIX, classify
 
 #: ``input.source`` of a prompt the user submitted.
 PROMPT_SOURCE = "prompt"
+#: The hook events about one tool call.
+_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 #: How much of the transcript's end is read to see whether the last turn was aborted.
 TAIL_BYTES = 64 * 1024
 #: How long a ``Stop`` waits for the run's last response to reach the transcript, and how often it looks.
@@ -101,6 +103,9 @@ def _session(event: dict[str, Any], t: int) -> tuple[str, Session] | None:
         return None
     cwd = _str(event, "cwd")
     agent = _str(event, "agent_id")
+    if not agent and "agent_id" not in event and event.get("hook_event_name") in _TOOL_EVENTS:
+        # A version that did not name the subagent in its tool payloads: the call's file says whose it is.
+        agent = subagent_of_call(_str(event, "transcript_path"), sid, _str(event, "tool_use_id")) or ""
     if agent:
         stream = f"agent-{agent}"
         name = _str(event, "agent_type") or None
