@@ -127,6 +127,11 @@ class RigSession:
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "CLAUDE_"))}
         env["HOME"] = str(self.home)
+        # The built-in policy, extended by one setting: the test approves a held call as a person
+        # would, but from no terminal of its own (the one-time code is tested in tests/live).
+        policy = self.home / "rig-policy.yml"
+        policy.write_text("version: 1\napprove_without_code: true\nrules: []\n")
+        env["REMATCH_POLICY"] = str(policy)
         self._service = subprocess.Popen([*REMATCH, "serve", "--out", str(self.data)], env=env,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         sock = paths.control_socket(self.data)
