@@ -65,7 +65,7 @@ from . import skills
 from .callids import call_id_from_transcript, subagent_of_call
 from .commands import is_custom
 from .entries import instruction_entry
-from .runusage import Response, open_regular, run_matches, run_responses, run_usage
+from .runusage import Response, interrupted_results, open_regular, run_matches, run_responses, run_usage
 from .translate import PROVIDER, clean_value, measure
 from .usertext import INTERRUPT_PREFIX, classify
 
@@ -270,8 +270,21 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
             # Text Claude Code itself submits (a background task's <task-notification>): the
             # import never reads it as typed, so neither does the live trace.
             return []
-        if aborted_last_turn(_str(event, "transcript_path"), prompt):
-            out.append(RunEnd(stream, t, "aborted"))
+        path = _str(event, "transcript_path")
+        if aborted_last_turn(path, prompt):
+            # The aborted run's end, told before this prompt's turn starts (its records belong to
+            # the run an Esc ended, as on import): the calls the Esc interrupted, which had no
+            # PostToolUse, as their interrupted results; the run's responses, which had no Stop.
+            ended: list[Neutral] = []
+            for call_id, tool, nbytes, head in interrupted_results(path, prompt):
+                ended.append(ToolResult(stream, t, call_id, nbytes, head[:HEAD_CHARS], True, "interrupted",
+                                        tool or None))
+            for r in run_responses(path, skip_prompt=prompt) or ():
+                model = ModelRef(PROVIDER, r.model) if r.model else None
+                ended.append(AssistantMessage(stream, t, model=model, usage=r.usage, stop_reason=r.stop_reason,
+                                              text=r.text))
+            ended.append(RunEnd(stream, t, "aborted"))
+            out[1:1] = ended
         out.append(_prompt_input(stream, t, text, event))
         return out
     if name == "PreToolUse":

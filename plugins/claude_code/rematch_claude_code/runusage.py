@@ -158,7 +158,7 @@ def _texts(message: dict[str, Any]) -> str:
 MAX_RUNS_BACK = 16
 
 
-def run_responses(path: str, last_text: str | None = None) -> list[Response] | None:
+def run_responses(path: str, last_text: str | None = None, skip_prompt: str | None = None) -> list[Response] | None:
     """The responses of the transcript's last run, oldest first; ``None`` when the file is unreadable.
 
     A run is what lies between two starts (a prompt, or the ``Stop hook feedback:`` line of a
@@ -166,7 +166,9 @@ def run_responses(path: str, last_text: str | None = None) -> list[Response] | N
     one whose last response says that text: the service captures a ``Stop`` after the hook
     returned, by when a blocking hook's feedback, or the next prompt, and the responses after
     them may be in the file. ``[]`` when no run within :data:`MAX_RUNS_BACK` ends so (the last
-    response is not written yet): :func:`run_matches` tells the two apart.
+    response is not written yet): :func:`run_matches` tells the two apart. With ``skip_prompt``
+    (a prompt just submitted), a newest run that is that prompt's alone, with no response yet,
+    is passed over: the run before it is wanted (the one an Esc aborted).
 
     Each response (``message.id``) once: usage from its line with the most output tokens, the
     model, stop reason and texts its lines state (a streamed response spreads its blocks over
@@ -195,6 +197,10 @@ def run_responses(path: str, last_text: str | None = None) -> list[Response] | N
                 if _is_prompt(line) or is_stop_feedback(line):
                     # The run's start: its prompt, or the blocked stop it goes on from.
                     found = _gather(best, facts)
+                    if (skip_prompt is not None and runs == 0 and not found
+                            and _prompt_text(line) == skip_prompt.strip()):
+                        runs += 1  # the new prompt itself: the aborted run is before it
+                        continue
                     if last_text is None or run_matches(found, last_text):
                         return found
                     runs += 1
@@ -235,6 +241,61 @@ def run_responses(path: str, last_text: str | None = None) -> list[Response] | N
     if last_text is None or run_matches(found, last_text):
         return found
     return []
+
+
+def _prompt_text(line: dict[str, Any]) -> str:
+    """A prompt line's text, stripped (its text blocks joined)."""
+    message = line.get("message")
+    return _texts(message).strip() if type(message) is dict else ""
+
+
+def interrupted_results(path: str, skip_prompt: str) -> list[tuple[str, str, int, str]]:
+    """The calls of the last run (before ``skip_prompt``) whose result is Claude Code's interrupt marker.
+
+    An Esc during a call: Claude Code writes the call's ``tool_result`` as ``[Request
+    interrupted by user for tool use]`` and runs no ``PostToolUse``. Each as (call id, tool,
+    the result's bytes, its head), oldest first; read backwards to the run's prompt.
+    """
+    fd = open_regular(path)
+    if fd is None:
+        return []
+    results: list[tuple[str, int, str]] = []
+    names: dict[str, str] = {}
+    try:
+        skipped = False
+        for raw in lines_backward(fd, os.fstat(fd).st_size):
+            if b'"assistant"' not in raw and b'"user"' not in raw:
+                continue
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if type(line) is not dict or line.get("isSidechain") is True:
+                continue
+            message = line.get("message")
+            content = message.get("content") if type(message) is dict else None
+            if line.get("type") == "user":
+                if _is_prompt(line) or is_stop_feedback(line):
+                    if not skipped and not results and _prompt_text(line) == skip_prompt.strip():
+                        skipped = True
+                        continue
+                    break
+                for b in content if type(content) is list else ():
+                    if type(b) is dict and b.get("type") == "tool_result" and type(b.get("tool_use_id")) is str:
+                        body = b.get("content")
+                        text = body if type(body) is str else _texts({"content": body}) if type(body) is list else ""
+                        if text.lstrip().startswith(INTERRUPT_PREFIX):
+                            results.append((clean(b["tool_use_id"]), len(text.encode()), clean(text)))
+            elif line.get("type") == "assistant" and type(content) is list:
+                for b in content:
+                    if type(b) is dict and b.get("type") == "tool_use" and type(b.get("id")) is str \
+                            and type(b.get("name")) is str:
+                        names[clean(b["id"])] = clean(b["name"])
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    return [(cid, names.get(cid, ""), n, head) for cid, n, head in reversed(results)]
 
 
 def run_matches(found: list[Response] | None, last_text: str) -> bool:
