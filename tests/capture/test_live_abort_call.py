@@ -80,7 +80,6 @@ def test_an_interrupted_call_is_an_interrupted_result_of_its_run(tmp_path: Path)
 
     live = read_jsonl(DataDir(data).trace_path(SID))
     imp = read_jsonl(DataDir(imported).trace_path(SID))
-    print(shape(live)); print(shape(imp))
     assert shape(live) == shape(imp)
     assert not any(r["ev"] == "tool_blocked" for r in live)
 
