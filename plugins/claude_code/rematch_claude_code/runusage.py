@@ -154,8 +154,9 @@ def _texts(message: dict[str, Any]) -> str:
 
 
 #: At most this many runs (stretches between prompts or blocked stops) are passed over, newest
-#: first, looking for the one a ``Stop`` payload's last text ends.
-MAX_RUNS_BACK = 16
+#: first, looking for the one a ``Stop`` payload's last text ends (a Stop is captured within a loop or
+#: two of its own; each poll of a mismatching text reads this many runs, so it stays small).
+MAX_RUNS_BACK = 4
 
 
 def run_responses(path: str, last_text: str | None = None, skip_prompt: str | None = None) -> list[Response] | None:
