@@ -230,6 +230,23 @@ def test_only_typed_text_becomes_input(tmp_path: Path) -> None:
     ]
 
 
+def test_desktop_recommended_plugins_is_not_a_prompt(tmp_path: Path) -> None:
+    """Codex Desktop injects a user-role ``<recommended_plugins>`` message that it never mirrors as
+    ``user_message``: context, not a typed prompt (prompts are exactly the mirrored texts). So is
+    any other text that is one snake_case tag's block, as Codex wraps what it injects."""
+    b = Lines()
+    lines = [
+        b.meta(), b.turn_context(),
+        b.user("<recommended_plugins>\n- github: Work with issues\n</recommended_plugins>"),
+        b.user("<workspace_hint name=\"w\">\nsomething a client adds\n</workspace_hint>\n"),
+        b.user("fix it"), b.event("user_message", message="fix it", images=[]), b.assistant("done"),
+        b.user("<div>typed html</div>"), b.event("user_message", message="<div>typed html</div>", images=[]),
+        b.assistant("ok"),
+    ]
+    recs = run(tmp_path, lines)
+    assert [r.text for r in of(recs, UserMessage)] == ["fix it", "<div>typed html</div>"]
+
+
 def test_prompts_recorded_only_as_user_message_events_are_inputs(tmp_path: Path) -> None:
     b = Lines()
     lines = [

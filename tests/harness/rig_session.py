@@ -58,6 +58,8 @@ class Prompt:
 
     text: str
     resume: bool = False
+    #: The model the harness is told to use for this prompt (``None``: the session's).
+    model: str | None = None
 
 
 @dataclass
@@ -125,12 +127,11 @@ class RigSession:
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "CLAUDE_"))}
         env["HOME"] = str(self.home)
-        # The built-in rules, with one setting of the user's own: the test approves a held call as a
-        # person would, but from no terminal (the one-time code a person types at a terminal is tested
-        # in tests/live/test_approver_guard.py; docs/threat-model.md).
-        policy = self.home / ".config" / "rematch" / "policy.yml"
-        policy.parent.mkdir(parents=True, exist_ok=True)
-        policy.write_text("version: 1\napprove_without_code: true\n")
+        # The built-in policy, extended by one setting: the test approves a held call as a person
+        # would, but from no terminal of its own (the one-time code is tested in tests/live).
+        policy = self.home / "rig-policy.yml"
+        policy.write_text("version: 1\napprove_without_code: true\nrules: []\n")
+        env["REMATCH_POLICY"] = str(policy)
         self._service = subprocess.Popen([*REMATCH, "serve", "--out", str(self.data)], env=env,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         sock = paths.control_socket(self.data)
@@ -218,7 +219,7 @@ class ClaudeCodeSession(RigSession):
         """``claude -p PROMPT`` (stream-json), a fixed session id, then ``--resume`` it."""
         ident = ["--session-id", session_id] if first or not prompt.resume else ["--resume", session_id]
         return [str(self.exe), "-p", prompt.text, "--output-format", "stream-json", "--verbose",
-                "--model", self.model, "--allowedTools", "Bash Read Write Edit Task Agent", *ident]
+                "--model", prompt.model or self.model, "--allowedTools", "Bash Read Write Edit Task Agent", *ident]
 
     def transcripts(self) -> Path:
         """``$CLAUDE_CONFIG_DIR/projects``."""

@@ -160,6 +160,19 @@ class _Discarded:
         """Nothing to discard."""
 
 
+#: The records a trace "holds" when a live trace and an import of the same session are weighed.
+HELD_KINDS = ("input", "tool_result", "turn_end")
+
+
+def held_by(trace: Path) -> int:
+    """How many inputs, tool results and turn ends a trace file holds (0 when it is absent)."""
+    try:
+        data = trace.read_bytes()
+    except OSError:
+        return 0
+    return sum(data.count(b'"ev":"' + kind.encode() + b'"') for kind in HELD_KINDS)
+
+
 class _Out:
     """One session's outputs while the import runs.
 
@@ -193,6 +206,12 @@ class _Out:
         trace_path = data.trace_path(self.session_id)
         events_path = data.events_path(self.session_id)
         self.kept_live = is_live(data, self.session_id)
+        #: A session captured live that a full import may still win: what its live trace holds
+        #: (:func:`held_by`); the two are weighed at commit (a live trace holding less never wins).
+        self.live_rival: int | None = None
+        if self.kept_live and saved is None:
+            self.live_rival = held_by(trace_path)
+            self.kept_live = False
         #: A continued session that had no flag reasons has no pending file to remove.
         self.had_reasons = saved is None or bool(saved.synth.flags.reasons())
         if self.kept_live:
@@ -424,6 +443,10 @@ class SourceImport:
 
     def _commit(self) -> None:
         for out in self.outs.values():
+            if out.live_rival is not None and not self._import_wins(out):
+                out.discard()
+                out.kept_live = True
+                self._forget_stream(out.stream)
             if out.kept_live:
                 self.result.sessions.append(
                     SessionOutcome(stream=out.stream, session_id=out.session_id, agent_kind=out.session.agent_kind,
@@ -445,6 +468,29 @@ class SourceImport:
             self._forget_stream(out.stream)
         if self.claims is not None:
             self.result.conflicts = self.claims.conflicts
+
+    def _import_wins(self, out: _Out) -> bool:
+        """Whether the import of a session captured live holds more than its live trace.
+
+        A live capture that stopped early (one ``SessionStart`` payload, hooks removed, a capture
+        that failed) must not hide the transcript. When the import holds more, the session's
+        live state is retired, under its lock, so the import's trace is the session's from now
+        on (a later hook of it starts a new live trace, which the next import weighs again).
+        """
+        from rematch_trace.live.folder import lock_path, state_path
+        from rematch_trace.live.session_writer import SessionLock
+
+        ours = sum(out.synth.counts.get(kind, 0) for kind in HELD_KINDS)
+        if ours <= (out.live_rival or 0):
+            return False
+        with SessionLock(lock_path(self.data, out.session_id)):
+            if ours <= held_by(out.trace.target):  # the live trace grew meanwhile
+                return False
+            try:
+                os.unlink(state_path(self.data, out.session_id))
+            except FileNotFoundError:
+                pass
+        return True
 
     def _forget_stream(self, stream: str) -> None:
         """Leave a stream whose session another file's copy holds out of the state to continue from.

@@ -32,6 +32,15 @@ from rematch_trace.store.datafolder import DataDir, reaper, safe_name
 MAX_PAYLOAD_BYTES = 64 << 20
 
 
+#: The hook events that carry one tool call (their records include a ToolStarted when it is recorded).
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
+
+
+def _id_text(value: object) -> str:
+    """An id for a log line: its letters, digits and ``-_.`` only, cut (never other payload text)."""
+    return "".join(c for c in value if c.isalnum() or c in "-_.")[:64] if isinstance(value, str) else "?"
+
+
 class BadPayload(ValueError):
     """A payload that is not a JSON object, or that names no session."""
 
@@ -62,6 +71,15 @@ def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any]
     captured the same invocation first (:meth:`SessionWriter.apply`).
     """
     records = host.live(harness, event, t)
+    name = event.get("hook_event_name")
+    if name in TOOL_EVENTS and not any(isinstance(r, vocab.ToolStarted) for r in records):
+        # A tool payload whose call could not be recorded (Claude Code before 2.0.43 names no
+        # tool_use_id, and the transcript did not give it): said, never silently dropped. Ids only.
+        from rematch_trace.live.folder import log_error
+
+        sid = event.get("session_id")
+        log_error(data.root, f"capture {harness}", f"{name}: the call was not recorded (no tool_use_id, and none "
+                  f"found in the transcript) session={_id_text(sid)}")
     if not records:
         return []
     if blocked is not None:

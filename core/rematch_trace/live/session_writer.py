@@ -302,6 +302,12 @@ class SessionWriter:
             if isinstance(rec, vocab.SessionEnded):
                 self.end(rec.t if rec.t is not None else now)
             elif prompt:
+                if isinstance(rec, vocab.ToolResult):
+                    if rec.call_id in self.st["done"]:
+                        continue  # its end is written already
+                    # (an aborted run's interrupted call, told with the next prompt: its end now)
+                    self.st["open"].pop(rec.call_id, None)
+                    self._done(rec.call_id)
                 self._write(self.synth.feed(rec), self.sink.feed(rec))
             else:
                 self._hold(rec, turn)

@@ -62,14 +62,17 @@ from rematch_trace.security.redact import default_redactor
 from rematch_trace.trace.prelabel import normalize_mark
 
 from . import skills
+from .callids import call_id_from_transcript, subagent_of_call
 from .commands import is_custom
 from .entries import instruction_entry
-from .runusage import Response, open_regular, run_responses, run_usage
+from .runusage import Response, interrupted_results, open_regular, run_matches, run_responses, run_usage
 from .translate import PROVIDER, clean_value, measure
 from .usertext import INTERRUPT_PREFIX, classify
 
 #: ``input.source`` of a prompt the user submitted.
 PROMPT_SOURCE = "prompt"
+#: The hook events about one tool call.
+_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 #: How much of the transcript's end is read to see whether the last turn was aborted.
 TAIL_BYTES = 64 * 1024
 #: How long a ``Stop`` waits for the run's last response to reach the transcript, and how often it looks.
@@ -100,6 +103,9 @@ def _session(event: dict[str, Any], t: int) -> tuple[str, Session] | None:
         return None
     cwd = _str(event, "cwd")
     agent = _str(event, "agent_id")
+    if not agent and "agent_id" not in event and event.get("hook_event_name") in _TOOL_EVENTS:
+        # A version that did not name the subagent in its tool payloads: the call's file says whose it is.
+        agent = subagent_of_call(_str(event, "transcript_path"), sid, _str(event, "tool_use_id")) or ""
     if agent:
         stream = f"agent-{agent}"
         name = _str(event, "agent_type") or None
@@ -108,9 +114,17 @@ def _session(event: dict[str, Any], t: int) -> tuple[str, Session] | None:
 
 
 def _call(event: dict[str, Any]) -> ToolCall | None:
+    """The payload's call; without ``tool_use_id`` (before 2.0.43) its id is the transcript's (:mod:`.callids`).
+
+    ``None`` when no id can be had: the core logs the payload's tool event as not recorded.
+    """
     call_id = _str(event, "tool_use_id")
     name = _str(event, "tool_name")
-    if not call_id or not name:
+    if not name:
+        return None
+    if not call_id and "tool_use_id" not in event:
+        call_id = call_id_from_transcript(_str(event, "transcript_path"), name, event.get("tool_input")) or ""
+    if not call_id:
         return None
     return ToolCall(call_id, name, clean_value(event.get("tool_input")))
 
@@ -190,20 +204,22 @@ def _prompt_input(stream: str, t: int, text: str, event: dict[str, Any]) -> User
 
 
 def _responses(path: str, last_text: str) -> list[Response] | None:
-    """The run's responses in the transcript, once its last one (``last_text``) is written.
+    """The run's responses in the transcript: the run whose last response says ``last_text``.
 
     Claude Code 2.1.328 runs the ``Stop`` hook before it has flushed the run's last response to
     the transcript: the file is read again, every :data:`FLUSH_POLL_S`, for at most
-    :data:`FLUSH_WAIT_S` (below the hook client's deadline), until the last response's text is the
-    payload's. Past that, what is there.
+    :data:`FLUSH_WAIT_S` (below the hook client's deadline), until a run ends with the payload's
+    text. Past that, the newest run. The service may read the file only once the loop went on
+    (a blocking ``Stop`` hook, the next prompt): the run is found by its text, not taken as the
+    newest (:func:`~.runusage.run_responses`).
     """
     end = time.monotonic() + FLUSH_WAIT_S
     while True:
-        found = run_responses(path)
-        if found is None or not last_text or (found and found[-1].text.strip() == last_text.strip()):
+        found = run_responses(path, last_text)
+        if found is None or run_matches(found, last_text):
             return found
         if time.monotonic() >= end:
-            return found
+            return run_responses(path)
         time.sleep(FLUSH_POLL_S)
 
 
@@ -254,8 +270,21 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
             # Text Claude Code itself submits (a background task's <task-notification>): the
             # import never reads it as typed, so neither does the live trace.
             return []
-        if aborted_last_turn(_str(event, "transcript_path"), prompt):
-            out.append(RunEnd(stream, t, "aborted"))
+        path = _str(event, "transcript_path")
+        if aborted_last_turn(path, prompt):
+            # The aborted run's end, told before this prompt's turn starts (its records belong to
+            # the run an Esc ended, as on import): the calls the Esc interrupted, which had no
+            # PostToolUse, as their interrupted results; the run's responses, which had no Stop.
+            ended: list[Neutral] = []
+            for call_id, tool, nbytes, head in interrupted_results(path, prompt):
+                ended.append(ToolResult(stream, t, call_id, nbytes, head[:HEAD_CHARS], True, "interrupted",
+                                        tool or None))
+            for r in run_responses(path, skip_prompt=prompt) or ():
+                model = ModelRef(PROVIDER, r.model) if r.model else None
+                ended.append(AssistantMessage(stream, t, model=model, usage=r.usage, stop_reason=r.stop_reason,
+                                              text=r.text))
+            ended.append(RunEnd(stream, t, "aborted"))
+            out[1:1] = ended
         out.append(_prompt_input(stream, t, text, event))
         return out
     if name == "PreToolUse":

@@ -2,7 +2,9 @@
 
 Hooks carry no usage; the transcript does (claude-code-format.md 1.4). At a
 ``Stop`` (or ``SubagentStop``, from the subagent's own file) the plugin reads
-the transcript **backwards from its end** to the run's prompt: exactly the
+the transcript **backwards from its end** to the run's prompt (or to the
+``Stop hook feedback:`` line a blocking ``Stop`` hook left, which the import
+also reads as a run's start): exactly the
 lines the run added since the previous stop, never the whole file, and only
 one line at a time in memory (a line longer than :data:`MAX_LINE_BYTES` is
 passed over, as is anything past :data:`MAX_SCAN_BYTES`). Each response
@@ -27,7 +29,7 @@ from rematch_trace.host.text import clean
 from rematch_trace.host.vocab import Usage
 
 from .translate import SYNTHETIC_MODEL, _int, _usage
-from .usertext import INTERRUPT_PREFIX
+from .usertext import INTERRUPT_PREFIX, is_stop_feedback
 
 #: Bytes read per step from the end.
 CHUNK_BYTES = 64 * 1024
@@ -151,8 +153,23 @@ def _texts(message: dict[str, Any]) -> str:
                      if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str and b["text"])
 
 
-def run_responses(path: str) -> list[Response] | None:
-    """The responses after the transcript's last prompt, oldest first; ``None`` when the file is unreadable.
+#: At most this many runs (stretches between prompts or blocked stops) are passed over, newest
+#: first, looking for the one a ``Stop`` payload's last text ends (a Stop is captured within a loop or
+#: two of its own; each poll of a mismatching text reads this many runs, so it stays small).
+MAX_RUNS_BACK = 4
+
+
+def run_responses(path: str, last_text: str | None = None, skip_prompt: str | None = None) -> list[Response] | None:
+    """The responses of the transcript's last run, oldest first; ``None`` when the file is unreadable.
+
+    A run is what lies between two starts (a prompt, or the ``Stop hook feedback:`` line of a
+    blocked stop). With ``last_text`` (the ``Stop`` payload's last message), the run is the newest
+    one whose last response says that text: the service captures a ``Stop`` after the hook
+    returned, by when a blocking hook's feedback, or the next prompt, and the responses after
+    them may be in the file. ``[]`` when no run within :data:`MAX_RUNS_BACK` ends so (the last
+    response is not written yet): :func:`run_matches` tells the two apart. With ``skip_prompt``
+    (a prompt just submitted), a newest run that is that prompt's alone, with no response yet,
+    is passed over: the run before it is wanted (the one an Esc aborted).
 
     Each response (``message.id``) once: usage from its line with the most output tokens, the
     model, stop reason and texts its lines state (a streamed response spreads its blocks over
@@ -165,6 +182,7 @@ def run_responses(path: str) -> list[Response] | None:
         size = os.fstat(fd).st_size
         best: dict[str, tuple[int, list[int], float | None]] = {}
         facts: dict[str, list[Any]] = {}  # id -> [model, stop_reason, texts last first]
+        runs = 0
         for raw in lines_backward(fd, size):
             is_assistant = b'"assistant"' in raw
             if not is_assistant and b'"user"' not in raw:
@@ -177,8 +195,19 @@ def run_responses(path: str) -> list[Response] | None:
                 continue
             typ = line.get("type")
             if typ == "user":
-                if _is_prompt(line):
-                    break
+                if _is_prompt(line) or is_stop_feedback(line):
+                    # The run's start: its prompt, or the blocked stop it goes on from.
+                    found = _gather(best, facts)
+                    if (skip_prompt is not None and runs == 0 and not found
+                            and _prompt_text(line) == skip_prompt.strip()):
+                        runs += 1  # the new prompt itself: the aborted run is before it
+                        continue
+                    if last_text is None or run_matches(found, last_text):
+                        return found
+                    runs += 1
+                    if runs >= MAX_RUNS_BACK:
+                        return []
+                    best, facts = {}, {}
                 continue
             if typ != "assistant":
                 continue
@@ -209,6 +238,76 @@ def run_responses(path: str) -> list[Response] | None:
         return None
     finally:
         os.close(fd)
+    found = _gather(best, facts)  # the file's start: the first run
+    if last_text is None or run_matches(found, last_text):
+        return found
+    return []
+
+
+def _prompt_text(line: dict[str, Any]) -> str:
+    """A prompt line's text, stripped (its text blocks joined)."""
+    message = line.get("message")
+    return _texts(message).strip() if type(message) is dict else ""
+
+
+def interrupted_results(path: str, skip_prompt: str) -> list[tuple[str, str, int, str]]:
+    """The calls of the last run (before ``skip_prompt``) whose result is Claude Code's interrupt marker.
+
+    An Esc during a call: Claude Code writes the call's ``tool_result`` as ``[Request
+    interrupted by user for tool use]`` and runs no ``PostToolUse``. Each as (call id, tool,
+    the result's bytes, its head), oldest first; read backwards to the run's prompt.
+    """
+    fd = open_regular(path)
+    if fd is None:
+        return []
+    results: list[tuple[str, int, str]] = []
+    names: dict[str, str] = {}
+    try:
+        skipped = False
+        for raw in lines_backward(fd, os.fstat(fd).st_size):
+            if b'"assistant"' not in raw and b'"user"' not in raw:
+                continue
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if type(line) is not dict or line.get("isSidechain") is True:
+                continue
+            message = line.get("message")
+            content = message.get("content") if type(message) is dict else None
+            if line.get("type") == "user":
+                if _is_prompt(line) or is_stop_feedback(line):
+                    if not skipped and not results and _prompt_text(line) == skip_prompt.strip():
+                        skipped = True
+                        continue
+                    break
+                for b in content if type(content) is list else ():
+                    if type(b) is dict and b.get("type") == "tool_result" and type(b.get("tool_use_id")) is str:
+                        body = b.get("content")
+                        text = body if type(body) is str else _texts({"content": body}) if type(body) is list else ""
+                        if text.lstrip().startswith(INTERRUPT_PREFIX):
+                            results.append((clean(b["tool_use_id"]), len(text.encode()), clean(text)))
+            elif line.get("type") == "assistant" and type(content) is list:
+                for b in content:
+                    if type(b) is dict and b.get("type") == "tool_use" and type(b.get("id")) is str \
+                            and type(b.get("name")) is str:
+                        names[clean(b["id"])] = clean(b["name"])
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    return [(cid, names.get(cid, ""), n, head) for cid, n, head in reversed(results)]
+
+
+def run_matches(found: list[Response] | None, last_text: str) -> bool:
+    """Whether ``found`` ends with a response saying ``last_text`` (any run does, when it is empty)."""
+    if not last_text.strip():
+        return True
+    return bool(found) and found is not None and found[-1].text.strip() == last_text.strip()
+
+
+def _gather(best: dict[str, tuple[int, list[int], float | None]], facts: dict[str, list[Any]]) -> list[Response]:
+    """One run's responses, oldest first, from what the backward reading kept of them."""
     out = []
     for key in reversed(list(best)):  # found last first
         _o, (a, b, c, d), cost = best[key]

@@ -57,7 +57,7 @@ from rematch_trace.trace.prelabel import normalize_mark
 
 from .discover import session_stem
 from .entries import instruction_entry
-from .usertext import INTERRUPT_PREFIX, classify, strip_context
+from .usertext import INTERRUPT_PREFIX, classify, is_stop_feedback, strip_context
 
 #: 2: the transcript's text held in the state is saved as references to its lines (see ``_reread``).
 STATE_VERSION = 2
@@ -736,6 +736,12 @@ class _Translator:
         else:
             return
         if v.get("isMeta") is True:
+            if is_stop_feedback(v):
+                # A Stop hook blocked the stop and the loop goes on: the stop was one (live, its
+                # Stop hook ended the run), the loop after it a run of its own with no input.
+                self._close(key, ss, out)
+                out.append(RunEnd(key, iso_ms(v.get("timestamp")), "stop"))
+                return
             hold = ss["hold"]
             if hold is not None and not v.get("sourceToolUseID") and any(_expands(x) for x in texts):
                 # The command the user typed was a skill or a prompt command: its body

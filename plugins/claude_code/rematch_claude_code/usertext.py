@@ -8,6 +8,9 @@ from typing import Literal
 UserKind = Literal["input", "command", "bash", "abort", "skip"]
 
 INTERRUPT_PREFIX = "[Request interrupted by user"
+#: The meta user line Claude Code writes when a ``Stop`` hook blocked the stop (``decision: block``):
+#: the loop goes on with the hook's reason. The stop before it was a stop (its ``Stop`` hook fired).
+STOP_FEEDBACK_PREFIX = "Stop hook feedback:"
 SKILL_BODY_PREFIX = "Base directory for this skill:"
 
 # Text Claude Code itself wrote into a user line: command output, caveats,
@@ -84,3 +87,17 @@ def classify(text: str) -> tuple[UserKind, str]:
     if s.startswith(_INJECTED_PREFIXES):
         return "skip", ""
     return "input", text
+
+
+def is_stop_feedback(line: dict[str, object]) -> bool:
+    """Whether a transcript line is the meta user line a blocking ``Stop`` hook's reason became."""
+    if line.get("isMeta") is not True:
+        return False
+    message = line.get("message")
+    content = message.get("content") if type(message) is dict else None
+    if type(content) is str:
+        return content.lstrip().startswith(STOP_FEEDBACK_PREFIX)
+    if type(content) is list:
+        return any(type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str
+                   and b["text"].lstrip().startswith(STOP_FEEDBACK_PREFIX) for b in content)
+    return False

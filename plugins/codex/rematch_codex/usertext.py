@@ -7,6 +7,7 @@ is a prompt (the same texts Codex mirrors as ``event_msg/user_message``).
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 Kind = Literal["typed", "instructions", "skill", "context"]
@@ -24,10 +25,15 @@ CONTEXT_OPENERS = (
     "<collaboration_mode>",
     "<model_switch>",
     "<realtime_conversation>",
+    # Codex Desktop: the plugins it suggests, as a user-role message never mirrored as user_message.
+    "<recommended_plugins>",
     # Desktop clients wrap an attached image's item in <image name=...> ... </image> texts.
     "<image name=",
     "</image>",
 )
+#: A text that is one block of a snake_case tag (``<some_context>...</some_context>``): how Codex
+#: and its clients wrap what they inject. No typed prompt is that (HTML tags have no underscore).
+WRAPPED_CONTEXT = re.compile(r"<([a-z]+(?:_[a-z]+)+)(?:\s[^>]*)?>.*</\1>", re.S)
 #: Headings of client-added context that ends at :data:`IDE_REQUEST` (all context without it).
 CONTEXT_HEADINGS = ("# Context from my IDE setup:", "# Files mentioned by the user:")
 IDE_REQUEST = "## My request for Codex:"
@@ -46,7 +52,7 @@ def classify(text: str) -> tuple[Kind, str]:
         return "instructions", ""
     if s.startswith("<skill>"):
         return "skill", ""
-    if s.startswith(CONTEXT_OPENERS):
+    if s.startswith(CONTEXT_OPENERS) or WRAPPED_CONTEXT.fullmatch(s.rstrip()):
         return "context", ""
     if s.startswith("# "):
         # IDE and desktop clients put context headings ("# Context from my IDE setup:",
