@@ -76,7 +76,7 @@ _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "Pe
 #: How much of the transcript's end is read to see whether the last turn was aborted.
 TAIL_BYTES = 64 * 1024
 #: How long a ``Stop`` waits for the run's last response to reach the transcript, and how often it looks.
-FLUSH_WAIT_S = 0.5
+FLUSH_WAIT_S = 1.0  # (0.5 s was measured too short for the rig on a loaded machine)
 FLUSH_POLL_S = 0.02
 #: The longest stop reason kept from a ``StopFailure`` error.
 STOP_REASON_CHARS = 64
