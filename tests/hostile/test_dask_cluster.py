@@ -186,8 +186,15 @@ def test_an_unchanged_archive_starts_no_cluster(tmp_path: Path) -> None:
     out = tmp_path / "out"
     first = run_import(out, src, jobs=1)
     assert first.returncode == 0, first.stderr
-    # Nothing to ship: no cluster is started, so a scheduler nobody listens on is never dialled.
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.suffix == ".jsonl"}
+    # A scheduler nobody listens on is said at once, in one line, exit 2 (issue 33: it used to wait
+    # 30 s), before anything is planned: nothing of the data folder changes.
     proc = on_cluster(out, src, "tcp://127.0.0.1:9", timeout=60)
+    assert proc.returncode == 2 and "cannot connect" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.suffix == ".jsonl"} == before
+    # With nothing to ship, a local cluster is never started.
+    proc = on_cluster(out, src, "local:2", timeout=120)
     assert proc.returncode == 0, proc.stderr
     summary = report(proc)
     assert summary["files"]["unchanged"] == len(files) and summary["workers"] == {}
@@ -196,10 +203,11 @@ def test_an_unchanged_archive_starts_no_cluster(tmp_path: Path) -> None:
 def test_scheduler_errors_are_one_line(tmp_path: Path) -> None:
     src = tmp_path / "src"
     archive(src, turns=2)
+    # Usage errors (issue 33: the README's exit table): exit 2, one line naming what is expected.
     bad = on_cluster(tmp_path / "out", src, "local:0")
-    assert bad.returncode == 1 and "at least one worker" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "at least one worker" in bad.stderr and "Traceback" not in bad.stderr
     bad = on_cluster(tmp_path / "out", src, "nonsense")
-    assert bad.returncode == 1 and "expected local:N" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "expected local:N" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_ctrl_c_ends_a_local_cluster_run_and_keeps_what_finished(tmp_path: Path) -> None:
