@@ -5,9 +5,9 @@ so ``"\\`` repeated cost quadratic time (64 KB: 23 s) while ``re`` held the GIL.
 tests hold the decoder to linear work and to its deadline, and a real ``rematch serve``
 to answering a second connection while a 1 MiB bad frame is refused.
 
-The linearity property compares each adversarial payload's decode time with the same
-generator's time at a 32x smaller size, measured in the same test (no absolute time):
-linear work keeps the ratio near 32, quadratic work makes it ~1024.
+The linearity property counts the characters the scan reads for adversarial payloads
+(Hypothesis over repeated escapes, quotes, backslashes, surrogates, nesting, long strings)
+at 32 KiB and 1 MiB: at most two per byte. Counted, not timed: ``bench/ipc.py`` times them.
 """
 
 from __future__ import annotations
@@ -50,39 +50,9 @@ NAMED: dict[str, tuple[bytes, bytes]] = {
 SMALL, BIG = 32 << 10, 1 << 20
 #: The scan's window (a literal near its edges is cut across two).
 WINDOW: int = getattr(codec, "_WINDOW", 64 << 10)
-#: How far past linear the per-byte time may drift (noise, caches); quadratic work is 32x.
-SLACK = 8
-
-
 def payload(prefix: bytes, unit: bytes, size: int) -> bytes:
     """``prefix`` then whole copies of ``unit``, at most ``size`` bytes."""
     return prefix + unit * max(1, (size - len(prefix)) // len(unit))
-
-
-def decode_time(data: bytes, repeat: int) -> float:
-    """The fastest of ``repeat`` decodes of ``data`` (seconds), whatever it raises."""
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        try:
-            decode_payload(data, deadline=time.monotonic() + 600)
-        except DecodeError:
-            pass
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
-def assert_linear(prefix: bytes, unit: bytes) -> None:
-    """The 1 MiB decode costs at most SLACK times 32x the 32 KiB one (and that one, 32x the 1 KiB one)."""
-    sizes = [SMALL // 32, SMALL, BIG]
-    # The ladder climbs one 32x step at a time, so quadratic work fails at 32 KiB, not after hours at 1 MiB.
-    prev = decode_time(payload(prefix, unit, sizes[0]), 5)
-    for size in sizes[1:]:
-        now = decode_time(payload(prefix, unit, size), 3 if size < BIG else 2)
-        assert now <= SLACK * 32 * prev + 0.002, (
-            f"{size} bytes took {now * 1e3:.1f} ms against {prev * 1e3:.2f} ms for 1/32 of them "
-            f"({now / max(prev, 1e-9):.0f}x for 32x the bytes)")
-        prev = now
 
 
 units = st.lists(st.sampled_from(ATOMS), min_size=1, max_size=6).map(b"".join)
@@ -100,8 +70,24 @@ prefixes = st.sampled_from([b"", b"[", b'{"a":"', b'{"a":[', b'"'])
 @example(*NAMED["deep_nesting"])
 @example(*NAMED["long_strings"])
 @example(*NAMED["mixed"])
-def test_decode_time_is_linear_in_the_payload(prefix: bytes, unit: bytes) -> None:
-    assert_linear(prefix, unit)
+def test_decode_work_is_linear_in_the_payload(prefix: bytes, unit: bytes) -> None:
+    """The scan reads each position of an adversarial payload at most twice, at 32 KiB and at 1 MiB.
+
+    Counted, not timed (a loaded machine makes timings noisy; ``bench/ipc.py`` has the ns per byte
+    of each shape): the parser after the scan is the standard library's, linear by construction.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        token, rest = CountingPattern(codec._TOKEN), CountingPattern(codec._REST)
+        mp.setattr(codec, "_TOKEN", token)
+        mp.setattr(codec, "_REST", rest)
+        for size in (SMALL, BIG):
+            token.chars = rest.chars = 0
+            data = payload(prefix, unit, size)
+            try:
+                decode_payload(data, deadline=time.monotonic() + 600)
+            except DecodeError:
+                pass
+            assert token.chars + rest.chars <= 2 * len(data), (prefix, unit[:20], size, token.chars, rest.chars)
 
 
 class CountingPattern:
