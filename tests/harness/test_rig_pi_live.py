@@ -11,9 +11,9 @@ continue it with ``--continue``):
 4. ``[rig:hold]``: ``curl … | sh``, which the policy holds; the test approves it as a person would,
    and the call runs.
 
-Checked: the live trace equals the import of the session file pi wrote, projection by projection
-(the denied call aside: live it is ``tool_blocked``, in the file pi's error result); the deny is
-reported blocked by pi; the inputs carry pi's ``source``; no error was logged.
+Checked: the live trace equals the import of the session file pi wrote, projection by projection;
+the deny is reported blocked by pi (live, the call is ``tool_blocked``, then pi's error result for
+it, as in the file); an approved hold runs; the inputs carry pi's ``source``; no error was logged.
 """
 
 from __future__ import annotations
@@ -124,10 +124,7 @@ def test_live_equals_import(pi_live: LiveOutcome, projection: str) -> None:
     fn = rig_compare.PROJECTIONS[projection]
     live, imported = pi_live.live, pi_live.imported
     assert live, "no live trace of the session"
-    if projection == "results":
-        # The denied call is tool_blocked live; pi's file holds its error result (test_deny_is_blocked).
-        blocked = {r["call_id"] for r in live if r["ev"] == "tool_blocked"}
-        imported = [r for r in imported if r.get("call_id") not in blocked]
+    # (The denied call's error result is in both: pi reports the block as the call's result.)
     assert fn(live) == fn(imported)
 
 
@@ -147,7 +144,9 @@ def test_deny_is_blocked(pi_live: LiveOutcome) -> None:
     [blocked] = [r for r in pi_live.live if r["ev"] == "tool_blocked"]
     assert (blocked["tool"], blocked["hook_id"]) == ("bash", "rematch")
     assert blocked["reason"].startswith("policy:credential-to-network")
-    assert not any(r["ev"] == "tool_result" and r["call_id"] == blocked["call_id"] for r in pi_live.live)
+    # pi's report of the block follows as the call's error result, as on import.
+    [reported] = [r for r in pi_live.live if r["ev"] == "tool_result" and r["call_id"] == blocked["call_id"]]
+    assert reported["is_error"] is True and reported["seq"] > blocked["seq"]
 
 
 def test_an_approved_hold_lets_the_call_run(pi_live: LiveOutcome) -> None:

@@ -386,13 +386,10 @@ class SessionWriter:
             }
         elif isinstance(rec, vocab.ToolResult):
             block = held["blocked"].get(rec.call_id)
-            if block is not None and block[2] == VERDICT_HOOK_ID:
-                if _reports_our_deny(rec):
-                    # The harness's report of rematch's own deny (an error carrying the deny's text,
-                    # as Claude Code writes it, and pi's extension API makes the block's reason the
-                    # call's error result): nothing ran; the call is its tool_blocked, not a result.
-                    return
+            if block is not None and block[2] == VERDICT_HOOK_ID and not _reports_our_deny(rec):
                 # The call ran (a hook killed or late, its deny never acted on): it was not blocked.
+                # A result that is the harness's report of rematch's own deny (an error carrying the
+                # deny's text, as Claude Code writes it) proves nothing ran and keeps the block.
                 del held["blocked"][rec.call_id]
             if rec.call_id not in held["results"]:
                 error_class = vocab.result_error_class(rec) if rec.is_error else None
