@@ -1,7 +1,7 @@
 """pi, as it ships (the pinned version), with rematch's extension installed: the live side.
 
 ``rematch hooks install --harness pi`` puts the extension in the rig's agent folder; ``rematch
-serve`` runs for the session's data folder. One session of four prompts (the second to fourth
+serve`` runs for the session's data folder. One session of five prompts (the second to fifth
 continue it with ``--continue``):
 
 1. ``[rig:tools]``: bash that succeeds, bash that fails, write, read, edit;
@@ -9,7 +9,9 @@ continue it with ``--continue``):
 3. ``[rig:deny]``: bash sending ``$GITHUB_TOKEN`` to the network, which the built-in policy denies:
    pi must block the call and tell the model why;
 4. ``[rig:hold]``: ``curl … | sh``, which the policy holds; the test approves it as a person would,
-   and the call runs.
+   and the call runs;
+5. ``/rematch mark correction ...`` typed as a prompt (pi has no such command: the text goes to the
+   model, answered with plain text): a ``mark:correction`` input, and live a ``mark`` record.
 
 Checked: the live trace equals the import of the session file pi wrote, projection by projection;
 the deny is reported blocked by pi (live, the call is ``tool_blocked``, then pi's error result for
@@ -18,6 +20,7 @@ it, as in the file); an approved hold runs; the inputs carry pi's ``source``; no
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +60,7 @@ PROMPTS = [
     Prompt("Once more. [rig:again]", resume=True),
     DENY_PROMPT,
     Prompt("Install the tool. [rig:hold]", resume=True),
+    Prompt("/rematch mark correction the rig marks this", resume=True),
 ]
 
 
@@ -75,7 +79,7 @@ class LiveOutcome:
 
 @pytest.fixture(scope="module")
 def pi_live(pi_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveOutcome:
-    """The four prompts run once with the extension and the service; the session file imported."""
+    """The five prompts run once with the extension and the service; the session file imported."""
     root = tmp_path_factory.mktemp("pi-live")
     s = PiSession(root, pi_exe, live=True)
     # The built-in rules, approvable by the test (no terminal here for a one-time code).
@@ -162,3 +166,17 @@ def test_nothing_was_logged(pi_live: LiveOutcome) -> None:
     """The extension reached the service for every event: no error line."""
     log = pi_live.session.data / "live" / "errors.log"
     assert not log.exists() or not log.read_text().strip(), log.read_text()
+
+
+def test_mark_is_recorded_live(pi_live: LiveOutcome) -> None:
+    """``/rematch mark correction ...`` is a ``mark:correction`` input, and live a ``mark`` record."""
+    assert ("/rematch mark correction the rig marks this", "mark:correction", []) in rig_compare.inputs(pi_live.live)
+    assert [(r["class"], r["note"]) for r in pi_live.live if r["ev"] == "mark"] == [("correction", "the rig marks this")]
+
+
+def test_the_session_ends_with_files_changed(pi_live: LiveOutcome) -> None:
+    """The last pi process's shutdown ends the session: session_shutdown, with the files the calls wrote
+    (notes.txt, by write and edit; absolute: the project is no repository) hashed, which no import can say."""
+    [end] = [r for r in pi_live.live if r["ev"] == "session_shutdown"]
+    notes = pi_live.session.project / "notes.txt"
+    assert end.get("files_changed") == [[str(notes), hashlib.sha256(notes.read_bytes()).hexdigest()]], end
