@@ -294,6 +294,11 @@ export class Link {
           if (taken(reply)) {
             return { block: reply.decision === "deny" ? { block: true, reason: denyReason(reply) } : null, error: "" };
           }
+          if (reply.reason === "deadline_passed" && !isCall) {
+            // The service queued it and will write it: handing it over too would capture it twice.
+            logError(this.config, `${String(payload.hook_event_name)}: queued by the service past its deadline`);
+            return { block: null, error: "deadline_passed" };
+          }
           why = `not taken: the service answered ${reply.reason.slice(0, 64)}`;
         } catch (err) {
           why = (err as Error).message;
@@ -312,7 +317,7 @@ export class Link {
     if (why !== "no_service") {
       logError(this.config, `handed to rematch-hook: ${why}`);
     }
-    return this.fallback(payload, Math.max(budgetMs, START_WAIT_MS), why);
+    return this.fallback(payload, t, Math.max(budgetMs, START_WAIT_MS), why);
   }
 
   /** Start `rematch serve` for the data folder, once, detached (it outlives the harness). */
@@ -331,14 +336,17 @@ export class Link {
     }
   }
 
-  /** `rematch-hook omp --out DATA`, the payload on stdin: judged and captured in its own process. */
-  private fallback(payload: Payload, budgetMs: number, why: string): Promise<Outcome> {
+  /** `rematch-hook omp --out DATA`, the payload on stdin: judged and captured in its own process.
+   *
+   * With the time the event was sent to the service at (`REMATCH_HOOK_T_MS`): should the service
+   * have captured it after all, the two captures are one invocation, applied once. */
+  private fallback(payload: Payload, t: number, budgetMs: number, why: string): Promise<Outcome> {
     return new Promise((done) => {
       let out = "";
       let child;
       try {
         child = spawn(this.config.python, ["-m", "rematch_trace.live.hook_entry", this.config.adapter, "--out",
-          this.config.data], { stdio: ["pipe", "pipe", "ignore"] });
+          this.config.data], { stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, REMATCH_HOOK_T_MS: String(t) } });
       } catch (err) {
         logError(this.config, `event lost (${why}): rematch-hook did not start: ${(err as Error).message}`);
         done({ block: null, error: why });
