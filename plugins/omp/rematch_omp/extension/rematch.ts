@@ -60,6 +60,8 @@ const RUN_CANDIDATES = 8;
 /** How long a call waits for a service it has just started, ms (the hook client's DEADLINE_MS). */
 const START_WAIT_MS = 1500;
 const POLL_MS = 10;
+/** A call's hand-over to rematch-hook ends this long before its handler gives up, ms. */
+const HANDOVER_MARGIN_MS = 100;
 /** What pi's shutdown leaves an extension, ms (the seed's 2 s budget). */
 const SHUTDOWN_MS = 2000;
 const ERROR_LOG_BYTES = 1 << 20;
@@ -317,7 +319,14 @@ export class Link {
     if (why !== "no_service") {
       logError(this.config, `handed to rematch-hook: ${why}`);
     }
-    return this.fallback(payload, t, Math.max(budgetMs, START_WAIT_MS), why);
+    // A call's hand-over ends before its handler stops waiting (budget + START_WAIT_MS from `t`): a
+    // deny after pi ran the call would be recorded as a block that never happened.
+    const left = isCall ? t + budgetMs + START_WAIT_MS - Date.now() - HANDOVER_MARGIN_MS : Math.max(budgetMs, START_WAIT_MS);
+    if (left <= 0) {
+      logError(this.config, `${String(payload.hook_event_name)}: no time left to hand over (${why}); the call runs`);
+      return { block: null, error: why };
+    }
+    return this.fallback(payload, t, left, why);
   }
 
   /** Start `rematch serve` for the data folder, once, detached (it outlives the harness). */
