@@ -35,6 +35,11 @@ def test_every_payload_opens_its_session_first() -> None:
     assert session == vocab.Session("", T, SID, "/work/p", "main", model=vocab.ModelRef("rig", "claude-rig-1"))
 
 
+def test_the_harness_version_goes_on_the_session() -> None:
+    [session] = live.records(payload("session_start", harness_version="0.73.1", event={}), T)
+    assert session.harness_version == "0.73.1"
+
+
 def test_an_input_keeps_pis_source() -> None:
     out = live.records(payload("input", event={"text": "fix it", "source": "rpc", "images": 0}), T)
     assert out[1:] == [vocab.UserMessage("", T, "fix it", source="rpc")]

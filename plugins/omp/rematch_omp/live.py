@@ -2,8 +2,8 @@
 
 rematch's extension (``extension/rematch.ts``) hands each event to ``rematch serve`` as a
 ``hook_event`` payload: ``hook_event_name`` (pi's event type), ``session_id``, ``cwd``,
-``session_file``, ``idle``, ``model`` (the harness's context), and the event's own fields under
-``event``. A call before it runs comes as ``PreToolUse`` with the keys IPC v2 reads for a verdict
+``session_file``, ``idle``, ``model``, ``harness_version`` (the harness's context), and the
+event's own fields under ``event``. A call before it runs comes as ``PreToolUse`` with the keys IPC v2 reads for a verdict
 (``tool_name``, ``tool_use_id``, ``tool_input``). What each becomes, after the stream's
 :class:`~rematch_trace.host.vocab.Session`:
 
@@ -70,7 +70,8 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
     name = event.get("hook_event_name")
     if not sid or type(name) is not str:
         return []
-    session = Session("", t, sid, _str(event, "cwd"), "main", model=_model(event.get("model")))
+    version = _str(event, "harness_version") or None
+    session = Session("", t, sid, _str(event, "cwd"), "main", harness_version=version, model=_model(event.get("model")))
     out: list[Neutral] = [session]
     fields = event.get("event")
     fields = fields if type(fields) is dict else {}

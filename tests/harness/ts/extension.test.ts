@@ -17,6 +17,7 @@ import {
   MAX_REQUEST_BYTES,
   decodeReply,
   denyReason,
+  harnessVersion,
   parseDenyLine,
   register,
   requestFrame,
@@ -48,6 +49,12 @@ const REPLY = { protocol_version: 2, request_id: "abc", decision: "deny", reason
 test("the run folder is the one rematch_trace.live.paths computes", () => {
   assert.equal(runDir(env("SHORT_DATA")), env("EXPECT_RUN_SHORT"));
   assert.equal(runDir(env("LONG_DATA")), env("EXPECT_RUN_LONG"));
+});
+
+test("the harness's version is read from the package its script belongs to", () => {
+  assert.equal(harnessVersion(env("PI_SCRIPT")), env("PI_VERSION"));
+  assert.equal(harnessVersion("/nonexistent/cli.js"), null);
+  assert.equal(harnessVersion(undefined), null);
 });
 
 test("a request is framed with its length and the hook_event envelope; past 1 MiB, none", () => {

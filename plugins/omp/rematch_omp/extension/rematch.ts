@@ -26,10 +26,10 @@
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, lstatSync, mkdirSync, realpathSync, renameSync, statSync } from "node:fs";
+import { appendFileSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync } from "node:fs";
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 /** What `rematch hooks install` writes into this file. */
 export interface Config {
@@ -45,6 +45,8 @@ export interface Config {
   deadline_ms: number;
   /** How long a call waits for its verdict (a held call waits for a person), ms. */
   call_deadline_ms: number;
+  /** The harness's version, found at load ({@link harnessVersion}); not written by install. */
+  harness_version?: string | null;
 }
 
 // rematch hooks install replaces the next line; without it the extension does nothing.
@@ -118,6 +120,37 @@ export function runDir(data: string, uid: number = process.getuid?.() ?? 0): str
   return stem;
 }
 
+/** The running harness's version: the `version` of the package whose script this process runs
+ * (`…/pi-coding-agent/dist/cli.js`: the nearest `package.json` above it naming a coding agent), or
+ * `null`. Read once, from files: the harness's own modules are not imported (pi's and omp's differ). */
+export function harnessVersion(script: string | undefined = process.argv[1]): string | null {
+  if (!script) {
+    return null;
+  }
+  try {
+    let dir = dirname(realpathSync(script));
+    for (let i = 0; i < 6; i++) {
+      try {
+        const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { name?: unknown; version?: unknown };
+        if (typeof pkg.name === "string" && pkg.name.endsWith("coding-agent") && typeof pkg.version === "string"
+          && /^[\x21-\x7e]{1,64}$/.test(pkg.version)) {
+          return pkg.version;
+        }
+      } catch {
+        // no package.json here: one folder up
+      }
+      const up = dirname(dir);
+      if (up === dir) {
+        break;
+      }
+      dir = up;
+    }
+  } catch {
+    // (a script that is not a file)
+  }
+  return null;
+}
+
 /** A fresh id of `n` random bytes, as lowercase hex. */
 function hex(n: number): string {
   return randomBytes(n).toString("hex");
@@ -134,7 +167,7 @@ export function requestFrame(config: Config, payload: Payload, t: number, budget
     adapter_version: "1",
     received_at_ms: t,
     hard_deadline_ms: t + budgetMs,
-    host_version: "unknown",
+    host_version: config.harness_version ?? "unknown",
     invocation_nonce: hex(16),
     host_payload: payload,
   };
@@ -434,6 +467,7 @@ async function within<T>(work: Promise<T>, ms: number): Promise<T | null> {
 /** Register the handlers on `pi` with `config` (the default export uses the installed one). */
 export function register(pi: ExtensionAPI, config: Config): Link {
   const link = new Link(config);
+  const version = config.harness_version ?? null;
   let seen: Seen | null = null;
   const payload = (name: string, ctx: ExtensionContext): Payload | null => {
     const got = basePayload(name, ctx, seen);
@@ -453,7 +487,7 @@ export function register(pi: ExtensionAPI, config: Config): Link {
         logError(config, `${name}: no session known yet; event not sent`);
         return null;
       }
-      const work = link.deliver({ ...base, event: fields }, config.deadline_ms, false);
+      const work = link.deliver({ ...base, harness_version: version, event: fields }, config.deadline_ms, false);
       work.catch((err: Error) => logError(config, `${name}: ${err.name}: ${err.message}`));
       return work;
     } catch (err) {
@@ -499,6 +533,7 @@ export function register(pi: ExtensionAPI, config: Config): Link {
       }
       const call: Payload = {
         ...base,
+        harness_version: version,
         pi_event: "tool_call",
         tool_name: event.toolName,
         tool_use_id: event.toolCallId,
@@ -530,6 +565,6 @@ export function register(pi: ExtensionAPI, config: Config): Link {
 /** pi's entry point: the handlers, when `rematch hooks install` configured this copy. */
 export default function rematch(pi: ExtensionAPI): void {
   if (INSTALLED !== null) {
-    register(pi, INSTALLED);
+    register(pi, { ...INSTALLED, harness_version: harnessVersion() });
   }
 }
