@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import _unavailable
 from rig_install import InstallError, binary, pinned, prefix_of
-from ts_tools import tools
+from ts_tools import tools, unavailable
 
 from rematch_trace.live import paths
 from rematch_trace.live.hook_check import service_state
@@ -45,12 +44,12 @@ export default tseslint.config(...tseslint.configs.recommended, ...tseslint.conf
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """(the tools' prefix, pi's node_modules, a folder with the compiled output under ``out/``)."""
     if shutil.which("node") is None:
-        _unavailable("node is not installed")
+        unavailable("node is not installed")
     try:
         prefix = tools()
         binary(pinned("pi"))
     except (InstallError, OSError) as exc:
-        _unavailable(f"the TypeScript tools or pi are not available: {exc}")
+        unavailable(f"the TypeScript tools or pi are not available: {exc}")
         raise
     work = tmp_path_factory.mktemp("ts")
     return prefix, prefix_of(pinned("pi")) / "node_modules", work

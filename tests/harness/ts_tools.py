@@ -11,10 +11,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from rig_install import INSTALL_TIMEOUT, VERSIONS, InstallError, cache_root
 
 
@@ -45,3 +47,10 @@ def tools() -> Path:
             raise InstallError(f"npm install {' '.join(wanted)} failed: {res.stderr[-2000:]}")
         done.write_text(" ".join(wanted))
     return prefix
+
+
+def unavailable(why: str) -> None:
+    """Skip (fail under ``REMATCH_REQUIRE_HARNESSES=1``, as the harnesses do: conftest.py)."""
+    if os.environ.get("REMATCH_REQUIRE_HARNESSES") == "1":
+        pytest.fail(f"REMATCH_REQUIRE_HARNESSES=1 but {why}")
+    pytest.skip(why)
