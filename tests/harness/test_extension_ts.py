@@ -133,3 +133,6 @@ def test_the_extensions_own_tests_pass_under_node(setup: tuple[Path, Path, Path]
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     log = unserved / "live" / "errors.log"
     assert not log.exists() or "event lost" not in log.read_text(), log.read_text()
+    # The lone surrogate's call went the hand-over path (the service's codec refuses it), and was blocked there.
+    assert "handed to rematch-hook: not taken: the service answered invalid_utf8" in \
+        (served / "live" / "errors.log").read_text()

@@ -93,6 +93,12 @@ test("the service's deny blocks the call; another event is recorded", async () =
   assert.deepEqual(ran, { block: null, error: "" });
 });
 
+test("a call the protocol cannot carry (a lone surrogate) is still judged, by rematch-hook: blocked", async () => {
+  const link = new Link(config(env("SERVED_DATA")));
+  const denied = await link.deliver(call(`${DENIED} \ud800`, "toolu_ts_surrogate"), 20_000, true);
+  assert.ok(denied.block?.reason.startsWith("rematch: "), JSON.stringify(denied));
+});
+
 test("with no service, the call is still judged (by the service it starts, or rematch-hook): blocked", async () => {
   const link = new Link(config(env("UNSERVED_DATA")));
   const denied = await link.deliver(call(DENIED, "toolu_ts_nosvc"), 20_000, true);

@@ -10,8 +10,9 @@
  * - Before a tool runs (`tool_call`), it asks for the verdict: the payload carries the call under
  *   the keys IPC v2 reads for one (`hook_event_name: "PreToolUse"`, `tool_name`, `tool_use_id`,
  *   `tool_input`, `session_id`, `cwd`), and a `deny` blocks the call (`{block: true, reason}`).
- * - Events go one at a time, in the order pi emits them (one chain); a handler waits for its own
- *   event at most its budget (`deadline_ms`, a call `call_deadline_ms`), then lets pi go on.
+ * - Events go one at a time, in the order pi emits them (one chain). Only two handlers wait: a
+ *   call's, for its verdict (at most `call_deadline_ms`), and the shutdown's, to flush (within
+ *   pi's 2 s); the others return at once.
  * - When no service answers, it starts one (`python -m rematch_trace.live.service --data DIR
  *   --quiet`, once) and hands the event to `rematch-hook` (`python -m
  *   rematch_trace.live.hook_entry omp --out DIR`, the payload on stdin), which judges a call by
