@@ -28,14 +28,14 @@ ROOT = HERE.parent.parent
 DOC = ROOT / "docs" / "compatibility.md"
 BEGIN, END = "<!-- compat-table -->", "<!-- /compat-table -->"
 #: The rig test file of each harness the rig drives so far.
-TESTS = {"claude_code": HERE / "test_rig_claude_code.py", "codex": HERE / "test_rig_codex.py",
-         "pi": HERE / "test_rig_pi.py"}
+TESTS = {"claude_code": (HERE / "test_rig_claude_code.py",), "codex": (HERE / "test_rig_codex.py",),
+         "pi": (HERE / "test_rig_pi.py", HERE / "test_rig_pi_live.py")}
 #: Which tests make each column (a prefix of the test's name).
 COLUMNS = {
     "import": ("test_transcript_imports_with_no_skipped_line", "test_the_model_gets_each_calls_output"),
     "live": ("test_live_equals_import", "test_event_fingerprints_agree", "test_input_sources",
              "test_subagent_has_its_own_trace", "test_mark_is_recorded_live", "test_tool_results_name_their_tools"),
-    "deny": ("test_deny_is_honoured",),
+    "deny": ("test_deny_is_honoured", "test_deny_is_blocked"),
     "hold": ("test_an_approved_hold_lets_the_call_run",),
 }
 
@@ -45,7 +45,7 @@ def run_rig(name: str, version: str) -> dict[str, bool]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.xml"
         env = {**os.environ, f"REMATCH_RIG_VERSION_{name.upper()}": version, "REMATCH_REQUIRE_HARNESSES": "1"}
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(TESTS[name]),
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *map(str, TESTS[name]),
                         f"--junitxml={report}"], cwd=ROOT, env=env, capture_output=True, timeout=1800)
         out: dict[str, bool] = {}
         for case in ET.parse(report).iter("testcase"):
@@ -63,10 +63,10 @@ def cell(results: dict[str, bool], prefixes: tuple[str, ...]) -> str:
     return "pass" if not failed else "fail: " + ", ".join(f"`{f}`" for f in failed)
 
 
-def table() -> str:
-    """The markdown table, one row per harness version tried."""
+def table(only: list[str] | None = None) -> str:
+    """The markdown table, one row per harness version tried (of the harnesses ``only`` names, else all)."""
     rows = ["| harness | version | " + " | ".join(COLUMNS) + " |", "|---|---|" + "---|" * len(COLUMNS)]
-    for name in TESTS:
+    for name in only or TESTS:
         h = pinned(name)
         versions = [(h.version, "pinned")]
         latest = newest(h.package)
@@ -85,13 +85,21 @@ def main() -> int:
     """Print the table; with ``--write`` put it into docs/compatibility.md."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="update docs/compatibility.md")
+    ap.add_argument("--only", action="append", choices=sorted(TESTS),
+                    help="run this harness only (repeatable); --write then replaces its rows alone")
     args = ap.parse_args()
-    text = table()
+    text = table(args.only)
     print(text, end="")
     if args.write:
         doc = DOC.read_text()
         head, _, rest = doc.partition(BEGIN)
-        _, _, tail = rest.partition(END)
+        old, _, tail = rest.partition(END)
+        if args.only:
+            # The other harnesses' rows stay; this run's rows take the place of the old ones.
+            packages = tuple(f"| {pinned(n).package} |" for n in args.only)
+            new = text.splitlines()[2:]
+            kept = [r for r in old.strip("\n").splitlines() if not r.startswith(packages)]
+            text = "\n".join(kept + new) + "\n"
         DOC.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
     return 0
 

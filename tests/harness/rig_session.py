@@ -288,12 +288,14 @@ class PiSession(RigSession):
 
     ``PI_CODING_AGENT_DIR`` inside the root holds ``models.json`` (the provider ``rig``, its
     ``baseUrl`` written by the driver once the port is known) and the transcripts (``sessions/``);
-    ``--offline`` / ``PI_OFFLINE=1`` and ``PI_TELEMETRY=0`` turn off startup traffic. rematch has no
-    live capture for pi: no hooks are installed.
+    ``--offline`` / ``PI_OFFLINE=1`` and ``PI_TELEMETRY=0`` turn off startup traffic. With ``live``,
+    rematch's extension is installed (``rematch hooks install --harness pi``) into the agent folder's
+    ``extensions/``, sending its events to the session's data folder.
     """
 
     server: str = "anthropic"
     model: str = "claude-rig-1"
+    live: bool = False
 
     @property
     def agent_dir(self) -> Path:
@@ -301,8 +303,14 @@ class PiSession(RigSession):
         return self.root / "pi-agent"
 
     def install_hooks(self) -> None:
-        """Only the agent folder (no rematch live capture for pi)."""
+        """The agent folder; with ``live``, rematch's extension in it (a held call waits 30 s at most)."""
         self.agent_dir.mkdir(parents=True, exist_ok=True)
+        if not self.live:
+            return
+        res = self.rematch("hooks", "install", "--harness", "pi", "--agent-dir", str(self.agent_dir),
+                           "--data", str(self.data), "--hold-seconds", str(HOLD_BUDGET_MS // 1000))
+        if res.returncode != 0:
+            raise RuntimeError(f"rematch hooks install --harness pi: {res.stdout} {res.stderr}")
 
     def files(self) -> dict[str, str]:
         """``models.json``: provider ``rig``, ``api: anthropic-messages``, at the server."""

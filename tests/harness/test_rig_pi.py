@@ -1,7 +1,6 @@
 """pi, as it ships (the pinned version), with a custom provider speaking Anthropic Messages: the import side.
 
-rematch has no live capture for pi (the omp plugin imports pi's sessions; it has no
-``live_records``), so live, deny and hold are not run (docs/compatibility.md). One session of
+No extension here (live, deny and hold with rematch's extension: ``test_rig_pi_live.py``). One session of
 two prompts, the second continued (``--continue``): bash that succeeds and one that fails, write,
 read, edit; then bash again. Checked: every run exits 0 and asked for every step, the model got
 each result, and the session imports with exit 0, no skipped line, each call a tool result with

@@ -18,6 +18,14 @@ _SETTINGS = click.option(
     help="Claude Code settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json).",
 )
 _OUT = data_option
+_HARNESS = click.option(
+    "--harness", "harness", type=click.Choice(["claude_code", "pi", "omp"]), default="claude_code", show_default=True,
+    help="The harness: Claude Code's hooks, or rematch's extension for pi or omp.",
+)
+_AGENT_DIR = click.option(
+    "--agent-dir", "agent_dir", type=click.Path(file_okay=False),
+    help="pi/omp: the agent folder (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent or ~/.omp/agent).",
+)
 
 
 def _edit(change: Callable[[], Outcome]) -> None:
@@ -43,23 +51,40 @@ def hooks_cmd() -> None:
 @hooks_cmd.command("install")
 @_SETTINGS
 @_OUT
+@_HARNESS
+@_AGENT_DIR
 @click.option("--hold-seconds", "hold_seconds", type=click.IntRange(1, 590), default=None,
               help="How long a call the policy holds waits for `rematch approve|deny` (default: the policy's "
                    "approval_timeout_s, else 120); sets the PreToolUse hook's timeout and IPC deadline.")
-def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None) -> None:
-    """Add rematch's hooks to Claude Code's settings (idempotent; keeps a backup and your hooks)."""
+def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None, harness: str,
+                agent_dir: str | None) -> None:
+    """Add rematch's hooks to Claude Code's settings, or its extension to pi/omp (idempotent; keeps your own)."""
     from rematch_trace.live.install import default_hold_seconds, hook_command, install, settings_path
 
     hold = hold_seconds if hold_seconds is not None else default_hold_seconds()
+    if harness != "claude_code":
+        from rematch_trace.live import extension_install as ext
+        from rematch_trace.store.location import data_dir
+
+        root = data_dir(out).resolve()
+        _edit(lambda: ext.install(harness, ext.target(harness, agent_dir), root, hold))
+        return
     _edit(lambda: install(settings_path(settings), hook_command(out), hold))
 
 
 @hooks_cmd.command("uninstall")
 @_SETTINGS
-def uninstall_cmd(settings: str | None) -> None:
-    """Remove rematch's hooks, restoring the settings file exactly when nothing else changed."""
+@_HARNESS
+@_AGENT_DIR
+def uninstall_cmd(settings: str | None, harness: str, agent_dir: str | None) -> None:
+    """Remove rematch's hooks (restoring the settings file exactly when nothing else changed), or its extension."""
     from rematch_trace.live.install import settings_path, uninstall
 
+    if harness != "claude_code":
+        from rematch_trace.live import extension_install as ext
+
+        _edit(lambda: ext.uninstall(ext.target(harness, agent_dir)))
+        return
     _edit(lambda: uninstall(settings_path(settings)))
 
 
@@ -67,8 +92,13 @@ def uninstall_cmd(settings: str | None) -> None:
 @_SETTINGS
 @_OUT
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
+@_HARNESS
+@_AGENT_DIR
+def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: str, agent_dir: str | None) -> None:
     """Say which hooks are installed, and whether events arrived recently."""
+    if harness != "claude_code":
+        _extension_status(harness, agent_dir, out, as_json)
+        return
     from rematch_trace.live.folder import live_dir
     from rematch_trace.live.install import EVENTS, SettingsError, installed_events, settings_path
     from rematch_trace.live.session_writer import read_state
@@ -133,4 +163,29 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
     for b in report["broken"]:
         click.echo(f"broken: a hook command cannot run: {b['problem']}; fix: rematch hooks install")
     if report["broken"]:
+        raise SystemExit(1)
+
+
+def _extension_status(harness: str, agent_dir: str | None, out: str | None, as_json: bool) -> None:
+    """``hooks status --harness pi|omp``: the extension's copy, its configuration, the service; exit 1 when broken."""
+    from rematch_trace.live import extension_install as ext
+    from rematch_trace.live.hook_check import service_state
+    from rematch_trace.report.text import one_line
+
+    data = data_folder(out)
+    st = ext.status(ext.target(harness, agent_dir), data.root.resolve())
+    serving, pid = service_state(data.root)
+    report = {"harness": harness, "path": str(st.path), "installed": st.installed, "current": st.current,
+              "problems": list(st.problems), "data": str(data.root), "service": {"running": serving, "pid": pid}}
+    if as_json:
+        echo_json(report)
+    else:
+        if st.installed:
+            click.echo(one_line(f"installed in {st.path}" + ("" if st.current else " (not current)")))
+        else:
+            click.echo(one_line(f"not installed in {st.path} (rematch hooks install --harness {harness})"))
+        for problem in st.problems:
+            click.echo(one_line(f"broken: {problem}; fix: rematch hooks install --harness {harness}"))
+        click.echo(f"verdict service: running, pid {pid}" if serving else "verdict service: not running (rematch serve)")
+    if st.problems:
         raise SystemExit(1)

@@ -88,9 +88,12 @@ class Guard:
         self._lock = threading.Lock()
         self._known: dict[tuple[int, int], Harness] = {}
 
-    def note_client(self, client_pid: int) -> procs.Proc | None:
-        """Record the harness of an event-channel client; that harness (``None`` when it has none)."""
-        h = harness_of(client_pid)
+    def note_client(self, client_pid: int, itself: bool = False) -> procs.Proc | None:
+        """Record the harness of an event-channel client; that harness (``None`` when it has none).
+
+        ``itself``: the client runs inside the harness (an extension, as pi's): it is the harness.
+        """
+        h = procs.stat(client_pid) if itself else harness_of(client_pid)
         if h is None:
             return None
         key = (h.pid, h.start)

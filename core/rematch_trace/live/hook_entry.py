@@ -228,9 +228,24 @@ def judge_and_capture(harness: str, raw: bytes, t: int, root: Path, cause: str,
     capture_event(host, DataDir(root), harness, event, t, blocked, told=True)
 
 
+#: How far ``REMATCH_HOOK_T_MS`` may lie from now, ms: the time an extension received the event it hands over.
+HANDED_T_SKEW_MS = 600_000
+
+
+def _event_time() -> int:
+    """Now, unix ms; or ``REMATCH_HOOK_T_MS``, when a caller that already sent the event to the service
+    (pi's extension) hands it over with the time it sent it at: the same invocation, so the service's
+    capture and this one are applied once (the digest is over harness, time and payload)."""
+    now = time.time_ns() // 1_000_000
+    given = os.environ.get("REMATCH_HOOK_T_MS", "")
+    if given.isdigit() and abs(int(given) - now) <= HANDED_T_SKEW_MS:
+        return int(given)
+    return now
+
+
 def main(argv: list[str] | None = None) -> int:
     """Capture one hook payload; always return 0."""
-    t = time.time_ns() // 1_000_000
+    t = _event_time()
     harness, out = _args(sys.argv[1:] if argv is None else argv)
     out_fd = _silence()
     # Only the harness's own plugin (and the built-ins): importing every installed plugin

@@ -534,7 +534,7 @@ class Service:
             return make_reply(rid, "no_override", "unknown_request_kind", msg, source="protocol_error")
         invocation = Invocation(conn, peer, deadline, after)
         if channel == "events":
-            self._note_harness(peer)
+            self._note_harness(peer, request)
         if channel == "control":
             return self._guarded(handler, request, invocation, channel)
         key = (request["invocation_nonce"], request["request_kind"], request["adapter"])
@@ -570,9 +570,20 @@ class Service:
         slot.done.set()
         return reply
 
-    def _note_harness(self, peer: Peer) -> None:
+    @staticmethod
+    def _in_harness(peer: Peer, request: Request) -> bool:
+        """Whether the client runs inside the harness (pi's or omp's extension), so is the harness itself.
+
+        It says so by naming its own pid (``host_payload.harness_pid``), which must be the
+        connection's (``SO_PEERCRED``). A client that claims it only gets itself recorded in place
+        of its parent: more taint for its own tree, none removed.
+        """
+        payload = request.get("host_payload")
+        return type(payload) is dict and payload.get("harness_pid") == peer.pid
+
+    def _note_harness(self, peer: Peer, request: Request) -> None:
         try:
-            self.guard.note_client(peer.pid)
+            self.guard.note_client(peer.pid, itself=self._in_harness(peer, request))
         except Exception as err:  # the record is for the approval guard; a request never fails on it
             self.log(f"harness_unrecorded peer_pid={peer.pid} error={type(err).__name__}")
 
@@ -665,7 +676,8 @@ class Service:
             tool_name=ev["tool_name"], tool_class=tool_class, summary=ev["args_summary"] or "",
             risk_features=list(ev["risk_features"]), rule=verdict.reason,
             expires_at=min(time.monotonic() + verdict.approval_timeout_s, inv.deadline - HOLD_MARGIN_S),
-            is_live=inv.is_live, harness_pid=getattr(self.guard.note_client(inv.peer.pid), "pid", None),
+            is_live=inv.is_live, harness_pid=getattr(self.guard.note_client(inv.peer.pid, itself=self._in_harness(inv.peer, request)), "pid",
+                                                    None),
             event_fingerprint=ev["action_fingerprint"],
         )
         try:
