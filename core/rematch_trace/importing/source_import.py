@@ -160,12 +160,14 @@ class _Discarded:
         """Nothing to discard."""
 
 
-#: The records a trace "holds" when a live trace and an import of the same session are weighed.
-HELD_KINDS = ("input", "tool_result", "turn_end")
+#: The records a trace "holds" when a live trace and an import of the same session are weighed. A call
+#: rematch denied is a ``tool_blocked`` live and the harness's error ``tool_result`` on import: both count,
+#: or every session with a deny would lose its live trace to the import of its transcript.
+HELD_KINDS = ("input", "tool_result", "tool_blocked", "turn_end")
 
 
 def held_by(trace: Path) -> int:
-    """How many inputs, tool results and turn ends a trace file holds (0 when it is absent)."""
+    """How many inputs, tool results (or blocks) and turn ends a trace file holds (0 when it is absent)."""
     try:
         data = trace.read_bytes()
     except OSError:
