@@ -577,6 +577,10 @@ class SessionWriter:
         source = self.st.get("transcript") or f"live:{self.session_id}"
         with Ledger(self.data.ledger) as ledger:
             ledger.record_live_session(self.harness, source, row)
+        from rematch_trace.store.datafolder import safe_name
+        from rematch_trace.store.follow import follow_outputs
+
+        follow_outputs(self.data, {safe_name(self.session_id)})  # stored summary and search index follow
         return row
 
 

@@ -184,7 +184,11 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
     seen: set[str] = set()
     # Plain strings for the paths: thousands of sessions are stat'ed on every run.
     traces, events_dir = str(data.traces), str(data.events)
+    from rematch_trace.report.stored import stored_summary
+
     for row in ledger_rows(data):
+        # Not part of the stamp: the stored summary is kept (and checked) apart (report/stored.py).
+        stored = row.pop("summary", None)
         key = key_of(row)
         if key is None or key in seen:
             problems.append(f"session {row.get('session_id')!r}: unusable trace path {row.get('trace_path')!r}; skipped")
@@ -197,6 +201,11 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
         if cached and cached.get("stamp") == st and _usable(cached.get("summary")):
             reused += 1
             entries.append(Entry(key, row, st, trace, events, fresh=False, cached=cached["summary"], prices=prices))
+            continue
+        led = stored_summary(stored, trace, events, prices.digest)
+        if led is not None and _usable(led):
+            # Made when the session's outputs were: new to a report's cache, but no trace is read.
+            entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices))
             continue
         ids: set[str] = set()
         try:

@@ -97,6 +97,13 @@ MIGRATIONS: tuple[str, ...] = (
     DROP INDEX sources_brief;
     CREATE INDEX sources_brief ON sources(path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, settings);
     """,
+    # Each session's summary (report/summary.py) beside its row, with what it was made from (the
+    # trace's and events' size and mtime, the prices' digest): written when the session's outputs
+    # are, so ``flagged``, ``sessions`` and ``stats`` read summaries, not traces. NULL: not made
+    # yet, or made stale by a change of the row (a new domain); the next writer or reader makes it.
+    """
+    ALTER TABLE sessions ADD COLUMN summary TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The page size of a new ledger.
@@ -360,7 +367,7 @@ class Ledger:
                    error_cluster_seqs=excluded.error_cluster_seqs, mark_seqs=excluded.mark_seqs,
                    domain=excluded.domain, cwd=excluded.cwd, repo=excluded.repo,
                    repo_remote=excluded.repo_remote, counts=excluded.counts, seqs=excluded.seqs,
-                   mode=excluded.mode, settings=excluded.settings""",
+                   mode=excluded.mode, settings=excluded.settings, summary=NULL""",
             (
                 r.harness, s.session_id, s.agent_kind, r.path, r.size, r.mtime_ns, r.head_fp, r.offset,
                 s.trace_path, s.events_path, int(s.flagged),
@@ -447,5 +454,22 @@ class Ledger:
     def set_domain(self, harness: str, session_id: str, domain: str | None) -> None:
         """Store a session's decided domain."""
         self._q(
-            "UPDATE sessions SET domain = ? WHERE harness = ? AND session_id = ?", (domain, harness, session_id)
+            "UPDATE sessions SET domain = ?, summary = NULL WHERE harness = ? AND session_id = ?",
+            (domain, harness, session_id),
         )
+
+    def set_summaries(self, summaries: Sequence[tuple[str, str, str | None]]) -> None:
+        """Store (harness, session id, summary JSON) of sessions, in one transaction."""
+        own = not self.db.in_transaction
+        if own:
+            self._q("BEGIN IMMEDIATE")
+        try:
+            for harness, session_id, summary in summaries:
+                self._q("UPDATE sessions SET summary = ? WHERE harness = ? AND session_id = ?",
+                        (summary, harness, session_id))
+            if own:
+                self._q("COMMIT")
+        except BaseException:
+            if own and self.db.in_transaction:
+                self._q("ROLLBACK")
+            raise

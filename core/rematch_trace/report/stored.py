@@ -1,0 +1,88 @@
+"""Session summaries kept in the ledger (its ``summary`` column), made when a session's outputs are.
+
+Each is stored with its *basis*: the size and mtime of the session's trace and events files and
+the digest of the prices it was costed at. It stands for the session while its basis still holds
+(two ``stat`` calls); otherwise the summary is made again from the trace. ``import``, ``watch``
+and live capture call :func:`store_summaries` after writing outputs, so that ``rematch flagged``,
+``sessions`` and ``stats`` read summaries only (docs/report.md, "Summaries in the ledger").
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from rematch_trace.store.datafolder import DataDir
+
+
+def _stat(path: str) -> list[int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [-1, -1]
+    return [st.st_size, st.st_mtime_ns]
+
+
+def basis(trace: str, events: str, prices_digest: str) -> list[Any]:
+    """What a stored summary was made from: its files' size and mtime and the prices' digest."""
+    return [*_stat(trace), *_stat(events), prices_digest]
+
+
+def stored_summary(stored: Any, trace: str, events: str, prices_digest: str) -> dict[str, Any] | None:
+    """The summary JSON of a ledger ``summary`` column when its basis still holds, else ``None``."""
+    if not isinstance(stored, str | bytes):
+        return None
+    try:
+        value = orjson.loads(stored)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or value.get("basis") != basis(trace, events, prices_digest):
+        return None
+    summary = value.get("summary")
+    return summary if isinstance(summary, dict) else None
+
+
+def store_summaries(data: DataDir, only: set[str] | None = None) -> int:
+    """Make and store the summary of every session whose stored one is missing or stale (``only``:
+    just these trace keys); how many were made. A price table that cannot be loaded stores none
+    (``stats`` says why)."""
+    from rematch_trace.report.collect import key_of
+    from rematch_trace.report.prices import PriceError, load
+    from rematch_trace.report.summary import summarize, to_json
+    from rematch_trace.store.ledger import Ledger
+
+    if not data.ledger.exists():
+        return 0
+    try:
+        prices = load(data.root)
+    except PriceError:
+        return 0
+    traces, events_dir = str(data.traces), str(data.events)
+    made: list[tuple[str, str, str | None]] = []
+    try:
+        with Ledger(data.ledger) as ledger:
+            for row in ledger.sessions():
+                stored = row.pop("summary", None)
+                key = key_of(row)
+                if key is None or (only is not None and key not in only):
+                    continue
+                trace = os.path.join(traces, f"{key}.jsonl")
+                events = os.path.join(events_dir, f"{key}.jsonl")
+                if stored_summary(stored, trace, events, prices.digest) is not None:
+                    continue
+                b = basis(trace, events, prices.digest)  # before reading: a change meanwhile makes it stale
+                try:
+                    summary = summarize(key, row, Path(trace), prices)
+                except OSError:
+                    continue
+                made.append((row["harness"], row["session_id"],
+                             orjson.dumps({"basis": b, "summary": to_json(summary)}).decode()))
+            if made:
+                ledger.set_summaries(made)
+    except sqlite3.Error:
+        return 0
+    return len(made)
