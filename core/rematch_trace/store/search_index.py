@@ -158,13 +158,12 @@ class SearchIndex:
         self.db.close()
 
     def _drop_all(self) -> None:
-        self.db.executescript("DROP TABLE IF EXISTS text; DROP TABLE IF EXISTS spans; DROP TABLE IF EXISTS traces;")
+        for table in ("text", "spans", "traces"):
+            self.db.execute(f"DROP TABLE IF EXISTS {table}")
 
     def clear(self) -> None:
         """Empty the index (``rematch search --rebuild``): the next sync reads every trace again."""
-        self.db.execute("BEGIN IMMEDIATE")
         self._drop_all()
-        self.db.execute("COMMIT")
         self.db.executescript(_SCHEMA)
         self.db.execute("VACUUM")
 
