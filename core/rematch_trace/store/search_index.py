@@ -11,8 +11,9 @@ The index follows the traces incrementally. Each indexed record keeps its byte s
 trace and a digest of that line: a trace that grew (a continued import, a live session) is
 checked back from its last indexed record to the newest one still in place (a continuation
 truncates only the trace's tail and writes on), the records after it are dropped and only the
-lines from there on are read. A trace replaced whole (a new file: another inode) or changed
-further back is indexed again from its start. A trace that is gone (``rematch forget``)
+lines from there on are read (also when the import wrote it as a new file with the same records
+first). A trace whose first indexed record, or all of its last ones, changed is indexed again
+from its start. A trace that is gone (``rematch forget``)
 loses its entries. The file can be deleted at any time: the next sync rebuilds it.
 """
 
@@ -242,7 +243,7 @@ class SearchIndex:
             return
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
-            start = self._continue_from(key, f, known, st.st_ino) if known is not None else None
+            start = self._continue_from(key, f) if known is not None else None
             if start is None:
                 if known is not None:
                     self.drop(key)
@@ -252,14 +253,19 @@ class SearchIndex:
                 figures.grown += 1
             self._read(key, f, start, st, raw, figures)
 
-    def _continue_from(self, key: str, f: Any, known: tuple[Any, ...], ino: int) -> int | None:
+    def _continue_from(self, key: str, f: Any) -> int | None:
         """The offset a grown trace is read on from, its later entries dropped; ``None``: read it all again."""
-        if known[1] != ino:
-            return None
+        # Not the inode: a continued import may write the session's trace anew (a new file) with the
+        # same records first. Its first indexed record, and one of its last, must still be in place.
         rows = self.db.execute("SELECT id, off, len, digest FROM spans WHERE key = ? ORDER BY off DESC LIMIT ?",
                                (key, WALK_BACK)).fetchall()
         if not rows:
             # Nothing searchable indexed yet: what was read had no text; read it again from the start.
+            return None
+        first = self.db.execute("SELECT off, len, digest FROM spans WHERE key = ? ORDER BY off LIMIT 1",
+                                (key,)).fetchone()
+        f.seek(first[0])
+        if _digest(f.read(first[1])) != first[2]:
             return None
         for i, (_, off, length, digest) in enumerate(rows):
             f.seek(off)
