@@ -281,7 +281,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
                 call_ids.add(rec["call_id"])
             result_day[seq] = day
             results += 1
-            tool = rec.get("tool") if isinstance(rec.get("tool"), str) else "unknown"
+            tool = rec["tool"] if isinstance(rec.get("tool"), str) else "unknown"
             if tool not in tools and len(tools) >= MAX_TOOLS:
                 tool = OTHER_TOOLS
             counts = tools.setdefault(tool, [0, 0])
