@@ -416,7 +416,8 @@ class SessionWriter:
                 loaded.append(entry)
         elif isinstance(rec, vocab.AssistantMessage):
             u = rec.usage
-            usage = [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost] if u is not None else None
+            usage = ([u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost, u.cache_write_1h]
+                     if u is not None else None)
             model = [rec.model.provider, rec.model.id] if rec.model is not None else None
             held["stops"].append([t, self.synth.clean_text(rec.text, HEAD_LIMIT), rec.stop_reason, None, usage, model])
         elif isinstance(rec, vocab.RunEnd):

@@ -73,6 +73,8 @@ class Usage:
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    #: Of ``cache_write``, the 1-hour writes.
+    cache_write_1h: int = 0
     tokens: int = 0
     cost: Decimal = Decimal(0)
     priced_tokens: int = 0
@@ -226,7 +228,8 @@ def turn_cost(u: Mapping[str, Any], price: Price | None) -> Decimal | None:
         return stated
     if price is None:
         return None
-    return price.cost(_int(u.get("input")), _int(u.get("output")), _int(u.get("cacheRead")), _int(u.get("cacheWrite")))
+    return price.cost(_int(u.get("input")), _int(u.get("output")), _int(u.get("cacheRead")), _int(u.get("cacheWrite")),
+                      _int(u.get("cacheWrite1h")))
 
 
 def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
@@ -304,6 +307,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
             slot.output += _int(u.get("output"))
             slot.cache_read += _int(u.get("cacheRead"))
             slot.cache_write += _int(u.get("cacheWrite"))
+            slot.cache_write_1h += _int(u.get("cacheWrite1h"))
             total = _int(u.get("totalTokens"))
             slot.tokens += total
             if name not in price_of:
