@@ -254,6 +254,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
     result_day: dict[int, str] = {}
     inputs = results = errors = turns = unreadable = 0
     tools: dict[str, list[int]] = {}
+    days_seen: dict[int, str] = {}
     for rec in trace_records(trace):
         if not rec:
             unreadable += 1
@@ -263,7 +264,13 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
         if t is not None and t > 0:
             started = t if started is None else min(started, t)
             ended = t if ended is None else max(ended, t)
-        day = day_of(t) or "unknown"
+        # One date formatting per day met, not per record (a session's records share few days).
+        n_day = t // 86_400_000 if t is not None else None
+        day = days_seen.get(n_day) if n_day is not None else None
+        if day is None:
+            day = day_of(t) or "unknown"
+            if n_day is not None:
+                days_seen[n_day] = day
         seq: int = rec["seq"] if type(rec.get("seq")) is int else -1
         if ev == "session_start":
             start_model = current = model_name(rec.get("model"))
