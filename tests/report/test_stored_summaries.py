@@ -71,3 +71,19 @@ def test_a_grown_session_gets_a_new_summary(corpus_dir: Path, tmp_path: Path) ->
     with sqlite3.connect(data / "ledger.sqlite") as db:
         stored = orjson.loads(db.execute("SELECT summary FROM sessions").fetchone()[0])
     assert stored["summary"]["inputs"] == after["inputs"]  # made again by the continuation, not at read
+
+
+def test_a_damaged_stored_summary_is_made_again(corpus_dir: Path, tmp_path: Path) -> None:
+    src = tmp_path / "src" / "p"
+    src.mkdir(parents=True)
+    shutil.copyfile(corpus_dir / CORPUS_FILES["claude_code"], src / Path(CORPUS_FILES["claude_code"]).name)
+    data = tmp_path / "data"
+    assert rematch("import", str(src), "--data", str(data), "-q").returncode == 0
+    want = sessions(data)
+    with sqlite3.connect(data / "ledger.sqlite") as db:
+        db.execute("UPDATE sessions SET summary = '{\"basis\": [1, 2'")
+    assert sessions(data) == want  # read from the trace meanwhile
+    assert rematch("import", str(src), "--data", str(data), "-q").returncode == 0  # nothing changed: made again
+    with sqlite3.connect(data / "ledger.sqlite") as db:
+        stored = orjson.loads(db.execute("SELECT summary FROM sessions").fetchone()[0])
+    assert stored["summary"]["inputs"] == next(iter(want.values()))["inputs"]

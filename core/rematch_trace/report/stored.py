@@ -65,16 +65,22 @@ def store_summaries(data: DataDir, only: set[str] | None = None) -> int:
     made: list[tuple[str, str, str | None]] = []
     try:
         with Ledger(data.ledger) as ledger:
-            for row in ledger.sessions():
-                stored = row.pop("summary", None)
-                key = key_of(row)
+            stale = []
+            for harness, session_id, trace_path, held in list(ledger.summary_bases()):
+                key = key_of({"trace_path": trace_path})
                 if key is None or (only is not None and key not in only):
                     continue
                 trace = os.path.join(traces, f"{key}.jsonl")
                 events = os.path.join(events_dir, f"{key}.jsonl")
-                if stored_summary(stored, trace, events, prices.digest) is not None:
-                    continue
                 b = basis(trace, events, prices.digest)  # before reading: a change meanwhile makes it stale
+                if held is not None and orjson.loads(held) == b:
+                    continue
+                stale.append((harness, session_id, key, trace, b))
+            for harness, session_id, key, trace, b in stale:
+                row = ledger.session_row(harness, session_id)
+                if row is None:
+                    continue
+                row.pop("summary", None)
                 try:
                     summary = summarize(key, row, Path(trace), prices)
                 except OSError:

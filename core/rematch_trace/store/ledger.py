@@ -112,6 +112,19 @@ PAGE_SIZE = 8192
 _BRIEF = "path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, settings"
 
 
+def _decoded(row: sqlite3.Row) -> dict[str, Any]:
+    """A session row as a dict, its JSON columns decoded."""
+    d = dict(row)
+    for key in ("reasons", "redirect_seqs", "error_cluster_seqs", "mark_seqs", "counts"):
+        d[key] = orjson.loads(d[key]) if d.get(key) else ([] if key != "counts" else {})
+    # Rows written before the seqs column hold the three first reasons' seqs only.
+    d["seqs"] = orjson.loads(d["seqs"]) if d.get("seqs") else {
+        "redirect": d["redirect_seqs"], "error_cluster": d["error_cluster_seqs"], "mark": d["mark_seqs"]
+    }
+    d["flagged"] = bool(d["flagged"])
+    return d
+
+
 def as_stored(value: Any) -> Any:
     """``value`` as the ledger stores it: a string's lone surrogates spelled as backslash escapes."""
     if type(value) is str and not value.isascii():
@@ -409,18 +422,21 @@ class Ledger:
         sql = "SELECT * FROM sessions"
         if flagged is not None:
             sql += f" WHERE flagged = {int(flagged)}"
-        out = []
-        for row in self._q(sql + " ORDER BY harness, session_id"):
-            d = dict(row)
-            for key in ("reasons", "redirect_seqs", "error_cluster_seqs", "mark_seqs", "counts"):
-                d[key] = orjson.loads(d[key]) if d.get(key) else ([] if key != "counts" else {})
-            # Rows written before the seqs column hold the three first reasons' seqs only.
-            d["seqs"] = orjson.loads(d["seqs"]) if d.get("seqs") else {
-                "redirect": d["redirect_seqs"], "error_cluster": d["error_cluster_seqs"], "mark": d["mark_seqs"]
-            }
-            d["flagged"] = bool(d["flagged"])
-            out.append(d)
-        return out
+        return [_decoded(row) for row in self._q(sql + " ORDER BY harness, session_id")]
+
+    def session_row(self, harness: str, session_id: str) -> dict[str, Any] | None:
+        """One session's row, decoded as :meth:`sessions` gives it, or ``None``."""
+        row = self._q("SELECT * FROM sessions WHERE harness = ? AND session_id = ?", (harness, session_id)).fetchone()
+        return None if row is None else _decoded(row)
+
+    def summary_bases(self) -> Iterator[tuple[str, str, str, str | None]]:
+        """(harness, session id, trace path, the stored summary's basis as JSON or ``None``) of every session.
+
+        The basis alone is read out of each summary (by SQLite): checking which summaries still
+        hold costs no decoding of them.
+        """
+        yield from self._q("SELECT harness, session_id, trace_path, "
+                           "CASE WHEN json_valid(summary) THEN json_extract(summary, '$.basis') END FROM sessions")
 
     def session_keys(self) -> dict[str, set[tuple[str, str]]]:
         """Source path -> the (harness, session id) of the sessions it produced, for every source."""
