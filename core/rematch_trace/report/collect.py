@@ -67,8 +67,13 @@ def _stat(path: str) -> list[int]:
 def stamp(row: Mapping[str, Any], trace: Path | str, events: Path | str, prices: str = "") -> str:
     """A digest that changes whenever the session's ledger row, trace or events file, or the prices
     (``prices``, the price table's digest), change."""
+    return _stamp(row, _stat(str(trace)), _stat(str(events)), prices)
+
+
+def _stamp(row: Mapping[str, Any], trace: list[int], events: list[int], prices: str) -> str:
+    """:func:`stamp` of the files' (size, mtime) already read."""
     # The ledger gives its columns in one order: no key sorting needed for the digest to be stable.
-    blob = orjson.dumps([row, _stat(str(trace)), _stat(str(events)), prices], default=str)
+    blob = orjson.dumps([row, trace, events, prices], default=str)
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
@@ -196,13 +201,15 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
         seen.add(key)
         trace = os.path.join(traces, f"{key}.jsonl")
         events = os.path.join(events_dir, f"{key}.jsonl")
-        st = stamp(row, trace, events, prices.digest)
+        # Each file stat'ed once: for the stamp and for the stored summary's basis.
+        t_st, e_st = _stat(trace), _stat(events)
+        st = _stamp(row, t_st, e_st, prices.digest)
         cached = cache.get(key)
         if cached and cached.get("stamp") == st and _usable(cached.get("summary")):
             reused += 1
             entries.append(Entry(key, row, st, trace, events, fresh=False, cached=cached["summary"], prices=prices))
             continue
-        led = stored_summary(stored, trace, events, prices.digest)
+        led = stored_summary(stored, [*t_st, *e_st, prices.digest])
         if led is not None and _usable(led):
             # Made when the session's outputs were: new to a report's cache, but no trace is read.
             entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices))

@@ -32,15 +32,15 @@ def basis(trace: str, events: str, prices_digest: str) -> list[Any]:
     return [*_stat(trace), *_stat(events), prices_digest]
 
 
-def stored_summary(stored: Any, trace: str, events: str, prices_digest: str) -> dict[str, Any] | None:
-    """The summary JSON of a ledger ``summary`` column when its basis still holds, else ``None``."""
+def stored_summary(stored: Any, now: list[Any]) -> dict[str, Any] | None:
+    """The summary JSON of a ledger ``summary`` column when its basis is ``now`` (:func:`basis`), else ``None``."""
     if not isinstance(stored, str | bytes):
         return None
     try:
         value = orjson.loads(stored)
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(value, dict) or value.get("basis") != basis(trace, events, prices_digest):
+    if not isinstance(value, dict) or value.get("basis") != now:
         return None
     summary = value.get("summary")
     return summary if isinstance(summary, dict) else None
