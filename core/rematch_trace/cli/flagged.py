@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from rematch_trace.cli.common import data_option, echo_json, readable
@@ -57,12 +59,11 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
         return
     rows = [["started (UTC)", "harness", "session", "inputs", "tool err", "redirects", "clusters", "reasons", "folder"]]
     for e in entries:
-        s = e.facet  # the summary's fields as stored: no summary structured per session
-        reasons = s("reasons") if isinstance(s("reasons"), list) else []
+        s = e.json().get  # the summary's JSON as stored: no summary structured per session
+        got = s("reasons")
+        reasons: list[Any] = got if isinstance(got, list) else []
         rows.append([when(s("started"), "%Y-%m-%d %H:%M"), clip(s("harness"), 40),
                      clip(str(s("session_id")) + (" (sub)" if s("agent_kind") == "sub" else ""), 200),
                      str(s("inputs")), str(s("tool_errors")), str(s("redirects")), str(s("error_clusters")),
                      clip(",".join(map(str, reasons)), 200), clip(s("cwd") or "-", 80)])
-    for line in table(rows, {3, 4, 5, 6}):
-        click.echo(line)
-    click.echo(f"{len(entries)} flagged session(s)")
+    click.echo("\n".join([*table(rows, {3, 4, 5, 6}), f"{len(entries)} flagged session(s)"]))

@@ -46,7 +46,9 @@ def summaries(data: DataDir, prices: PriceTable) -> list[Entry]:
     from rematch_trace.report.collect import CACHE_NAME, NothingImported, collect, read_cache
 
     try:
-        got = collect(data, read_cache(data.root / "report" / CACHE_NAME)[0], prices)
+        cache = read_cache(data.root / "report" / CACHE_NAME)[0]
+        # No report cache to match: the stamps (a digest of each row) are not needed.
+        got = collect(data, cache, prices, stamps=bool(cache))
     except NothingImported as err:
         raise click.ClickException(str(err)) from None
     from rematch_trace.report.text import one_line
@@ -145,11 +147,9 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
     rows = [["started (UTC)", "harness", "session", "model", "inputs", "tool err", "redirects", "repository / folder",
              ]]
     for e in entries:
-        s = e.facet
+        s = e.json().get  # the summary's JSON as stored: no summary structured per session
         sid = str(s("session_id")) + (" (sub)" if s("agent_kind") == "sub" else "")
         rows.append([when(s("started"), "%Y-%m-%d %H:%M"), clip(s("harness"), 40), clip(sid, 200),
                      clip(s("model") or "-", 40), str(s("inputs")), str(s("tool_errors")), str(s("redirects")),
                      clip(s("repo") or s("cwd") or "-", 80)])
-    for line in table(rows, {4, 5, 6}):
-        click.echo(line)
-    click.echo(f"{len(entries)} session(s)")
+    click.echo("\n".join([*table(rows, {4, 5, 6}), f"{len(entries)} session(s)"]))

@@ -176,8 +176,12 @@ def _usable(cached: Any) -> bool:
             and (cached.get("day") is None or isinstance(cached.get("day"), str)))
 
 
-def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: PriceTable) -> Collected:
+def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: PriceTable, *,
+            stamps: bool = True) -> Collected:
     """Summaries of every session in the ledger, reusing ``cache`` entries whose stamp still matches.
+
+    Without ``stamps`` (a reader with no cache to match and none to write: ``sessions``, ``stats``),
+    the entries' stamps are left empty, not computed.
 
     The stamp includes the digest of ``prices``: a changed price recomputes every summary.
 
@@ -203,7 +207,7 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
         events = os.path.join(events_dir, f"{key}.jsonl")
         # Each file stat'ed once: for the stamp and for the stored summary's basis.
         t_st, e_st = _stat(trace), _stat(events)
-        st = _stamp(row, t_st, e_st, prices.digest)
+        st = _stamp(row, t_st, e_st, prices.digest) if stamps else ""
         cached = cache.get(key)
         if cached and cached.get("stamp") == st and _usable(cached.get("summary")):
             reused += 1
