@@ -12,8 +12,13 @@ def follow_outputs(data: DataDir, only: set[str] | None = None) -> None:
     Each reads only what changed since it last ran; neither failing stops the writer that
     calls this (a reading command makes what is missing itself).
     """
+    import sqlite3
+
     from rematch_trace.report.stored import store_summaries
     from rematch_trace.store.search_index import sync_data
 
-    store_summaries(data, only)
-    sync_data(data, only)
+    for step in (store_summaries, sync_data):
+        try:
+            step(data, only)
+        except (OSError, sqlite3.Error, ValueError):
+            continue  # the outputs are written and recorded; what this would keep is made when read
