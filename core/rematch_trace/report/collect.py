@@ -213,7 +213,7 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
             reused += 1
             entries.append(Entry(key, row, st, trace, events, fresh=False, cached=cached["summary"], prices=prices))
             continue
-        led = stored_summary(stored, [*t_st, *e_st, prices.digest])
+        led = stored_summary(stored, [*t_st, *e_st, prices.source])
         if led is not None and _usable(led):
             # Made when the session's outputs were: new to a report's cache, but no trace is read.
             entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices))

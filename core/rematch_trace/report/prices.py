@@ -83,6 +83,9 @@ class PriceTable:
     as_of: str
     files: tuple[str, ...]
     digest: str
+    #: A digest of the price files' texts, in order (:func:`~rematch_trace.report.stored.source_key`): what a stored summary was
+    #: costed with, checked without parsing any YAML.
+    source: str = ""
 
     def lookup(self, model: str) -> Price | None:
         """The price of a trace's model name (``provider/id`` or ``id``), or ``None`` if unknown.
@@ -212,7 +215,9 @@ def shipped_text() -> str:
 def load(data_root: Path | None = None, extra: Path | None = None) -> PriceTable:
     """The shipped table, then ``<data_root>/prices.yml`` if it exists, then ``extra``: a later entry
     replaces an earlier one of the same name. A file that cannot be read or used is a :class:`PriceError`."""
-    models, as_of = _read(shipped_text(), "the shipped price table")
+    shipped = shipped_text()
+    models, as_of = _read(shipped, "the shipped price table")
+    texts = [shipped]
     files = ["(shipped)"]
     dates = [as_of or "unknown"]
     layers = [data_root / USER_FILE] if data_root is not None else []
@@ -225,8 +230,11 @@ def load(data_root: Path | None = None, extra: Path | None = None) -> PriceTable
             except (OSError, UnicodeDecodeError) as err:
                 raise PriceError(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
             more, date = _read(text, str(path))
+            texts.append(text)
             models.update(more)
             files.append(str(path))
             if date:
                 dates.append(date)
-    return PriceTable(models, " / ".join(dates), tuple(files), _digest(models))
+    from rematch_trace.report.stored import source_key
+
+    return PriceTable(models, " / ".join(dates), tuple(files), _digest(models), source_key(texts))
