@@ -23,15 +23,18 @@ _KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_crea
 
 
 def _reference(u: dict[str, Any]) -> list[int]:
-    """The counts as _int gives them, one call per count (the usage rule as first written)."""
+    """The counts as _int gives them, one call per count (the usage rule as first written), then the
+    1-hour share of the cache write (never more than the write)."""
     cache_write = _int(u.get("cache_creation_input_tokens"))
     breakdown = u.get("cache_creation")
+    hour = 0
     if isinstance(breakdown, dict):
         total = sum(_int(x) for x in breakdown.values())
         if total > 0:
             cache_write = total
+        hour = _int(breakdown.get("ephemeral_1h_input_tokens"))
     return [_int(u.get("input_tokens")), _int(u.get("output_tokens")), _int(u.get("cache_read_input_tokens")),
-            cache_write]
+            cache_write, min(hour, cache_write)]
 
 
 @settings(max_examples=400, deadline=None)
@@ -44,14 +47,14 @@ def test_usage_counts_are_ints_rule(fields: dict[str, Any], breakdown: Any) -> N
     expected = _reference(usage)
     got = _usage(usage, _int(usage.get("output_tokens")))
     assert got == expected
-    assert [type(x) for x in got] == [int] * 4  # never a float or a bool that compares equal
+    assert [type(x) for x in got] == [int] * 5  # never a float or a bool that compares equal
 
 
 def test_a_real_usage_object() -> None:
     usage = {"input_tokens": 3, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 17443,
              "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 8052},
              "output_tokens": 8, "service_tier": "standard"}
-    assert _usage(usage, 8) == [3, 8, 17443, 8052]
+    assert _usage(usage, 8) == [3, 8, 17443, 8052, 8052]  # all of its cache write for an hour
 
 
 # ASCII, other scripts, astral characters and lone surrogates (which a JSON escape can spell).

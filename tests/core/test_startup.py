@@ -97,13 +97,16 @@ def test_a_ledger_of_many_sources_has_its_workers_forked_before_discovery(tmp_pa
 
 
 def test_an_import_without_a_configuration_loads_no_yaml(tmp_path: Path, monkeypatch: Any) -> None:
-    # PyYAML is loaded only to parse a file there is (a configuration, a repository's domain.yml):
-    # an import without one does not load it; with one, its domain rules apply.
+    # PyYAML is loaded only to parse a file there is (a configuration, a repository's domain.yml, the
+    # price table the sessions' stored summaries are costed at): a rerun without a configuration that
+    # finds nothing changed does not load it; with one, its domain rules apply.
     src = tmp_path / "src"
     shutil.copytree(EXAMPLES, src)
     monkeypatch.setenv("REMATCH_CONFIG", str(tmp_path / "none.yml"))
     probe, summary = run(tmp_path, str(src), "--out", str(tmp_path / "data"), "--jobs", "1")
     assert summary["files"]["imported"] == 4
+    probe, summary = run(tmp_path, str(src), "--out", str(tmp_path / "data"), "--jobs", "1")
+    assert summary["files"]["unchanged"] == 4
     assert "yaml" not in probe["modules"]
     config = tmp_path / "config.yml"
     config.write_text("domains:\n  - path: '/*'\n    domain: everywhere\n")

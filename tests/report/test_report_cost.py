@@ -76,8 +76,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
         # 1000 x 3 + 500 x 15 + 2000 x 3.75 + 30000 x 0.30 = 27,000 millionths
         {"input_tokens": 1000, "output_tokens": 500, "cache_creation_input_tokens": 2000,
          "cache_read_input_tokens": 30000},
-        # the cache write told by its breakdown (5-minute and 1-hour writes, 150 in all, both at the write price):
-        # 10 x 3 + 20 x 15 + 150 x 3.75 + 40000 x 0.30 = 12,892.5 millionths
+        # the cache write told by its breakdown: 100 5-minute writes at $3.75, 50 1-hour writes at $6 (2x input):
+        # 10 x 3 + 20 x 15 + 100 x 3.75 + 50 x 6 + 40000 x 0.30 = 13,005 millionths
         {"input_tokens": 10, "output_tokens": 20, "cache_creation_input_tokens": 0,
          "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 50},
          "cache_read_input_tokens": 40000},
@@ -108,22 +108,22 @@ def _model(stats: dict[str, Any], name: str) -> dict[str, Any]:
 def test_cost_is_tokens_by_kind_times_price_exactly(data: Path) -> None:
     stats = _stats(data)
     # Uncached input, cache writes (both kinds), cache reads and output each at their own price.
-    assert _model(stats, SONNET)["cost"] == "0.0398925"
+    assert _model(stats, SONNET)["cost"] == "0.040005"
     # A long prompt bills its whole turn at the long-context rates.
     assert _model(stats, LONG)["cost"] == "0.15231"
     # Codex: its input counts the cached part; only the rest is billed as input:
     # (3000 - 2200) x 1.25 + 2200 x 0.125 + 500 x 10 = 6,275 millionths.
     assert _model(stats, CODEX)["cost"] == "0.006275"
     assert _model(stats, HAIKU)["cost"] == "0.00018"
-    priced = Decimal("0.0398925") + Decimal("0.15231") + Decimal("0.006275") + Decimal("0.00018")
-    assert stats["total"]["cost"] == str(priced)
+    priced = Decimal("0.040005") + Decimal("0.15231") + Decimal("0.006275") + Decimal("0.00018")
+    assert Decimal(stats["total"]["cost"]) == priced
     # The same total per day and per harness, to the last digit.
     assert sum(Decimal(d["cost"]) for d in stats["days"]) == priced
     assert sum(Decimal(h["cost"]) for h in stats["harnesses"] if h["cost"]) == priced
     assert next(h for h in stats["harnesses"] if h["name"] == "codex")["cost"] == "0.006275"
     # Each session says its own, in sessions --json too.
     rows = {r["session_id"]: r for r in json.loads(run("sessions", "--out", str(data), "--json").stdout)}
-    assert rows[sid_for("claude_code", 1)]["cost"] == "0.0398925"
+    assert rows[sid_for("claude_code", 1)]["cost"] == "0.040005"
     assert rows[sid_for("codex", 1)]["cost"] == "0.006275"
 
 
@@ -158,7 +158,7 @@ def test_report_shows_the_cost_and_names_what_has_no_price(data: Path, tmp_path:
     # A turn's cost in the timeline; "no price" where the model has none.
     key = next(s["k"] for s in embedded(parse(out / "index.html"))["sessions"] if s["m"] == SONNET)
     page = (out / "sessions" / f"{key}.html").read_text()
-    assert "$0.0270" in page and "$0.0129" in page
+    assert "$0.0270" in page and "$0.0130" in page
     unknown_page = next(p for p in (out / "sessions").glob("*.html") if UNKNOWN in p.read_text())
     assert "no price" in unknown_page.read_text()
 
@@ -171,6 +171,7 @@ def test_prices_file_in_the_data_folder_and_flag(data: Path, tmp_path: Path) -> 
         'as_of: "2026-12-01"\nmodels:\n  claude-sonnet-4-5:\n    input: 30\n    cache_write: 3.75\n'
         "    cache_read: 0.30\n    output: 15\n    source: my invoice\n")
     stats = _stats(copy)
+    # Its entry has no cache_write_1h: the 1-hour writes billed as cache_write (50 x 3.75, not 50 x 6),
     # 0.0398925 + (1000 + 10) x 27 millionths more
     assert _model(stats, SONNET)["cost"] == str(Decimal("0.0398925") + Decimal(1010 * 27) / 10**6)
     assert str(copy / "prices.yml") in stats["prices"]["files"] and "2026-12-01" in stats["prices"]["as_of"]

@@ -111,7 +111,8 @@ def test_nothing_written_outside_the_report_folder(hostile: dict[str, Any]) -> N
     data = hostile["data"]
     assert sorted(p.name for p in data.iterdir()) == sorted(
         ["claims.lock", "events", "import.lock", "journal", "ledger.sqlite", "pending", "report", "traces",
-         *[p.name for p in data.iterdir() if p.name.startswith("ledger.sqlite-")]])
+         "search.sqlite",  # the search index, made by the import (docs/search.md)
+         *[p.name for p in data.iterdir() if p.name.startswith(("ledger.sqlite-", "search.sqlite-"))]])
 
 
 def test_redaction_applies_the_report_shows_only_what_the_trace_holds(hostile: dict[str, Any]) -> None:

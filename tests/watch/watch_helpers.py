@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
@@ -164,8 +165,12 @@ def ledger_view(out: Path) -> dict[str, list[tuple[Any, ...]]]:
 
     (A continued source is ``resumed`` and its saved state names its journal generation.)
     """
+    # A stored summary's basis names its files' mtimes, which differ between two folders: its summary must not.
+    sessions = [tuple(orjson.loads(v)["summary"] if k == "summary" and v else v for k, v in zip(names, row, strict=True))
+                for names in [[r[1] for r in ledger_rows(out, "PRAGMA table_info(sessions)")]]
+                for row in ledger_rows(out, "SELECT * FROM sessions ORDER BY harness, session_id")]
     return {
-        "sessions": ledger_rows(out, "SELECT * FROM sessions ORDER BY harness, session_id"),
+        "sessions": sessions,
         "sources": ledger_rows(out, "SELECT path, harness, size, mtime_ns, head_fp, tail_fp, offset, malformed "
                                     "FROM sources ORDER BY path"),
     }

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "report": "rematch_trace.cli.report_cmd:report_cmd",
     "stats": "rematch_trace.cli.stats:stats_cmd",
     "sessions": "rematch_trace.cli.sessions_cmd:sessions_cmd",
+    "search": "rematch_trace.cli.search_cmd:search_cmd",
     "watch": "rematch_trace.cli.watch_cmd:watch_cmd",
     "hooks": "rematch_trace.cli.hooks_cmd:hooks_cmd",
 

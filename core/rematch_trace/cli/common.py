@@ -134,12 +134,15 @@ def settle_first(data: DataDir) -> None:
     """
     if not data.root.is_dir() or not writable(data):
         return
-    from rematch_trace.importing.batch import settle
+    # Only a killed import leaves a journal entry: without one, the import machinery is not even loaded
+    # (about a tenth of a second a reading command need not spend).
+    if data.journal.is_dir() and any(data.journal.glob("*.jsonl")):
+        from rematch_trace.importing.batch import settle
 
-    try:
-        settle(data)
-    except (OSError, sqlite3.Error):
-        pass
+        try:
+            settle(data)
+        except (OSError, sqlite3.Error):
+            pass
     if (data.root / "live").is_dir():
         from rematch_trace.live.settle import settle_live
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from rematch_trace.cli.common import data_option, echo_json, readable
@@ -33,7 +35,7 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
         from rematch_trace.security.audit import audit
 
         severe = {str(r.get("session")) for r in audit(data.root) if int(r.get("severity") or 0) >= min_severity}
-        entries = [e for e in entries if e.summary.session_id in severe]
+        entries = [e for e in entries if e.facet("session_id") in severe]
     if as_json:
         echo_json(
             [
@@ -42,9 +44,9 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
                     "reasons": r["reasons"],
                     "seqs": reason_seqs(r),
                     "trace": r["trace_path"], "domain": r["domain"], "cwd": r["cwd"],
-                    "started": when(e.summary.started), "inputs": e.summary.inputs,
-                    "tool_errors": e.summary.tool_errors, "redirects": e.summary.redirects,
-                    "error_clusters": e.summary.error_clusters, "marks": e.summary.marks,
+                    "started": when(e.facet("started")), "inputs": e.facet("inputs"),
+                    "tool_errors": e.facet("tool_errors"), "redirects": e.facet("redirects"),
+                    "error_clusters": e.facet("error_clusters"), "marks": e.facet("marks"),
                 }
                 for e in entries
                 for r in [e.row]
@@ -57,11 +59,11 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
         return
     rows = [["started (UTC)", "harness", "session", "inputs", "tool err", "redirects", "clusters", "reasons", "folder"]]
     for e in entries:
-        s = e.summary
-        rows.append([when(s.started, "%Y-%m-%d %H:%M"), s.harness,
-                     clip(s.session_id + (" (sub)" if s.agent_kind == "sub" else ""), 200), str(s.inputs),
-                     str(s.tool_errors), str(s.redirects), str(s.error_clusters), ",".join(s.reasons),
-                     clip(s.cwd or "-", 80)])
-    for line in table(rows, {3, 4, 5, 6}):
-        click.echo(line)
-    click.echo(f"{len(entries)} flagged session(s)")
+        s = e.json().get  # the summary's JSON as stored: no summary structured per session
+        got = s("reasons")
+        reasons: list[Any] = got if isinstance(got, list) else []
+        rows.append([when(s("started"), "%Y-%m-%d %H:%M"), clip(s("harness"), 40),
+                     clip(str(s("session_id")) + (" (sub)" if s("agent_kind") == "sub" else ""), 200),
+                     str(s("inputs")), str(s("tool_errors")), str(s("redirects")), str(s("error_clusters")),
+                     clip(",".join(map(str, reasons)), 200), clip(s("cwd") or "-", 80)])
+    click.echo("\n".join([*table(rows, {3, 4, 5, 6}), f"{len(entries)} flagged session(s)"]))

@@ -34,6 +34,11 @@ def forget_cmd(session: str, out: str | None) -> None:
             rows = [r for r in ledger.sessions() if safe_name(r["session_id"]) == stem]
             sources = [ledger.forget(r["harness"], r["session_id"]) for r in rows]
             remove_outputs(data, rows[0]["session_id"] if rows else stem)
+            from rematch_trace.store.search_index import SearchIndex, index_path
+
+            if index_path(data).is_file():
+                with SearchIndex(index_path(data)) as index:
+                    index.forget(stem)
             live = live_dir(data.root) / f"{stem}.json"
             was_live = live.is_file()
             if was_live:

@@ -46,7 +46,9 @@ def summaries(data: DataDir, prices: PriceTable) -> list[Entry]:
     from rematch_trace.report.collect import CACHE_NAME, NothingImported, collect, read_cache
 
     try:
-        got = collect(data, read_cache(data.root / "report" / CACHE_NAME)[0], prices)
+        cache = read_cache(data.root / "report" / CACHE_NAME)[0]
+        # No report cache to match: the stamps (a digest of each row) are not needed.
+        got = collect(data, cache, prices, stamps=bool(cache))
     except NothingImported as err:
         raise click.ClickException(str(err)) from None
     from rematch_trace.report.text import one_line
@@ -82,20 +84,30 @@ def chosen(entries: list[Entry], harness: str | None, model: str | None, repo: s
     def has(text: str | None, part: str | None) -> bool:
         return part is None or (text is not None and part.lower() in text.lower())
 
+    def text(e: Entry, name: str) -> str | None:
+        value = e.facet(name)
+        return value if isinstance(value, str) else None
+
+    if not any(v is not None for v in (harness, model, repo, domain, flag, day)):
+        return list(entries)
     out = []
     for e in entries:
-        s = e.summary
-        if harness is not None and s.harness != harness:
+        # The summaries' fields as the cache or the ledger holds them (no summary structured per session).
+        if harness is not None and text(e, "harness") != harness:
             continue
-        if not has(" ".join(s.models) or s.model, model) or not (has(s.repo, repo) or has(s.cwd, repo)):
+        models = e.facet("models")
+        names = " ".join(m for m in models if isinstance(m, str)) if isinstance(models, list) else ""
+        if not has(names or text(e, "model"), model) or not (has(text(e, "repo"), repo) or has(text(e, "cwd"), repo)):
             continue
-        if domain is not None and s.domain != domain:
+        if domain is not None and text(e, "domain") != domain:
             continue
-        if (flag == "flagged" and not s.flagged) or (flag == "none" and s.flagged):
+        flagged = bool(e.facet("flagged"))
+        if (flag == "flagged" and not flagged) or (flag == "none" and flagged):
             continue
-        if flag not in (None, "flagged", "none") and flag not in s.reasons:
+        reasons = e.facet("reasons")
+        if flag not in (None, "flagged", "none") and (not isinstance(reasons, list) or flag not in reasons):
             continue
-        if day is not None and (s.day or "") < day:
+        if day is not None and (text(e, "day") or "") < day:
             continue
         out.append(e)
     return out
@@ -120,13 +132,14 @@ def table(rows: list[list[str]], right: set[int]) -> list[str]:
 def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: str | None, domain: str | None,
                  flag: str | None, since: str | None, prices_file: str | None, as_json: bool) -> None:
     """List every session (not only flagged ones), newest first, with its counts."""
-    from rematch_trace.report.summary import to_json
     from rematch_trace.report.text import clip, when
 
     data = readable(out)
     entries = chosen(summaries(data, price_table(data, prices_file)), harness, model, repo, domain, flag, since)
     if as_json:
-        echo_json([dict(to_json(e.summary), trace=str(e.trace)) for e in entries])
+        from rematch_trace.report.collect import with_json
+
+        echo_json(with_json(entries, lambda js: [dict(j, trace=e.trace_file) for j, e in zip(js, entries, strict=True)]))
         return
     if not entries:
         click.echo("no sessions match" if any((harness, model, repo, domain, flag, since)) else "no sessions")
@@ -134,10 +147,9 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
     rows = [["started (UTC)", "harness", "session", "model", "inputs", "tool err", "redirects", "repository / folder",
              ]]
     for e in entries:
-        s = e.summary
-        sid = s.session_id + (" (sub)" if s.agent_kind == "sub" else "")
-        rows.append([when(s.started, "%Y-%m-%d %H:%M"), s.harness, clip(sid, 200), clip(s.model or "-", 40),
-                     str(s.inputs), str(s.tool_errors), str(s.redirects), clip(s.repo or s.cwd or "-", 80)])
-    for line in table(rows, {4, 5, 6}):
-        click.echo(line)
-    click.echo(f"{len(entries)} session(s)")
+        s = e.json().get  # the summary's JSON as stored: no summary structured per session
+        sid = str(s("session_id")) + (" (sub)" if s("agent_kind") == "sub" else "")
+        rows.append([when(s("started"), "%Y-%m-%d %H:%M"), clip(s("harness"), 40), clip(sid, 200),
+                     clip(s("model") or "-", 40), str(s("inputs")), str(s("tool_errors")), str(s("redirects")),
+                     clip(s("repo") or s("cwd") or "-", 80)])
+    click.echo("\n".join([*table(rows, {4, 5, 6}), f"{len(entries)} session(s)"]))

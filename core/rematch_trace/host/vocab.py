@@ -65,6 +65,8 @@ class Usage:
     cache_write: int = 0
     total: int = 0
     cost: float | None = None
+    #: Of ``cache_write``, the tokens written for an hour (Anthropic's 1-hour cache, billed higher).
+    cache_write_1h: int = 0
 
 
 @attrs.frozen(slots=True)

@@ -231,6 +231,11 @@ def run_import(
         # Replaced files still queued for unlinking: this process's now, and any
         # a worker had queued when it ended.
         reaper.drain()
+        if summary.interrupted is None:
+            # Stored summaries and the search index follow the traces: only what changed is read.
+            from rematch_trace.store.follow import follow_outputs
+
+            follow_outputs(data)
         handed_out = summary.interrupted is not None or summary.count("unchanged") < sum(summary.counts.values())
         if (settings.jobs > 1 or scheduler is not None) and handed_out:
             # A killed worker's temporaries (a cluster's workers have no parent to sweep them).

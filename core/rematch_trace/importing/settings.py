@@ -35,9 +35,10 @@ class ImportSettings:
         Two runs with the same key write the same outputs from the same bytes; a row whose
         key differs was made under other settings (or rules) and is redone.
         """
-        from rematch_trace.security.versions import REDACTION_RULES, RISK_RULES
+        from rematch_trace.security.versions import REDACTION_RULES, RISK_RULES, TRACE_RULES
 
-        return f"redact={int(self.redact)} events={int(self.events)} rules={REDACTION_RULES}.{RISK_RULES}"
+        return (f"redact={int(self.redact)} events={int(self.events)} "
+                f"rules={REDACTION_RULES}.{RISK_RULES}.{TRACE_RULES}")
 
     def wiring(self, host: Host) -> Wiring:
         """What these settings make of an import's writers for ``host``: built once per process and host."""

@@ -422,7 +422,8 @@ class SessionWriter:
                 loaded.append(entry)
         elif isinstance(rec, vocab.AssistantMessage):
             u = rec.usage
-            usage = [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost] if u is not None else None
+            usage = ([u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost, u.cache_write_1h]
+                     if u is not None else None)
             model = [rec.model.provider, rec.model.id] if rec.model is not None else None
             held["stops"].append([t, self.synth.clean_text(rec.text, HEAD_LIMIT), rec.stop_reason, None, usage, model])
         elif isinstance(rec, vocab.RunEnd):
@@ -583,6 +584,10 @@ class SessionWriter:
         source = self.st.get("transcript") or f"live:{self.session_id}"
         with Ledger(self.data.ledger) as ledger:
             ledger.record_live_session(self.harness, source, row)
+        from rematch_trace.store.datafolder import safe_name
+        from rematch_trace.store.follow import follow_outputs
+
+        follow_outputs(self.data, {safe_name(self.session_id)})  # stored summary and search index follow
         return row
 
 

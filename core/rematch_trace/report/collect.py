@@ -67,8 +67,13 @@ def _stat(path: str) -> list[int]:
 def stamp(row: Mapping[str, Any], trace: Path | str, events: Path | str, prices: str = "") -> str:
     """A digest that changes whenever the session's ledger row, trace or events file, or the prices
     (``prices``, the price table's digest), change."""
+    return _stamp(row, _stat(str(trace)), _stat(str(events)), prices)
+
+
+def _stamp(row: Mapping[str, Any], trace: list[int], events: list[int], prices: str) -> str:
+    """:func:`stamp` of the files' (size, mtime) already read."""
     # The ledger gives its columns in one order: no key sorting needed for the digest to be stable.
-    blob = orjson.dumps([row, _stat(str(trace)), _stat(str(events)), prices], default=str)
+    blob = orjson.dumps([row, trace, events, prices], default=str)
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
@@ -171,8 +176,12 @@ def _usable(cached: Any) -> bool:
             and (cached.get("day") is None or isinstance(cached.get("day"), str)))
 
 
-def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: PriceTable) -> Collected:
+def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: PriceTable, *,
+            stamps: bool = True) -> Collected:
     """Summaries of every session in the ledger, reusing ``cache`` entries whose stamp still matches.
+
+    Without ``stamps`` (a reader with no cache to match and none to write: ``sessions``, ``stats``),
+    the entries' stamps are left empty, not computed.
 
     The stamp includes the digest of ``prices``: a changed price recomputes every summary.
 
@@ -184,7 +193,11 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
     seen: set[str] = set()
     # Plain strings for the paths: thousands of sessions are stat'ed on every run.
     traces, events_dir = str(data.traces), str(data.events)
+    from rematch_trace.report.stored import stored_summary
+
     for row in ledger_rows(data):
+        # Not part of the stamp: the stored summary is kept (and checked) apart (report/stored.py).
+        stored = row.pop("summary", None)
         key = key_of(row)
         if key is None or key in seen:
             problems.append(f"session {row.get('session_id')!r}: unusable trace path {row.get('trace_path')!r}; skipped")
@@ -192,11 +205,18 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
         seen.add(key)
         trace = os.path.join(traces, f"{key}.jsonl")
         events = os.path.join(events_dir, f"{key}.jsonl")
-        st = stamp(row, trace, events, prices.digest)
+        # Each file stat'ed once: for the stamp and for the stored summary's basis.
+        t_st, e_st = _stat(trace), _stat(events)
+        st = _stamp(row, t_st, e_st, prices.digest) if stamps else ""
         cached = cache.get(key)
         if cached and cached.get("stamp") == st and _usable(cached.get("summary")):
             reused += 1
             entries.append(Entry(key, row, st, trace, events, fresh=False, cached=cached["summary"], prices=prices))
+            continue
+        led = stored_summary(stored, [*t_st, *e_st, prices.source])
+        if led is not None and _usable(led):
+            # Made when the session's outputs were: new to a report's cache, but no trace is read.
+            entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices))
             continue
         ids: set[str] = set()
         try:

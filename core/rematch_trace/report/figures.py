@@ -52,13 +52,35 @@ def decimal_text(d: Decimal) -> str:
 
 
 @attrs.define
+class ToolRow:
+    """One tool's calls (tool results) and how many of them failed."""
+
+    name: str
+    calls: int = 0
+    errors: int = 0
+    sessions: int = 0
+
+    @property
+    def error_rate(self) -> float:
+        """The share of its calls that failed."""
+        return self.errors / self.calls if self.calls else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        """The row as JSON, with its error rate (4 decimals)."""
+        return {"name": self.name, "calls": self.calls, "errors": self.errors, "sessions": self.sessions,
+                "error_rate": round(self.error_rate, 4)}
+
+
+@attrs.define
 class Figures:
-    """Totals, and rows per day (oldest first), per model and per harness (most tokens first)."""
+    """Totals, and rows per day (oldest first), per model and per harness (most tokens first), and per
+    tool (most calls first)."""
 
     total: Row
     days: list[Row]
     models: list[Row]
     harnesses: list[Row]
+    tools: list[ToolRow] = attrs.field(factory=list)
 
     def unpriced(self) -> list[tuple[str, int]]:
         """The models with tokens no price covers, and how many, most first."""
@@ -72,6 +94,7 @@ class Figures:
             "days": [r.as_json() for r in self.days],
             "models": [r.as_json() for r in self.models],
             "harnesses": [r.as_json() for r in self.harnesses],
+            "tools": [r.as_json() for r in self.tools],
             "unpriced_models": [{"model": m, "tokens": n} for m, n in self.unpriced()],
         }
 
@@ -84,6 +107,7 @@ def figures(summaries: Iterable[Mapping[str, Any]]) -> Figures:
     days: dict[str, Row] = {}
     models: dict[str, Row] = {}
     harnesses: dict[str, Row] = {}
+    tools: dict[str, ToolRow] = {}
 
     def day(name: str) -> Row:
         return days.setdefault(name, Row(name))
@@ -93,6 +117,13 @@ def figures(summaries: Iterable[Mapping[str, Any]]) -> Figures:
         for row in (total, h, day(s.get("day") or "unknown")):
             row.sessions += 1
         counted: set[str] = set()
+        per_tool = s.get("tools")
+        if isinstance(per_tool, Mapping):
+            for name, (calls, errors) in per_tool.items():
+                t = tools.setdefault(name, ToolRow(name))
+                t.calls += calls
+                t.errors += errors
+                t.sessions += 1
         for d in s["daily"]:
             for row in (total, h, day(d["day"])):
                 row.inputs += d["inputs"]
@@ -114,7 +145,8 @@ def figures(summaries: Iterable[Mapping[str, Any]]) -> Figures:
     def by_tokens(rows: Mapping[str, Row]) -> list[Row]:
         return sorted(rows.values(), key=lambda r: (-r.tokens, r.name))
 
-    return Figures(total, [days[k] for k in sorted(days)], by_tokens(models), by_tokens(harnesses))
+    return Figures(total, [days[k] for k in sorted(days)], by_tokens(models), by_tokens(harnesses),
+                   sorted(tools.values(), key=lambda r: (-r.calls, r.name)))
 
 
 def _money(cost: Decimal, priced: int, tokens: int) -> str:
@@ -124,6 +156,8 @@ def _money(cost: Decimal, priced: int, tokens: int) -> str:
     return text if priced == tokens else f"{text} ({priced * 100 // tokens}%)"
 
 
+#: Tools the terminal table shows (most calls first); ``--json`` has them all.
+TOOL_ROWS = 25
 _ALL = (("sessions", "sessions"), ("inputs", "inputs"), ("redirects", "redirects"),
         ("error_clusters", "clusters"), ("tool_errors", "tool err"), ("turns", "turns"), ("tokens", "tokens"))
 #: A model's row counts only what belongs to a model: its turns and what they used.
@@ -149,6 +183,10 @@ def format_figures(f: Figures, prices: str = "") -> str:
         return "no sessions"
     out = _table("day", [*f.days, f.total], _ALL)
     out += ["", *_table("model", f.models, _MODEL), "", *_table("harness", f.harnesses, _ALL)]
+    if f.tools:
+        out += ["", *_tool_table(f.tools[:TOOL_ROWS])]
+        if len(f.tools) > TOOL_ROWS:
+            out.append(f"... and {len(f.tools) - TOOL_ROWS:,} more tools (--json lists every one)")
     out += ["", "cost: as the trace states it, else tokens x the price table" + (f" ({prices})" if prices else "")
             + "; (N%) = the share of tokens it covers, n/a = no price"]
     missing = f.unpriced()
@@ -156,6 +194,19 @@ def format_figures(f: Figures, prices: str = "") -> str:
         named = ", ".join(f"{visible_name(m)} ({n:,} tokens)" for m, n in missing)
         out.append(f"no price for: {named}; add them to prices.yml in the data folder or pass --prices FILE")
     return "\n".join(out)
+
+
+def _tool_table(rows: list[ToolRow]) -> list[str]:
+    """Per tool: its calls, the sessions that made them, its failed calls and their share."""
+    heads = ("calls", "sessions", "errors", "error rate")
+    cells = [[visible_name(r.name), f"{r.calls:,}", f"{r.sessions:,}", f"{r.errors:,}", f"{r.error_rate:.1%}"]
+             for r in rows]
+    widths = [max(len("tool"), *(len(c[0]) for c in cells))] + [
+        max(len(h), *(len(c[i + 1]) for c in cells)) for i, h in enumerate(heads)]
+    lines = ["  ".join(["tool".ljust(widths[0]), *(h.rjust(w) for h, w in zip(heads, widths[1:], strict=True))])]
+    for c in cells:
+        lines.append("  ".join([c[0].ljust(widths[0]), *(x.rjust(w) for x, w in zip(c[1:], widths[1:], strict=True))]))
+    return lines
 
 
 def visible_name(name: str) -> str:

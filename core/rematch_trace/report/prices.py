@@ -28,7 +28,7 @@ USER_FILE = "prices.yml"
 _MILLION = Decimal(1_000_000)
 #: A dated snapshot suffix (``-20250929``, ``-2025-09-29``) or ``-latest``: priced as the model it names.
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
-_RATE_KEYS = ("input", "cache_write", "cache_read", "output")
+_RATE_KEYS = ("input", "cache_write", "cache_write_1h", "cache_read", "output")
 _MODEL_KEYS = frozenset({*_RATE_KEYS, "source", "aliases", "long_context"})
 _LONG_KEYS = frozenset({*_RATE_KEYS, "above"})
 
@@ -45,12 +45,17 @@ class Rates:
     output: Decimal
     cache_read: Decimal | None = None
     cache_write: Decimal | None = None
+    #: The 1-hour cache write (Anthropic); ``None`` = billed as ``cache_write``.
+    cache_write_1h: Decimal | None = None
 
-    def cost(self, inp: int, out: int, cache_read: int, cache_write: int) -> Decimal:
-        """The exact cost of these tokens."""
+    def cost(self, inp: int, out: int, cache_read: int, cache_write: int, cache_write_1h: int = 0) -> Decimal:
+        """The exact cost of these tokens; ``cache_write_1h`` of the ``cache_write`` tokens were written for an hour."""
         read = self.cache_read if self.cache_read is not None else self.input
         write = self.cache_write if self.cache_write is not None else self.input
-        return (inp * self.input + out * self.output + cache_read * read + cache_write * write) / _MILLION
+        hour = min(max(cache_write_1h, 0), cache_write)
+        write_1h = self.cache_write_1h if self.cache_write_1h is not None else write
+        return (inp * self.input + out * self.output + cache_read * read + (cache_write - hour) * write
+                + hour * write_1h) / _MILLION
 
 
 @attrs.frozen
@@ -62,12 +67,12 @@ class Price:
     long: Rates | None = None
     above: int | None = None
 
-    def cost(self, inp: int, out: int, cache_read: int, cache_write: int) -> Decimal:
+    def cost(self, inp: int, out: int, cache_read: int, cache_write: int, cache_write_1h: int = 0) -> Decimal:
         """The exact cost of one turn's tokens (a long prompt bills the whole turn at the long rates)."""
         rates = self.base
         if self.long is not None and self.above is not None and inp + cache_read + cache_write > self.above:
             rates = self.long
-        return rates.cost(inp, out, cache_read, cache_write)
+        return rates.cost(inp, out, cache_read, cache_write, cache_write_1h)
 
 
 @attrs.frozen
@@ -78,6 +83,9 @@ class PriceTable:
     as_of: str
     files: tuple[str, ...]
     digest: str
+    #: A digest of the price files' texts, in order (:func:`~rematch_trace.report.stored.source_key`): what a stored summary was
+    #: costed with, checked without parsing any YAML.
+    source: str = ""
 
     def lookup(self, model: str) -> Price | None:
         """The price of a trace's model name (``provider/id`` or ``id``), or ``None`` if unknown.
@@ -98,10 +106,11 @@ class PriceTable:
                     return price
         return None
 
-    def cost(self, model: str, inp: int, out: int, cache_read: int, cache_write: int) -> Decimal | None:
+    def cost(self, model: str, inp: int, out: int, cache_read: int, cache_write: int,
+             cache_write_1h: int = 0) -> Decimal | None:
         """The exact cost of one turn of ``model``, or ``None`` when the table has no price for it."""
         price = self.lookup(model)
-        return None if price is None else price.cost(inp, out, cache_read, cache_write)
+        return None if price is None else price.cost(inp, out, cache_read, cache_write, cache_write_1h)
 
 
 def _decimal(value: Any, where: str) -> Decimal:
@@ -117,7 +126,8 @@ def _rates(table: Mapping[str, Any], where: str) -> Rates:
     for key in ("input", "output"):
         if key not in table:
             raise PriceError(f"{where} has no {key} price")
-    opt = {k: _decimal(table[k], f"{where}.{k}") for k in ("cache_read", "cache_write") if k in table}
+    opt = {k: _decimal(table[k], f"{where}.{k}") for k in ("cache_read", "cache_write", "cache_write_1h")
+           if k in table}
     return Rates(_decimal(table["input"], f"{where}.input"), _decimal(table["output"], f"{where}.output"), **opt)
 
 
@@ -190,7 +200,8 @@ def _read(text: str, origin: str) -> tuple[dict[str, Price], str | None]:
 
 def _digest(models: Mapping[str, Price]) -> str:
     def rates(r: Rates | None) -> list[str | None] | None:
-        return None if r is None else [str(r.input), str(r.output), str(r.cache_read), str(r.cache_write)]
+        return None if r is None else [str(r.input), str(r.output), str(r.cache_read), str(r.cache_write),
+                                       str(r.cache_write_1h)]
 
     blob = orjson.dumps({k: [rates(p.base), rates(p.long), p.above] for k, p in sorted(models.items())})
     return hashlib.sha256(blob).hexdigest()[:16]
@@ -204,7 +215,9 @@ def shipped_text() -> str:
 def load(data_root: Path | None = None, extra: Path | None = None) -> PriceTable:
     """The shipped table, then ``<data_root>/prices.yml`` if it exists, then ``extra``: a later entry
     replaces an earlier one of the same name. A file that cannot be read or used is a :class:`PriceError`."""
-    models, as_of = _read(shipped_text(), "the shipped price table")
+    shipped = shipped_text()
+    models, as_of = _read(shipped, "the shipped price table")
+    texts = [shipped]
     files = ["(shipped)"]
     dates = [as_of or "unknown"]
     layers = [data_root / USER_FILE] if data_root is not None else []
@@ -217,8 +230,11 @@ def load(data_root: Path | None = None, extra: Path | None = None) -> PriceTable
             except (OSError, UnicodeDecodeError) as err:
                 raise PriceError(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
             more, date = _read(text, str(path))
+            texts.append(text)
             models.update(more)
             files.append(str(path))
             if date:
                 dates.append(date)
-    return PriceTable(models, " / ".join(dates), tuple(files), _digest(models))
+    from rematch_trace.report.stored import source_key
+
+    return PriceTable(models, " / ".join(dates), tuple(files), _digest(models), source_key(texts))

@@ -23,7 +23,11 @@ from rematch_trace.report.prices import Price, PriceTable
 from rematch_trace.trace.flags import CLUSTER_WINDOW, REASONS
 
 #: Bumped whenever what a summary holds changes: cached summaries of another version are recomputed.
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
+#: Distinct tool names counted per session (a transcript names its tools; more are counted as one).
+MAX_TOOLS = 200
+#: The name the tools past :data:`MAX_TOOLS` are counted under.
+OTHER_TOOLS = "(other tools)"
 
 
 def day_of(t_ms: int | None) -> str | None:
@@ -69,6 +73,8 @@ class Usage:
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    #: Of ``cache_write``, the 1-hour writes.
+    cache_write_1h: int = 0
     tokens: int = 0
     cost: Decimal = Decimal(0)
     priced_tokens: int = 0
@@ -117,6 +123,8 @@ class SessionSummary:
     unreadable_lines: int
     usage: list[Usage]
     daily: list[Daily]
+    #: Tool name -> [calls, calls that failed] (tool_result records).
+    tools: dict[str, list[int]] = attrs.field(factory=dict)
     version: int = SUMMARY_VERSION
 
 
@@ -201,9 +209,15 @@ def cluster_starts(error_cluster_seqs: list[int], result_index: Mapping[int, int
 
 
 def stated_cost(value: Any) -> Decimal | None:
-    """A turn's ``usage.cost`` as the trace states it, as a decimal (its shortest digits), or ``None``."""
+    """A turn's ``usage.cost`` as the trace states it, as an exact decimal, or ``None``.
+
+    A stated cost is a binary float (omp adds its parts in JavaScript: ``0.000021000000000000002``).
+    Its decimal is read to 15 significant digits, as many as a float is guaranteed to carry (DBL_DIG):
+    any decimal of up to 15 digits the harness meant comes back exactly, and the float's noise past
+    them does not add up into the sums (``117.037065599999999556`` for ``117.0370656``).
+    """
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e9:
-        return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        return Decimal(format(value, ".15g")) if isinstance(value, float) else Decimal(value)
     return None
 
 
@@ -214,7 +228,8 @@ def turn_cost(u: Mapping[str, Any], price: Price | None) -> Decimal | None:
         return stated
     if price is None:
         return None
-    return price.cost(_int(u.get("input")), _int(u.get("output")), _int(u.get("cacheRead")), _int(u.get("cacheWrite")))
+    return price.cost(_int(u.get("input")), _int(u.get("output")), _int(u.get("cacheRead")), _int(u.get("cacheWrite")),
+                      _int(u.get("cacheWrite1h")))
 
 
 def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
@@ -238,6 +253,8 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
     result_index: dict[int, int] = {}
     result_day: dict[int, str] = {}
     inputs = results = errors = turns = unreadable = 0
+    tools: dict[str, list[int]] = {}
+    days_seen: dict[int, str] = {}
     for rec in trace_records(trace):
         if not rec:
             unreadable += 1
@@ -247,7 +264,13 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
         if t is not None and t > 0:
             started = t if started is None else min(started, t)
             ended = t if ended is None else max(ended, t)
-        day = day_of(t) or "unknown"
+        # One date formatting per day met, not per record (a session's records share few days).
+        n_day = t // 86_400_000 if t is not None else None
+        day = days_seen.get(n_day) if n_day is not None else None
+        if day is None:
+            day = day_of(t) or "unknown"
+            if n_day is not None:
+                days_seen[n_day] = day
         seq: int = rec["seq"] if type(rec.get("seq")) is int else -1
         if ev == "session_start":
             start_model = current = model_name(rec.get("model"))
@@ -268,6 +291,13 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
                 call_ids.add(rec["call_id"])
             result_day[seq] = day
             results += 1
+            tool = rec["tool"] if isinstance(rec.get("tool"), str) else "unknown"
+            if tool not in tools and len(tools) >= MAX_TOOLS:
+                tool = OTHER_TOOLS
+            counts = tools.setdefault(tool, [0, 0])
+            counts[0] += 1
+            if rec.get("is_error") is True:
+                counts[1] += 1
             if rec.get("is_error") is True:
                 errors += 1
                 daily.setdefault(day, Daily(day)).tool_errors += 1
@@ -284,6 +314,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
             slot.output += _int(u.get("output"))
             slot.cache_read += _int(u.get("cacheRead"))
             slot.cache_write += _int(u.get("cacheWrite"))
+            slot.cache_write_1h += _int(u.get("cacheWrite1h"))
             total = _int(u.get("totalTokens"))
             slot.tokens += total
             if name not in price_of:
@@ -328,6 +359,7 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
         cost=sum((u.cost for u in use), Decimal(0)),
         priced_tokens=sum(u.priced_tokens for u in use),
         unreadable_lines=unreadable,
+        tools=tools,
         usage=use,
         daily=sorted(daily.values(), key=lambda d: d.day),
     )

@@ -14,3 +14,6 @@ REDACTION_RULES = 1
 #: The risk features (:mod:`rematch_trace.security.risk`): 2 stopped reading template
 #: placeholders such as ``${token.href}`` as a variable holding a credential.
 RISK_RULES = 2
+#: What a trace keeps of a transcript beyond the rules above: 2 keeps a turn's 1-hour cache writes
+#: (``turn_end.usage.cacheWrite1h``), so that a session imported before is costed right once redone.
+TRACE_RULES = 2

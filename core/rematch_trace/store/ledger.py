@@ -97,12 +97,32 @@ MIGRATIONS: tuple[str, ...] = (
     DROP INDEX sources_brief;
     CREATE INDEX sources_brief ON sources(path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, settings);
     """,
+    # Each session's summary (report/summary.py) beside its row, with what it was made from (the
+    # trace's and events' size and mtime, the prices' digest): written when the session's outputs
+    # are, so ``flagged``, ``sessions`` and ``stats`` read summaries, not traces. NULL: not made
+    # yet, or made stale by a change of the row (a new domain); the next writer or reader makes it.
+    """
+    ALTER TABLE sessions ADD COLUMN summary TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The page size of a new ledger.
 PAGE_SIZE = 8192
 #: The columns of a source row that planning reads: those of the index ``sources_brief``.
 _BRIEF = "path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, settings"
+
+
+def _decoded(row: sqlite3.Row) -> dict[str, Any]:
+    """A session row as a dict, its JSON columns decoded."""
+    d = dict(row)
+    for key in ("reasons", "redirect_seqs", "error_cluster_seqs", "mark_seqs", "counts"):
+        d[key] = orjson.loads(d[key]) if d.get(key) else ([] if key != "counts" else {})
+    # Rows written before the seqs column hold the three first reasons' seqs only.
+    d["seqs"] = orjson.loads(d["seqs"]) if d.get("seqs") else {
+        "redirect": d["redirect_seqs"], "error_cluster": d["error_cluster_seqs"], "mark": d["mark_seqs"]
+    }
+    d["flagged"] = bool(d["flagged"])
+    return d
 
 
 def as_stored(value: Any) -> Any:
@@ -360,7 +380,7 @@ class Ledger:
                    error_cluster_seqs=excluded.error_cluster_seqs, mark_seqs=excluded.mark_seqs,
                    domain=excluded.domain, cwd=excluded.cwd, repo=excluded.repo,
                    repo_remote=excluded.repo_remote, counts=excluded.counts, seqs=excluded.seqs,
-                   mode=excluded.mode, settings=excluded.settings""",
+                   mode=excluded.mode, settings=excluded.settings, summary=NULL""",
             (
                 r.harness, s.session_id, s.agent_kind, r.path, r.size, r.mtime_ns, r.head_fp, r.offset,
                 s.trace_path, s.events_path, int(s.flagged),
@@ -402,18 +422,21 @@ class Ledger:
         sql = "SELECT * FROM sessions"
         if flagged is not None:
             sql += f" WHERE flagged = {int(flagged)}"
-        out = []
-        for row in self._q(sql + " ORDER BY harness, session_id"):
-            d = dict(row)
-            for key in ("reasons", "redirect_seqs", "error_cluster_seqs", "mark_seqs", "counts"):
-                d[key] = orjson.loads(d[key]) if d.get(key) else ([] if key != "counts" else {})
-            # Rows written before the seqs column hold the three first reasons' seqs only.
-            d["seqs"] = orjson.loads(d["seqs"]) if d.get("seqs") else {
-                "redirect": d["redirect_seqs"], "error_cluster": d["error_cluster_seqs"], "mark": d["mark_seqs"]
-            }
-            d["flagged"] = bool(d["flagged"])
-            out.append(d)
-        return out
+        return [_decoded(row) for row in self._q(sql + " ORDER BY harness, session_id")]
+
+    def session_row(self, harness: str, session_id: str) -> dict[str, Any] | None:
+        """One session's row, decoded as :meth:`sessions` gives it, or ``None``."""
+        row = self._q("SELECT * FROM sessions WHERE harness = ? AND session_id = ?", (harness, session_id)).fetchone()
+        return None if row is None else _decoded(row)
+
+    def summary_bases(self) -> Iterator[tuple[str, str, str, str | None]]:
+        """(harness, session id, trace path, the stored summary's basis as JSON or ``None``) of every session.
+
+        The basis alone is read out of each summary (by SQLite): checking which summaries still
+        hold costs no decoding of them.
+        """
+        yield from self._q("SELECT harness, session_id, trace_path, "
+                           "CASE WHEN json_valid(summary) THEN json_extract(summary, '$.basis') END FROM sessions")
 
     def session_keys(self) -> dict[str, set[tuple[str, str]]]:
         """Source path -> the (harness, session id) of the sessions it produced, for every source."""
@@ -447,5 +470,22 @@ class Ledger:
     def set_domain(self, harness: str, session_id: str, domain: str | None) -> None:
         """Store a session's decided domain."""
         self._q(
-            "UPDATE sessions SET domain = ? WHERE harness = ? AND session_id = ?", (domain, harness, session_id)
+            "UPDATE sessions SET domain = ?, summary = NULL WHERE harness = ? AND session_id = ?",
+            (domain, harness, session_id),
         )
+
+    def set_summaries(self, summaries: Sequence[tuple[str, str, str | None]]) -> None:
+        """Store (harness, session id, summary JSON) of sessions, in one transaction."""
+        own = not self.db.in_transaction
+        if own:
+            self._q("BEGIN IMMEDIATE")
+        try:
+            for harness, session_id, summary in summaries:
+                self._q("UPDATE sessions SET summary = ? WHERE harness = ? AND session_id = ?",
+                        (summary, harness, session_id))
+            if own:
+                self._q("COMMIT")
+        except BaseException:
+            if own and self.db.in_transaction:
+                self._q("ROLLBACK")
+            raise

@@ -605,7 +605,7 @@ class Synthesizer:
         if text:
             self.deliverable = text
         u = rec.usage or _NO_USAGE
-        usage = [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost]
+        usage = [u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost, u.cache_write_1h]
         if not rec.tool_calls:
             # No result to wait for: the turn ends now (what _close_turn would make of it at once).
             self._turn_end(model, usage, rec.stop_reason, text)
@@ -638,7 +638,12 @@ class Synthesizer:
             if self.last_model is not None and model != self.last_model:
                 self._emit(ModelChange(from_=Model(**self.last_model), to=Model(**model), reason="turn"))
             self.last_model = model
-        i, o, cr, cw, total, cost = usage
+        # A state saved before the 1-hour share was kept holds six values.
+        i, o, cr, cw, total, cost, *more = usage
+        u: dict[str, Any] = {"input": i, "output": o, "cacheRead": cr, "cacheWrite": cw, "totalTokens": total,
+                             "cost": cost}
+        if more and more[0]:
+            u["cacheWrite1h"] = more[0]  # only when there is one: traces without it read as before
         # TurnEnd's fields, as to_dict gives them, built directly (one per assistant message).
         self._push(
             {
@@ -646,14 +651,7 @@ class Synthesizer:
                 "t": self.t,
                 "ev": _TURN_END,
                 "model": {"provider": model["provider"], "id": model["id"]} if model else None,
-                "usage": {
-                    "input": i,
-                    "output": o,
-                    "cacheRead": cr,
-                    "cacheWrite": cw,
-                    "totalTokens": total,
-                    "cost": cost,
-                },
+                "usage": u,
                 "stop_reason": stop_reason,
                 "text_head": text,
             }

@@ -135,12 +135,13 @@ def run_usage(path: str) -> Usage | None:
     responses = run_responses(path)
     if not responses:
         return None
-    i = o = cr = cw = 0
+    i = o = cr = cw = hour = 0
     costs = [r.usage.cost for r in responses if r.usage.cost is not None]
     for r in responses:
         u = r.usage
-        i, o, cr, cw = i + u.input, o + u.output, cr + u.cache_read, cw + u.cache_write
-    return Usage(i, o, cr, cw, i + o + cr + cw, sum(costs) if costs else None)
+        i, o, cr, cw, hour = (i + u.input, o + u.output, cr + u.cache_read, cw + u.cache_write,
+                              hour + u.cache_write_1h)
+    return Usage(i, o, cr, cw, i + o + cr + cw, sum(costs) if costs else None, hour)
 
 
 def _texts(message: dict[str, Any]) -> str:
@@ -310,7 +311,7 @@ def _gather(best: dict[str, tuple[int, list[int], float | None]], facts: dict[st
     """One run's responses, oldest first, from what the backward reading kept of them."""
     out = []
     for key in reversed(list(best)):  # found last first
-        _o, (a, b, c, d), cost = best[key]
+        _o, (a, b, c, d, hour), cost = best[key]
         model, stop, texts = facts[key]
-        out.append(Response(model, Usage(a, b, c, d, a + b + c + d, cost), stop, "\n".join(reversed(texts))))
+        out.append(Response(model, Usage(a, b, c, d, a + b + c + d, cost, hour), stop, "\n".join(reversed(texts))))
     return out

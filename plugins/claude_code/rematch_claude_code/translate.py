@@ -158,7 +158,8 @@ def measure(content: Any) -> tuple[int, str]:
 
 
 def _usage(u: dict[str, Any], output: int) -> list[int]:
-    """The four counts of a usage object (``output`` is its ``output_tokens``, already read)."""
+    """The counts of a usage object (``output`` is its ``output_tokens``, already read): input, output,
+    cache read, cache write, and of the cache write the 1-hour writes."""
     # (each count is _int's, spelled inline for the usual positive int: this runs on every response line)
     get = u.get
     i = get("input_tokens")
@@ -166,7 +167,10 @@ def _usage(u: dict[str, Any], output: int) -> list[int]:
     cw = get("cache_creation_input_tokens")
     cache_write = cw if type(cw) is int and cw > 0 else _int(cw)
     breakdown = get("cache_creation")
+    hour = 0
     if isinstance(breakdown, dict):
+        h = breakdown.get("ephemeral_1h_input_tokens")
+        hour = h if type(h) is int and h > 0 else _int(h)
         # The nested breakdown is right where the flat field was once reported as 0 (2.1.152).
         total = 0
         for x in breakdown.values():
@@ -178,6 +182,7 @@ def _usage(u: dict[str, Any], output: int) -> list[int]:
         output,
         cr if type(cr) is int and cr > 0 else _int(cr),
         cache_write,
+        min(hour, cache_write),
     ]
 
 
@@ -186,7 +191,7 @@ def _new_stream() -> dict[str, Any]:
 
 
 def _new_group(mid: str | None, t: int | None) -> dict[str, Any]:
-    # m model, u usage [in, out, cache_read, cache_write], o its output_tokens, $ cost,
+    # m model, u usage [in, out, cache_read, cache_write, of it 1-hour], o its output_tokens, $ cost,
     # s stop_reason, k skills, h what the response holds of the transcript: x texts,
     # c calls [id, name, input], r server-side results (sealed: saved as the byte spans
     # of the lines absorbed, which a continuation reads again, see _reread)
@@ -238,8 +243,9 @@ def group_records(stream: str, g: dict[str, Any], pending: list[list[Any]]) -> l
     """The records a closed group stands for: its message, its skills, then its results."""
     usage = None
     if g["u"] is not None:
-        i, o, cr, cw = g["u"]
-        usage = Usage(i, o, cr, cw, i + o + cr + cw, g["$"])
+        # A state saved before the 1-hour share was kept holds four counts.
+        i, o, cr, cw, *hour = g["u"]
+        usage = Usage(i, o, cr, cw, i + o + cr + cw, g["$"], hour[0] if hour else 0)
     held = _held(g)
     out: list[Neutral] = [
         AssistantMessage(

@@ -1,0 +1,142 @@
+"""``rematch search QUERY``: find sessions by what was said and done in them (docs/search.md)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import sys
+from typing import Any
+
+import click
+
+from rematch_trace.cli.common import Fatal, NothingToRead, data_option, echo_json, readable, writable
+from rematch_trace.cli.sessions_cmd import FLAG_CHOICES
+
+#: Where FTS5's snippet() marks a match (control characters no indexed text keeps: escaped on output).
+_OPEN, _CLOSE = "\x02", "\x03"
+_SPACE = re.compile(r"\s+")
+
+
+def _flag_ok(row: dict[str, Any] | None, flag: str | None) -> bool:
+    if flag is None:
+        return True
+    if row is None:
+        return False
+    if flag == "flagged":
+        return bool(row["flagged"])
+    if flag == "none":
+        return not row["flagged"]
+    return flag in row["reasons"]
+
+
+def _snippet(text: str, open_: str, close: str) -> str:
+    """FTS5's snippet as one safe line, its matches between ``open_`` and ``close``."""
+    from rematch_trace.report.text import one_line
+
+    out = []
+    for i, part in enumerate(re.split(f"([{_OPEN}{_CLOSE}])", _SPACE.sub(" ", text))):
+        if part == _OPEN:
+            out.append(open_)
+        elif part == _CLOSE:
+            out.append(close)
+        elif i % 2 == 0:
+            out.append(one_line(part))
+    return "".join(out).strip()
+
+
+@click.command("search")
+@click.argument("query", nargs=-1)
+@data_option
+@click.option("--harness", help="Only this harness (claude_code, codex, omp, ...).")
+@click.option("--since", help="Only sessions started on or after this day (YYYY-MM-DD, UTC).")
+@click.option("--repo", help="Only sessions whose repository or folder contains this text.")
+@click.option("--flag", "flag", type=click.Choice(FLAG_CHOICES),
+              help="Only flagged sessions with this reason; 'flagged' for every flagged one, 'none' for the others.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="Hits shown at most.")
+@click.option("--rebuild", is_flag=True, help="Build the index again from every trace first.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, since: str | None, repo: str | None,
+               flag: str | None, limit: int, rebuild: bool, as_json: bool) -> None:
+    """Find QUERY in prompts, assistant text, tool calls' inputs, blocked calls and marks, best first.
+
+    Every word must occur (in any order); "a quoted phrase" must occur as it is. The index
+    (search.sqlite in the data folder) holds redacted text only and is brought up to date
+    first; --rebuild builds it again from every trace.
+    """
+    from rematch_trace.cli.report_cmd import since_day
+    from rematch_trace.report.collect import key_of
+    from rematch_trace.report.text import one_line, when
+    from rematch_trace.store.ledger import Ledger
+    from rematch_trace.store.search_index import SearchIndex, hits_iter, index_path, to_query
+
+    day = since_day(since)
+    words = " ".join(query)
+    fts = to_query(words)
+    if not fts and not rebuild:
+        raise click.UsageError("say what to search for: rematch search WORDS")
+    data = readable(out)
+    path = index_path(data)
+    try:
+        if writable(data):
+            with SearchIndex(path) as index:
+                if rebuild:
+                    index.clear()
+                figures = index.sync(data)
+            if rebuild and not as_json:
+                click.echo(f"index rebuilt: {figures.records} records of {figures.full} traces", err=bool(fts))
+        elif rebuild:
+            raise Fatal(f"{data.root} is read-only: the index cannot be rebuilt there")
+        elif not path.is_file():
+            raise NothingToRead(f"no search index in {one_line(data.root)} (a read-only folder; "
+                                "it is made by rematch import or rematch search where the folder can be written)")
+        if not fts:
+            return
+        rows: dict[str, dict[str, Any]] = {}
+        if data.ledger.exists():
+            with Ledger(data.ledger, readonly=True) as ledger:
+                for r in ledger.sessions():
+                    key = key_of(r)
+                    if key is not None:
+                        rows[key] = r
+        with SearchIndex(path, readonly=True) as index:
+            keys: set[str] | None = None
+            if any(v is not None for v in (harness, day, repo, flag)):
+                started = index.started()
+                keys = set()
+                for key, st in started.items():
+                    row = rows.get(key)
+                    if harness is not None and (row is None or row["harness"] != harness):
+                        continue
+                    if repo is not None and (row is None or not any(
+                            repo.lower() in (row.get(c) or "").lower() for c in ("repo", "cwd"))):
+                        continue
+                    if not _flag_ok(row, flag):
+                        continue
+                    if day is not None and (st is None or when(st, "%Y-%m-%d") < day):
+                        continue
+                    keys.add(key)
+            try:
+                hits = list(hits_iter(index, fts, keys, limit))
+            except ValueError as err:
+                raise click.UsageError(f"not a query SQLite can search for: {err}") from None
+    except sqlite3.Error as err:
+        raise Fatal(f"{path}: {err}") from None
+    if as_json:
+        echo_json([
+            {"harness": (rows.get(h.key) or {}).get("harness"), "session_id": h.session_id,
+             "trace": f"traces/{h.key}.jsonl", "seq": h.seq, "kind": h.kind, "t": when(h.t),
+             "snippet": _snippet(h.snippet, "«", "»"), "rank": h.rank}
+            for h in hits
+        ])
+        return
+    if not hits:
+        click.echo(f"no match for {one_line(words)}")
+        sys.exit(1)
+    bold = sys.stdout.isatty()
+    open_, close = ("\x1b[1m", "\x1b[0m") if bold else ("«", "»")
+    for h in hits:
+        harness_ = (rows.get(h.key) or {}).get("harness") or "-"
+        click.echo(f"{when(h.t, '%Y-%m-%d %H:%M')}  {one_line(harness_)}  {one_line(h.session_id or h.key)}"
+                   f"  #{h.seq if h.seq is not None else '?'} {h.kind}")
+        click.echo(f"    {_snippet(h.snippet, open_, close)}")
+    click.echo(f"{len(hits)} hit(s)" + (" (--limit reached)" if len(hits) == limit else ""))

@@ -1,0 +1,24 @@
+"""What follows a session's outputs once they are written: its stored summary and the search index."""
+
+from __future__ import annotations
+
+from rematch_trace.store.datafolder import DataDir
+
+
+def follow_outputs(data: DataDir, only: set[str] | None = None) -> None:
+    """Bring the ledger's stored summaries (report/stored.py) and the search index
+    (store/search_index.py) up to date with the traces (``only``: just these trace keys).
+
+    Each reads only what changed since it last ran; neither failing stops the writer that
+    calls this (a reading command makes what is missing itself).
+    """
+    import sqlite3
+
+    from rematch_trace.report.stored import store_summaries
+    from rematch_trace.store.search_index import sync_data
+
+    for step in (store_summaries, sync_data):
+        try:
+            step(data, only)
+        except (OSError, sqlite3.Error, ValueError):
+            continue  # the outputs are written and recorded; what this would keep is made when read

@@ -1,0 +1,407 @@
+"""The full-text search index of a data folder: ``search.sqlite``, SQLite FTS5 over the traces.
+
+What is indexed is read from the traces (``traces/*.jsonl``), not from the source transcripts:
+each prompt (``input.text``), each assistant turn's text (``turn_end.text_head``), each tool
+call's name and input (``tool_result.input``), each blocked call's reason and each mark's note.
+The trace is the same for every harness and is already what rematch keeps (bounded, redacted
+as the import's settings say); a row imported with redaction off is redacted here before it is
+indexed, so the index never holds raw text. Tool outputs are not in the trace, so not in the index.
+
+The index follows the traces incrementally. Each indexed record keeps its byte span in its
+trace and a digest of that line: a trace that grew (a continued import, a live session) is
+checked back from its last indexed record to the newest one still in place (a continuation
+truncates only the trace's tail and writes on), the records after it are dropped and only the
+lines from there on are read (also when the import wrote it as a new file with the same records
+first). A trace whose first indexed record, or all of its last ones, changed is indexed again
+from its start. A trace that is gone (``rematch forget``)
+loses its entries. The file can be deleted at any time: the next sync rebuilds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from rematch_trace.store.datafolder import DataDir
+
+#: The index's file name inside the data folder.
+INDEX_NAME = "search.sqlite"
+#: Bumped when what is indexed, or how, changes: an index of another version is rebuilt.
+INDEX_VERSION = 1
+#: How many of a session's newest indexed records are checked for the point a grown trace continues from.
+WALK_BACK = 64
+#: The kinds a hit may have, as ``rematch search --json`` names them.
+KINDS = ("prompt", "assistant", "tool", "blocked", "mark")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS traces (
+    key TEXT PRIMARY KEY, ino INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    end_off INTEGER NOT NULL, started INTEGER, session_id TEXT
+);
+CREATE TABLE IF NOT EXISTS spans (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, digest BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS spans_by_key ON spans(key, off);
+CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
+    body, kind UNINDEXED, seq UNINDEXED, t UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
+);
+"""
+
+
+def index_path(data: DataDir) -> Path:
+    """Where the data folder's search index is."""
+    return data.root / INDEX_NAME
+
+
+def _digest(line: bytes) -> bytes:
+    return hashlib.blake2b(line, digest_size=16).digest()
+
+
+def _flatten(value: Any, out: list[str], budget: list[int]) -> None:
+    """The strings (and numbers) of a tool input, in order (its keys are names, not what was said)."""
+    if budget[0] <= 0:
+        return
+    if isinstance(value, str):
+        out.append(value)
+        budget[0] -= len(value)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _flatten(v, out, budget)
+    elif isinstance(value, list):
+        for v in value:
+            _flatten(v, out, budget)
+    elif value is not None and not isinstance(value, bool):
+        out.append(str(value))
+
+
+def record_text(rec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(kind, text)`` a trace record contributes to the index, or ``None`` (nothing searchable)."""
+    ev = rec.get("ev")
+    if ev == "input":
+        text = rec.get("text")
+        return ("prompt", text) if isinstance(text, str) and text.strip() else None
+    if ev == "turn_end":
+        text = rec.get("text_head")
+        return ("assistant", text) if isinstance(text, str) and text.strip() else None
+    if ev == "tool_result":
+        parts = [str(rec.get("tool") or "")]
+        _flatten(rec.get("input"), parts, [64 * 1024])
+        return "tool", "\n".join(p for p in parts if p)
+    if ev == "tool_blocked":
+        return "blocked", f"{rec.get('tool') or ''}\n{rec.get('reason') or ''}"
+    if ev == "mark":
+        text = " ".join(str(rec.get(k)) for k in ("class", "note") if isinstance(rec.get(k), str))
+        return ("mark", text) if text.strip() else None
+    return None
+
+
+@attrs.define
+class SyncFigures:
+    """What a sync did: traces read in full, traces continued, traces dropped, records indexed."""
+
+    full: int = 0
+    grown: int = 0
+    dropped: int = 0
+    records: int = 0
+
+
+@attrs.frozen
+class Hit:
+    """One search hit: the session's trace key, the record's seq, kind and time, a snippet, its rank."""
+
+    key: str
+    session_id: str | None
+    seq: int | None
+    kind: str
+    t: int | None
+    snippet: str
+    rank: float
+
+
+class SearchIndex:
+    """An open search index. Use as a context manager."""
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        """Open (creating it, or rebuilding one of another version) the index at ``path``."""
+        self.path = path
+        if readonly:
+            from rematch_trace.store.ledger import open_readonly
+
+            self.db = open_readonly(path)
+            return
+        if path.is_symlink():
+            raise sqlite3.OperationalError(f"{path} is a symbolic link; refusing to write through it")
+        # Created private first: SQLite gives its -wal and -shm files the database's mode.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        if int(self.db.execute("PRAGMA user_version").fetchone()[0]) != INDEX_VERSION:
+            self._drop_all()
+        self.db.executescript(_SCHEMA)
+        self.db.execute(f"PRAGMA user_version={INDEX_VERSION}")
+
+    def __enter__(self) -> SearchIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    def _drop_all(self) -> None:
+        for table in ("text", "spans", "traces"):
+            self.db.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def clear(self) -> None:
+        """Empty the index (``rematch search --rebuild``): the next sync reads every trace again."""
+        self._drop_all()
+        self.db.executescript(_SCHEMA)
+        self.db.execute("VACUUM")
+
+    def drop(self, key: str) -> None:
+        """Remove one trace's entries (inside the caller's transaction or its own)."""
+        self.db.execute("DELETE FROM text WHERE rowid IN (SELECT id FROM spans WHERE key = ?)", (key,))
+        self.db.execute("DELETE FROM spans WHERE key = ?", (key,))
+        self.db.execute("DELETE FROM traces WHERE key = ?", (key,))
+
+    def forget(self, key: str) -> None:
+        """Remove one trace's entries now (``rematch forget``)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.drop(key)
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+
+    def sync(self, data: DataDir, only: set[str] | None = None) -> SyncFigures:
+        """Bring the index up to date with the data folder's traces (``only``: just these keys).
+
+        An unchanged trace costs one ``stat`` (its inode, size and mtime as indexed): a rerun
+        that changed nothing reads no trace.
+        """
+        figures = SyncFigures()
+        stats: dict[str, os.stat_result] = {}
+        try:
+            with os.scandir(data.traces) as it:
+                for e in it:
+                    name = e.name
+                    if not name.endswith(".jsonl") or name.startswith("."):
+                        continue
+                    key = name[:-6]
+                    if only is not None and key not in only:
+                        continue
+                    try:
+                        if e.is_file(follow_symlinks=False):
+                            stats[key] = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+        except FileNotFoundError:
+            pass
+        known = {r[0]: r for r in self.db.execute("SELECT key, ino, size, mtime_ns, end_off FROM traces")}
+        gone = [k for k in known.keys() - stats.keys() if only is None or k in only]
+        changed = sorted(k for k, st in stats.items()
+                         if (k not in known or (known[k][1], known[k][2], known[k][3])
+                             != (st.st_ino, st.st_size, st.st_mtime_ns)))
+        if not gone and not changed:
+            return figures
+        raw = _raw_keys(data)
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for key in sorted(gone):
+                self.drop(key)
+                figures.dropped += 1
+            for key in changed:
+                self._sync_one(data, key, known.get(key), key in raw, figures)
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+        return figures
+
+    def _sync_one(self, data: DataDir, key: str, known: tuple[Any, ...] | None, raw: bool,
+                  figures: SyncFigures) -> None:
+        path = os.path.join(data.traces, f"{key}.jsonl")
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            if known is not None:
+                self.drop(key)
+                figures.dropped += 1
+            return
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            start = self._continue_from(key, f) if known is not None else None
+            if start is None:
+                if known is not None:
+                    self.drop(key)
+                start = 0
+                figures.full += 1
+            else:
+                figures.grown += 1
+            self._read(key, f, start, st, raw, figures)
+
+    def _continue_from(self, key: str, f: Any) -> int | None:
+        """The offset a grown trace is read on from, its later entries dropped; ``None``: read it all again."""
+        # Not the inode: a continued import may write the session's trace anew (a new file) with the
+        # same records first. Its first indexed record, and one of its last, must still be in place.
+        rows = self.db.execute("SELECT id, off, len, digest FROM spans WHERE key = ? ORDER BY off DESC LIMIT ?",
+                               (key, WALK_BACK)).fetchall()
+        if not rows:
+            # Nothing searchable indexed yet: what was read had no text; read it again from the start.
+            return None
+        first = self.db.execute("SELECT off, len, digest FROM spans WHERE key = ? ORDER BY off LIMIT 1",
+                                (key,)).fetchone()
+        f.seek(first[0])
+        if _digest(f.read(first[1])) != first[2]:
+            return None
+        for i, (_, off, length, digest) in enumerate(rows):
+            f.seek(off)
+            if _digest(f.read(length)) == digest:
+                later = [r[0] for r in rows[:i]]
+                if later:
+                    marks = ",".join("?" * len(later))
+                    self.db.execute(f"DELETE FROM text WHERE rowid IN ({marks})", later)
+                    self.db.execute(f"DELETE FROM spans WHERE id IN ({marks})", later)
+                return int(off + length)
+        return None
+
+    def _read(self, key: str, f: Any, start: int, st: os.stat_result, raw: bool, figures: SyncFigures) -> None:
+        redact = None
+        if raw:
+            from rematch_trace.security.redact import default_redactor
+
+            redact = default_redactor().redact
+        f.seek(start)
+        off = start
+        started: int | None = None
+        session_id: str | None = None
+        for line in f:
+            if not line.endswith(b"\n"):
+                break  # a line still being written: the next sync reads it whole
+            here, off = off, off + len(line)
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(rec, dict):
+                continue
+            if rec.get("ev") == "session_start":
+                started = rec.get("t") if type(rec.get("t")) is int else None
+                session_id = rec.get("session_id") if isinstance(rec.get("session_id"), str) else None
+            got = record_text(rec)
+            if got is None:
+                continue
+            kind, body = got
+            if redact is not None:
+                body = redact(body)[0]
+            cur = self.db.execute("INSERT INTO spans (key, off, len, digest) VALUES (?,?,?,?)",
+                                  (key, here, len(line), _digest(line)))
+            seq = rec.get("seq") if type(rec.get("seq")) is int else None
+            t = rec.get("t") if type(rec.get("t")) is int else None
+            self.db.execute("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
+                            (cur.lastrowid, _valid(body), kind, seq, t))
+            figures.records += 1
+        self.db.execute(
+            """INSERT INTO traces (key, ino, size, mtime_ns, end_off, started, session_id) VALUES (?,?,?,?,?,?,?)
+               ON CONFLICT(key) DO UPDATE SET ino=excluded.ino, size=excluded.size, mtime_ns=excluded.mtime_ns,
+                   end_off=excluded.end_off, started=coalesce(excluded.started, traces.started),
+                   session_id=coalesce(excluded.session_id, traces.session_id)""",
+            (key, st.st_ino, st.st_size if off == st.st_size else -1, st.st_mtime_ns, off, started, session_id),
+        )
+
+    def started(self) -> dict[str, int | None]:
+        """Trace key -> the session's start (ms), as its ``session_start`` record says."""
+        return {r[0]: r[1] for r in self.db.execute("SELECT key, started FROM traces")}
+
+    def search(self, query: str, *, keys: set[str] | None = None, limit: int = 20) -> list[Hit]:
+        """The best ``limit`` hits of an FTS5 ``query`` (bm25 order), in the traces ``keys`` if given."""
+        sql = ("SELECT s.key, tr.session_id, x.seq, x.kind, x.t, snippet(text, 0, char(2), char(3), '…', 16), "
+               "bm25(text) FROM text x JOIN spans s ON s.id = x.rowid LEFT JOIN traces tr ON tr.key = s.key "
+               "WHERE text MATCH ?")
+        params: list[Any] = [query]
+        if keys is not None:
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS chosen (key TEXT PRIMARY KEY)")
+            self.db.execute("DELETE FROM chosen")
+            self.db.executemany("INSERT OR IGNORE INTO chosen VALUES (?)", [(k,) for k in keys])
+            sql += " AND s.key IN (SELECT key FROM chosen)"
+        sql += " ORDER BY bm25(text) LIMIT ?"
+        params.append(limit)
+        return [Hit(r[0], r[1], r[2], r[3], r[4], r[5] or "", float(r[6])) for r in self.db.execute(sql, params)]
+
+    def size(self) -> tuple[int, int]:
+        """How many traces and records the index holds."""
+        traces = int(self.db.execute("SELECT count(*) FROM traces").fetchone()[0])
+        records = int(self.db.execute("SELECT count(*) FROM spans").fetchone()[0])
+        return traces, records
+
+
+def _valid(text: str) -> str:
+    """``text`` as SQLite takes it: lone surrogates spelled as escapes."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _raw_keys(data: DataDir) -> set[str]:
+    """The trace keys whose ledger row says they were written without redaction (or does not say)."""
+    from rematch_trace.report.collect import key_of
+    from rematch_trace.store.ledger import Ledger
+
+    if not data.ledger.exists():
+        return set()
+    out = set()
+    with Ledger(data.ledger, readonly=True) as ledger:
+        for row in ledger.db.execute("SELECT trace_path, settings, mode FROM sessions"):
+            settings = row["settings"] or ""
+            if "redact=1" in settings or (row["mode"] == "live" and not settings):
+                continue  # written redacted (a live capture always redacts what it keeps)
+            key = key_of(dict(row))
+            if key is not None:
+                out.add(key)
+    return out
+
+
+def to_query(text: str) -> str:
+    """A user's words as an FTS5 query: each word, or each ``"quoted phrase"``, must occur (any order).
+
+    Every term is quoted, so FTS5 operators and punctuation in what a user types are text, not syntax.
+    """
+    terms: list[str] = []
+    rest = text
+    while rest:
+        head, quote, tail = rest.partition('"')
+        terms.extend(head.split())
+        if not quote:
+            break
+        phrase, _, rest = tail.partition('"')
+        if phrase.strip():
+            terms.append(phrase)
+    return " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def sync_data(data: DataDir, only: set[str] | None = None) -> SyncFigures | None:
+    """Sync the data folder's index (made if missing); ``None`` when it cannot be written (said by the caller)."""
+    try:
+        with SearchIndex(index_path(data)) as index:
+            return index.sync(data, only)
+    except (OSError, sqlite3.Error):
+        return None
+
+
+def hits_iter(index: SearchIndex, query: str, keys: set[str] | None, limit: int) -> Iterator[Hit]:
+    """:meth:`SearchIndex.search`, a bad query (FTS5 syntax) raising ``ValueError`` with SQLite's words."""
+    try:
+        yield from index.search(query, keys=keys, limit=limit)
+    except sqlite3.OperationalError as err:
+        raise ValueError(str(err)) from None

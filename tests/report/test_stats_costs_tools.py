@@ -1,0 +1,34 @@
+"""``rematch stats``: omp's stated costs added up as the decimals omp meant, and per-tool call counts and
+error rates; through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hostile_gen import lines_for, path_for, sid_for, write
+from report_gen import run
+
+
+def test_omp_stated_costs_are_exact_decimals_and_tools_are_counted(tmp_path: Path) -> None:
+    sid = sid_for("omp", 7)
+    lines = lines_for("omp", sid, turns=4)
+    # What omp writes: each total a JavaScript sum of its parts, float noise and all.
+    totals = iter([0.1 + 0.2, 0.000021000000000000002, 0.0396837, 117.03706559999999])
+    for line in lines:
+        usage = (line.get("message") or {}).get("usage") or {}
+        if "cost" in usage:
+            usage["cost"]["total"] = next(totals)
+    write(path_for(tmp_path / "src", "omp", sid), lines)
+    data = tmp_path / "data"
+    run("import", str(tmp_path / "src"), "--data", str(data), "-q")
+    got = json.loads(run("stats", "--data", str(data), "--json").stdout)
+    # Stated: 0.3 + 0.000021 + 0.0396837 + 117.0370656 (each read to 15 significant digits); the four
+    # answers state none: 1 input x $5 + 1 output x $25 per million (claude-opus-4-5), 4 x 0.00003.
+    assert got["harnesses"][0]["cost"] == "117.3768903"
+    assert got["total"]["cost"] == "117.3768903"
+    assert got["tools"] == [{"name": "bash", "calls": 4, "errors": 2, "sessions": 1, "error_rate": 0.5}]
+    text = run("stats", "--data", str(data)).stdout
+    assert "$117.38" in text
+    tool_lines = [ln.split() for ln in text.splitlines() if ln.startswith(("tool ", "bash "))]
+    assert tool_lines == [["tool", "calls", "sessions", "errors", "error", "rate"], ["bash", "4", "1", "2", "50.0%"]]
