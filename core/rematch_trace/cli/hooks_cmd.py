@@ -1,4 +1,4 @@
-"""``rematch hooks install|uninstall|status``: live capture from Claude Code's hooks."""
+"""``rematch hooks install|uninstall|status``: live capture from Claude Code's or Codex's hooks."""
 
 from __future__ import annotations
 
@@ -15,12 +15,21 @@ if TYPE_CHECKING:
 
 _SETTINGS = click.option(
     "--settings", "settings", type=click.Path(dir_okay=False),
-    help="Claude Code settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json).",
+    help="The harness's hook file (default: Claude Code's $CLAUDE_CONFIG_DIR/settings.json, else "
+         "~/.claude/settings.json; Codex's $CODEX_HOME/hooks.json, else ~/.codex/hooks.json).",
 )
+_HARNESS = click.option(
+    "--harness", "harness", type=click.Choice(["claude_code", "codex"]), default="claude_code", show_default=True,
+    help="The harness whose hooks are installed, removed or reported.",
+)
+#: What Codex asks of a person before it runs a new or changed hook, said after an install.
+CODEX_TRUST = ("Codex runs a new or changed hook only once you trust it: start codex and open /hooks to "
+               "review and trust rematch's hooks (each install that changes them asks again). For automation "
+               "whose hooks you checked yourself: codex exec --dangerously-bypass-hook-trust.")
 _OUT = data_option
 
 
-def _edit(change: Callable[[], Outcome]) -> None:
+def _edit(change: Callable[[], Outcome], after: str = "") -> None:
     """Run an edit of the settings file; say what it did, or why it refused, in one line."""
     from rematch_trace.live.install import SettingsError
 
@@ -33,48 +42,55 @@ def _edit(change: Callable[[], Outcome]) -> None:
     from rematch_trace.report.text import one_line
 
     click.echo(one_line(outcome.message))
+    if after and outcome.changed:
+        click.echo(after)
 
 
 @click.group("hooks")
 def hooks_cmd() -> None:
-    """Capture Claude Code sessions live, from its hooks (see docs/live-capture.md)."""
+    """Capture Claude Code or Codex sessions live, from their hooks (see docs/live-capture.md)."""
 
 
 @hooks_cmd.command("install")
+@_HARNESS
 @_SETTINGS
 @_OUT
 @click.option("--hold-seconds", "hold_seconds", type=click.IntRange(1, 590), default=None,
               help="How long a call the policy holds waits for `rematch approve|deny` (default: the policy's "
                    "approval_timeout_s, else 120); sets the PreToolUse hook's timeout and IPC deadline.")
-def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None) -> None:
-    """Add rematch's hooks to Claude Code's settings (idempotent; keeps a backup and your hooks)."""
-    from rematch_trace.live.install import default_hold_seconds, hook_command, install, settings_path
+def install_cmd(harness: str, settings: str | None, out: str | None, hold_seconds: int | None) -> None:
+    """Add rematch's hooks to the harness's hook file (idempotent; keeps a backup and your hooks)."""
+    from rematch_trace.live.install import HARNESS_HOOKS, default_hold_seconds, hook_command, install, settings_path
 
     hold = hold_seconds if hold_seconds is not None else default_hold_seconds()
-    _edit(lambda: install(settings_path(settings), hook_command(out), hold))
+    path, command = settings_path(settings, harness), hook_command(out, harness=harness)
+    _edit(lambda: install(path, command, hold, HARNESS_HOOKS[harness]), CODEX_TRUST if harness == "codex" else "")
 
 
 @hooks_cmd.command("uninstall")
+@_HARNESS
 @_SETTINGS
-def uninstall_cmd(settings: str | None) -> None:
-    """Remove rematch's hooks, restoring the settings file exactly when nothing else changed."""
+def uninstall_cmd(harness: str, settings: str | None) -> None:
+    """Remove rematch's hooks, restoring the hook file exactly when nothing else changed."""
     from rematch_trace.live.install import settings_path, uninstall
 
-    _edit(lambda: uninstall(settings_path(settings)))
+    _edit(lambda: uninstall(settings_path(settings, harness)))
 
 
 @hooks_cmd.command("status")
+@_HARNESS
 @_SETTINGS
 @_OUT
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
+def status_cmd(harness: str, settings: str | None, out: str | None, as_json: bool) -> None:
     """Say which hooks are installed, and whether events arrived recently."""
     from rematch_trace.live.folder import live_dir
-    from rematch_trace.live.install import EVENTS, SettingsError, installed_events, settings_path
+    from rematch_trace.live.install import HARNESS_HOOKS, SettingsError, installed_events, settings_path
     from rematch_trace.live.session_writer import read_state
 
-    path = settings_path(settings)
-    report: dict[str, Any] = {"settings": str(path)}
+    EVENTS = HARNESS_HOOKS[harness].events  # noqa: N806 (the module constant's name, for this harness)
+    path = settings_path(settings, harness)
+    report: dict[str, Any] = {"harness": harness, "settings": str(path)}
     try:
         found = installed_events(path)
         report["installed"] = sorted(found)
@@ -97,7 +113,7 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
     from rematch_trace.live.hook_check import service_state
 
     serving, pid = service_state(data.root)
-    report["broken"] = hooks_report(settings)["broken"]
+    report["broken"] = hooks_report(settings, harness)["broken"]
     report["service"] = {"running": serving, "pid": pid}
     report.update(
         data=str(data.root),
@@ -118,7 +134,8 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool) -> None:
     if report["settings_error"]:
         click.echo(one_line(f"settings: {report['settings_error']}"))
     elif not found:
-        click.echo(one_line(f"not installed in {path} (rematch hooks install)"))
+        again = " --harness codex" if harness == "codex" else ""
+        click.echo(one_line(f"not installed in {path} (rematch hooks install{again})"))
     else:
         missing = f"; missing: {', '.join(report['missing'])}" if report["missing"] else ""
         click.echo(one_line(f"installed in {path}: {len(found)} of {len(EVENTS)} events{missing}"))
