@@ -19,17 +19,17 @@ def hooks_report(settings: str | None, harness: str = "claude_code") -> dict[str
     from rematch_trace.live.hook_check import command_problem
     from rematch_trace.live.install import HARNESS_HOOKS, SettingsError, installed_events, settings_path
 
-    EVENTS = HARNESS_HOOKS[harness].events  # noqa: N806 (the module constant's name, for this harness)
+    events = HARNESS_HOOKS[harness].events
     path = settings_path(settings, harness)
     out: dict[str, Any] = {"harness": harness, "settings": str(path), "settings_error": None,
-                           "installed": [], "missing": [e for e, _a, _m in EVENTS], "broken": []}
+                           "installed": [], "missing": [e for e, _a, _m in events], "broken": []}
     try:
         found = installed_events(path)
     except SettingsError as err:
         out["settings_error"] = str(err)
         return out
     out["installed"] = sorted(found)
-    out["missing"] = [e for e, _a, _m in EVENTS if e not in found]
+    out["missing"] = [e for e, _a, _m in events if e not in found]
     problems = {}
     for commands in found.values():
         for c in commands:

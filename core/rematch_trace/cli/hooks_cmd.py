@@ -60,7 +60,13 @@ def hooks_cmd() -> None:
                    "approval_timeout_s, else 120); sets the PreToolUse hook's timeout and IPC deadline.")
 def install_cmd(harness: str, settings: str | None, out: str | None, hold_seconds: int | None) -> None:
     """Add rematch's hooks to the harness's hook file (idempotent; keeps a backup and your hooks)."""
-    from rematch_trace.live.install import HARNESS_HOOKS, default_hold_seconds, hook_command, install, settings_path
+    from rematch_trace.live.install import (
+        HARNESS_HOOKS,
+        default_hold_seconds,
+        hook_command,
+        install,
+        settings_path,
+    )
 
     hold = hold_seconds if hold_seconds is not None else default_hold_seconds()
     path, command = settings_path(settings, harness), hook_command(out, harness=harness)
@@ -88,16 +94,16 @@ def status_cmd(harness: str, settings: str | None, out: str | None, as_json: boo
     from rematch_trace.live.install import HARNESS_HOOKS, SettingsError, installed_events, settings_path
     from rematch_trace.live.session_writer import read_state
 
-    EVENTS = HARNESS_HOOKS[harness].events  # noqa: N806 (the module constant's name, for this harness)
+    events = HARNESS_HOOKS[harness].events
     path = settings_path(settings, harness)
     report: dict[str, Any] = {"harness": harness, "settings": str(path)}
     try:
         found = installed_events(path)
         report["installed"] = sorted(found)
-        report["missing"] = [e for e, _a, _m in EVENTS if e not in found]
+        report["missing"] = [e for e, _a, _m in events if e not in found]
         report["settings_error"] = None
     except SettingsError as err:
-        report["installed"], report["missing"], report["settings_error"] = [], [e for e, _a, _m in EVENTS], str(err)
+        report["installed"], report["missing"], report["settings_error"] = [], [e for e, _a, _m in events], str(err)
     data = data_folder(out)
     folder = live_dir(data.root)
     states = sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -138,7 +144,7 @@ def status_cmd(harness: str, settings: str | None, out: str | None, as_json: boo
         click.echo(one_line(f"not installed in {path} (rematch hooks install{again})"))
     else:
         missing = f"; missing: {', '.join(report['missing'])}" if report["missing"] else ""
-        click.echo(one_line(f"installed in {path}: {len(found)} of {len(EVENTS)} events{missing}"))
+        click.echo(one_line(f"installed in {path}: {len(found)} of {len(events)} events{missing}"))
     if last:
         ago = max(0, int(time.time() - last / 1000))
         click.echo(one_line(f"{len(states)} live sessions ({running} running) in {data.root}; last event {ago}s ago"))

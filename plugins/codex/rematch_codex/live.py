@@ -95,12 +95,22 @@ def _item(line: dict[str, Any]) -> dict[str, Any]:
     return payload if type(payload) is dict else {}
 
 
+def _is_call(line: dict[str, Any], call_id: str) -> bool:
+    p = _item(line)
+    return line.get("type") == "response_item" and p.get("type") in _CALL_TYPES and p.get("call_id") == call_id
+
+
+def _call_lines(path: str, call_id: str) -> list[dict[str, Any]]:
+    """The rollout's lines naming ``call_id``, back to the call itself (within the call window)."""
+    return rollout_tail.lines_with(path, f'"{call_id}"', lambda x: _is_call(x, call_id), rollout_tail.CALL_SCAN_BYTES)
+
+
 def _rollout_call(path: str, call_id: str) -> ToolCall | None:
     """The call ``call_id`` as the rollout holds it (the import's name and input), or ``None``."""
-    for line in reversed(rollout_tail.lines_with(path, f'"{call_id}"', lambda x: False)):
+    for line in reversed(_call_lines(path, call_id)):
         p = _item(line)
         typ = p.get("type")
-        if line.get("type") != "response_item" or typ not in _CALL_TYPES or p.get("call_id") != call_id:
+        if not _is_call(line, call_id):
             continue
         name = p.get("name")
         if typ == "function_call":
@@ -125,7 +135,7 @@ def _call(event: dict[str, Any]) -> ToolCall | None:
 def _outcome(path: str, call_id: str) -> results.Outcome | None:
     """The call's outcome from its ``item_completed`` (a command's exit code), waited for briefly."""
     def read() -> dict[str, Any] | None:
-        for line in reversed(rollout_tail.lines_with(path, f'"{call_id}"', lambda x: False)):
+        for line in reversed(_call_lines(path, call_id)):
             p = _item(line)
             item = p.get("item")
             if p.get("type") == "item_completed" and type(item) is dict and item.get("id") == call_id:

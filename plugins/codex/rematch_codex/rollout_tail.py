@@ -22,6 +22,8 @@ import orjson
 FIRST_WINDOW = 256 * 1024
 #: The most of a rollout one hook reads.
 MAX_SCAN_BYTES = 64 * 1024 * 1024
+#: The most of a rollout's end searched for one call's lines (a call is looked up as it happens: near the end).
+CALL_SCAN_BYTES = 4 * 1024 * 1024
 #: The most of a rollout's start read for its ``session_meta``.
 HEAD_BYTES = 256 * 1024
 
@@ -51,12 +53,14 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     return line if type(line) is dict else None
 
 
-def lines_with(path: str, needle: str, first: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+def lines_with(path: str, needle: str, first: Callable[[dict[str, Any]], bool],
+               limit: int = MAX_SCAN_BYTES) -> list[dict[str, Any]]:
     """The rollout's lines that contain ``needle``, oldest first, back to the one ``first`` accepts.
 
     The window grows from the end until a line ``first`` accepts is in it, or the file's start,
-    or :data:`MAX_SCAN_BYTES`.
+    or ``limit`` bytes (at most :data:`MAX_SCAN_BYTES`).
     """
+    limit = min(limit, MAX_SCAN_BYTES)
     fd = _open_regular(path)
     if fd is None or not needle:
         return []
@@ -65,13 +69,13 @@ def lines_with(path: str, needle: str, first: Callable[[dict[str, Any]], bool]) 
         size = os.fstat(fd).st_size
         window = FIRST_WINDOW
         while True:
-            start = max(0, size - min(window, MAX_SCAN_BYTES))
+            start = max(0, size - min(window, limit))
             chunk = os.pread(fd, size - start, start)
             raw_lines = chunk.split(b"\n")
             if start > 0:
                 raw_lines = raw_lines[1:]  # the window's first line may be cut
             found = [x for x in (_parse(r) for r in raw_lines if key in r) if x is not None]
-            if start == 0 or window >= MAX_SCAN_BYTES or any(first(x) for x in found):
+            if start == 0 or window >= limit or any(first(x) for x in found):
                 return found
             window *= 2
     except OSError:
