@@ -58,7 +58,7 @@ def test_codex_install_is_idempotent_keeps_user_hooks_and_uninstall_restores_exa
         assert "matcher" not in group and "async" not in group["hooks"][0], event
         words = shlex.split(group["hooks"][0]["command"])
         assert words[0] == "exec" and words[4].endswith("rematch_hook.py") and words[5] == "codex", words
-    pre = [g for g in doc["hooks"]["PreToolUse"] if "rematch_hook.py" in json.dumps(g)][0]["hooks"][0]
+    pre = next(g for g in doc["hooks"]["PreToolUse"] if "rematch_hook.py" in json.dumps(g))["hooks"][0]
     assert pre["timeout"] > 100 and "--deadline-ms=" in pre["command"]  # a held call may wait for a person
     assert hooks.with_name("hooks.json.rematch-backup").read_bytes() == USER_HOOKS
     status = _rematch(env, "status", "--json")
