@@ -158,11 +158,15 @@ def _result(event: dict[str, Any], call: ToolCall, t: int) -> ToolResult:
     return ToolResult("", t, call.id, utf8_len(text), text[:OUTPUT_HEAD_CHARS], err, cls, call.name)
 
 
-def _turn_lines(path: str, turn_id: str) -> list[dict[str, Any]]:
+def _turn_lines(path: str, turn_id: str, *more: str) -> list[dict[str, Any]]:
+    """The lines naming ``turn_id`` (or any of ``more``) from the turn's first line on."""
     def first(line: dict[str, Any]) -> bool:
-        return line.get("type") == "turn_context" or _item(line).get("type") == "task_started"
+        return (line.get("type") == "turn_context" or _item(line).get("type") == "task_started") \
+            and _item(line).get("turn_id") == turn_id
 
-    return rollout_tail.lines_with(path, turn_id, first)
+    found = rollout_tail.lines_with(path, (turn_id, *more), first)
+    start = next((i for i, line in enumerate(found) if first(line)), 0)
+    return found[start:]
 
 
 def _mode(path: str, turn_id: str) -> str | None:
@@ -182,7 +186,8 @@ def _responses(path: str, turn_id: str, last_text: str) -> tuple[list[list[int]]
         model = ""
         done = not last_text
         seen = False  # the last response's message was just read: its usage is the next record
-        for line in _turn_lines(path, turn_id):
+        # Assistant messages need not name their turn (0.169 does, in a metadata passthrough).
+        for line in _turn_lines(path, turn_id, '"assistant"'):
             p = _item(line)
             kind = line.get("type")
             if kind == "turn_context" and p.get("turn_id") == turn_id and type(p.get("model")) is str:

@@ -53,9 +53,9 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     return line if type(line) is dict else None
 
 
-def lines_with(path: str, needle: str, first: Callable[[dict[str, Any]], bool],
+def lines_with(path: str, needle: str | tuple[str, ...], first: Callable[[dict[str, Any]], bool],
                limit: int = MAX_SCAN_BYTES) -> list[dict[str, Any]]:
-    """The rollout's lines that contain ``needle``, oldest first, back to the one ``first`` accepts.
+    """The rollout's lines that contain ``needle`` (any of them), oldest first, back to the one ``first`` accepts.
 
     The window grows from the end until a line ``first`` accepts is in it, or the file's start,
     or ``limit`` bytes (at most :data:`MAX_SCAN_BYTES`).
@@ -64,7 +64,7 @@ def lines_with(path: str, needle: str, first: Callable[[dict[str, Any]], bool],
     fd = _open_regular(path)
     if fd is None or not needle:
         return []
-    key = needle.encode("utf-8", "replace")
+    keys = [n.encode("utf-8", "replace") for n in ((needle,) if isinstance(needle, str) else needle)]
     try:
         size = os.fstat(fd).st_size
         window = FIRST_WINDOW
@@ -74,7 +74,7 @@ def lines_with(path: str, needle: str, first: Callable[[dict[str, Any]], bool],
             raw_lines = chunk.split(b"\n")
             if start > 0:
                 raw_lines = raw_lines[1:]  # the window's first line may be cut
-            found = [x for x in (_parse(r) for r in raw_lines if key in r) if x is not None]
+            found = [x for x in (_parse(r) for r in raw_lines if any(k in r for k in keys)) if x is not None]
             if start == 0 or window >= limit or any(first(x) for x in found):
                 return found
             window *= 2
