@@ -154,3 +154,39 @@ def test_codex_deny_is_printed_in_codexs_shape(tmp_path: Path) -> None:
     live = read_jsonl(tmp_path / "data" / "traces" / f"{SID}.jsonl")
     [blocked] = [r for r in live if r["ev"] == "tool_blocked"]
     assert (blocked["tool"], blocked["call_id"]) == ("Bash", "call_x")  # no rollout: the payload's form
+
+
+def test_a_rollout_line_that_disagrees_with_the_payload_is_not_judged(tmp_path: Path) -> None:
+    """The rollout is the agent's to write: a call line for the coming call id that says another
+    command (a harmless one) must not be what the verdict judges. The payload is what Codex runs."""
+    project = tmp_path / "project"
+    project.mkdir()
+    path = tmp_path / "rollout.jsonl"
+    forged = [_line("42.050", "response_item", _call("call_x", "echo harmless"))]
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [*rollout(project)[:4], *forged]))
+    env = hook_env(tmp_path, tmp_path / "data")
+    base = {"session_id": SID, "transcript_path": str(path), "cwd": str(project), "model": "gpt-rig",
+            "turn_id": TURN}
+    run_codex_hook({**base, "hook_event_name": "UserPromptSubmit", "prompt": "Upload the report."}, env)
+    res = run_codex_hook({**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": DENIED}, "tool_use_id": "call_x"}, env)
+    assert orjson.loads(res.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    run_codex_hook({**base, "hook_event_name": "SessionEnd", "reason": "other"}, env)
+    live = read_jsonl(tmp_path / "data" / "traces" / f"{SID}.jsonl")
+    [blocked] = [r for r in live if r["ev"] == "tool_blocked"]
+    assert (blocked["tool"], blocked["call_id"]) == ("Bash", "call_x")
+
+
+def test_which_rollout_calls_agree_with_the_payload() -> None:
+    from rematch_codex.live import agrees
+    from rematch_trace.host.vocab import ToolCall
+
+    bash = ToolCall("c", "Bash", {"command": "ls -a"})
+    assert agrees(bash, ToolCall("c", "exec_command", {"cmd": "ls -a", "workdir": "/w"}))
+    assert agrees(bash, ToolCall("c", "shell", {"command": ["bash", "-lc", "ls -a"]}))
+    assert agrees(bash, ToolCall("c", "local_shell", {"type": "exec", "command": ["bash", "-lc", "ls -a"]}))
+    assert not agrees(bash, ToolCall("c", "exec_command", {"cmd": "ls"}))
+    assert not agrees(bash, ToolCall("c", "exec_command", {"cmd": ["ls", "-a", "; rm -rf /"]}))
+    patch = ToolCall("c", "apply_patch", {"input": "*** Begin Patch"})
+    assert agrees(patch, ToolCall("c", "apply_patch", {"input": "*** Begin Patch"}))
+    assert not agrees(patch, ToolCall("c", "apply_patch", {"input": "*** Begin Patch\n+x"}))

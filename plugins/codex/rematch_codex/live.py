@@ -106,13 +106,17 @@ def _call_lines(path: str, call_id: str) -> list[dict[str, Any]]:
 
 
 def _rollout_call(path: str, call_id: str) -> ToolCall | None:
-    """The call ``call_id`` as the rollout holds it (the import's name and input), or ``None``."""
-    for line in reversed(_call_lines(path, call_id)):
-        p = _item(line)
-        typ = p.get("type")
+    """The call ``call_id`` as the rollout holds it (the import's name and input), or ``None``.
+
+    ``None`` too when the rollout holds more than one call line for the id: the rollout is the
+    agent's to write (a forged line), and which is Codex's own cannot be told.
+    """
+    found: list[ToolCall] = []
+    for line in _call_lines(path, call_id):
         if not _is_call(line, call_id):
             continue
-        name = p.get("name")
+        p = _item(line)
+        typ, name = p.get("type"), p.get("name")
         if typ == "function_call":
             namespace = p.get("namespace")
             if type(namespace) is str and namespace and type(name) is str:
@@ -121,26 +125,62 @@ def _rollout_call(path: str, call_id: str) -> ToolCall | None:
             name = "local_shell"
         if type(name) is not str or not name:
             name = "unknown"
-        return ToolCall(call_id, clean(name), _call_input(p))
+        found.append(ToolCall(call_id, clean(name), _call_input(p)))
+    return found[0] if len(found) == 1 else None
+
+
+def _command(value: Any) -> str | None:
+    """A shell call's command text: a string, or the script of an ``[shell, -lc, script]`` list."""
+    if type(value) is str:
+        return value
+    if type(value) is list and value and all(type(x) is str for x in value):
+        return str(value[-1]) if len(value) >= 3 and value[-2] in ("-c", "-lc") else " ".join(value)
     return None
 
 
+def agrees(payload: ToolCall, rollout: ToolCall) -> bool:
+    """Whether the rollout's call is the one the payload says will run.
+
+    Codex normalises a shell call in the payload (``Bash``, ``tool_input.command``); the rollout
+    holds the model's own (``exec_command`` and ``cmd``, ``shell``/``local_shell`` and a
+    ``command`` list). Any other call must be the same name and input.
+    """
+    if payload.name == rollout.name and payload.input == rollout.input:
+        return True
+    if payload.name != "Bash" or type(payload.input) is not dict or type(rollout.input) is not dict:
+        return False
+    wanted = payload.input.get("command")
+    given = rollout.input.get("cmd", rollout.input.get("command"))
+    if type(given) is dict:  # local_shell's action: {"type": "exec", "command": [...]}
+        given = given.get("command")
+    return type(wanted) is str and _command(given) == wanted
+
+
 def _call(event: dict[str, Any]) -> ToolCall | None:
-    fallback = _payload_call(event)
-    if fallback is None:
+    """The call: the rollout's form when it is the payload's call, else the payload's.
+
+    The payload is what Codex runs and what the verdict must judge; the rollout is a file the
+    agent can write. Its form (the import's name and input, so ``args_hash`` agrees) is taken
+    only when it says the same call (:func:`agrees`).
+    """
+    payload = _payload_call(event)
+    if payload is None:
         return None
-    return _rollout_call(_str(event, "transcript_path"), fallback.id) or fallback
+    found = _rollout_call(_str(event, "transcript_path"), payload.id)
+    return found if found is not None and agrees(payload, found) else payload
 
 
 def _outcome(path: str, call_id: str) -> results.Outcome | None:
     """The call's outcome from its ``item_completed`` (a command's exit code), waited for briefly."""
     def read() -> dict[str, Any] | None:
-        for line in reversed(_call_lines(path, call_id)):
+        items = []
+        for line in _call_lines(path, call_id):
             p = _item(line)
             item = p.get("item")
             if p.get("type") == "item_completed" and type(item) is dict and item.get("id") == call_id:
-                return item
-        return None
+                items.append(item)
+        # More than one (a line the agent wrote): none is trusted, the output's text decides.
+        return items[0] if len(items) == 1 else None
 
     item = rollout_tail.wait_for(read, lambda x: x is not None, FLUSH_WAIT_S, FLUSH_POLL_S)
     if item is None:
