@@ -63,7 +63,9 @@ def test_codex_install_is_idempotent_keeps_user_hooks_and_uninstall_restores_exa
     assert hooks.with_name("hooks.json.rematch-backup").read_bytes() == USER_HOOKS
     status = _rematch(env, "status", "--json")
     report = json.loads(status.stdout)
-    assert (report["harness"], report["settings"], report["missing"]) == ("codex", str(hooks), [])
+    assert (report["harness"], report["settings"], report["missing"], report["broken"]) == (
+        "codex", str(hooks), [], [])
+    assert status.returncode == 0  # every installed command can run (its leading exec understood)
     gone = _rematch(env, "uninstall")
     assert gone.returncode == 0 and "restored" in gone.stdout
     assert hooks.read_bytes() == USER_HOOKS and os.stat(hooks).st_mode & 0o777 == 0o640

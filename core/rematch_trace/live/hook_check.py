@@ -17,6 +17,8 @@ def command_problem(command: str) -> str | None:
         argv = shlex.split(command)
     except ValueError as err:
         return f"cannot be split as a command line: {err}"
+    if argv[:1] == ["exec"]:  # what install writes: the shell gives way to the program
+        argv = argv[1:]
     if not argv:
         return "an empty command"
     program = argv[0]
