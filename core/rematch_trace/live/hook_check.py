@@ -17,8 +17,8 @@ def command_problem(command: str) -> str | None:
         argv = shlex.split(command)
     except ValueError as err:
         return f"cannot be split as a command line: {err}"
-    if argv[:1] == ["exec"]:  # what install writes: the shell gives way to the program
-        argv = argv[1:]
+    if argv[:1] == ["exec"]:
+        argv = argv[1:]  # the shell replaces itself with the client (so the harness is its parent)
     if not argv:
         return "an empty command"
     program = argv[0]
