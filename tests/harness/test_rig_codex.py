@@ -204,13 +204,3 @@ def test_an_approved_hold_lets_the_call_run(codex_outcome: CodexOutcome) -> None
     [ran] = [r for r in live if r["ev"] == "tool_result" and r["input"] == {"cmd": HELD}]
     assert not any(r["ev"] == "tool_blocked" and r["call_id"] == ran["call_id"] for r in live)
 
-
-def test_importing_the_rollout_keeps_the_live_trace(codex_outcome: CodexOutcome) -> None:
-    """The rollout imported into the live data folder: the live trace (the fuller one) stays as it was."""
-    s = codex_outcome.session
-    [path] = sorted((s.data / "traces").glob("*.jsonl"))
-    before = path.read_bytes()
-    res = s.rematch("import", str(s.transcripts()), "--out", str(s.data), "-j", "1", "--json")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert path.read_bytes() == before
-    assert json.loads(res.stdout)["sessions_kept_live"] == 1
