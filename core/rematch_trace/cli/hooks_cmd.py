@@ -1,4 +1,4 @@
-"""``rematch hooks install|uninstall|status``: live capture from Claude Code's or Codex's hooks."""
+"""``rematch hooks install|uninstall|status``: live capture from Claude Code's or Codex's hooks, or pi/omp's extension."""
 
 from __future__ import annotations
 
@@ -18,15 +18,21 @@ _SETTINGS = click.option(
     help="The harness's hook file (default: Claude Code's $CLAUDE_CONFIG_DIR/settings.json, else "
          "~/.claude/settings.json; Codex's $CODEX_HOME/hooks.json, else ~/.codex/hooks.json).",
 )
+_OUT = data_option
 _HARNESS = click.option(
-    "--harness", "harness", type=click.Choice(["claude_code", "codex"]), default="claude_code", show_default=True,
-    help="The harness whose hooks are installed, removed or reported.",
+    "--harness", "harness", type=click.Choice(["claude_code", "codex", "pi", "omp"]), default="claude_code",
+    show_default=True, help="The harness: Claude Code's or Codex's hooks, or rematch's extension for pi or omp.",
 )
+#: The harnesses whose hooks live in a JSON hook file (the others take rematch's extension).
+_HOOK_FILES = ("claude_code", "codex")
 #: What Codex asks of a person before it runs a new or changed hook, said after an install.
 CODEX_TRUST = ("Codex runs a new or changed hook only once you trust it: start codex and open /hooks to "
                "review and trust rematch's hooks (each install that changes them asks again). For automation "
                "whose hooks you checked yourself: codex exec --dangerously-bypass-hook-trust.")
-_OUT = data_option
+_AGENT_DIR = click.option(
+    "--agent-dir", "agent_dir", type=click.Path(file_okay=False),
+    help="pi/omp: the agent folder (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent or ~/.omp/agent).",
+)
 
 
 def _edit(change: Callable[[], Outcome], after: str = "") -> None:
@@ -48,18 +54,20 @@ def _edit(change: Callable[[], Outcome], after: str = "") -> None:
 
 @click.group("hooks")
 def hooks_cmd() -> None:
-    """Capture Claude Code or Codex sessions live, from their hooks (see docs/live-capture.md)."""
+    """Capture Claude Code sessions live, from its hooks (see docs/live-capture.md)."""
 
 
 @hooks_cmd.command("install")
-@_HARNESS
 @_SETTINGS
 @_OUT
+@_HARNESS
+@_AGENT_DIR
 @click.option("--hold-seconds", "hold_seconds", type=click.IntRange(1, 590), default=None,
               help="How long a call the policy holds waits for `rematch approve|deny` (default: the policy's "
                    "approval_timeout_s, else 120); sets the PreToolUse hook's timeout and IPC deadline.")
-def install_cmd(harness: str, settings: str | None, out: str | None, hold_seconds: int | None) -> None:
-    """Add rematch's hooks to the harness's hook file (idempotent; keeps a backup and your hooks)."""
+def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None, harness: str,
+                agent_dir: str | None) -> None:
+    """Add rematch's hooks to Claude Code's or Codex's hook file, or its extension to pi/omp (idempotent; keeps your own)."""
     from rematch_trace.live.install import (
         HARNESS_HOOKS,
         default_hold_seconds,
@@ -69,27 +77,44 @@ def install_cmd(harness: str, settings: str | None, out: str | None, hold_second
     )
 
     hold = hold_seconds if hold_seconds is not None else default_hold_seconds()
+    if harness not in _HOOK_FILES:
+        from rematch_trace.live import extension_install as ext
+        from rematch_trace.store.location import data_dir
+
+        root = data_dir(out).resolve()
+        _edit(lambda: ext.install(harness, ext.target(harness, agent_dir), root, hold))
+        return
     path, command = settings_path(settings, harness), hook_command(out, harness=harness)
     _edit(lambda: install(path, command, hold, HARNESS_HOOKS[harness]), CODEX_TRUST if harness == "codex" else "")
 
 
 @hooks_cmd.command("uninstall")
-@_HARNESS
 @_SETTINGS
-def uninstall_cmd(harness: str, settings: str | None) -> None:
-    """Remove rematch's hooks, restoring the hook file exactly when nothing else changed."""
+@_HARNESS
+@_AGENT_DIR
+def uninstall_cmd(settings: str | None, harness: str, agent_dir: str | None) -> None:
+    """Remove rematch's hooks (restoring the settings file exactly when nothing else changed), or its extension."""
     from rematch_trace.live.install import settings_path, uninstall
 
+    if harness not in _HOOK_FILES:
+        from rematch_trace.live import extension_install as ext
+
+        _edit(lambda: ext.uninstall(ext.target(harness, agent_dir)))
+        return
     _edit(lambda: uninstall(settings_path(settings, harness)))
 
 
 @hooks_cmd.command("status")
-@_HARNESS
 @_SETTINGS
 @_OUT
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status_cmd(harness: str, settings: str | None, out: str | None, as_json: bool) -> None:
+@_HARNESS
+@_AGENT_DIR
+def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: str, agent_dir: str | None) -> None:
     """Say which hooks are installed, and whether events arrived recently."""
+    if harness not in _HOOK_FILES:
+        _extension_status(harness, agent_dir, out, as_json)
+        return
     from rematch_trace.live.folder import live_dir
     from rematch_trace.live.install import HARNESS_HOOKS, SettingsError, installed_events, settings_path
     from rematch_trace.live.session_writer import read_state
@@ -156,4 +181,29 @@ def status_cmd(harness: str, settings: str | None, out: str | None, as_json: boo
     for b in report["broken"]:
         click.echo(f"broken: a hook command cannot run: {b['problem']}; fix: rematch hooks install")
     if report["broken"]:
+        raise SystemExit(1)
+
+
+def _extension_status(harness: str, agent_dir: str | None, out: str | None, as_json: bool) -> None:
+    """``hooks status --harness pi|omp``: the extension's copy, its configuration, the service; exit 1 when broken."""
+    from rematch_trace.live import extension_install as ext
+    from rematch_trace.live.hook_check import service_state
+    from rematch_trace.report.text import one_line
+
+    data = data_folder(out)
+    st = ext.status(ext.target(harness, agent_dir), data.root.resolve())
+    serving, pid = service_state(data.root)
+    report = {"harness": harness, "path": str(st.path), "installed": st.installed, "current": st.current,
+              "problems": list(st.problems), "data": str(data.root), "service": {"running": serving, "pid": pid}}
+    if as_json:
+        echo_json(report)
+    else:
+        if st.installed:
+            click.echo(one_line(f"installed in {st.path}" + ("" if st.current else " (not current)")))
+        else:
+            click.echo(one_line(f"not installed in {st.path} (rematch hooks install --harness {harness})"))
+        for problem in st.problems:
+            click.echo(one_line(f"broken: {problem}; fix: rematch hooks install --harness {harness}"))
+        click.echo(f"verdict service: running, pid {pid}" if serving else "verdict service: not running (rematch serve)")
+    if st.problems:
         raise SystemExit(1)
