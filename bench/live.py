@@ -22,6 +22,13 @@ side by side say what rematch itself costs.
 
 Targets (issue 15): p50 <= 30 ms and p99 <= 80 ms per invocation with the
 service running; correct output, just slower, without it.
+
+``--harness codex`` replays a Codex session instead (issue 31): Codex 0.169's payloads (shell
+calls as ``Bash``/``command``) through ``<rematch_hook.py> codex``, with the rollout growing
+beside them as Codex writes it (the call and its usage before ``PreToolUse``, its
+``item_completed`` before ``PostToolUse``, its output and ``token_count`` after, the last
+message and its usage before ``Stop``), so the plugin's reads of the rollout's end are in the
+figures.
 """
 
 from __future__ import annotations
@@ -41,13 +48,78 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 
-def hook_argv() -> list[str]:
+def hook_argv(harness: str = "claude_code") -> list[str]:
     """The installed hook command, as argv."""
     import shlex
 
     from rematch_trace.live.install import hook_command
 
-    return shlex.split(hook_command())
+    words = shlex.split(hook_command(harness=harness))
+    return words[1:] if words[:1] == ["exec"] else words  # the shell's exec: argv is what follows
+
+
+#: A payload's key (stripped before it is sent) naming the rollout lines written before its hook runs.
+APPEND = "__rollout_lines__"
+
+
+def codex_payloads(sid: str, cwd: str, turns: int, calls: int) -> list[dict[str, Any]]:
+    """A Codex session's hook payloads, each with the rollout lines Codex writes before it (``APPEND``)."""
+    rollout = f"{cwd}/rollout-{sid}.jsonl"
+    base = {"session_id": sid, "transcript_path": rollout, "cwd": cwd, "model": "gpt-5.5",
+            "permission_mode": "default"}
+
+    def line(kind: str, payload: dict[str, Any]) -> bytes:
+        return orjson.dumps({"timestamp": "2026-12-01T16:12:41.891Z", "type": kind, "payload": payload})
+
+    def usage(n: int) -> dict[str, int]:
+        return {"input_tokens": 9000 + n, "cached_input_tokens": 8000, "cache_write_input_tokens": 0,
+                "output_tokens": 120, "reasoning_output_tokens": 0, "total_tokens": 9120 + n}
+
+    meta = {"id": sid, "cwd": cwd, "originator": "codex_exec", "cli_version": "0.169.0", "model_provider": "openai"}
+    out: list[dict[str, Any]] = [{**base, "hook_event_name": "SessionStart", "source": "startup",
+                                  APPEND: [line("session_meta", meta)]}]
+    n = 0
+    for turn in range(turns):
+        tid = f"01a23261-3817-73a1-b982-{turn:012d}"
+        tb = {**base, "turn_id": tid}
+        context = {"turn_id": tid, "cwd": cwd, "approval_policy": "on-request",
+                   "sandbox_policy": {"type": "workspace-write"}, "model": "gpt-5.5"}
+        out.append({**tb, "hook_event_name": "UserPromptSubmit", "prompt": f"step {turn}: edit cli.py and run tests",
+                    APPEND: [line("event_msg", {"type": "task_started", "turn_id": tid}),
+                             line("turn_context", context)]})
+        after: list[bytes] = [line("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": f"step {turn}: edit cli.py and run tests"}]})]
+        for _ in range(calls):
+            n += 1
+            cid, cmd = f"call_{n:05d}", f"pytest -q tests/test_{n}.py"
+            call = {"tool_name": "Bash", "tool_use_id": cid, "tool_input": {"command": cmd}}
+            out.append({**tb, "hook_event_name": "PreToolUse", **call, APPEND: [*after,
+                        line("response_item", {"type": "function_call", "name": "exec_command", "call_id": cid,
+                                               "arguments": orjson.dumps({"cmd": cmd}).decode()}),
+                        line("token_usage_record", {"turn_id": tid, "usage": usage(n)})]})
+            text = "." * 200 + "\n1 passed\n"
+            out.append({**tb, "hook_event_name": "PostToolUse", **call, "tool_response": text, APPEND: [
+                line("event_msg", {"type": "item_completed", "turn_id": tid, "item": {
+                    "type": "CommandExecution", "id": cid, "status": "completed", "aggregated_output": text,
+                    "exit_code": 0}})]})
+            after = [line("response_item", {"type": "function_call_output", "call_id": cid,
+                                            "output": f"Chunk ID: ab\nProcess exited with code 0\nOutput:\n{text}"})]
+        last = f"Step {turn} done."
+        out.append({**tb, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": last,
+                    APPEND: [*after, line("response_item", {"type": "message", "role": "assistant", "content": [
+                        {"type": "output_text", "text": last}]}),
+                        line("token_usage_record", {"turn_id": tid, "usage": usage(n)})]})
+    out.append({**base, "hook_event_name": "SessionEnd", "reason": "other"})
+    return out
+
+
+def sent(payload: dict[str, Any]) -> bytes:
+    """The payload's bytes as the harness writes them; first the rollout lines written before it."""
+    lines = payload.get(APPEND)
+    if lines:
+        with open(payload["transcript_path"], "ab") as f:
+            f.write(b"".join(x + b"\n" for x in lines))
+    return orjson.dumps({k: v for k, v in payload.items() if k != APPEND})
 
 
 def payloads(sid: str, cwd: str, turns: int, calls: int) -> list[dict[str, Any]]:
@@ -82,27 +154,30 @@ def row(name: str, ms: list[float]) -> str:
             f"{pct(ms, 0.99):>8.1f} {max(ms):>8.1f}")
 
 
-def time_hooks(events: list[dict[str, Any]], env: dict[str, str]) -> tuple[list[float], list[float]]:
+def time_hooks(events: list[dict[str, Any]], env: dict[str, str],
+               harness: str = "claude_code") -> tuple[list[float], list[float]]:
     """Each payload through the hook command: its wall time, and that of a bare interpreter start run before it.
 
     On a shared machine only the two measured side by side say what rematch itself costs.
     """
-    hook_argv_cached = hook_argv()
+    hook_argv_cached = hook_argv(harness)
     hooks: list[float] = []
     bare: list[float] = []
     for payload in events:
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         bare.append((time.perf_counter() - start) * 1000)
+        data = sent(payload)
         start = time.perf_counter()
-        res = subprocess.run(hook_argv_cached, input=orjson.dumps(payload), env=env, capture_output=True)
+        res = subprocess.run(hook_argv_cached, input=data, env=env, capture_output=True)
         hooks.append((time.perf_counter() - start) * 1000)
         if res.returncode or res.stdout or res.stderr:
             raise SystemExit(f"hook misbehaved on {payload['hook_event_name']}: {res}")
     return hooks, bare
 
 
-def replay_served(events: list[dict[str, Any]], work: Path, repo: Path) -> tuple[list[float], list[float]]:
+def replay_served(events: list[dict[str, Any]], work: Path, repo: Path,
+                  harness: str = "claude_code") -> tuple[list[float], list[float]]:
     """Each hook invocation's wall time with ``rematch serve`` running (started first), beside a bare start."""
     data = work / "served"
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMATCH_")}
@@ -115,7 +190,7 @@ def replay_served(events: list[dict[str, Any]], work: Path, repo: Path) -> tuple
             if time.monotonic() > deadline:
                 raise SystemExit("rematch serve did not listen within 30 s")
             time.sleep(0.05)
-        hooks, bare = time_hooks(events, env)
+        hooks, bare = time_hooks(events, env, harness)
         errors = data / "live" / "errors.log"
         if errors.exists():
             raise SystemExit(f"the hook logged errors (or fell back to in-process capture): {errors.read_text()}")
@@ -132,19 +207,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--calls", type=int, default=4)
+    ap.add_argument("--harness", choices=["claude_code", "codex"], default="claude_code")
     args = ap.parse_args()
+    make = codex_payloads if args.harness == "codex" else payloads
     work = Path(tempfile.mkdtemp(prefix="rematch-live-bench-"))
     try:
         repo = work / "repo"
         (repo / ".git" / "refs" / "heads").mkdir(parents=True)
         (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
         (repo / ".git" / "refs" / "heads" / "main").write_text("0" * 40 + "\n")
-        events = payloads("bench-session", str(repo), args.turns, args.calls)
+        events = make("bench-session", str(repo), args.turns, args.calls)
         env = {k: v for k, v in os.environ.items() if not k.startswith("REMATCH_")}
         env["REMATCH_HOME"] = str(work / "data")
         env["REMATCH_LIVE_SERVICE"] = "0"
-        served = replay_served(events, work, repo)
-        every, bare = time_hooks(events, env)
+        served = replay_served(events, work, repo, args.harness)
+        if args.harness == "codex":  # the same session again, into another folder, from a fresh rollout
+            (repo / "rollout-bench-session.jsonl").unlink()
+        every, bare = time_hooks(events, env, args.harness)
         by_event: dict[str, list[float]] = {}
         for payload, ms in zip(events, every, strict=True):
             by_event.setdefault(payload["hook_event_name"], []).append(ms)
@@ -158,25 +237,26 @@ def main() -> None:
 
         host = default_host()
         inproc: list[float] = []
-        for payload in payloads("bench-inproc", str(repo), args.turns, args.calls):
-            data = orjson.dumps(payload)
+        for payload in make("bench-inproc", str(repo), args.turns, args.calls):
+            data = sent(payload)
             start = time.perf_counter()
-            capture_bytes("claude_code", data, int(time.time() * 1000), work / "data2", host)
+            capture_bytes(args.harness, data, int(time.time() * 1000), work / "data2", host)
             inproc.append((time.perf_counter() - start) * 1000)
 
         # The hook's own verdict on a call no service answered (verdicts/local.py): policy load and judge.
         from rematch_trace.live.verdicts.local import fallback_policy, fallback_verdict
 
         judged: list[float] = []
-        for payload in payloads("bench-judge", str(repo), args.turns, args.calls):
+        for payload in make("bench-judge", str(repo), args.turns, args.calls):
             if payload["hook_event_name"] != "PreToolUse":
                 continue
+            payload = orjson.loads(sent(payload))
             start = time.perf_counter()
             policy, _note = fallback_policy(work / "data2")
-            fallback_verdict(host, "claude_code", payload, int(time.time() * 1000), policy, "bench")
+            fallback_verdict(host, args.harness, payload, int(time.time() * 1000), policy, "bench")
             judged.append((time.perf_counter() - start) * 1000)
 
-        print(f"live capture: {len(events)} hook invocations ({args.turns} turns x {args.calls} calls); "
+        print(f"live capture ({args.harness}): {len(events)} hook invocations ({args.turns} turns x {args.calls} calls); "
               f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
         print(f"{'invocation (ms)':<22} {'n':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
         print("with the service (rematch serve running):")

@@ -24,6 +24,7 @@ from rematch_codex.results import classify_output, output_text, structured
         ("failed in sandbox None with execution error: command timed out", (True, "timeout")),
         ("exec command rejected by user", (True, "rejected")),
         ("patch rejected by user", (True, "rejected")),
+        ("Command blocked by PreToolUse hook: rematch: no (policy:x). Command: curl x", (True, "rejected")),
         ("Wall time: 3.1 seconds\naborted by user", (True, "interrupted")),
         ("aborted by user after 2.0s", (True, "interrupted")),
         ("apply_patch verification failed: Failed to find expected lines in a.py", (True, None)),

@@ -401,8 +401,9 @@ def test_built_in_plugins_get_only_their_own_sources() -> None:
 
 
 def test_hook_hook_denial() -> None:
-    """The harness's own deny output, asked of its plugin; another harness's plugin answers nothing."""
+    """The harness's own deny output, asked of the plugin that owns the harness (no guard in it)."""
     import rematch_claude_code
+    import rematch_codex
 
     class Quiet:
         __name__ = "Quiet"
@@ -411,12 +412,35 @@ def test_hook_hook_denial() -> None:
         def hook_denial(self, harness: str, verdict: dict[str, Any]) -> bytes | None:
             return b"line says no\n" if harness == "line" else None
 
-    pm = make_host([Quiet(), rematch_claude_code]).pm
+    host = make_host([Quiet(), rematch_claude_code, rematch_codex])
     verdict = {"decision": "deny", "reason": "policy:write-outside-repository", "explanation": "outside the repo",
                "incident_id": "inc-7"}
-    assert pm.hook.hook_denial(harness="line", verdict=verdict) == b"line says no\n"
-    answer = orjson.loads(pm.hook.hook_denial(harness="claude_code", verdict=verdict))
-    assert answer == {"hookSpecificOutput": {
+    assert host.denial("line", verdict) == b"line says no\n"
+    expected = {"hookSpecificOutput": {
         "hookEventName": "PreToolUse", "permissionDecision": "deny",
         "permissionDecisionReason": "rematch: outside the repo (policy:write-outside-repository, incident inc-7)"}}
-    assert pm.hook.hook_denial(harness="codex", verdict=verdict) is None
+    for harness in ("claude_code", "codex"):
+        answer = host.denial(harness, verdict)
+        assert answer is not None and orjson.loads(answer) == expected, harness
+    assert host.denial("omp", verdict) is None
+
+
+def test_live_hooks_go_to_the_plugin_that_owns_the_harness() -> None:
+    """With every harness plugin registered (none guards its live hooks), each payload reaches its owner only."""
+    import rematch_claude_code
+    import rematch_codex
+    import rematch_omp
+
+    host = make_host([rematch_claude_code, rematch_codex, rematch_omp])
+    calls: list[tuple[str, list[str]]] = []
+    host.pm.add_hookcall_monitoring(
+        lambda name, impls, kwargs: calls.append((name, [i.plugin_name for i in impls])),
+        lambda outcome, name, impls, kwargs: None,
+    )
+    event = {"session_id": "s-1", "cwd": "/", "hook_event_name": "SessionStart"}
+    for harness, plugin in (("codex", "rematch_codex"), ("claude_code", "rematch_claude_code")):
+        calls.clear()
+        [session] = host.live(harness, event, 1)
+        assert isinstance(session, Session) and session.session_id == "s-1"
+        assert [c for c in calls if c[0] == "live_records"] == [("live_records", [plugin])], harness
+    assert host.live("omp", event, 1) == []  # omp has no live hooks: nobody else answers for it

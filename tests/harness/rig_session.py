@@ -253,10 +253,14 @@ stream_max_retries = 0
 class CodexSession(RigSession):
     """Codex in ``codex exec`` mode against the Responses server; ``CODEX_HOME`` inside the root.
 
-    rematch has no live capture for Codex yet, so no hooks are installed: the rig checks the import.
+    ``install_hooks`` runs ``rematch hooks install --harness codex`` into ``$CODEX_HOME/hooks.json``
+    (``live=False``: the configuration only), and each run passes
+    ``--dangerously-bypass-hook-trust``: Codex runs a new hook only once a person trusted it in
+    ``/hooks``, and this is its documented switch for automation whose hooks were checked.
     """
 
     server: str = "responses"
+    live: bool = True
 
     @property
     def codex_home(self) -> Path:
@@ -264,18 +268,28 @@ class CodexSession(RigSession):
         return self.root / "codex-home"
 
     def install_hooks(self) -> None:
-        """Writes the configuration only (no rematch live capture for Codex: docs/compatibility.md)."""
+        """The configuration, then ``rematch hooks install --harness --settings <CODEX_HOME>/hooks.json --out <data>``."""
         self.codex_home.mkdir(parents=True, exist_ok=True)
         (self.codex_home / "config.toml").write_text(CODEX_CONFIG)
+        if not self.live:
+            return
+        res = self.rematch("hooks", "install", "--harness", "codex", "--settings",
+                           str(self.codex_home / "hooks.json"), "--out", str(self.data))
+        if res.returncode != 0:
+            raise RuntimeError(f"rematch hooks install --harness codex: {res.stdout} {res.stderr}")
 
     def env(self) -> dict[str, str]:
         """A dummy key for our provider, HOME and CODEX_HOME in the root."""
-        return {**BASE_ENV, "HOME": str(self.home), "CODEX_HOME": str(self.codex_home), "RIG_API_KEY": "sk-rig"}
+        return {**BASE_ENV, "HOME": str(self.home), "CODEX_HOME": str(self.codex_home), "RIG_API_KEY": "sk-rig",
+                # A held call waits for its approval (the hook client's default budget is 1.5 s).
+                "REMATCH_IPC_DEADLINE_MS": str(HOLD_BUDGET_MS)}
 
     def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
         """``codex exec PROMPT``, then ``codex exec resume --last PROMPT`` (Codex picks its own ids)."""
         head = [str(self.exe), "exec"] if first or not prompt.resume else [str(self.exe), "exec", "resume", "--last"]
-        return [*head, "--skip-git-repo-check", "-c", 'model_providers.rig.base_url="{base_url}/v1"', prompt.text]
+        trust = ["--dangerously-bypass-hook-trust"] if self.live else []
+        return [*head, *trust, "--skip-git-repo-check", "-c", 'model_providers.rig.base_url="{base_url}/v1"',
+                prompt.text]
 
     def transcripts(self) -> Path:
         """``$CODEX_HOME/sessions``."""

@@ -11,24 +11,25 @@ import click
 from rematch_trace.cli.common import PACKAGES, data_folder, data_option, echo_json, missing_package
 
 
-def hooks_report(settings: str | None) -> dict[str, Any]:
-    """The hooks installed per harness, each command checked (see :mod:`rematch_trace.live.hook_check`).
+def hooks_report(settings: str | None, harness: str = "claude_code") -> dict[str, Any]:
+    """The hooks installed for ``harness``, each command checked (see :mod:`rematch_trace.live.hook_check`).
 
-    Shared with ``rematch hooks status``. Only Claude Code has hooks; the other harnesses are imported.
+    Shared with ``rematch hooks status``. Claude Code and Codex have hooks; omp is imported.
     """
     from rematch_trace.live.hook_check import command_problem
-    from rematch_trace.live.install import EVENTS, SettingsError, installed_events, settings_path
+    from rematch_trace.live.install import HARNESS_HOOKS, SettingsError, installed_events, settings_path
 
-    path = settings_path(settings)
-    out: dict[str, Any] = {"harness": "claude_code", "settings": str(path), "settings_error": None,
-                           "installed": [], "missing": [e for e, _a, _m in EVENTS], "broken": []}
+    events = HARNESS_HOOKS[harness].events
+    path = settings_path(settings, harness)
+    out: dict[str, Any] = {"harness": harness, "settings": str(path), "settings_error": None,
+                           "installed": [], "missing": [e for e, _a, _m in events], "broken": []}
     try:
         found = installed_events(path)
     except SettingsError as err:
         out["settings_error"] = str(err)
         return out
     out["installed"] = sorted(found)
-    out["missing"] = [e for e, _a, _m in EVENTS if e not in found]
+    out["missing"] = [e for e, _a, _m in events if e not in found]
     problems = {}
     for commands in found.values():
         for c in commands:

@@ -1,4 +1,4 @@
-"""``rematch hooks install|uninstall|status``: live capture from Claude Code's hooks."""
+"""``rematch hooks install|uninstall|status``: live capture from Claude Code's or Codex's hooks, or pi/omp's extension."""
 
 from __future__ import annotations
 
@@ -15,20 +15,27 @@ if TYPE_CHECKING:
 
 _SETTINGS = click.option(
     "--settings", "settings", type=click.Path(dir_okay=False),
-    help="Claude Code settings file (default: $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json).",
+    help="The harness's hook file (default: Claude Code's $CLAUDE_CONFIG_DIR/settings.json, else "
+         "~/.claude/settings.json; Codex's $CODEX_HOME/hooks.json, else ~/.codex/hooks.json).",
 )
 _OUT = data_option
 _HARNESS = click.option(
-    "--harness", "harness", type=click.Choice(["claude_code", "pi", "omp"]), default="claude_code", show_default=True,
-    help="The harness: Claude Code's hooks, or rematch's extension for pi or omp.",
+    "--harness", "harness", type=click.Choice(["claude_code", "codex", "pi", "omp"]), default="claude_code",
+    show_default=True, help="The harness: Claude Code's or Codex's hooks, or rematch's extension for pi or omp.",
 )
+#: The harnesses whose hooks live in a JSON hook file (the others take rematch's extension).
+_HOOK_FILES = ("claude_code", "codex")
+#: What Codex asks of a person before it runs a new or changed hook, said after an install.
+CODEX_TRUST = ("Codex runs a new or changed hook only once you trust it: start codex and open /hooks to "
+               "review and trust rematch's hooks (each install that changes them asks again). For automation "
+               "whose hooks you checked yourself: codex exec --dangerously-bypass-hook-trust.")
 _AGENT_DIR = click.option(
     "--agent-dir", "agent_dir", type=click.Path(file_okay=False),
     help="pi/omp: the agent folder (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent or ~/.omp/agent).",
 )
 
 
-def _edit(change: Callable[[], Outcome]) -> None:
+def _edit(change: Callable[[], Outcome], after: str = "") -> None:
     """Run an edit of the settings file; say what it did, or why it refused, in one line."""
     from rematch_trace.live.install import SettingsError
 
@@ -41,6 +48,8 @@ def _edit(change: Callable[[], Outcome]) -> None:
     from rematch_trace.report.text import one_line
 
     click.echo(one_line(outcome.message))
+    if after and outcome.changed:
+        click.echo(after)
 
 
 @click.group("hooks")
@@ -58,18 +67,25 @@ def hooks_cmd() -> None:
                    "approval_timeout_s, else 120); sets the PreToolUse hook's timeout and IPC deadline.")
 def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None, harness: str,
                 agent_dir: str | None) -> None:
-    """Add rematch's hooks to Claude Code's settings, or its extension to pi/omp (idempotent; keeps your own)."""
-    from rematch_trace.live.install import default_hold_seconds, hook_command, install, settings_path
+    """Add rematch's hooks to Claude Code's or Codex's hook file, or its extension to pi/omp (idempotent; keeps your own)."""
+    from rematch_trace.live.install import (
+        HARNESS_HOOKS,
+        default_hold_seconds,
+        hook_command,
+        install,
+        settings_path,
+    )
 
     hold = hold_seconds if hold_seconds is not None else default_hold_seconds()
-    if harness != "claude_code":
+    if harness not in _HOOK_FILES:
         from rematch_trace.live import extension_install as ext
         from rematch_trace.store.location import data_dir
 
         root = data_dir(out).resolve()
         _edit(lambda: ext.install(harness, ext.target(harness, agent_dir), root, hold))
         return
-    _edit(lambda: install(settings_path(settings), hook_command(out), hold))
+    path, command = settings_path(settings, harness), hook_command(out, harness=harness)
+    _edit(lambda: install(path, command, hold, HARNESS_HOOKS[harness]), CODEX_TRUST if harness == "codex" else "")
 
 
 @hooks_cmd.command("uninstall")
@@ -80,12 +96,12 @@ def uninstall_cmd(settings: str | None, harness: str, agent_dir: str | None) -> 
     """Remove rematch's hooks (restoring the settings file exactly when nothing else changed), or its extension."""
     from rematch_trace.live.install import settings_path, uninstall
 
-    if harness != "claude_code":
+    if harness not in _HOOK_FILES:
         from rematch_trace.live import extension_install as ext
 
         _edit(lambda: ext.uninstall(ext.target(harness, agent_dir)))
         return
-    _edit(lambda: uninstall(settings_path(settings)))
+    _edit(lambda: uninstall(settings_path(settings, harness)))
 
 
 @hooks_cmd.command("status")
@@ -96,22 +112,23 @@ def uninstall_cmd(settings: str | None, harness: str, agent_dir: str | None) -> 
 @_AGENT_DIR
 def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: str, agent_dir: str | None) -> None:
     """Say which hooks are installed, and whether events arrived recently."""
-    if harness != "claude_code":
+    if harness not in _HOOK_FILES:
         _extension_status(harness, agent_dir, out, as_json)
         return
     from rematch_trace.live.folder import live_dir
-    from rematch_trace.live.install import EVENTS, SettingsError, installed_events, settings_path
+    from rematch_trace.live.install import HARNESS_HOOKS, SettingsError, installed_events, settings_path
     from rematch_trace.live.session_writer import read_state
 
-    path = settings_path(settings)
-    report: dict[str, Any] = {"settings": str(path)}
+    events = HARNESS_HOOKS[harness].events
+    path = settings_path(settings, harness)
+    report: dict[str, Any] = {"harness": harness, "settings": str(path)}
     try:
         found = installed_events(path)
         report["installed"] = sorted(found)
-        report["missing"] = [e for e, _a, _m in EVENTS if e not in found]
+        report["missing"] = [e for e, _a, _m in events if e not in found]
         report["settings_error"] = None
     except SettingsError as err:
-        report["installed"], report["missing"], report["settings_error"] = [], [e for e, _a, _m in EVENTS], str(err)
+        report["installed"], report["missing"], report["settings_error"] = [], [e for e, _a, _m in events], str(err)
     data = data_folder(out)
     folder = live_dir(data.root)
     states = sorted(folder.glob("*.json")) if folder.is_dir() else []
@@ -127,7 +144,7 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: st
     from rematch_trace.live.hook_check import service_state
 
     serving, pid = service_state(data.root)
-    report["broken"] = hooks_report(settings)["broken"]
+    report["broken"] = hooks_report(settings, harness)["broken"]
     report["service"] = {"running": serving, "pid": pid}
     report.update(
         data=str(data.root),
@@ -148,10 +165,11 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: st
     if report["settings_error"]:
         click.echo(one_line(f"settings: {report['settings_error']}"))
     elif not found:
-        click.echo(one_line(f"not installed in {path} (rematch hooks install)"))
+        again = " --harness codex" if harness == "codex" else ""
+        click.echo(one_line(f"not installed in {path} (rematch hooks install{again})"))
     else:
         missing = f"; missing: {', '.join(report['missing'])}" if report["missing"] else ""
-        click.echo(one_line(f"installed in {path}: {len(found)} of {len(EVENTS)} events{missing}"))
+        click.echo(one_line(f"installed in {path}: {len(found)} of {len(events)} events{missing}"))
     if last:
         ago = max(0, int(time.time() - last / 1000))
         click.echo(one_line(f"{len(states)} live sessions ({running} running) in {data.root}; last event {ago}s ago"))

@@ -254,33 +254,73 @@ class Host:
     def live_plugin(self, harness: str) -> str:
         """The plugin whose ``live_records`` translates ``harness`` ("" when none does).
 
-        Each implementation is asked alone, once per harness, with an empty
-        payload: the one that does not answer ``None`` owns the harness (the
-        hook's contract). Its name goes on the live session's
+        Routed as the import is, to the plugin that owns the harness: the one whose
+        ``default_locations`` name it (each asked alone, once per harness), so a plugin's
+        ``live_records`` is only ever asked about its own harness's payloads. A plugin that
+        names no location at all is asked, alone, with an empty payload: the one that does
+        not answer ``None`` owns it. Its name goes on the live session's
         :class:`~rematch_trace.host.source.Source`, so the per-source hooks
         (``classify_action``...) are asked of it alone, as for a file it claimed.
         """
         owner = self._live_owners.get(harness)
         if owner is None:
-            owner = ""
-            for impl in reversed(self.pm.hook.live_records.get_hookimpls()):
-                if impl.wrapper or impl.hookwrapper:
-                    continue
-                try:
-                    answer = self._route("live_records", impl.plugin_name)(harness=harness, event={}, t=0)
-                except Exception:
-                    continue  # a plugin that cannot answer an empty payload claims nothing here
-                if answer is not None:
-                    owner = impl.plugin_name
-                    break
+            owner = self._location_owner(harness, "live_records")
+            if not owner:
+                for impl in reversed(self.pm.hook.live_records.get_hookimpls()):
+                    if impl.wrapper or impl.hookwrapper or self._named(impl.plugin_name):
+                        continue  # a plugin that owns harnesses by their folders owns no other
+                    try:
+                        answer = self._route("live_records", impl.plugin_name)(harness=harness, event={}, t=0)
+                    except Exception:
+                        continue  # a plugin that cannot answer an empty payload claims nothing here
+                    if answer is not None:
+                        owner = impl.plugin_name
+                        break
             self._live_owners[harness] = owner
         return owner
+
+    def _location_owner(self, harness: str, hook: str) -> str:
+        """The plugin implementing ``hook`` whose ``default_locations`` name ``harness`` ("" when none)."""
+        implementing = {i.plugin_name for i in getattr(self.pm.hook, hook).get_hookimpls()
+                        if not (i.wrapper or i.hookwrapper)}
+        for impl in reversed(self.pm.hook.default_locations.get_hookimpls()):
+            if impl.wrapper or impl.hookwrapper or impl.plugin_name not in implementing:
+                continue
+            if harness in self._named(impl.plugin_name):
+                return impl.plugin_name
+        return ""
+
+    def _unowned(self, hook: str) -> pluggy.HookCaller:
+        """``hook`` as the plugins that own no harness by their folders answer it (no owner found)."""
+        owners = frozenset(i.plugin_name for i in self.pm.hook.default_locations.get_hookimpls()
+                           if not (i.wrapper or i.hookwrapper) and self._named(i.plugin_name))
+        return self._caller(hook, owners)
+
+    def _named(self, plugin: str) -> set[str]:
+        """The harnesses ``plugin``'s ``default_locations`` name (none when it cannot say)."""
+        try:
+            answers = self._route("default_locations", plugin)()
+            named: set[str] = set()
+            for answer in answers or ():
+                for loc in [answer] if isinstance(answer, Location) else answer or ():
+                    if isinstance(loc, Location):
+                        named.add(loc.harness)
+        except Exception:
+            return set()  # a plugin that cannot list its folders owns no harness by them
+        return named
+
+    def denial(self, harness: str, verdict: dict[str, Any]) -> bytes | None:
+        """The deny output of the plugin that owns ``harness`` (its ``hook_denial``), or ``None``."""
+        plugin = self.live_plugin(harness)
+        route = self._route("hook_denial", plugin) if plugin else self._unowned("hook_denial")
+        text = route(harness=harness, verdict=verdict)
+        return text if isinstance(text, bytes) and text else None
 
     def live(self, harness: str, event: dict[str, Any], t: int) -> list[Neutral]:
         """The neutral records of one live hook payload (``[]`` when no plugin translates it)."""
         try:
             plugin = self.live_plugin(harness)
-            route = self._route("live_records", plugin) if plugin else self._caller("live_records")
+            route = self._route("live_records", plugin) if plugin else self._unowned("live_records")
             result = route(harness=harness, event=event, t=t)
         except (PluginFailure, RestartImport):
             raise

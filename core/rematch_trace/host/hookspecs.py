@@ -152,7 +152,10 @@ def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] |
     synthesizes, redacts and writes; never keep the payload itself.
 
     :param harness: the harness the hook command was installed for (the
-        argument of ``rematch-hook``).
+        argument of ``rematch-hook``). Routed like the import: only the plugin
+        whose ``default_locations`` name the harness is asked (a plugin naming
+        no location is probed with an empty payload and answers ``None`` for
+        a harness not its own).
     :param event: the parsed payload (untrusted: check every field's type).
     :param t: the time the hook process started, unix milliseconds: the
         records' ``t`` (hook payloads carry no time of their own).
@@ -171,7 +174,8 @@ def hook_denial(harness: str, verdict: dict[str, Any]) -> bytes | None:
     blocked. Without an answer the hook prints nothing and the harness runs
     the call. Never put the call's input in the output.
 
-    :param harness: the harness the hook command was installed for.
+    :param harness: the harness the hook command was installed for (asked of
+        the plugin that owns it, as ``live_records``).
     :param verdict: the service's answer (IPC v2 ``verdict``: ``decision``,
         ``reason``, ``explanation``, ``incident_id``...), untrusted like any
         peer's bytes: check every field's type.

@@ -113,11 +113,10 @@ def _taken(reply: Reply) -> bool:
 
 def _deny(harness: str, verdict: Reply, out: int) -> None:
     """Print the harness's own deny output (its plugin's ``hook_denial``) on the saved stdout."""
-    from rematch_trace.host.loading import load_plugins, pm
+    from rematch_trace.live.capture import default_host
 
-    load_plugins()
-    text = pm.hook.hook_denial(harness=harness, verdict=dict(verdict))
-    if isinstance(text, bytes) and text:
+    text = default_host().denial(harness, dict(verdict))
+    if text:
         os.write(out, text)
 
 

@@ -1,9 +1,13 @@
-"""Installing the live hooks into Claude Code's ``settings.json``, and taking them out again.
+"""Installing the live hooks into a harness's hook file, and taking them out again.
+
+Two harnesses read hooks from a JSON file of the same shape (``{"hooks": {EVENT: [{"matcher",
+"hooks": [handler...]}]}}``): Claude Code (``settings.json``) and Codex (``hooks.json``). Each is
+a :class:`HarnessHooks`: the events installed, and what its handlers may say.
 
 Rules (docs/live-capture.md):
 
-* the file is ``--settings``, else ``$CLAUDE_CONFIG_DIR/settings.json``, else
-  ``~/.claude/settings.json``;
+* the file is ``--settings``, else, for Claude Code, ``$CLAUDE_CONFIG_DIR/settings.json``, else
+  ``~/.claude/settings.json``; for Codex, ``$CODEX_HOME/hooks.json``, else ``~/.codex/hooks.json``;
 * a file that is not a JSON object, or whose ``hooks`` are not shaped as
   Claude Code reads them, is refused with a message saying where, and left
   untouched;
@@ -53,6 +57,39 @@ EVENTS: tuple[tuple[str, bool, bool], ...] = (
     ("StopFailure", False, False),
     ("SessionEnd", False, False),
 )
+#: Codex's events (0.124+; docs: developers.openai.com/codex/hooks), all synchronous: Codex's
+#: handlers have no ``async`` key (matching handlers of one event run concurrently instead).
+#: ``PermissionRequest``, ``PreCompact``, ``SubagentStart``/``SubagentStop`` are not installed:
+#: nothing of them reaches the trace yet (docs/live-capture.md, "not done").
+CODEX_EVENTS: tuple[tuple[str, bool, bool], ...] = (
+    ("SessionStart", False, False),
+    ("UserPromptSubmit", False, False),
+    ("PreToolUse", False, False),
+    ("PostToolUse", False, False),
+    ("PostCompact", False, False),
+    ("Stop", False, False),
+    ("SessionEnd", False, False),
+)
+
+
+@attrs.frozen
+class HarnessHooks:
+    """One harness's hook file: its events (name, async, has a tool matcher) and its ``matcher``.
+
+    ``matcher``: what a group of a tool event matches every tool with (``None``: no matcher key,
+    which Codex reads as every tool).
+    """
+
+    harness: str
+    events: tuple[tuple[str, bool, bool], ...]
+    matcher: str | None
+
+
+CLAUDE_CODE_HOOKS = HarnessHooks("claude_code", EVENTS, "*")
+CODEX_HOOKS = HarnessHooks("codex", CODEX_EVENTS, None)
+#: The harnesses ``rematch hooks install --harness`` knows.
+HARNESS_HOOKS = {h.harness: h for h in (CLAUDE_CODE_HOOKS, CODEX_HOOKS)}
+
 #: How long a held ``PreToolUse`` waits for a person by default, seconds (when the policy gives none).
 HOLD_SECONDS = 120
 #: The longest hold: IPC v2's longest request span (10 minutes) less :data:`HOLD_SLACK_MS`.
@@ -71,10 +108,14 @@ class SettingsError(Exception):
     """The settings file cannot be read or edited safely; nothing was changed."""
 
 
-def settings_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """``explicit``, else ``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``."""
+def settings_path(explicit: str | os.PathLike[str] | None = None, harness: str = "claude_code") -> Path:
+    """``explicit``, else the harness's own file: for Claude Code ``$CLAUDE_CONFIG_DIR/settings.json``,
+    else ``~/.claude/settings.json``; for Codex ``$CODEX_HOME/hooks.json``, else ``~/.codex/hooks.json``."""
     if explicit:
         return Path(explicit).expanduser()
+    if harness == "codex":
+        home = os.environ.get("CODEX_HOME", "").strip()
+        return (Path(home).expanduser() if home else Path.home() / ".codex") / "hooks.json"
     env = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
     root = Path(env).expanduser() if env else Path.home() / ".claude"
     return root / "settings.json"
@@ -97,27 +138,27 @@ def hook_client() -> Path | None:
     return path if path.is_file() else None
 
 
-def hook_command(out: str | None = None, exe: str | None = None) -> str:
+def hook_command(out: str | None = None, exe: str | None = None, harness: str = "claude_code") -> str:
     """The command line installed (absolute paths, so Claude Code's ``PATH`` does not matter).
 
-    ``exec <this python> -S -I <rematch_hook.py> claude_code``: the fast client,
+    ``exec <this python> -S -I <rematch_hook.py> <harness>``: the fast client,
     which starts Python without ``site`` and imports no rematch code (see
     docs/live-capture.md). ``exe`` (or a build without the Claude Code plugin)
-    installs ``exec rematch-hook claude_code`` instead. ``out`` is written as
+    installs ``exec rematch-hook <harness>`` instead. ``out`` is written as
     ``--out``, absolute. ``exec``: Claude Code runs the command with a shell, and
     the client's parent must be Claude Code itself, not that shell (the service
     takes it for the harness whose approvals it refuses; docs/threat-model.md).
     """
     client = None if exe else hook_client()
     if client is not None:
-        cmd = f"exec {shlex.quote(sys.executable)} -S -I {shlex.quote(str(client))} claude_code"
+        cmd = f"exec {shlex.quote(sys.executable)} -S -I {shlex.quote(str(client))} {shlex.quote(harness)}"
         if out:
             cmd += f" --out {shlex.quote(str(Path(out).expanduser().resolve()))}"
         return cmd
     beside = Path(sys.executable).with_name(HOOK_EXE)
     # This environment's own script first: Claude Code runs hooks with its PATH, not the venv's.
     path = exe or (str(beside) if beside.exists() else shutil.which(HOOK_EXE) or HOOK_EXE)
-    cmd = f"exec {shlex.quote(path)} claude_code"
+    cmd = f"exec {shlex.quote(path)} {shlex.quote(harness)}"
     if out:
         cmd += f" --out {shlex.quote(str(Path(out).expanduser().resolve()))}"
     return cmd
@@ -233,10 +274,11 @@ def default_hold_seconds() -> int:
     return max(1, min(MAX_HOLD_SECONDS, int(-(-seconds // 1))))
 
 
-def _with_ours(doc: dict[str, Any], command: str, hold_seconds: float | None = None) -> dict[str, Any]:
+def _with_ours(doc: dict[str, Any], command: str, hold_seconds: float | None = None,
+               target: HarnessHooks = CLAUDE_CODE_HOOKS) -> dict[str, Any]:
     out = _without_ours(doc)
     hooks = dict(out.get("hooks") or {})
-    for event, is_async, matcher in EVENTS:
+    for event, is_async, matcher in target.events:
         handler: dict[str, Any] = {"type": "command", "command": command}
         if event == "PreToolUse" and hold_seconds is not None:
             # A held call waits for a person: the IPC budget (read by the hook client as one
@@ -246,7 +288,7 @@ def _with_ours(doc: dict[str, Any], command: str, hold_seconds: float | None = N
             handler["timeout"] = timeout_s
         if is_async:
             handler["async"] = True
-        group: dict[str, Any] = {"matcher": "*"} if matcher else {}
+        group: dict[str, Any] = {"matcher": target.matcher} if matcher and target.matcher is not None else {}
         group["hooks"] = [handler]
         hooks[event] = [*hooks.get(event, []), group]
     out["hooks"] = hooks
@@ -292,14 +334,16 @@ class Outcome:
     message: str
 
 
-def install(path: Path, command: str, hold_seconds: float | None = None) -> Outcome:
-    """Install rematch's handlers for every event of :data:`EVENTS` (idempotent).
+def install(path: Path, command: str, hold_seconds: float | None = None,
+            target: HarnessHooks = CLAUDE_CODE_HOOKS) -> Outcome:
+    """Install rematch's handlers for every event of ``target`` (Claude Code's :data:`EVENTS`
+    by default; idempotent).
 
     ``hold_seconds``: how long a held ``PreToolUse`` may wait for a person (its command's
     ``--deadline-ms`` and its ``timeout``, :func:`hold_budget`); ``None`` keeps the short budget.
     """
     raw, doc = _read(path)
-    new = _with_ours(doc, command, hold_seconds)
+    new = _with_ours(doc, command, hold_seconds, target)
     if new == doc:
         return Outcome(path, False, f"already installed in {path}")
     backup = path.with_name(path.name + BACKUP_SUFFIX)
@@ -312,7 +356,7 @@ def install(path: Path, command: str, hold_seconds: float | None = None) -> Outc
             _write(backup, raw)
     _write(path, _dump(new))
     held = f"; a held call waits up to {hold_seconds:g} s for a decision" if hold_seconds is not None else ""
-    return Outcome(path, True, f"installed {len(EVENTS)} hooks in {path}{held}")
+    return Outcome(path, True, f"installed {len(target.events)} hooks in {path}{held}")
 
 
 def uninstall(path: Path) -> Outcome:

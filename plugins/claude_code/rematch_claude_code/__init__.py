@@ -84,19 +84,19 @@ def classify_action(tool: str, tool_input: Any) -> str:
 
 @hookimpl
 def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] | None:
-    """The neutral records of one Claude Code hook payload (live capture)."""
+    """The neutral records of one Claude Code hook payload (live capture).
+
+    The core asks only the plugin that owns the harness (the one whose ``default_locations``
+    name it): no guard on ``harness`` here.
+    """
     from . import live
 
-    if harness != HARNESS:
-        return None
     return live.records(event, t)
 
 
 @hookimpl
 def hook_denial(harness: str, verdict: dict[str, Any]) -> bytes | None:
     """Claude Code's documented ``PreToolUse`` deny output, as the fast hook client prints it."""
-    if harness != HARNESS:
-        return None
     from . import hook_client
 
-    return hook_client.deny_output(verdict)
+    return hook_client.deny_output(verdict, harness)

@@ -25,7 +25,8 @@ def _load() -> Any:
 _client = _load()
 
 
-def deny_output(verdict: dict[str, Any]) -> bytes:
-    """Claude Code's ``PreToolUse`` JSON output denying the call, with the verdict's reason."""
-    out: bytes = _client.deny_output(verdict)
+def deny_output(verdict: dict[str, Any], harness: str = "claude_code") -> bytes:
+    """The harness's ``PreToolUse`` output denying the call, with the verdict's reason (the fast
+    client's ``deny_output``, keyed by harness)."""
+    out: bytes = _client.deny_output(verdict, harness)
     return out

@@ -87,3 +87,27 @@ def _classifier() -> Callable[[str, Any], str]:
 
     _classify = actions.classify
     return _classify
+
+
+@hookimpl
+def live_records(event: dict[str, Any], t: int) -> list[Neutral]:
+    """The neutral records of one Codex hook payload (live capture; see :mod:`.live`).
+
+    The core asks only the plugin that owns the harness (the one whose ``default_locations``
+    name it): no guard on ``harness`` here.
+    """
+    from . import live
+
+    return live.records(event, t)
+
+
+@hookimpl
+def hook_denial(verdict: dict[str, Any]) -> bytes | None:
+    """Codex's documented ``PreToolUse`` deny output, as the fast hook client prints it.
+
+    The client ships in ``rematch-claude-code`` (``claude_plugin/bin/rematch_hook.py``);
+    without it, ``None``: the hook prints nothing, and the call is already recorded blocked.
+    """
+    from . import deny
+
+    return deny.output(verdict)

@@ -28,6 +28,9 @@ Outcome = tuple[bool, "str | None"]
 
 
 _OK: Outcome = (False, None)
+#: What Codex writes as the output of a call a ``PreToolUse`` hook denied (0.169: "Command blocked by
+#: PreToolUse hook: <reason>. Command: <the command>").
+_HOOK_BLOCKED = ("command blocked by pretooluse hook", "tool call blocked by pretooluse hook")
 _EXIT_LINE = re.compile(r"^Exit code: (-?\d+)")
 _PROCESS_EXIT = re.compile(r"^Process exited with code (-?\d+)", re.M)
 _JSON_EXIT = re.compile(r'"exit_code"\s*:\s*(-?\d+)')
@@ -99,6 +102,9 @@ def classify_output(text: str, raw: Any = None) -> Outcome:
     first_line = lower.split("\n", 1)[0]
     # Rejections are a short fixed sentence; a long output merely quoting one is not.
     if len(stripped) < 400 and ("rejected by user" in first_line or "declined by user" in first_line):
+        return (True, "rejected")
+    if lower.startswith(_HOOK_BLOCKED):
+        # A PreToolUse hook's deny (Codex 0.124+): the call never ran; the hook's reason follows.
         return (True, "rejected")
     if lower.startswith("failed in sandbox"):
         return (True, "timeout" if "timed out" in first_line else "sandbox")

@@ -1,4 +1,4 @@
-"""rematch's hook client for Claude Code: what every hook event runs, in a few milliseconds.
+"""rematch's hook client for Claude Code and Codex: what every hook event runs, in a few milliseconds.
 
 Run as ``<python> -S -I <this file> [HARNESS] [--data DIR]`` (``rematch hooks
 install`` writes that command with absolute paths; the Claude Code plugin's
@@ -19,7 +19,7 @@ What it does:
    the event is committed to the session's files (``recorded``), or with the
    verdict of a ``PreToolUse`` (``deny``, after the call was recorded as
    ``tool_blocked``);
-3. on a ``deny``, prints Claude Code's documented ``PreToolUse`` JSON output
+3. on a ``deny``, prints the harness's documented ``PreToolUse`` JSON output
    (``hookSpecificOutput.permissionDecision: "deny"`` and the reason) and
    nothing else; no other reply prints anything;
 4. when no service answers (none runs, a payload the protocol cannot carry, a
@@ -546,15 +546,28 @@ def taken(reply: dict[str, object]) -> bool:
     )
 
 
-def deny_output(reply: dict[str, object]) -> bytes:
-    """Claude Code's PreToolUse JSON output that denies the call, with the service's reason."""
+#: Each harness's documented ``PreToolUse`` output that denies the call, ``{reason}`` being the
+#: reason as a JSON string. Claude Code (docs: hooks, "PreToolUse decision control") and Codex
+#: (0.124+, developers.openai.com/codex/hooks: ``permissionDecision: "deny"``, the reason shown
+#: to the model) read the same object; each is written here so one can change alone.
+DENY_SHAPES = {
+    "claude_code": ('{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",'
+                    '"permissionDecisionReason":{reason}}}\n'),
+    "codex": ('{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",'
+              '"permissionDecisionReason":{reason}}}\n'),
+}
+
+
+def deny_output(reply: dict[str, object], harness: str = "claude_code") -> bytes:
+    """The harness's PreToolUse output that denies the call, with the service's reason
+    (:data:`DENY_SHAPES`; Claude Code's for a harness it does not name)."""
     explanation = str(reply.get("explanation") or "denied by rematch's policy")
     reason = f"rematch: {explanation} ({reply.get('reason')!s:.64}"
     incident = reply.get("incident_id")
     reason += f", incident {incident!s:.64})" if incident else ")"
     text = _json.encode_basestring_ascii(reason[:MAX_REASON_CHARS])
-    return ('{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",'
-            f'"permissionDecisionReason":{text}}}}}\n').encode()
+    shape = DENY_SHAPES.get(harness, DENY_SHAPES["claude_code"])
+    return shape.replace("{reason}", text).encode()
 
 
 # --- without the service ---------------------------------------------------------------------
@@ -596,7 +609,7 @@ def capture_here(harness: str, raw: bytes, t: int, data: str, cause: str = "", o
     """
     def tell(reply: dict[str, object]) -> None:
         if out >= 0:
-            os.write(out, deny_output(reply))
+            os.write(out, deny_output(reply, harness))
 
     if with_rematch():
         from pathlib import Path
@@ -687,7 +700,7 @@ def main(argv: list[str]) -> int:
                     reply, why = ask_service(harness, raw, t, data, wait=True, budget_ms=budget)
             if reply is not None and taken(reply):
                 if reply.get("decision") == "deny":
-                    os.write(out, deny_output(reply))
+                    os.write(out, deny_output(reply, harness))
                 return 0
             if reply is not None:
                 why = f"not taken: the service answered {reply.get('reason')!s:.64}"
