@@ -76,7 +76,7 @@ _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "Pe
 #: How much of the transcript's end is read to see whether the last turn was aborted.
 TAIL_BYTES = 64 * 1024
 #: How long a ``Stop`` waits for the run's last response to reach the transcript, and how often it looks.
-FLUSH_WAIT_S = 1.0  # (0.5 s was measured too short for the rig on a loaded machine)
+FLUSH_WAIT_S = 0.5
 FLUSH_POLL_S = 0.02
 #: The longest stop reason kept from a ``StopFailure`` error.
 STOP_REASON_CHARS = 64
@@ -208,19 +208,26 @@ def _responses(path: str, last_text: str) -> list[Response] | None:
 
     Claude Code 2.1.328 runs the ``Stop`` hook before it has flushed the run's last response to
     the transcript: the file is read again, every :data:`FLUSH_POLL_S`, for at most
-    :data:`FLUSH_WAIT_S` (below the hook client's deadline), until a run ends with the payload's
-    text. Past that, the newest run. The service may read the file only once the loop went on
-    (a blocking ``Stop`` hook, the next prompt): the run is found by its text, not taken as the
-    newest (:func:`~.runusage.run_responses`).
+    :data:`FLUSH_WAIT_S` (below the hook client's deadline), until the newest run ends with the
+    payload's text. Only past that is the run looked for by its text (the service may read the file
+    once the loop went on: a blocking ``Stop`` hook, the next prompt; :func:`~.runusage.run_responses`),
+    else the newest run: looking by text first would take an older run that ended with the same
+    answer while the newest was not flushed yet (the rig's usage comparison failed so).
     """
     end = time.monotonic() + FLUSH_WAIT_S
+    # The newest run first, until it ends with the payload's text: an older run may end with the same
+    # text (a repeated answer), and searching by text before the newest run is flushed would take it.
     while True:
-        found = run_responses(path, last_text)
-        if found is None or run_matches(found, last_text):
-            return found
+        newest = run_responses(path)
+        if newest is None or run_matches(newest, last_text):
+            return newest
         if time.monotonic() >= end:
-            return run_responses(path)
+            break
         time.sleep(FLUSH_POLL_S)
+    # Not the newest run: the loop went on before this Stop was read (a blocking Stop hook, the next
+    # prompt). The newest run that ends with the payload's text, else the newest.
+    found = run_responses(path, last_text)
+    return found if found and run_matches(found, last_text) else newest
 
 
 def _run_turns(stream: str, t: int, path: str, text: str, stop: str) -> list[Neutral]:
