@@ -30,7 +30,7 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
         prices = load(data.root)
     except PriceError:
         prices = load()  # this list shows no cost: a broken prices.yml is for stats and report to say
-    entries = chosen([e for e in summaries(data, prices) if e.row["flagged"]], harness, None, None, None, None, since)
+    entries = chosen([e for e in summaries(data, prices) if e.raw["flagged"]], harness, None, None, None, None, since)
     if min_severity is not None:
         from rematch_trace.security.audit import audit
 

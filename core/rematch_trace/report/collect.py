@@ -9,6 +9,7 @@ reading the trace, which is what makes a rerun of ``rematch report`` (and
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import re
@@ -33,14 +34,20 @@ class NothingImported(Exception):
     """The data folder has no ledger yet."""
 
 
-def ledger_rows(data: DataDir) -> list[dict[str, Any]]:
-    """Every session row of the ledger (``NothingImported`` when there is none)."""
+#: The columns a reader of stored summaries needs of each row (the rest is read for a session when asked).
+LISTING = ("harness", "session_id", "trace_path", "flagged", "summary")
+
+
+def ledger_rows(data: DataDir, columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Every session row of the ledger as stored (only ``columns`` when given), its JSON columns still
+    text (``NothingImported`` when there is none): most readers use stored summaries and never decode
+    a row."""
     from rematch_trace.store.ledger import Ledger
 
     if not data.ledger.exists():
         raise NothingImported(f"nothing imported into {data.root} yet; run: rematch import")
     with Ledger(data.ledger, readonly=True) as ledger:  # also in a read-only data folder
-        return ledger.sessions()
+        return ledger.sessions_raw(columns)
 
 
 def key_of(row: Mapping[str, Any]) -> str | None:
@@ -49,11 +56,28 @@ def key_of(row: Mapping[str, Any]) -> str | None:
     if not isinstance(path, str):
         return None
     # String operations, not pathlib: this runs for every session on every run.
-    folder, name = os.path.split(path)
+    folder, _, name = path.rpartition("/")
     stem = name[:-6] if name.endswith(".jsonl") else ""
-    if os.path.basename(folder) != "traces" or not _KEY.fullmatch(stem):
+    if folder.rpartition("/")[2] != "traces" or not _KEY.fullmatch(stem):
         return None
     return stem
+
+
+def _full_row(raw: dict[str, Any], ledger_file: str | None) -> dict[str, Any]:
+    """``raw`` decoded; when it holds only some columns (``ledger_file`` given), the whole row read first.
+
+    A row gone meanwhile (``rematch forget``) is what ``raw`` holds, decoded as far as it goes.
+    """
+    from rematch_trace.store.ledger import Ledger, decoded
+
+    if ledger_file is not None:
+        with Ledger(Path(ledger_file), readonly=True) as ledger:
+            got = ledger.sessions_row_raw(raw["harness"], raw["session_id"])
+        if got is not None:
+            return decoded(got)
+        raw = {**raw, "counts": None, "reasons": None, "redirect_seqs": None, "error_cluster_seqs": None,
+               "mark_seqs": None, "seqs": None}
+    return decoded(raw)
 
 
 def _stat(path: str) -> list[int]:
@@ -87,7 +111,7 @@ class Entry:
     """
 
     key: str
-    row: dict[str, Any]
+    raw: dict[str, Any]  # the ledger row as stored (JSON columns as text): decoded only when asked for
     stamp: str
     trace_file: str
     events_file: str
@@ -96,6 +120,15 @@ class Entry:
     call_ids: set[str] | None = None
     prices: PriceTable | None = None  # to recompute a cached summary that turns out to be damaged
     _summary: SessionSummary | None = None
+    _row: dict[str, Any] | None = None
+    ledger_file: str | None = None  # where the rest of the row is, when ``raw`` holds only LISTING
+
+    @property
+    def row(self) -> dict[str, Any]:
+        """The session's ledger row, decoded (on first use: a listing of stored summaries never needs it)."""
+        if self._row is None:
+            self._row = _full_row(self.raw, self.ledger_file)
+        return self._row
 
     @property
     def trace(self) -> Path:
@@ -178,6 +211,19 @@ def _usable(cached: Any) -> bool:
 
 def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: PriceTable, *,
             stamps: bool = True) -> Collected:
+    """:func:`_collect`, with the cyclic garbage collector paused: the thousands of summaries' dicts it
+    allocates hold no cycles, yet set off collections that walk every one of them (3% of a listing)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _collect(data, cache, prices, stamps=stamps)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: PriceTable, *,
+             stamps: bool = True) -> Collected:
     """Summaries of every session in the ledger, reusing ``cache`` entries whose stamp still matches.
 
     Without ``stamps`` (a reader with no cache to match and none to write: ``sessions``, ``stats``),
@@ -195,16 +241,20 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
     traces, events_dir = str(data.traces), str(data.events)
     from rematch_trace.report.stored import stored_summary
 
-    for row in ledger_rows(data):
+    # Without stamps only the listing's columns are read: the rest of a row when something asks.
+    partial = None if stamps else str(data.ledger)
+    traces, events_dir = traces + "/", events_dir + "/"
+    for row in ledger_rows(data, () if stamps else LISTING):
         # Not part of the stamp: the stored summary is kept (and checked) apart (report/stored.py).
+        # The stamp digests the row as stored (JSON columns as text): the same facts, nothing decoded.
         stored = row.pop("summary", None)
         key = key_of(row)
         if key is None or key in seen:
             problems.append(f"session {row.get('session_id')!r}: unusable trace path {row.get('trace_path')!r}; skipped")
             continue
         seen.add(key)
-        trace = os.path.join(traces, f"{key}.jsonl")
-        events = os.path.join(events_dir, f"{key}.jsonl")
+        trace = f"{traces}{key}.jsonl"
+        events = f"{events_dir}{key}.jsonl"
         # Each file stat'ed once: for the stamp and for the stored summary's basis.
         t_st, e_st = _stat(trace), _stat(events)
         st = _stamp(row, t_st, e_st, prices.digest) if stamps else ""
@@ -216,15 +266,17 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
         led = stored_summary(stored, [*t_st, *e_st, prices.source])
         if led is not None and _usable(led):
             # Made when the session's outputs were: new to a report's cache, but no trace is read.
-            entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices))
+            entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices,
+                                 ledger_file=partial))
             continue
         ids: set[str] = set()
         try:
-            summary = summarize(key, row, Path(trace), prices, ids)
+            summary = summarize(key, _full_row(row, partial), Path(trace), prices, ids)
         except OSError as err:
             problems.append(f"{trace}: {err.strerror or err}; session {row.get('session_id')!r} skipped")
             continue
-        entries.append(Entry(key, row, st, trace, events, fresh=True, call_ids=ids, prices=prices, summary=summary))
+        entries.append(Entry(key, row, st, trace, events, fresh=True, call_ids=ids, prices=prices, summary=summary,
+                             ledger_file=partial))
     newest_first(entries)
     return Collected(entries, problems, reused)
 

@@ -11,17 +11,16 @@ not know has no cost at all (``None``), never zero.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping
 from decimal import Decimal
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import attrs
 import orjson
-import yaml
 
 #: The file in a data folder that overrides or extends the shipped table.
 USER_FILE = "prices.yml"
@@ -75,17 +74,48 @@ class Price:
         return rates.cost(inp, out, cache_read, cache_write, cache_write_1h)
 
 
-@attrs.frozen
-class PriceTable:
-    """Model name -> :class:`Price`, with where the prices came from and a digest of them all."""
-
-    models: Mapping[str, Price]
+@attrs.define
+class _Parsed:
+    models: dict[str, Price]
     as_of: str
-    files: tuple[str, ...]
     digest: str
+
+
+@attrs.define
+class PriceTable:
+    """Model name -> :class:`Price`, with where the prices came from and a digest of them all.
+
+    Made by :func:`load`. With only the shipped table in force, its YAML is parsed when a price or the
+    digest is first asked for: a command that reads stored summaries checks ``source`` alone and never
+    loads the YAML parser (a tenth of ``rematch sessions``'s instructions).
+    """
+
+    files: tuple[str, ...]
     #: A digest of the price files' texts, in order (:func:`~rematch_trace.report.stored.source_key`): what a stored summary was
     #: costed with, checked without parsing any YAML.
-    source: str = ""
+    source: str
+    _texts: tuple[tuple[str, str], ...]  # (text, origin) of each layer, in order
+    _parsed: _Parsed | None = None
+
+    def _table(self) -> _Parsed:
+        if self._parsed is None:
+            self._parsed = _parse(self._texts)
+        return self._parsed
+
+    @property
+    def models(self) -> Mapping[str, Price]:
+        """Lower-cased model name (and alias) -> its price."""
+        return self._table().models
+
+    @property
+    def as_of(self) -> str:
+        """The layers' ``as_of`` dates, joined with `` / ``."""
+        return self._table().as_of
+
+    @property
+    def digest(self) -> str:
+        """A digest of every price in the table."""
+        return self._table().digest
 
     def lookup(self, model: str) -> Price | None:
         """The price of a trace's model name (``provider/id`` or ``id``), or ``None`` if unknown.
@@ -168,26 +198,33 @@ def _entries(doc: Mapping[str, Any], origin: str) -> dict[str, Price]:
     return out
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """YAML's safe loader (libyaml's when installed), reading floats as exact decimals."""
+@functools.cache
+def _loader() -> Any:
+    """YAML's safe loader (libyaml's when installed), reading floats as exact decimals; made on first use."""
+    import yaml
 
+    class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        """The safe loader with decimal floats."""
 
-def _float(loader: yaml.SafeLoader, node: yaml.Node) -> Decimal:
-    text = str(loader.construct_scalar(node)).replace("_", "")  # type: ignore[arg-type]
-    if text.lower().lstrip("+-") in (".nan", ".inf"):  # YAML's spelling; refused as a price later
-        text = text.replace(".", "")
-    try:
-        return Decimal(text)
-    except ArithmeticError:
-        raise yaml.constructor.ConstructorError(None, None, f"{text!r} is not a decimal number", node.start_mark) from None
+    def _float(loader: yaml.SafeLoader, node: yaml.Node) -> Decimal:
+        text = str(loader.construct_scalar(node)).replace("_", "")  # type: ignore[arg-type]
+        if text.lower().lstrip("+-") in (".nan", ".inf"):  # YAML's spelling; refused as a price later
+            text = text.replace(".", "")
+        try:
+            return Decimal(text)
+        except ArithmeticError:
+            raise yaml.constructor.ConstructorError(None, None, f"{text!r} is not a decimal number",
+                                                    node.start_mark) from None
 
-
-_Loader.add_constructor("tag:yaml.org,2002:float", _float)
+    _Loader.add_constructor("tag:yaml.org,2002:float", _float)
+    return _Loader
 
 
 def _read(text: str, origin: str) -> tuple[dict[str, Price], str | None]:
+    import yaml
+
     try:
-        doc = yaml.load(text, Loader=_Loader)  # a safe loader (C when available), with decimals for floats
+        doc = yaml.load(text, Loader=_loader())  # a safe loader (C when available), with decimals for floats
     except yaml.YAMLError as err:
         raise PriceError(f"{origin}: not YAML: {' '.join(str(err).split())}") from None
     if not isinstance(doc, dict):
@@ -209,17 +246,29 @@ def _digest(models: Mapping[str, Price]) -> str:
 
 def shipped_text() -> str:
     """The text of the table shipped with rematch."""
-    return (resources.files("rematch_trace.report") / "data" / "prices.yml").read_text("utf-8")
+    # Beside this module, as the package data is installed (importlib.resources costs a listing's start-up
+    # as much as its YAML parser would).
+    return (Path(__file__).parent / "data" / "prices.yml").read_text("utf-8")
+
+
+def _parse(layers: tuple[tuple[str, str], ...]) -> _Parsed:
+    """The table of ``layers`` ((text, origin), in order): a later entry replaces an earlier one."""
+    models: dict[str, Price] = {}
+    dates = []
+    for i, (text, origin) in enumerate(layers):
+        more, date = _read(text, origin)
+        models.update(more)
+        if date or i == 0:
+            dates.append(date or "unknown")
+    return _Parsed(models, " / ".join(dates), _digest(models))
 
 
 def load(data_root: Path | None = None, extra: Path | None = None) -> PriceTable:
     """The shipped table, then ``<data_root>/prices.yml`` if it exists, then ``extra``: a later entry
-    replaces an earlier one of the same name. A file that cannot be read or used is a :class:`PriceError`."""
-    shipped = shipped_text()
-    models, as_of = _read(shipped, "the shipped price table")
-    texts = [shipped]
+    replaces an earlier one of the same name. A file that cannot be read or used is a :class:`PriceError`
+    (a user's file is parsed here, so that it is said at once; the shipped table alone when first used)."""
+    texts = [(shipped_text(), "the shipped price table")]
     files = ["(shipped)"]
-    dates = [as_of or "unknown"]
     layers = [data_root / USER_FILE] if data_root is not None else []
     if extra is not None:
         layers.append(extra)
@@ -229,12 +278,11 @@ def load(data_root: Path | None = None, extra: Path | None = None) -> PriceTable
                 text = path.read_text("utf-8")
             except (OSError, UnicodeDecodeError) as err:
                 raise PriceError(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
-            more, date = _read(text, str(path))
-            texts.append(text)
-            models.update(more)
+            texts.append((text, str(path)))
             files.append(str(path))
-            if date:
-                dates.append(date)
     from rematch_trace.report.stored import source_key
 
-    return PriceTable(models, " / ".join(dates), tuple(files), _digest(models), source_key(texts))
+    table = PriceTable(tuple(files), source_key([t for t, _ in texts]), tuple(texts))
+    if len(texts) > 1:
+        table.digest  # noqa: B018  (parsed now: a user's file that cannot be used is said before any work)
+    return table

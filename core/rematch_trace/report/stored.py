@@ -32,10 +32,10 @@ def source_key(texts: list[str]) -> str:
 def folder_prices_key(data: DataDir) -> str | None:
     """:func:`source_key` of the prices ``load(data.root)`` would read (the shipped table, then the data
     folder's ``prices.yml``), without parsing them; ``None`` when a file cannot be read."""
-    from importlib import resources
+    from rematch_trace.report.prices import shipped_text
 
     try:
-        texts = [(resources.files("rematch_trace.report") / "data" / "prices.yml").read_text("utf-8")]
+        texts = [shipped_text()]
         user = data.root / "prices.yml"
         if user.exists():
             texts.append(user.read_text("utf-8"))

@@ -9,13 +9,13 @@ transcript's text is kept: a summary holds names, counts and dates only.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import attrs
-import cattrs
 import orjson
 
 from rematch_trace.place.identity import normalize_remote
@@ -128,9 +128,17 @@ class SessionSummary:
     version: int = SUMMARY_VERSION
 
 
-converter = cattrs.Converter()
-# Costs are exact decimals: kept in JSON as their digits, never as a binary float.
-converter.register_unstructure_hook(Decimal, str)
+@functools.cache
+def _converter() -> Any:
+    """The summaries' converter, made on first use: a listing of stored summaries never structures one
+    (cattrs builds its functions by generating code, a cost every command would pay at import)."""
+    import cattrs
+
+    conv = cattrs.Converter()
+    # Costs are exact decimals: kept in JSON as their digits, never as a binary float.
+    conv.register_unstructure_hook(Decimal, str)
+    conv.register_structure_hook(Decimal, _decimal)
+    return conv
 
 
 def _decimal(value: Any, _: Any) -> Decimal:
@@ -143,12 +151,9 @@ def _decimal(value: Any, _: Any) -> Decimal:
     return d
 
 
-converter.register_structure_hook(Decimal, _decimal)
-
-
 def to_json(summary: SessionSummary) -> dict[str, Any]:
     """The summary as a JSON object."""
-    value: dict[str, Any] = converter.unstructure(summary)
+    value: dict[str, Any] = _converter().unstructure(summary)
     return value
 
 
@@ -156,8 +161,11 @@ def from_json(value: Any) -> SessionSummary | None:
     """A summary back from :func:`to_json`'s object, or ``None`` if it is not one of this version."""
     if not isinstance(value, dict) or value.get("version") != SUMMARY_VERSION:
         return None
+    import cattrs
+
     try:
-        return converter.structure(value, SessionSummary)
+        got: SessionSummary = _converter().structure(value, SessionSummary)
+        return got
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError):
         return None
 

@@ -35,6 +35,8 @@ def visible(value: Any) -> Any:
         return ""
     if not isinstance(value, str) or hasattr(value, "__html__"):  # markup the templates made is safe
         return value
+    if value.isascii() and value.isprintable():
+        return value  # the usual case: nothing to escape (thousands of cells per listing)
     if "\r" in value:
         value = value.replace("\r\n", "\n")
     return _HIDDEN.sub(lambda m: escape_char(m.group()), value)
@@ -100,5 +102,7 @@ def dollars(cost: Decimal) -> str:
 def clip(text: Any, width: int) -> str:
     """``text`` on one line for a terminal: hidden characters shown, whitespace runs as one space, at most
     ``width`` characters (a cut is marked with ``…``)."""
-    s = " ".join(str(visible(text)).split())
+    s = text if type(text) is str else str(visible(text))
+    if not (s.isascii() and s.isprintable()) or "  " in s or s[:1] == " " or s[-1:] == " ":
+        s = " ".join(str(visible(s)).split())  # the usual one-line printable text needs neither
     return s if len(s) <= width else s[: width - 1] + "…"

@@ -112,7 +112,7 @@ PAGE_SIZE = 8192
 _BRIEF = "path, harness, size, mtime_ns, head_fp, tail_fp, offset, outcome, imported_at, settings"
 
 
-def _decoded(row: sqlite3.Row) -> dict[str, Any]:
+def _decoded(row: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:
     """A session row as a dict, its JSON columns decoded."""
     d = dict(row)
     for key in ("reasons", "redirect_seqs", "error_cluster_seqs", "mark_seqs", "counts"):
@@ -123,6 +123,18 @@ def _decoded(row: sqlite3.Row) -> dict[str, Any]:
     }
     d["flagged"] = bool(d["flagged"])
     return d
+
+
+def _column(name: str) -> str:
+    """``name`` as a column to select: a plain identifier only (never text spliced into SQL)."""
+    if not name.isidentifier() or not name.isascii():
+        raise ValueError(f"not a column name: {name!r}")
+    return name
+
+
+def decoded(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of :meth:`Ledger.sessions_raw` decoded as :meth:`Ledger.sessions` gives it (a new dict)."""
+    return _decoded(row)
 
 
 def as_stored(value: Any) -> Any:
@@ -423,6 +435,26 @@ class Ledger:
         if flagged is not None:
             sql += f" WHERE flagged = {int(flagged)}"
         return [_decoded(row) for row in self._q(sql + " ORDER BY harness, session_id")]
+
+    def sessions_raw(self, columns: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Session rows as stored, their JSON columns left as text (:func:`decoded` turns one into
+        what :meth:`sessions` gives): readers of stored summaries decode only the rows they use.
+
+        ``columns``: only these (names of the table's columns), all when empty.
+        """
+        wanted = ", ".join(_column(c) for c in columns) or "*"
+        cur = self.db.cursor()
+        # Plain tuples zipped with the names: a sqlite3.Row looks each name up by comparing it,
+        # case-insensitively, with every column's (most of a listing's time at thousands of rows).
+        cur.row_factory = None
+        cur.execute(f"SELECT {wanted} FROM sessions ORDER BY harness, session_id")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur]
+
+    def sessions_row_raw(self, harness: str, session_id: str) -> dict[str, Any] | None:
+        """One session's row as :meth:`sessions_raw` gives it, or ``None``."""
+        row = self._q("SELECT * FROM sessions WHERE harness = ? AND session_id = ?", (harness, session_id)).fetchone()
+        return None if row is None else dict(row)
 
     def session_row(self, harness: str, session_id: str) -> dict[str, Any] | None:
         """One session's row, decoded as :meth:`sessions` gives it, or ``None``."""
