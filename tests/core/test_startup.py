@@ -118,3 +118,33 @@ def test_an_import_without_a_configuration_loads_no_yaml(tmp_path: Path, monkeyp
     with Ledger(tmp_path / "data2" / "ledger.sqlite", readonly=True) as ledger:
         domains = {row["domain"] for row in ledger.sessions()}
     assert domains == {"everywhere"}
+
+
+def probe_command(tmp_path: Path, *args: str) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    """``rematch ARGS`` run as a user runs it, with the probe's record of what it loaded."""
+    report = tmp_path / "probe.json"
+    env = {k: v for k, v in os.environ.items() if k != "REMATCH_LOAD_PLUGINS"}
+    res = subprocess.run([sys.executable, "-c", PROBE, str(report), "0", *args],
+                         capture_output=True, text=True, env=env, timeout=120)
+    return json.loads(report.read_text()), res
+
+
+def test_listing_stored_summaries_loads_no_yaml_and_no_cattrs(tmp_path: Path) -> None:
+    # The day-two commands read summaries stored by the import: the price table's YAML is parsed only
+    # for a price (stats prints its date), cattrs only to structure a summary; a user's prices.yml is
+    # still parsed at once, so that a broken one is said before any work.
+    out = str(tmp_path / "data")
+    probe, res = probe_command(tmp_path, "import", str(EXAMPLES), "--out", out, "--jobs", "1")
+    assert probe["code"] == 0, res.stderr
+    for command in ("sessions", "flagged"):
+        probe, res = probe_command(tmp_path, command, "--data", out)
+        assert probe["code"] == 0, res.stderr
+        assert "session" in res.stdout
+        assert not {"yaml", "cattrs"} & set(probe["modules"]), command
+    probe, res = probe_command(tmp_path, "sessions", "--data", out, "--json")
+    assert probe["code"] == 0 and len(json.loads(res.stdout)) >= 4
+    probe, res = probe_command(tmp_path, "stats", "--data", out)
+    assert probe["code"] == 0 and "prices as of 20" in res.stdout
+    (tmp_path / "data" / "prices.yml").write_text("models: [not, a, mapping\n")
+    probe, res = probe_command(tmp_path, "sessions", "--data", out)
+    assert probe["code"] == 1 and "prices.yml: not YAML" in res.stderr
