@@ -58,6 +58,10 @@ from rematch_trace.live.ipc.messages import check_reply
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "ipc"
+sys.path.insert(0, str(HERE.parent / "tests" / "live"))
+
+from adversarial_frames import NAMED  # noqa: E402
+from adversarial_frames import payload as adversarial_payload  # noqa: E402
 
 PAYLOADS: list[dict[str, Any]] = [
     {"tool_name": "Bash", "tool_input": {"command": "ls -la src && git status"}},
@@ -125,20 +129,8 @@ def bench_decode(n: int = 20) -> str:
             f"{statistics.median(times):.1f} ms, max {max(times):.1f} ms (deadline {DECODE_DEADLINE_S * 1000:.0f} ms)")
 
 
-#: Adversarial frames (issue 29): a prefix, then a unit repeated to the size measured.
-ADVERSARIAL: dict[str, tuple[bytes, bytes]] = {
-    "quote_backslash": (b"", b'"\\'),
-    "quotes": (b"", b'"'),
-    "backslashes": (b"", b"\\"),
-    "escaped_quotes": (b"", b'\\"'),
-    "open_string_escapes": (b'{"a":"', b'\\"'),
-    "surrogates": (b"[", b'"\\ud800",'),
-    "empty_strings": (b"[", b'"",'),
-    "deep_nesting": (b"", b"[{"),
-    "brackets": (b"[", b"[],"),
-    "long_strings": (b"[", b'"' + b"x" * 4000 + b'",'),
-    "mixed": (b'{"k":[', b'"\\u00e9\\"",{"a":"\\\\"},'),
-}
+#: Adversarial frames (issue 29): a prefix, then a unit repeated to the size measured (shared with the tests).
+ADVERSARIAL = NAMED
 
 
 def bench_adversarial(n: int = 5) -> list[str]:
@@ -166,9 +158,9 @@ def bench_adversarial(n: int = 5) -> list[str]:
     for name, (prefix, unit) in ADVERSARIAL.items():
         per: list[float] = []
         for size in (32 << 10, 1 << 20):
-            data = prefix + unit * ((size - len(prefix)) // len(unit))
+            data = adversarial_payload(prefix, unit, size)
             per.append(cost(data, 600)[0] / len(data) * 1e9)
-        full = prefix + unit * (((1 << 20) - len(prefix)) // len(unit))
+        full = adversarial_payload(prefix, unit, 1 << 20)
         ms = cost(full, 600)[0] * 1000
         code = cost(full, 0.100)[1]
         worst = max(worst, (name, ms), key=lambda x: x[1])

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from adversarial_frames import ATOMS, NAMED, payload
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from live_helpers import exchange_raw, frame, pre_tool_use, running_service
@@ -29,32 +30,9 @@ from rematch_trace.live.ipc import codec
 from rematch_trace.live.ipc.codec import MAX_REQUEST_BYTES, MAX_STRING_BYTES, DecodeError, decode_payload
 from rematch_trace.live.ipc.messages import check_reply
 
-#: Pieces an adversary repeats: escapes, quotes, backslashes, surrogates, brackets, long runs.
-ATOMS: list[bytes] = [
-    b'"', b"\\", b'"\\', b'\\"', b"\\\\", b"\\u", b"\\ud800", b"\\udc00", b'"\\ud800"', b"[", b"]", b"{", b"}",
-    b'{"a":', b'"a":', b",", b":", b'"x"', b"a" * 64, b"\x01", b"\xc3\xa9", b"\xf0\x9f\x98\x80", b"1", b"1e400",
-    b"0.1", b" ", b"\n", b"null", b'"\\u0061"',
-]
-#: Named generators (a prefix, then a unit repeated): the shapes issue 29 lists.
-NAMED: dict[str, tuple[bytes, bytes]] = {
-    "quote_backslash": (b"", b'"\\'),
-    "quotes": (b"", b'"'),
-    "backslashes": (b"", b"\\"),
-    "escaped_quotes": (b"", b'\\"'),
-    "open_string_escapes": (b'{"a":"', b'\\"'),
-    "surrogates": (b"[", b'"\\ud800",'),
-    "deep_nesting": (b"", b"[{"),
-    "long_strings": (b"[", b'"' + b"x" * 4000 + b'",'),
-    "mixed": (b'{"k":[', b'"\\u00e9\\"",{"a":"\\\\"},'),
-}
 SMALL, BIG = 32 << 10, 1 << 20
 #: The scan's window (a literal near its edges is cut across two).
 WINDOW: int = getattr(codec, "_WINDOW", 64 << 10)
-def payload(prefix: bytes, unit: bytes, size: int) -> bytes:
-    """``prefix`` then whole copies of ``unit``, at most ``size`` bytes."""
-    return prefix + unit * max(1, (size - len(prefix)) // len(unit))
-
-
 units = st.lists(st.sampled_from(ATOMS), min_size=1, max_size=6).map(b"".join)
 prefixes = st.sampled_from([b"", b"[", b'{"a":"', b'{"a":[', b'"'])
 
@@ -67,7 +45,9 @@ prefixes = st.sampled_from([b"", b"[", b'{"a":"', b'{"a":[', b'"'])
 @example(*NAMED["escaped_quotes"])
 @example(*NAMED["open_string_escapes"])
 @example(*NAMED["surrogates"])
+@example(*NAMED["empty_strings"])
 @example(*NAMED["deep_nesting"])
+@example(*NAMED["brackets"])
 @example(*NAMED["long_strings"])
 @example(*NAMED["mixed"])
 def test_decode_work_is_linear_in_the_payload(prefix: bytes, unit: bytes) -> None:
