@@ -18,13 +18,13 @@ up to.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from rematch_trace.host.files import open_regular as open_regular  # re-exported for the live modules
 from rematch_trace.host.text import clean
 from rematch_trace.host.vocab import Usage
 
@@ -37,23 +37,6 @@ CHUNK_BYTES = 64 * 1024
 MAX_LINE_BYTES = 16 << 20
 #: At most this much of the file's end is read for one run.
 MAX_SCAN_BYTES = 256 << 20
-
-
-def open_regular(path: str) -> int | None:
-    """A read-only descriptor of ``path`` when it is a regular file (a FIFO must not hang a hook)."""
-    if not path:
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError):
-        return None
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            return fd
-    except OSError:
-        pass
-    os.close(fd)
-    return None
 
 
 def lines_backward(fd: int, end: int, limit: int = MAX_SCAN_BYTES) -> Iterator[bytes]:

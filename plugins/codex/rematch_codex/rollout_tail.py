@@ -11,12 +11,13 @@ regular file (a FIFO or a device named in a payload must not hang or flood a hoo
 from __future__ import annotations
 
 import os
-import stat
 import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+from rematch_trace.host.files import open_regular
 
 #: The first window read from the end; it doubles until the wanted line is in it.
 FIRST_WINDOW = 256 * 1024
@@ -26,23 +27,6 @@ MAX_SCAN_BYTES = 64 * 1024 * 1024
 CALL_SCAN_BYTES = 4 * 1024 * 1024
 #: The most of a rollout's start read for its ``session_meta``.
 HEAD_BYTES = 256 * 1024
-
-
-def _open_regular(path: str) -> int | None:
-    """A read-only descriptor of ``path`` when it is a regular file."""
-    if not path:
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError):
-        return None
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            return fd
-    except OSError:
-        pass
-    os.close(fd)
-    return None
 
 
 def _parse(raw: bytes) -> dict[str, Any] | None:
@@ -61,7 +45,7 @@ def lines_with(path: str, needle: str | tuple[str, ...], first: Callable[[dict[s
     or ``limit`` bytes (at most :data:`MAX_SCAN_BYTES`).
     """
     limit = min(limit, MAX_SCAN_BYTES)
-    fd = _open_regular(path)
+    fd = open_regular(path)
     if fd is None or not needle:
         return []
     keys = [n.encode("utf-8", "replace") for n in ((needle,) if isinstance(needle, str) else needle)]
@@ -86,7 +70,7 @@ def lines_with(path: str, needle: str | tuple[str, ...], first: Callable[[dict[s
 
 def session_meta(path: str) -> dict[str, Any]:
     """The rollout's first ``session_meta`` payload (``{}`` when there is none in its head)."""
-    fd = _open_regular(path)
+    fd = open_regular(path)
     if fd is None:
         return {}
     try:
