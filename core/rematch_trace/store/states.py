@@ -83,6 +83,9 @@ class SavedState:
     journal: str | None = None
     #: How the file was claimed (``None`` in states of earlier versions: the file is detected again).
     detected: Detected | None = None
+    #: The source is rewritten whole by its harness (:attr:`Source.rewritten`): ``offset`` is the
+    #: plugin's own position, and no byte of the kept part is compared.
+    rewritten: bool = False
 
 
 def _same(value: Any, _type: Any = None) -> Any:

@@ -60,4 +60,5 @@ def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
     else:
         return None
     sub = sub or path.parent.parent.name == "chats"
-    return Source(HARNESS, path, agent_kind="sub" if sub else "main")
+    # A document is rewritten whole as the chat grows: continued by its records, not its bytes.
+    return Source(HARNESS, path, agent_kind="sub" if sub else "main", rewritten=name.endswith(".json"))

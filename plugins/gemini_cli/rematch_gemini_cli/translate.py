@@ -165,7 +165,7 @@ class _Translator:
     def run(self, records: Iterator[RawRecord]) -> Iterator[Neutral]:
         self._restore_pending()
         skip = self.state.get("n", 0) if self.document else 0
-        chain = self.state.get("dg", "") if skip else ""
+        chain = ""  # the running digest of the records so far (the saved one is of the first ``skip``)
         seen = 0
         for raw in records:
             if self.document:
