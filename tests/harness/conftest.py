@@ -48,3 +48,9 @@ def codex_exe() -> Path:
 def pi_exe() -> Path:
     """pi at the pinned version."""
     return harness_binary("pi")
+
+
+@pytest.fixture(scope="session")
+def gemini_cli_exe() -> Path:
+    """Gemini CLI at the pinned version."""
+    return harness_binary("gemini_cli")
