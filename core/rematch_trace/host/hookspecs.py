@@ -45,7 +45,7 @@ def transcript_suffixes() -> Iterable[str]:
     """Name the file endings your harness's transcripts have beyond ``.jsonl``.
 
     The core looks for ``.jsonl``, ``.jsonl.zst`` and ``.jsonl.gz`` files; a harness
-    that writes others (Gemini CLI's ``.json`` session documents) names their endings
+    that writes others (``.json`` session documents, say) names their endings
     here, and files ending so are handed to ``detect_source`` too. A file of such an
     ending that no plugin claims is passed over in silence (most are not transcripts).
 
