@@ -94,15 +94,20 @@ def _rewrite(doc: dict[str, Any], path: Path) -> None:
 
 
 def test_document_continued_by_records_and_reimported_when_changed(tmp_path: Path) -> None:
-    """A rewritten document whose old records come first is continued; one whose old record changed is read whole."""
+    """A rewritten document whose old records come first is continued (its metadata's time and the model
+    message still open at the first import may change); one whose old record changed is read whole."""
     doc = json.loads(DOC.read_text())
     full = list(doc["messages"])
     path = tmp_path / DOC.name
-    doc["messages"] = full[:3]  # the prompt, the first call's message, ...
+    # Mid-turn: the second model message written before its tool call was added to it in place.
+    doc["messages"] = [*full[:2], {k: v for k, v in full[2].items() if k not in ("toolCalls", "tokens")}]
     _rewrite(doc, path)
     out = tmp_path / "out"
     assert rematch("import", str(path), "--out", str(out), "-j", "1").returncode == 0
+    [first] = traces(out)
+    assert [r["tool"] for r in of(first, "tool_result")] == TOOLS[:1]
     doc["messages"] = full
+    doc["lastUpdated"], doc["summary"] = "2026-12-01T18:36:00.000Z", "Tools"  # the metadata is rewritten too
     _rewrite(doc, path)
     res = rematch("import", str(path), "--out", str(out), "-j", "1")
     assert res.returncode == 0 and "(1 continued)" in res.stdout, res.stdout + res.stderr
@@ -142,3 +147,26 @@ def test_log_continued_past_a_held_model_message(tmp_path: Path) -> None:
     [trace] = traces(out)
     assert [r["tool"] for r in of(trace, "tool_result")] == TOOLS
     assert len(of(trace, "turn_end")) == 6
+
+
+def test_long_document_continued_though_its_first_bytes_change(tmp_path: Path) -> None:
+    """A document of 300 records whose ``lastUpdated`` (in its first bytes) is rewritten is still continued:
+    the core compares none of a rewritten source's bytes (compared as a log, its head differs: read whole)."""
+    doc: dict[str, Any] = {"sessionId": "long-doc", "projectHash": "00", "startTime": "2025-06-30T10:00:00.000Z",
+                           "lastUpdated": "2025-06-30T10:00:00.000Z", "messages": []}
+
+    def prompts(n: int) -> list[dict[str, Any]]:
+        return [{"id": f"u{i}", "timestamp": "2025-06-30T10:00:01.000Z", "type": "user", "content": f"prompt {i}"}
+                for i in range(n)]
+
+    path = tmp_path / "session-2025-06-30T10-00-longdoc0.json"
+    doc["messages"] = prompts(300)
+    _rewrite(doc, path)
+    out = tmp_path / "out"
+    assert rematch("import", str(path), "--out", str(out), "-j", "1").returncode == 0
+    doc["messages"], doc["lastUpdated"] = prompts(302), "2025-06-30T11:00:00.000Z"
+    _rewrite(doc, path)
+    res = rematch("import", str(path), "--out", str(out), "-j", "1")
+    assert res.returncode == 0 and "(1 continued)" in res.stdout, res.stdout + res.stderr
+    [trace] = traces(out)
+    assert [r["text"] for r in of(trace, "input")] == [f"prompt {i}" for i in range(302)]

@@ -100,6 +100,14 @@ def _failed(tc: dict[str, Any], out: str) -> bool:
     return tc.get("name") == "run_shell_command" and _EXIT.search(out) is not None
 
 
+def _stable(value: Any) -> Any:
+    """What a document's record is compared by: a message whole; the metadata by the fields that
+    never change (``lastUpdated``, ``summary`` and the like are rewritten as the chat goes on)."""
+    if isinstance(value, dict) and not isinstance(value.get("id"), str):
+        return {k: value.get(k) for k in ("sessionId", "projectHash", "startTime", "kind")}
+    return value
+
+
 def _usage(tokens: Any) -> Usage | None:
     """Gemini's counts: ``input`` includes the cached part; thinking is billed as output."""
     if not isinstance(tokens, dict):
@@ -145,46 +153,48 @@ class _Translator:
 
     # --- the state a continuation starts from -------------------------------------------
     def _restore_pending(self) -> None:
+        """A log's held model message, read again at its line (checked against its digest)."""
         saved = self.state.get("pend")
         if saved is None or self.document:
-            return  # a document's held message is read again with its first records
+            return  # a document's held message is its first record past the settled ones: read again as new
         at = saved.get("at") if isinstance(saved, dict) else None
-        if not isinstance(at, int):
+        if not isinstance(at, int) or isinstance(at, bool):
             raise RestartImport("gemini_cli: a held message has no place")
-        for item in read_source(self.source, at):
-            if isinstance(item, RawRecord) and Sealed(item.value, at).matches(saved):
-                self.pending = Sealed(item.value, at)
-                return
-            break
-        raise RestartImport("gemini_cli: the held message's line changed")
-
-    def _keep(self) -> None:
-        self.state["pend"] = self.pending
+        items = read_source(self.source, at)
+        try:
+            item = next(items, None)
+        finally:
+            items.close()  # type: ignore[attr-defined]
+        if not isinstance(item, RawRecord) or not Sealed(item.value, at).matches(saved):
+            raise RestartImport("gemini_cli: the held message's line changed")
+        self.pending = Sealed(item.value, at)
 
     # --- records -----------------------------------------------------------------------
     def run(self, records: Iterator[RawRecord]) -> Iterator[Neutral]:
+        """Translate ``records``; a document's settled records (``n``, digest ``dg``) are checked, not given again."""
         self._restore_pending()
         skip = self.state.get("n", 0) if self.document else 0
+        if not isinstance(skip, int) or isinstance(skip, bool) or skip < 0:
+            raise RestartImport("gemini_cli: a saved state of another shape")
         chain = ""  # the running digest of the records so far (the saved one is of the first ``skip``)
         seen = 0
         for raw in records:
             if self.document:
-                digest = hashlib.sha256((chain + value_digest(raw.value)).encode()).hexdigest()
-                if seen < skip:
-                    chain = digest
-                    seen += 1
-                    if isinstance(self.state.get("pend"), dict) and self.state["pend"].get("at") == raw.offset:
-                        if not Sealed(raw.value, raw.offset).matches(self.state["pend"]):
-                            raise RestartImport("gemini_cli: the document's held message changed")
-                        self.pending = Sealed(raw.value, raw.offset)
+                before = chain
+                chain = hashlib.sha256((chain + value_digest(_stable(raw.value))).encode()).hexdigest()
+                seen += 1
+                if seen <= skip:
                     if seen == skip and chain != self.state.get("dg"):
                         raise RestartImport("gemini_cli: the document's first records changed")
                     continue
-                chain = digest
-                seen += 1
-                self.state["n"], self.state["dg"] = seen, chain
             yield from self._record(raw)
-            self._keep()
+            if self.document:
+                # Settled: every record but a model message still held (the harness changes it in
+                # place until the next message comes); a continuation reads that one again as new.
+                self.state["n"], self.state["dg"] = (seen, chain) if self.pending is None else (seen - 1, before)
+                self.state["pend"] = None
+            else:
+                self.state["pend"] = self.pending
         if seen < skip:
             raise RestartImport("gemini_cli: the document lost records")
         # The input ran out: the core has its snapshot (the held message still held in it).
@@ -266,7 +276,8 @@ class _Translator:
     def _calls(self, m: dict[str, Any], first: bool = False, model: ModelRef | None = None) -> Iterator[Neutral]:
         """A model message's new tool calls (with its text, usage and model when ``first``), then their results."""
         t = iso_ms(m.get("timestamp"))
-        tcs = [tc for tc in m.get("toolCalls") or () if isinstance(tc, dict) and isinstance(tc.get("id"), str)]
+        listed = m.get("toolCalls")
+        tcs = [tc for tc in listed if isinstance(tc, dict) and isinstance(tc.get("id"), str)] if isinstance(listed, list) else []
         new = [tc for tc in tcs if tc["id"] not in self.calls]
         if first or new:
             calls = tuple(ToolCall(tc["id"], _str(tc.get("name")), tc.get("args")) for tc in new)
