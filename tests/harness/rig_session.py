@@ -380,8 +380,9 @@ class GeminiCliSession(RigSession):
                 "GOOGLE_GEMINI_BASE_URL": "{base_url}", "NO_BROWSER": "1"}
 
     def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
-        """``gemini -p PROMPT`` (yolo), then ``--resume latest``."""
-        more = ["--resume", "latest"] if prompt.resume and not first else []
+        """``gemini -p PROMPT`` (yolo); a resumed prompt adds ``--resume latest`` (even the first of a
+        run: a session may go on in a later run, after an import)."""
+        more = ["--resume", "latest"] if prompt.resume else []
         return [str(self.exe), "-m", prompt.model or self.model, "--approval-mode", "yolo", "--skip-trust",
                 *more, "-p", prompt.text]
 

@@ -32,7 +32,6 @@ from rematch_trace.host.timestamps import iso_ms
 from rematch_trace.host.vocab import (
     OUTPUT_HEAD_CHARS,
     AssistantMessage,
-    Instructions,
     ModelRef,
     Neutral,
     Session,
@@ -209,10 +208,10 @@ class _Translator:
             yield from self._message(v, raw.offset)
             return
         if isinstance(v.get("sessionId"), str) and isinstance(v.get("projectHash"), str):
-            if "sid" not in self.state:
-                yield self._session(v)
+            if "meta" not in self.state:
+                self.state["meta"] = self._meta(v)
             return
-        if "sid" not in self.state:
+        if "meta" not in self.state:
             return  # nothing is given before the session's metadata
         if isinstance(v.get("$set"), dict):
             msgs = v["$set"].get("messages")
@@ -222,17 +221,24 @@ class _Translator:
         elif isinstance(v.get("$rewindTo"), str) and self.pending is not None:
             yield from self._flush()
 
-    def _session(self, v: dict[str, Any]) -> Session:
-        sid = clean(v["sessionId"])
-        self.state["sid"] = sid
+    def _meta(self, v: dict[str, Any]) -> list[Any]:
+        """What the session record is made of, kept until the session says something: Gemini CLI
+        starts a file for every start, resumed or not, and one that never gets a prompt is no session."""
         sub = self.source.agent_kind == "sub" or v.get("kind") == "subagent"
         cwd = project_root(self.source, v["projectHash"])
         dirs = v.get("directories")
         if not cwd and isinstance(dirs, list) and dirs and isinstance(dirs[0], str):
             cwd = dirs[0]
         parent = self.source.path.parent.name if sub and self.source.path.parent.parent.name == "chats" else None
-        return Session("", iso_ms(v.get("startTime")), sid, cwd=cwd, agent_kind="sub" if sub else "main",
-                       parent_session_id=parent)
+        return [clean(v["sessionId"]), iso_ms(v.get("startTime")), cwd, sub, parent]
+
+    def _open(self) -> Iterator[Neutral]:
+        """The session record, before the first record that is the session's."""
+        if self.state.get("open"):
+            return
+        self.state["open"] = 1
+        sid, t, cwd, sub, parent = self.state["meta"]
+        yield Session("", t, sid, cwd=cwd, agent_kind="sub" if sub else "main", parent_session_id=parent)
 
     def _message(self, m: dict[str, Any], at: int) -> Iterator[Neutral]:
         mid = m["id"]
@@ -241,7 +247,7 @@ class _Translator:
                 self.pending = Sealed(m, at)  # the newest statement of the held message
                 return
             yield from self._flush()
-        if "sid" not in self.state:
+        if "meta" not in self.state:
             return
         typ = m.get("type")
         if mid in self.given:
@@ -253,16 +259,19 @@ class _Translator:
             return
         self.given[mid] = 1
         t = iso_ms(m.get("timestamp"))
-        if typ == "user":
-            text = _parts_text(m.get("content"))
-            if text.lstrip().startswith(_CONTEXT):
-                yield Instructions("", t, text=text)
-            elif text:
-                yield UserMessage("", t, text=text)
-            for fr in _responses(m.get("content")):
-                cid = fr.get("id")
-                if isinstance(cid, str) and self.calls.get(cid) != 1:
-                    yield self._result(t, cid, _response_text(fr.get("response")), None, _str(fr.get("name")))
+        if typ != "user":
+            return  # info, warning and error notes of the harness's own
+        text = _parts_text(m.get("content"))
+        if text.lstrip().startswith(_CONTEXT):
+            return  # the context Gemini CLI injects (date, system, folder listing): no person typed it
+        if text:
+            yield from self._open()
+            yield UserMessage("", t, text=text)
+        for fr in _responses(m.get("content")):
+            cid = fr.get("id")
+            if isinstance(cid, str) and self.calls.get(cid) != 1:
+                yield from self._open()
+                yield self._result(t, cid, _response_text(fr.get("response")), None, _str(fr.get("name")))
 
     def _flush(self) -> Iterator[Neutral]:
         """Give the held model message."""
@@ -271,6 +280,7 @@ class _Translator:
         self.pending = None
         self.given[m["id"]] = 1
         model = m.get("model")
+        yield from self._open()
         yield from self._calls(m, first=True, model=ModelRef("google", model) if isinstance(model, str) else None)
 
     def _calls(self, m: dict[str, Any], first: bool = False, model: ModelRef | None = None) -> Iterator[Neutral]:
