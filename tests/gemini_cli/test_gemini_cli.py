@@ -21,7 +21,6 @@ from typing import Any
 
 import rematch_gemini_cli
 from rematch_gemini_cli import discover
-
 from rematch_trace.testing import check_plugin
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -24,10 +24,11 @@ ACTIONS: dict[str, str] = {
 
 
 def classify(tool: str) -> str:
-    """The action type of ``tool``; an MCP tool (``server__tool``) is ``mcp``, anything else ``other``."""
+    """The action type of ``tool``; an MCP tool (``mcp_<server>_<tool>`` in 0.61, ``<server>__<tool>``
+    before) is ``mcp``, anything else ``other``."""
     if not isinstance(tool, str):
         return "other"
     found = ACTIONS.get(tool)
     if found is not None:
         return found
-    return "mcp" if "__" in tool else "other"
+    return "mcp" if tool.startswith("mcp_") or "__" in tool else "other"
