@@ -169,3 +169,35 @@ def test_long_document_continued_though_its_first_bytes_change(tmp_path: Path) -
     assert res.returncode == 0 and "(1 continued)" in res.stdout, res.stdout + res.stderr
     [trace] = traces(out)
     assert [r["text"] for r in of(trace, "input")] == [f"prompt {i}" for i in range(302)]
+
+
+def test_hostile_log_types_are_checked(tmp_path: Path) -> None:
+    """Fields of the wrong type (a log is the agent's to write) cost nothing but themselves: no crash,
+    the well-formed parts still translate, and the contract kit passes."""
+    lines: list[Any] = [
+        {"sessionId": "hostile", "projectHash": "ab", "startTime": 5, "kind": ["subagent"], "directories": [7]},
+        {"$set": {"messages": "nope"}},
+        {"$set": {"messages": [1, {"id": 2}, {"id": "m0", "type": "user", "content": "Typed. [x]"}]}},
+        {"$rewindTo": 5},
+        [1, 2],
+        "text",
+        {"id": "m1", "type": "gemini", "toolCalls": 5, "tokens": {"input": -4, "output": True, "total": "9"},
+         "content": 42, "timestamp": "not a time", "model": ["x"]},
+        {"id": "m2", "type": "gemini", "toolCalls": [{"id": 3}, "x", {"id": "c1", "name": 7, "args": "str",
+                                                                  "status": "success", "result": "notalist"}]},
+        {"id": "m3", "type": "user", "content": 42},
+        {"id": "m4", "type": "user", "content": [{"functionResponse": {"id": "c9", "name": "ghost", "response": [1]}},
+                                                   {"functionResponse": "x"}, {"text": None}]},
+        {"id": "m5", "type": ["gemini"], "content": "?"},
+        {"id": "m6", "type": "gemini", "content": "End.", "toolCalls": [{"id": "c2", "name": "run_shell_command",
+                                                                         "args": {"command": "true"},
+                                                                         "status": "error", "result": [
+                                                                             {"functionResponse": {"response": {"error": 1}}}]}]},
+    ]
+    path = tmp_path / "session-hostile.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    [s] = check_plugin(rematch_gemini_cli, [str(path)], out=tmp_path / "out")
+    assert [r["text"] for r in s.records if r["ev"] == "input"] == ["Typed. [x]"]
+    results = [(r["call_id"], r["tool"], r["is_error"]) for r in s.records if r["ev"] == "tool_result"]
+    assert results == [("c1", "", False), ("c9", "ghost", False), ("c2", "run_shell_command", True)], results
+    assert s.records[0]["agent"]["kind"] == "main" and s.records[0]["cwd"] == ""

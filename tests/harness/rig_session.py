@@ -354,8 +354,8 @@ class GeminiCliSession(RigSession):
 
     ``GOOGLE_GEMINI_BASE_URL`` points the API client at the server, ``GEMINI_API_KEY`` is a dummy;
     ``~/.gemini/settings.json`` selects API-key auth and turns telemetry, usage statistics and
-    update checks off. Tools run unasked (``--approval-mode yolo``); ``--skip-trust`` trusts the
-    project folder. Sessions land in ``~/.gemini/tmp/<project>/chats/``.
+    update checks off, and folder trust off (every folder trusted: ``--skip-trust`` does the same
+    from 0.61 on, but older versions refuse the flag). Tools run unasked (``--approval-mode yolo``). Sessions land in ``~/.gemini/tmp/<project>/chats/``.
     """
 
     server: str = "gemini"
@@ -369,7 +369,7 @@ class GeminiCliSession(RigSession):
     def install_hooks(self) -> None:
         """The settings file (no live hooks: the import side only)."""
         self.gemini_home.mkdir(parents=True, exist_ok=True)
-        settings = {"security": {"auth": {"selectedType": "gemini-api-key"}},
+        settings = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
                     "telemetry": {"enabled": False}, "privacy": {"usageStatisticsEnabled": False},
                     "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}}
         (self.gemini_home / "settings.json").write_text(json.dumps(settings))
@@ -383,8 +383,7 @@ class GeminiCliSession(RigSession):
         """``gemini -p PROMPT`` (yolo); a resumed prompt adds ``--resume latest`` (even the first of a
         run: a session may go on in a later run, after an import)."""
         more = ["--resume", "latest"] if prompt.resume else []
-        return [str(self.exe), "-m", prompt.model or self.model, "--approval-mode", "yolo", "--skip-trust",
-                *more, "-p", prompt.text]
+        return [str(self.exe), "-m", prompt.model or self.model, "--approval-mode", "yolo", *more, "-p", prompt.text]
 
     def transcripts(self) -> Path:
         """``~/.gemini/tmp``."""

@@ -190,4 +190,4 @@ def test_security_stream_search_and_doctor(gemini_outcome: GeminiOutcome) -> Non
     found = s.rematch("search", "Once more", "--data", str(s.data), "--json")
     assert found.returncode == 0 and "rig:again" in found.stdout, found.stdout + found.stderr
     doctor = s.rematch("doctor", "--data", str(s.data))
-    assert "gemini" in doctor.stdout + doctor.stderr, doctor.stdout + doctor.stderr
+    assert f"looks in (gemini_cli): {s.transcripts()}\n" in doctor.stdout, doctor.stdout + doctor.stderr
