@@ -152,6 +152,7 @@ def converter() -> Any:
         if cls is SavedState:
             out["journal"] = override(omit_if_default=True, unstruct_hook=_same)  # absent from a first import's state
             out["detected"] = override(omit_if_default=True)
+            out["rewritten"] = override(omit_if_default=True)  # absent for a log (every state of earlier versions)
         elif cls is SinkState:
             # Absent when no call was blocked (every import, and every state of earlier versions).
             out["blocked_calls"] = override(omit_if_default=True, unstruct_hook=_same)
