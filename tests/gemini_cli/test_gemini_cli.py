@@ -69,6 +69,9 @@ def test_detect_claims_only_session_files(tmp_path: Path) -> None:
     sub = tmp_path / "chats" / "parent-id" / "child.jsonl"
     src = discover.detect(sub, b'{"sessionId":"c","projectHash":"ab","kind":"subagent"}\n', None)
     assert src is not None and src.agent_kind == "sub"
+    long_first = b'{"sessionId":"c","projectHash":"ab","kind":"subagent","directories":["' + b"d" * 5000
+    src = discover.detect(tmp_path / "chats" / "p" / "c.jsonl", long_first[:4096], None)
+    assert src is not None and src.agent_kind == "sub"
 
 
 def test_cli_imports_fixtures_counted_against_source(tmp_path: Path) -> None:

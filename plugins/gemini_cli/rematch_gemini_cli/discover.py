@@ -50,9 +50,15 @@ def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
     name = path.name
     if name.endswith(".jsonl"):
         first = _first_record(head)
-        if first is None or not isinstance(first.get("sessionId"), str) or not isinstance(first.get("projectHash"), str):
+        if first is None:
+            # A first line longer than the head (a subagent's many directories): its opening keys say it.
+            if not _DOC_KEYS.match(head):
+                return None
+            sub = b'"kind":"subagent"' in head
+        elif not isinstance(first.get("sessionId"), str) or not isinstance(first.get("projectHash"), str):
             return None
-        sub = first.get("kind") == "subagent"
+        else:
+            sub = first.get("kind") == "subagent"
     elif name.endswith(".json"):
         if not _DOC_KEYS.match(head):
             return None
