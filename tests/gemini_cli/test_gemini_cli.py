@@ -204,3 +204,35 @@ def test_hostile_log_types_are_checked(tmp_path: Path) -> None:
     results = [(r["call_id"], r["tool"], r["is_error"]) for r in s.records if r["ev"] == "tool_result"]
     assert results == [("c1", "", False), ("c9", "ghost", False), ("c2", "run_shell_command", True)], results
     assert s.records[0]["agent"]["kind"] == "main" and s.records[0]["cwd"] == ""
+
+
+def test_log_continued_past_a_resume_that_restates_the_held_message(tmp_path: Path) -> None:
+    """A resume restates the history in a ``$set`` of messages; cut just after it (the last answer held as
+    restated there), the log is still continued when the next prompt comes, and equals a fresh import."""
+    lines = LOG.read_text().splitlines(keepends=True)
+    records = [json.loads(line) for line in lines]
+    history: dict[str, Any] = {}
+    for r in records:
+        if isinstance(r.get("id"), str):
+            history[r["id"]] = r
+    resume = [json.dumps(records[0]) + "\n", json.dumps({"$set": {"messages": list(history.values())}}) + "\n"]
+    later = [json.dumps({"id": "u-next", "timestamp": "2026-12-01T18:40:00.000Z", "type": "user",
+                         "content": [{"text": "Next."}]}) + "\n",
+             json.dumps({"id": "g-next", "timestamp": "2026-12-01T18:40:01.000Z", "type": "gemini",
+                         "content": "Done.", "tokens": {"input": 9, "output": 2, "total": 11},
+                         "model": "gemini-2.5-flash"}) + "\n"]
+    path = tmp_path / LOG.name
+    path.write_text("".join(lines + resume))
+    out = tmp_path / "out"
+    assert rematch("import", str(path), "--out", str(out), "-j", "1").returncode == 0
+    path.write_text("".join(lines + resume + later))
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    res = rematch("import", str(path), "--out", str(out), "-j", "1")
+    assert res.returncode == 0 and "(1 continued)" in res.stdout, res.stdout + res.stderr
+    fresh = tmp_path / "fresh"
+    assert rematch("import", str(path), "--out", str(fresh), "-j", "1").returncode == 0
+    assert traces(out) == traces(fresh)
+    [trace] = traces(out)
+    assert [r["text"] for r in of(trace, "input")] == ["Use the tools. [rig:tools]", "Next."]
+    assert len(of(trace, "turn_end")) == 7

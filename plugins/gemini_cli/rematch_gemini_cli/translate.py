@@ -157,16 +157,23 @@ class _Translator:
         if saved is None or self.document:
             return  # a document's held message is its first record past the settled ones: read again as new
         at = saved.get("at") if isinstance(saved, dict) else None
-        if not isinstance(at, int) or isinstance(at, bool):
+        # [line offset, index in the line's $set messages, or -1 for a message line]
+        if (not isinstance(at, list) or len(at) != 2 or not all(type(x) is int for x in at)
+                or at[0] < 0 or at[1] < -1):
             raise RestartImport("gemini_cli: a held message has no place")
-        items = read_source(self.source, at)
+        items = read_source(self.source, at[0])
         try:
             item = next(items, None)
         finally:
             items.close()  # type: ignore[attr-defined]
-        if not isinstance(item, RawRecord) or not Sealed(item.value, at).matches(saved):
+        value: Any = item.value if isinstance(item, RawRecord) else None
+        if at[1] >= 0:
+            restated = value.get("$set") if isinstance(value, dict) else None
+            msgs = restated.get("messages") if isinstance(restated, dict) else None
+            value = msgs[at[1]] if isinstance(msgs, list) and at[1] < len(msgs) else None
+        if not isinstance(value, dict) or not Sealed(value, at).matches(saved):
             raise RestartImport("gemini_cli: the held message's line changed")
-        self.pending = Sealed(item.value, at)
+        self.pending = Sealed(value, at)
 
     # --- records -----------------------------------------------------------------------
     def run(self, records: Iterator[RawRecord]) -> Iterator[Neutral]:
@@ -205,7 +212,7 @@ class _Translator:
         if not isinstance(v, dict):
             return
         if isinstance(v.get("id"), str):
-            yield from self._message(v, raw.offset)
+            yield from self._message(v, [raw.offset, -1])
             return
         if isinstance(v.get("sessionId"), str) and isinstance(v.get("projectHash"), str):
             if "meta" not in self.state:
@@ -215,9 +222,9 @@ class _Translator:
             return  # nothing is given before the session's metadata
         if isinstance(v.get("$set"), dict):
             msgs = v["$set"].get("messages")
-            for m in msgs if isinstance(msgs, list) else ():
+            for i, m in enumerate(msgs if isinstance(msgs, list) else ()):
                 if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"] not in self.given:
-                    yield from self._message(m, raw.offset)
+                    yield from self._message(m, [raw.offset, i])
         elif isinstance(v.get("$rewindTo"), str) and self.pending is not None:
             yield from self._flush()
 
@@ -240,7 +247,8 @@ class _Translator:
         sid, t, cwd, sub, parent = self.state["meta"]
         yield Session("", t, sid, cwd=cwd, agent_kind="sub" if sub else "main", parent_session_id=parent)
 
-    def _message(self, m: dict[str, Any], at: int) -> Iterator[Neutral]:
+    def _message(self, m: dict[str, Any], at: list[int]) -> Iterator[Neutral]:
+        """One message (``at``: its line's offset, and its index in a ``$set`` of messages or -1)."""
         mid = m["id"]
         if self.pending is not None:
             if self.pending.value.get("id") == mid:
