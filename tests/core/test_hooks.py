@@ -444,3 +444,33 @@ def test_live_hooks_go_to_the_plugin_that_owns_the_harness() -> None:
         assert isinstance(session, Session) and session.session_id == "s-1"
         assert [c for c in calls if c[0] == "live_records"] == [("live_records", [plugin])], harness
     assert host.live("omp", event, 1) == []  # omp has no live hooks: nobody else answers for it
+
+
+class DocPlugin:
+    """A harness writing ``.doc.json`` documents: it names the ending and claims its own files."""
+
+    __name__ = "DocPlugin"
+
+    @hookimpl
+    def transcript_suffixes(self) -> list[str]:
+        return [".json", "no-dot"]
+
+    @hookimpl
+    def detect_source(self, path: Path, head: bytes) -> Source | None:
+        return Source("doc", path) if path.name.endswith(".doc.json") else None
+
+
+def test_hook_transcript_suffixes_adds_endings_and_passes_unclaimed_over(tmp_path: Path) -> None:
+    """Files of a named ending reach the import when claimed; an unclaimed one is not found at all
+    (not reported skipped); without the plugin no ``.json`` is looked at; an ending without a dot is ignored."""
+    from rematch_trace.importing.discovery import discover
+
+    (tmp_path / "a.doc.json").write_text("{}")
+    (tmp_path / "settings.json").write_text("{}")
+    (tmp_path / "b.jsonl").write_text("{}\n")
+    (tmp_path / "x.no-dot").write_text("{}")
+    host = make_host([DocPlugin()])
+    assert host.suffixes()[-1] == ".json" and "no-dot" not in host.suffixes()
+    found = sorted(os.path.basename(p) for p, _ in discover(host, [tmp_path]))
+    assert found == ["a.doc.json", "b.jsonl"]
+    assert sorted(os.path.basename(p) for p, _ in discover(make_host([]), [tmp_path])) == ["b.jsonl"]

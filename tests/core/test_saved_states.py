@@ -131,3 +131,10 @@ def test_an_older_ledger_still_continues_a_grown_file(tmp_path: Path) -> None:
         mine = {p.name: p.read_bytes() for p in (out / folder).iterdir()}
         theirs = {p.name: p.read_bytes() for p in (whole / folder).iterdir()}
         assert mine == theirs and mine, folder
+
+
+def test_rewritten_is_saved_only_for_a_document_and_survives_a_round_trip() -> None:
+    """A log's state says nothing of ``rewritten`` (its bytes are those of earlier versions); a document's keeps it."""
+    assert b"rewritten" not in dump_saved(SavedState(offset=5, harness="toy"))
+    again = load_saved(dump_saved(SavedState(offset=5, harness="toy", rewritten=True)))
+    assert again.rewritten is True

@@ -48,3 +48,15 @@ def codex_exe() -> Path:
 def pi_exe() -> Path:
     """pi at the pinned version."""
     return harness_binary("pi")
+
+
+@pytest.fixture(scope="session")
+def gemini_cli_exe() -> Path:
+    """Gemini CLI at the pinned version."""
+    return harness_binary("gemini_cli")
+
+
+@pytest.fixture(scope="session")
+def gemini_cli_doc_exe() -> Path:
+    """Gemini CLI at the older pinned version that keeps a session as a JSON document."""
+    return harness_binary("gemini_cli_doc")

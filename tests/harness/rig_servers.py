@@ -307,5 +307,65 @@ class OpenAIResponsesServer(ScriptedServer):
         send_sse(handler, events)
 
 
+class GeminiServer(ScriptedServer):
+    """Gemini API (``POST /v1beta/models/<model>:streamGenerateContent?alt=sse``), what Gemini CLI speaks.
+
+    A step's tool call is a ``functionCall`` part (no id: the real API gives none, the harness makes
+    its own). ``:generateContent`` (the harness's side questions) answers the same way, unstreamed;
+    ``:countTokens`` a count from the body's size; anything else is recorded and answered 404. Every
+    ``model`` content after the marker counts as one step.
+    """
+
+    def conversation(self, body: dict[str, Any]) -> list[tuple[str, list[str]]]:
+        """``user`` contents with their text parts (a ``functionResponse`` has none); ``model`` as assistant."""
+        out: list[tuple[str, list[str]]] = []
+        for c in body.get("contents") or []:
+            if not isinstance(c, dict):
+                continue
+            texts = [p["text"] for p in c.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            out.append(("assistant" if c.get("role") == "model" else "user", texts))
+        return out
+
+    def handle(self, handler: BaseHTTPRequestHandler, path: str, body: Any) -> None:
+        """streamGenerateContent (SSE), generateContent, countTokens; 404 for anything else."""
+        route = path.split("?", 1)[0]
+        verb = route.rsplit(":", 1)[-1] if ":" in route else ""
+        if verb in ("streamGenerateContent", "generateContent") and isinstance(body, dict):
+            name, index, step = self.pick(body) if verb == "streamGenerateContent" else ("", -1, {"text": DEFAULT_TEXT})
+            self.record({"path": route, "body": body, "scenario": name, "step": index})
+            doc = self._response(route, body, index, step)
+            if verb == "generateContent":
+                send_json(handler, 200, doc)
+                return
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.send_header("Connection", "close")
+            handler.end_headers()
+            handler.wfile.write(f"data: {json.dumps(doc)}\r\n\r\n".encode())
+            handler.wfile.flush()
+            handler.close_connection = True
+        elif verb == "countTokens" and isinstance(body, dict):
+            self.record({"path": route, "body": None, "scenario": "", "step": -1})
+            send_json(handler, 200, {"totalTokens": len(json.dumps(body)) // 4})
+        else:
+            self.record({"path": route, "body": None, "scenario": "", "step": -1, "method": handler.command})
+            send_json(handler, 404, {"error": {"code": 404, "message": route, "status": "NOT_FOUND"}})
+
+    def _response(self, route: str, body: dict[str, Any], index: int, step: Step) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        for b in _blocks(step):
+            if "tool" in b:
+                parts.append({"functionCall": {"name": b["tool"], "args": b.get("input", {})}})
+            else:
+                parts.append({"text": b.get("text", DEFAULT_TEXT)})
+        n = len(body.get("contents") or [])
+        usage = {"promptTokenCount": 100 + n, "candidatesTokenCount": 7 + max(index, 0),
+                 "cachedContentTokenCount": 10 * (max(index, 0) + 1), "totalTokenCount": 107 + n + max(index, 0)}
+        model = route.rsplit("/", 1)[-1].split(":", 1)[0] or DEFAULT_MODEL
+        return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": usage, "modelVersion": model, "responseId": self.next_call_id("resp_")}
+
+
 #: The server class of each wire format, by the name a harness's runner gives.
 SERVERS: dict[str, type[ScriptedServer]] = {"anthropic": AnthropicMessagesServer, "responses": OpenAIResponsesServer}
+SERVERS["gemini"] = GeminiServer

@@ -346,3 +346,45 @@ class PiSession(RigSession):
     def transcripts(self) -> Path:
         """``$PI_CODING_AGENT_DIR/sessions``."""
         return self.agent_dir / "sessions"
+
+
+@dataclass
+class GeminiCliSession(RigSession):
+    """Gemini CLI (``gemini -p``) with an API key, its Gemini API base URL at the scripted server.
+
+    ``GOOGLE_GEMINI_BASE_URL`` points the API client at the server, ``GEMINI_API_KEY`` is a dummy;
+    ``~/.gemini/settings.json`` selects API-key auth and turns telemetry, usage statistics and
+    update checks off, and folder trust off (every folder trusted: ``--skip-trust`` does the same
+    from 0.61 on, but older versions refuse the flag). Tools run unasked (``--approval-mode yolo``). Sessions land in ``~/.gemini/tmp/<project>/chats/``.
+    """
+
+    server: str = "gemini"
+    model: str = "gemini-2.5-flash"
+
+    @property
+    def gemini_home(self) -> Path:
+        """``~/.gemini`` of the session's HOME."""
+        return self.home / ".gemini"
+
+    def install_hooks(self) -> None:
+        """The settings file (no live hooks: the import side only)."""
+        self.gemini_home.mkdir(parents=True, exist_ok=True)
+        settings = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+                    "telemetry": {"enabled": False}, "privacy": {"usageStatisticsEnabled": False},
+                    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}}
+        (self.gemini_home / "settings.json").write_text(json.dumps(settings))
+
+    def env(self) -> dict[str, str]:
+        """HOME in the root, the dummy key and the server's address."""
+        return {**BASE_ENV, "HOME": str(self.home), "GEMINI_API_KEY": "rig-key",
+                "GOOGLE_GEMINI_BASE_URL": "{base_url}", "NO_BROWSER": "1"}
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """``gemini -p PROMPT`` (yolo); a resumed prompt adds ``--resume latest`` (even the first of a
+        run: a session may go on in a later run, after an import)."""
+        more = ["--resume", "latest"] if prompt.resume else []
+        return [str(self.exe), "-m", prompt.model or self.model, "--approval-mode", "yolo", *more, "-p", prompt.text]
+
+    def transcripts(self) -> Path:
+        """``~/.gemini/tmp``."""
+        return self.gemini_home / "tmp"

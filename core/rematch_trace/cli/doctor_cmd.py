@@ -136,7 +136,12 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
             state += f", {len(hooks['broken'])} cannot run" if hooks["broken"] else ", their commands run"
         else:
             state = f"not installed in {hooks['settings']} (rematch hooks install)"
-        click.echo(f"hooks (claude_code): {state}; codex, omp: imported, no hooks")
+        click.echo(f"hooks (claude_code): {state}")
+        # Each plugin's default folders, as it names them: no harness is known to the core here.
+        for plugin in plugins:
+            if plugin["locations"]:
+                where = ", ".join(loc if os.path.isdir(loc) else f"{loc} (none)" for loc in plugin["locations"])
+                click.echo(f"looks in ({plugin['name']}): {where}")
         click.echo(f"verdict service: {'running, pid ' + str(pid) if running else 'not running (rematch serve)'}")
         click.echo(f"policy: {policy['path']}" + (f": {policy['rules']} rules, default {policy['default']}"
                                                   if policy["problem"] is None else ": BROKEN"))

@@ -174,6 +174,21 @@ class Host:
             out.extend(loc for loc in found if isinstance(loc, Location))
         return out
 
+    def suffixes(self) -> tuple[str, ...]:
+        """The file endings transcripts may have: the core's own, then those plugins name (each once)."""
+        from rematch_trace.importing.discovery import SUFFIXES
+
+        out = list(SUFFIXES)
+        for answer in self._isolated("transcript_suffixes"):
+            try:
+                found = list(answer or [])
+            except Exception as err:  # a generator that raised after pluggy returned it
+                failure = PluginFailure(self._culprit("transcript_suffixes", err) or "?", "transcript_suffixes", err)
+                self.isolated.append(failure)
+                continue
+            out.extend(s for s in found if isinstance(s, str) and s.startswith(".") and len(s) > 1 and s not in out)
+        return tuple(out)
+
     def detect(self, path: Path, hint: str | None) -> Source | None:
         """The source a plugin claims ``path`` as, reading at most its first 4 KiB.
 

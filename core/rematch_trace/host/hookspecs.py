@@ -40,11 +40,25 @@ def default_locations() -> Iterable[Location]:
     """
 
 
+@hookspec
+def transcript_suffixes() -> Iterable[str]:
+    """Name the file endings your harness's transcripts have beyond ``.jsonl``.
+
+    The core looks for ``.jsonl``, ``.jsonl.zst`` and ``.jsonl.gz`` files; a harness
+    that writes others (``.json`` session documents, say) names their endings
+    here, and files ending so are handed to ``detect_source`` too. A file of such an
+    ending that no plugin claims is passed over in silence (most are not transcripts).
+
+    :return: endings, each starting with ``.``; all plugins' answers are combined.
+    """
+
+
 @hookspec(firstresult=True)
 def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
     """Claim a file for a harness, cheaply, without parsing it whole.
 
-    :param path: the candidate file (``.jsonl``, ``.jsonl.zst``, ``.jsonl.gz``).
+    :param path: the candidate file (``.jsonl``, ``.jsonl.zst``, ``.jsonl.gz``, or an
+        ending a plugin named in ``transcript_suffixes``).
     :param head: up to the first 4 KiB of the file as stored (still compressed
         for compressed files).
     :param hint: the harness whose default location the file was found in, or

@@ -29,6 +29,12 @@ class Source:
     :param parent: the parent session's file, for subagent layouts that show it.
     :param mutable_prefix: bytes at the start that the harness rewrites in place
         (omp's title slot); change detection ignores them.
+    :param rewritten: the harness rewrites the file whole as it grows (a JSON document, not
+        a log): change detection compares none of its bytes, the positions the plugin's
+        records give (``RawRecord.offset``/``end``) are its own (record numbers, say), and
+        a changed file is handed back to the plugin with its saved state, the plugin
+        deciding whether the records imported are still the file's first ones (else it
+        raises :class:`~rematch_trace.errors.RestartImport`).
     :param plugin: the name of the plugin that claimed the file, set by the core
         (a plugin leaves it empty); every later per-source hook goes to that
         plugin only. Not part of equality: it says who answered, not what the file is.
@@ -40,6 +46,7 @@ class Source:
     compression: Compression = ""
     parent: Path | None = None
     mutable_prefix: int = 0
+    rewritten: bool = False
     plugin: str = attrs.field(default="", eq=False)
 
 

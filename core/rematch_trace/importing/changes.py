@@ -75,8 +75,10 @@ def plan(row: Any, path: str, size: int | None, mtime_ns: int, ledger: Ledger) -
         from rematch_trace.store.states import state_loads
 
         blob = ledger.saved_of(row["path"])
-        skip = (state_loads(blob) if blob else {}).get("head_skip", 0)
-        head, tail = fingerprints(path, row["offset"] or size, skip)
+        state = state_loads(blob) if blob else {}
+        # A document rewritten whole is fingerprinted whole (its offset is no byte offset).
+        end = size if state.get("rewritten") else row["offset"] or size
+        head, tail = fingerprints(path, end, 0 if state.get("rewritten") else state.get("head_skip", 0))
         if head == row["head_fp"] and tail == row["tail_fp"]:
             return "skip", None
         return "full", None
@@ -136,6 +138,9 @@ def resumable(path: str | os.PathLike[str], grown: Grown | None, size: int | Non
         saved = load_saved(grown.saved)
     except ValueError:
         return None
+    if saved.rewritten:
+        # Rewritten whole: no byte is where it was. The plugin checks its records (see Source.rewritten).
+        return Checked(saved, 0, b"")
     offset = grown.offset
     skip, tail_start = _starts(offset, saved.head_skip)
     end = min(size, offset + AHEAD) if size is not None and size > offset else offset

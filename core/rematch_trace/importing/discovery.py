@@ -15,8 +15,9 @@ from rematch_trace.importing.fs import is_url, walk_url
 SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
 
 
-def walk(root: str | Path) -> Iterator[str]:
-    """Transcript-like files under ``root``, in sorted order, never following links into loops.
+def walk(root: str | Path, suffixes: tuple[str, ...] = SUFFIXES) -> Iterator[str]:
+    """Transcript-like files under ``root`` (names ending with one of ``suffixes``), in sorted
+    order, never following links into loops.
 
     Paths are plain strings: an archive of 100,000 files held as ``Path``
     objects would cost about 40 MB more.
@@ -42,11 +43,23 @@ def walk(root: str | Path) -> Iterator[str]:
             try:
                 if e.is_dir(follow_symlinks=False):
                     subdirs.append(e.path)
-                elif e.is_file(follow_symlinks=False) and e.name.endswith(SUFFIXES):
+                elif e.is_file(follow_symlinks=False) and e.name.endswith(suffixes):
                     yield e.path
             except OSError:
                 continue
         stack.extend(reversed(subdirs))
+
+
+def claimable(host: Host, path: str, hint: str | None) -> bool:
+    """Whether ``path`` goes to the import: a file of the core's own endings always (an unclaimed
+    one is reported), one of an ending a plugin named only when a plugin claims it (a ``.json``
+    file is seldom a transcript: the others are passed over in silence)."""
+    if path.endswith(SUFFIXES) or is_url(path):
+        return True
+    try:
+        return host.detect(Path(path), hint) is not None
+    except Exception:  # a plugin that fails here is reported when the file is imported
+        return True
 
 
 @attrs.define
@@ -72,12 +85,13 @@ def discover(
     """
     found: list[tuple[str, str | None]] = []
     seen: set[str] = set()
+    suffixes = host.suffixes()
 
     def add(root: str | Path, hint: str | None) -> None:
         before = len(found)
         # Under an absolute, normalised root every path scandir gives is one too.
-        for f in walk(os.path.abspath(root)):
-            if f not in seen:
+        for f in walk(os.path.abspath(root), suffixes):
+            if f not in seen and claimable(host, f, hint):
                 seen.add(f)
                 found.append((f, hint))
         if searched is not None:
@@ -86,7 +100,7 @@ def discover(
     if paths:
         for p in paths:
             if isinstance(p, str) and is_url(p):
-                for u in walk_url(p, SUFFIXES):
+                for u in walk_url(p, suffixes):
                     if u not in seen:
                         seen.add(u)
                         found.append((u, None))

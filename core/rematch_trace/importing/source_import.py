@@ -334,7 +334,7 @@ class SourceImport:
         # The journal generation: the ledger holding it is what commits the resume.
         snap = SavedState(offset=self.offset, plugin=self.plugin_state, streams=streams,
                           harness=self.source.harness, head_skip=self.source.mutable_prefix, journal=self.generation,
-                          detected=self.detected)
+                          detected=self.detected, rewritten=self.source.rewritten)
         # Encoded now: the copy that later records cannot change, the proof it
         # saves, and the very bytes the ledger stores.
         self.snapshot = dump_saved(snap)

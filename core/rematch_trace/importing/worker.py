@@ -115,7 +115,7 @@ def kept_source(host: Host, saved: SavedState, path: Path, hint: str | None, off
     """
     d = saved.detected
     if (d is None or d.hint != hint or d.compression or saved.harness is None or offset < HEAD_BYTES
-            or host.pm.get_plugin(d.plugin) is None):
+            or saved.rewritten or host.pm.get_plugin(d.plugin) is None):
         return None
     return Source(saved.harness, path, agent_kind="sub" if d.agent_kind == "sub" else "main",
                   parent=Path(d.parent) if d.parent is not None else None, mutable_prefix=saved.head_skip,
@@ -209,7 +209,10 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     # less than changes.AHEAD): no second read of the file.
     tail = checked.tail_fp(result.offset, skip) if checked is not None and known is not None else None
     head = known
-    if tail is None:
+    if source.rewritten:
+        # Rewritten whole: the fingerprints are of the file as found (its offset is the plugin's own).
+        head, tail = fingerprints(p, size, 0)
+    elif tail is None:
         head, tail = fingerprints(p, result.offset, skip, known)
     return FileOutcome(
         "resumed" if result.resumed and saved is not None else "imported",

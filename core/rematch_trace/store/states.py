@@ -83,6 +83,9 @@ class SavedState:
     journal: str | None = None
     #: How the file was claimed (``None`` in states of earlier versions: the file is detected again).
     detected: Detected | None = None
+    #: The source is rewritten whole by its harness (:attr:`Source.rewritten`): ``offset`` is the
+    #: plugin's own position, and no byte of the kept part is compared.
+    rewritten: bool = False
 
 
 def _same(value: Any, _type: Any = None) -> Any:
@@ -149,6 +152,7 @@ def converter() -> Any:
         if cls is SavedState:
             out["journal"] = override(omit_if_default=True, unstruct_hook=_same)  # absent from a first import's state
             out["detected"] = override(omit_if_default=True)
+            out["rewritten"] = override(omit_if_default=True)  # absent for a log (every state of earlier versions)
         elif cls is SinkState:
             # Absent when no call was blocked (every import, and every state of earlier versions).
             out["blocked_calls"] = override(omit_if_default=True, unstruct_hook=_same)

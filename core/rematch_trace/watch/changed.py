@@ -22,9 +22,12 @@ def under(path: str, folder: str) -> bool:
 
 
 def files_of(
-    changes: Iterable[tuple[int, str]], roots: Roots, data_root: str, deleted: int
+    changes: Iterable[tuple[int, str]], roots: Roots, data_root: str, deleted: int,
+    suffixes: tuple[str, ...] = SUFFIXES,
 ) -> list[tuple[str, str | None]]:
     """The transcript files a burst touched (sorted, each once), with their hints.
+
+    ``suffixes``: the endings transcripts have (the plugins' ``transcript_suffixes`` with the core's).
 
     ``deleted`` is watchfiles' code for a removal: a removed file is left as
     the batch import leaves it (its traces stay, its ledger row too).
@@ -40,20 +43,20 @@ def files_of(
         except OSError:
             continue  # gone already (a temporary file renamed away)
         if stat.S_ISREG(st.st_mode):
-            if path.endswith(SUFFIXES):
+            if path.endswith(suffixes):
                 paths.add(path)
         elif stat.S_ISDIR(st.st_mode):
-            paths.update(f for f in walk(path) if not under(f, data_root))
+            paths.update(f for f in walk(path, suffixes) if not under(f, data_root))
     return [(p, roots.hint_of(p)) for p in sorted(paths)]
 
 
-def wanted(data_root: str) -> Callable[[Any, str], bool]:
+def wanted(data_root: str, suffixes: tuple[str, ...] = SUFFIXES) -> Callable[[Any, str], bool]:
     """The watchfiles filter: transcript files and folders, nothing in the data folder."""
 
     def keep(change: Any, path: str) -> bool:
         if under(path, data_root):
             return False
         # A new folder may hold files written before its watch was added (see files_of).
-        return path.endswith(SUFFIXES) or os.path.isdir(path)
+        return path.endswith(suffixes) or os.path.isdir(path)
 
     return keep

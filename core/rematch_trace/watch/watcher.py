@@ -38,7 +38,7 @@ import attrs
 
 from rematch_trace.errors import RematchError
 from rematch_trace.importing.batch import clean_outputs, import_locked
-from rematch_trace.importing.discovery import discover
+from rematch_trace.importing.discovery import claimable, discover
 from rematch_trace.importing.lock import WATCH, ImportLock
 from rematch_trace.importing.reader import TRUNCATED_TAIL, require_c_backend
 from rematch_trace.importing.settings import ImportSettings
@@ -186,9 +186,10 @@ class Watcher:
     def _watch(self, watchfiles: Any, roots: Roots, state: tuple[tuple[Path, int], ...], ledger: Ledger) -> None:
         """One watch over the roots of ``state``; returns when stopped or when that state changes."""
         data_root = os.path.abspath(self.data.root)
+        suffixes = worker_host().suffixes()
         changes_of = watchfiles.watch(
             *(path for path, _ in state),
-            watch_filter=wanted(data_root),
+            watch_filter=wanted(data_root, suffixes),
             debounce=self.settings.debounce_ms,
             step=self.settings.step_ms,
             stop_event=self.stop_event,
@@ -207,7 +208,8 @@ class Watcher:
                     first = False
                     self._import(discover(worker_host(), list(self.paths)), ledger, lag=False)
                     continue
-                found = files_of(((int(c), p) for c, p in changes), roots, data_root, deleted)
+                found = files_of(((int(c), p) for c, p in changes), roots, data_root, deleted, suffixes)
+                found = [(p, h) for p, h in found if claimable(worker_host(), p, h)]
                 if self.polling:
                     found = self._recheck(found, roots, ledger)
                 if found:
