@@ -268,16 +268,36 @@ class OpenAIResponsesServer(ScriptedServer):
             self.record({"path": route, "body": None, "scenario": "", "step": -1, "method": handler.command})
             send_json(handler, 404, {"error": {"type": "not_found", "message": route}})
 
+    @staticmethod
+    def spawned(body: dict[str, Any]) -> str:
+        """The ``agent_id`` of the newest ``spawn_agent`` output in the request (``""`` when none)."""
+        found = ""
+        for item in body.get("input") or []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":
+                try:
+                    out = json.loads(item.get("output") or "")
+                except (TypeError, ValueError):
+                    continue
+                if isinstance(out, dict) and isinstance(out.get("agent_id"), str):
+                    found = out["agent_id"]
+        return found
+
     def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], index: int, step: Step) -> None:
         items: list[dict[str, Any]] = []
+        # "{spawned}" in a step's input: the subagent the conversation spawned last (a wait_agent's target).
+        spawned = self.spawned(body)
+        step = json.loads(json.dumps(step).replace("{spawned}", spawned)) if spawned else step
         for b in _blocks(step):
             if "tool" in b and b.get("custom"):
                 items.append({"type": "custom_tool_call", "id": self.next_call_id("ctc_"), "status": "completed",
                               "call_id": self.next_call_id("call_"), "name": b["tool"], "input": b["input"]})
             elif "tool" in b:
-                items.append({"type": "function_call", "id": self.next_call_id("fc_"), "status": "completed",
-                              "call_id": self.next_call_id("call_"), "name": b["tool"],
-                              "arguments": json.dumps(b.get("input", {}))})
+                item = {"type": "function_call", "id": self.next_call_id("fc_"), "status": "completed",
+                        "call_id": self.next_call_id("call_"), "name": b["tool"],
+                        "arguments": json.dumps(b.get("input", {}))}
+                if b.get("namespace"):
+                    item["namespace"] = b["namespace"]  # a tool of a namespace (Codex's multi_agent_v1)
+                items.append(item)
             else:
                 items.append({"type": "message", "id": self.next_call_id("msg_"), "status": "completed",
                               "role": "assistant", "content": [{"type": "output_text", "text": b.get("text", DEFAULT_TEXT),
