@@ -116,14 +116,19 @@ def session(tmp_path: Path) -> Iterator[tuple[Path, Path, dict[str, str], dict[s
         yield path, data, env, base
 
 
-def write_rollout(path: Path, *calls: tuple[str, str]) -> None:
-    """The turn's head, then each call (id, command) as the model made it, asking for escalation."""
+def write_rollout(path: Path, *calls: tuple[str, str], answered: bool = False) -> None:
+    """The turn's head, then each call (id, command) as the model made it, asking for escalation;
+    ``answered``: with the output Codex writes once the request is denied (the hook's payload is
+    captured after the verdict's reply, when that line may be there already)."""
     lines = rollout(path.parent.parent / "project")[:4]
     for cid, cmd in calls:
         call = _call(cid, cmd)
         call["arguments"] = orjson.dumps({"cmd": cmd, "sandbox_permissions": "require_escalated",
                                           "justification": "needs the network"}).decode()
         lines.append(_line("42.050", "response_item", call))
+        if answered:
+            lines.append(_line("42.060", "response_item", {"type": "function_call_output", "call_id": cid,
+                                                           "output": 'exec_command failed: Rejected("rematch")'}))
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
 
 
@@ -138,11 +143,13 @@ def calls_of(data: Path, kind: str) -> list[str]:
     return [e["source_tool_call_id"] for e in read_jsonl(data / "events" / f"{SID}.jsonl") if e["kind"] == kind]
 
 
-def test_a_permission_request_the_policy_denies_is_denied_in_codexs_shape(session: Any) -> None:
+@pytest.mark.parametrize("answered", [False, True], ids=["before-output", "output-written"])
+def test_a_permission_request_the_policy_denies_is_denied_in_codexs_shape(session: Any, answered: bool) -> None:
     """No PreToolUse verdict came first (say it failed open): the request is denied as Codex reads it,
-    and the call is recorded once, blocked."""
+    and the call is recorded once, blocked, also when Codex wrote the denied call's output before the
+    capture read the rollout (found by the rig: the call was not found, nothing was recorded)."""
     path, data, env, base = session
-    write_rollout(path, ("call_d", DENIED))
+    write_rollout(path, ("call_d", DENIED), answered=answered)
     run(data, {**base, "hook_event_name": "UserPromptSubmit", "prompt": "Upload the report."}, env)
     out = run(data, asking(base, DENIED), env)
     answer = orjson.loads(out)["hookSpecificOutput"]

@@ -257,10 +257,24 @@ class OpenAIResponsesServer(ScriptedServer):
                 out.append(("assistant", []))
         return out
 
+    @staticmethod
+    def is_review(body: dict[str, Any]) -> bool:
+        """Whether the request is Codex's automatic approval review (``--approve-for-me``): it asks
+        for a JSON ``outcome`` (its ``text.format`` schema), about a transcript holding the markers."""
+        fmt = (body.get("text") or {}).get("format") or {}
+        props = (fmt.get("schema") or {}).get("properties") or {} if isinstance(fmt, dict) else {}
+        return isinstance(props, dict) and "outcome" in props
+
     def handle(self, handler: BaseHTTPRequestHandler, path: str, body: Any) -> None:
         """Responses; 404 for anything else (recorded)."""
         route = path.split("?", 1)[0]
-        if route.endswith("/responses") and isinstance(body, dict):
+        if route.endswith("/responses") and isinstance(body, dict) and self.is_review(body):
+            # The review's answer: the script's "review" scenario's first step, else a denial.
+            step = (self.script.get("review") or [{"text": json.dumps({"outcome": "deny", "risk_level": "high",
+                                                                        "rationale": "rig: no review scripted"})}])[0]
+            self.record({"path": route, "body": body, "scenario": "review", "step": 0})
+            self._answer(handler, body, 0, step)
+        elif route.endswith("/responses") and isinstance(body, dict):
             name, index, step = self.pick(body)
             self.record({"path": route, "body": body, "scenario": name, "step": index})
             self._answer(handler, body, index, step)

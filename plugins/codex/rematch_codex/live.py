@@ -204,7 +204,7 @@ def _call(event: dict[str, Any]) -> ToolCall | None:
 
 def _asked_call(event: dict[str, Any]) -> ToolCall | None:
     """The call a ``PermissionRequest`` asks about: the turn's newest call the payload's command
-    agrees with (:func:`agrees`) that has no output yet, as the rollout holds it; else ``None``.
+    agrees with (:func:`agrees`), one without an output yet first, as the rollout holds it; else ``None``.
 
     Codex names no call id in this payload; the call it escalates was written to the rollout
     before its ``PreToolUse`` ran.
@@ -215,24 +215,30 @@ def _asked_call(event: dict[str, Any]) -> ToolCall | None:
     if not turn_id or type(command) is not str:
         return None
     asked = ToolCall("", "Bash", {"command": command})
-    calls: list[str] = []
-    done: set[str] = set()
-    for line in _turn_lines(path, turn_id, '"call_id"'):
-        p = _item(line)
-        call_id = p.get("call_id")
-        if line.get("type") != "response_item" or type(call_id) is not str:
-            continue
-        if p.get("type") in _CALL_TYPES:
-            calls.append(call_id)
-        elif p.get("type") in ("function_call_output", "custom_tool_call_output"):
-            done.add(call_id)
-    for call_id in reversed(calls):
-        if call_id in done:
-            continue
-        found = _rollout_call(path, call_id)
-        if found is not None and agrees(asked, found):
-            return found
-    return None
+
+    def read() -> ToolCall | None:
+        calls: list[str] = []
+        done: set[str] = set()
+        for line in _turn_lines(path, turn_id, '"call_id"'):
+            p = _item(line)
+            call_id = p.get("call_id")
+            if line.get("type") != "response_item" or type(call_id) is not str:
+                continue
+            if p.get("type") in _CALL_TYPES:
+                calls.append(call_id)
+            elif p.get("type") in ("function_call_output", "custom_tool_call_output"):
+                done.add(call_id)
+        # A call without its output first; else the newest (the payload is captured after the
+        # verdict's reply, by which time Codex may have written a denied call's output).
+        for call_id in [c for c in reversed(calls) if c not in done] + [c for c in reversed(calls) if c in done]:
+            found = _rollout_call(path, call_id)
+            if found is not None and agrees(asked, found):
+                return found
+        return None
+
+    # Codex writes the call through its own writer thread: waited for briefly, as a result's line is.
+    found: ToolCall | None = rollout_tail.wait_for(read, lambda x: x is not None, FLUSH_WAIT_S, FLUSH_POLL_S)
+    return found
 
 
 def _outcome(path: str, call_id: str) -> results.Outcome | None:
