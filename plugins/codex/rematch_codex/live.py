@@ -2,8 +2,9 @@
 
 Codex (0.124+) runs command hooks from ``hooks.json`` with a JSON payload on stdin:
 ``session_id``, ``transcript_path`` (the rollout), ``cwd``, ``hook_event_name``, ``model``,
-``permission_mode``, and on turn-scoped events a ``turn_id``. What each becomes, stream ``""``
-(Codex's subagents are threads of their own, each with its own ``session_id``):
+``permission_mode``, and on turn-scoped events a ``turn_id``. What each becomes, stream ``""``;
+a subagent's payloads (the parent's ``session_id``, the subagent's thread id as ``agent_id``, its
+own rollout) are the subagent's session, stream ``agent_id``, as the import names it:
 
 * every payload: its :class:`~rematch_trace.host.vocab.Session`, then a
   :class:`~rematch_trace.host.vocab.TurnStarted` for its ``turn_id`` (the import's turns are
@@ -21,6 +22,10 @@ Codex (0.124+) runs command hooks from ``hooks.json`` with a JSON payload on std
   turn (the rollout's ``token_usage_record`` lines, each with its usage; the model the turn's
   ``turn_context`` names), the last with ``last_assistant_message``, then
   :class:`~rematch_trace.host.vocab.RunEnd`;
+* ``PermissionRequest`` (Codex about to ask for approval; no call id): the call it asks about,
+  restated (a fallback :class:`~rematch_trace.host.vocab.ToolStarted`): the turn's newest rollout
+  call whose command agrees, an open one first; the service judges it as a ``PreToolUse``;
+* ``SubagentStart``: the subagent's session; ``SubagentStop``: as ``Stop``, then its end;
 * ``PostCompact``: a :class:`~rematch_trace.host.vocab.Compaction`; ``SessionEnd``: the end.
 
 Nothing here keeps the payload or the rollout's lines: records carry what the core digests.
