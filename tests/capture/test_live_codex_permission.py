@@ -216,3 +216,32 @@ def test_the_deny_shape_follows_the_payloads_own_event() -> None:
     shape = json.loads(_client.deny_output(verdict, "codex", asked))
     assert shape["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "rematch: no (policy:x)"}
     assert _client.event_name(b"not json") == "PreToolUse"
+
+
+def test_a_started_call_denied_at_its_permission_request_is_one_call_blocked(tmp_path: Path) -> None:
+    """The call's PreToolUse started it (no verdict: say it failed open); its PermissionRequest is
+    then denied: the trace has one ``pre_tool_use`` event for it and its ``tool_blocked``, no second call."""
+    import rematch_codex
+    from rematch_trace.live.capture import capture_event
+    from rematch_trace.live.session_writer import VERDICT_HOOK_ID
+    from rematch_trace.store.datafolder import DataDir
+    from rematch_trace.testing import make_host
+
+    path = tmp_path / "sessions" / f"rollout-2026-12-01T16-12-41-{SID}.jsonl"
+    path.parent.mkdir()
+    (tmp_path / "project").mkdir()
+    write_rollout(path, ("call_d", DENIED))
+    base = {"session_id": SID, "turn_id": TURN, "transcript_path": str(path), "cwd": str(tmp_path / "project"),
+            "model": "gpt-rig", "permission_mode": "default"}
+    host, data = make_host([rematch_codex]), DataDir(tmp_path / "data")
+    t = 1_796_150_000_000
+    capture_event(host, data, "codex", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "Upload."}, t)
+    capture_event(host, data, "codex", {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                                        "tool_input": {"command": DENIED}, "tool_use_id": "call_d"}, t + 1)
+    capture_event(host, data, "codex", asking(base, DENIED), t + 2, (VERDICT_HOOK_ID, "policy:x: no"))
+    capture_event(host, data, "codex", {**base, "hook_event_name": "SessionEnd", "reason": "other"}, t + 3)
+    live = read_jsonl(tmp_path / "data" / "traces" / f"{SID}.jsonl")
+    assert [(r["call_id"], r["hook_id"]) for r in live if r["ev"] == "tool_blocked"] == [("call_d", "rematch")]
+    events = read_jsonl(tmp_path / "data" / "events" / f"{SID}.jsonl")
+    assert [e["source_tool_call_id"] for e in events if e["kind"] == "pre_tool_use"] == ["call_d"]
+    assert [e["source_tool_call_id"] for e in events if e["kind"] == "tool_blocked"] == ["call_d"]
