@@ -209,6 +209,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=4)
     ap.add_argument("--harness", choices=["claude_code", "codex"], default="claude_code")
     args = ap.parse_args()
+    load_at_start = os.getloadavg()
     make = codex_payloads if args.harness == "codex" else payloads
     work = Path(tempfile.mkdtemp(prefix="rematch-live-bench-"))
     try:
@@ -258,6 +259,9 @@ def main() -> None:
 
         print(f"live capture ({args.harness}): {len(events)} hook invocations ({args.turns} turns x {args.calls} calls); "
               f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
+        # A shared machine: the load the figures were taken under, at the start and now.
+        print(f"load average (1, 5, 15 min): at start {' '.join(f'{x:.2f}' for x in load_at_start)}, "
+              f"at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"{'invocation (ms)':<22} {'n':>5} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
         print("with the service (rematch serve running):")
         print(row("every hook (process)", served[0]))

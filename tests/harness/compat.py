@@ -28,16 +28,19 @@ ROOT = HERE.parent.parent
 DOC = ROOT / "docs" / "compatibility.md"
 BEGIN, END = "<!-- compat-table -->", "<!-- /compat-table -->"
 #: The rig test file of each harness the rig drives so far.
-TESTS = {"claude_code": (HERE / "test_rig_claude_code.py",), "codex": (HERE / "test_rig_codex.py",),
+TESTS = {"claude_code": (HERE / "test_rig_claude_code.py",),
+         "codex": (HERE / "test_rig_codex.py", HERE / "test_rig_codex_permission.py", HERE / "test_rig_codex_plugin.py"),
          "pi": (HERE / "test_rig_pi.py", HERE / "test_rig_pi_live.py")}
 TESTS["gemini_cli"] = (HERE / "test_rig_gemini_cli.py",)
 #: Which tests make each column (a prefix of the test's name).
 COLUMNS = {
     "import": ("test_transcript_imports_with_no_skipped_line", "test_the_model_gets_each_calls_output"),
     "live": ("test_live_equals_import", "test_event_fingerprints_agree", "test_input_sources",
-             "test_subagent_has_its_own_trace", "test_mark_is_recorded_live", "test_tool_results_name_their_tools"),
-    "deny": ("test_deny_is_honoured", "test_deny_is_blocked"),
-    "hold": ("test_an_approved_hold_lets_the_call_run",),
+             "test_subagent_has_its_own_trace", "test_mark_is_recorded_live", "test_tool_results_name_their_tools",
+             "test_a_subagent_is_linked_live_as_on_import", "test_codex_installs_the_folder_and_runs_its_hooks"),
+    "deny": ("test_deny_is_honoured", "test_deny_is_blocked", "test_a_denied_permission_request_is_honoured",
+             "test_the_plugins_deny_is_honoured"),
+    "hold": ("test_an_approved_hold_lets_the_call_run", "test_codex_asks_and_the_approved_call_is_not_held_twice"),
 }
 
 

@@ -257,10 +257,24 @@ class OpenAIResponsesServer(ScriptedServer):
                 out.append(("assistant", []))
         return out
 
+    @staticmethod
+    def is_review(body: dict[str, Any]) -> bool:
+        """Whether the request is Codex's automatic approval review (``--approve-for-me``): it asks
+        for a JSON ``outcome`` (its ``text.format`` schema), about a transcript holding the markers."""
+        fmt = (body.get("text") or {}).get("format") or {}
+        props = (fmt.get("schema") or {}).get("properties") or {} if isinstance(fmt, dict) else {}
+        return isinstance(props, dict) and "outcome" in props
+
     def handle(self, handler: BaseHTTPRequestHandler, path: str, body: Any) -> None:
         """Responses; 404 for anything else (recorded)."""
         route = path.split("?", 1)[0]
-        if route.endswith("/responses") and isinstance(body, dict):
+        if route.endswith("/responses") and isinstance(body, dict) and self.is_review(body):
+            # The review's answer: the script's "review" scenario's first step, else a denial.
+            step = (self.script.get("review") or [{"text": json.dumps({"outcome": "deny", "risk_level": "high",
+                                                                        "rationale": "rig: no review scripted"})}])[0]
+            self.record({"path": route, "body": body, "scenario": "review", "step": 0})
+            self._answer(handler, body, 0, step)
+        elif route.endswith("/responses") and isinstance(body, dict):
             name, index, step = self.pick(body)
             self.record({"path": route, "body": body, "scenario": name, "step": index})
             self._answer(handler, body, index, step)
@@ -268,16 +282,36 @@ class OpenAIResponsesServer(ScriptedServer):
             self.record({"path": route, "body": None, "scenario": "", "step": -1, "method": handler.command})
             send_json(handler, 404, {"error": {"type": "not_found", "message": route}})
 
+    @staticmethod
+    def spawned(body: dict[str, Any]) -> str:
+        """The ``agent_id`` of the newest ``spawn_agent`` output in the request (``""`` when none)."""
+        found = ""
+        for item in body.get("input") or []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":
+                try:
+                    out = json.loads(item.get("output") or "")
+                except (TypeError, ValueError):
+                    continue
+                if isinstance(out, dict) and isinstance(out.get("agent_id"), str):
+                    found = out["agent_id"]
+        return found
+
     def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], index: int, step: Step) -> None:
         items: list[dict[str, Any]] = []
+        # "{spawned}" in a step's input: the subagent the conversation spawned last (a wait_agent's target).
+        spawned = self.spawned(body)
+        step = json.loads(json.dumps(step).replace("{spawned}", spawned)) if spawned else step
         for b in _blocks(step):
             if "tool" in b and b.get("custom"):
                 items.append({"type": "custom_tool_call", "id": self.next_call_id("ctc_"), "status": "completed",
                               "call_id": self.next_call_id("call_"), "name": b["tool"], "input": b["input"]})
             elif "tool" in b:
-                items.append({"type": "function_call", "id": self.next_call_id("fc_"), "status": "completed",
-                              "call_id": self.next_call_id("call_"), "name": b["tool"],
-                              "arguments": json.dumps(b.get("input", {}))})
+                item = {"type": "function_call", "id": self.next_call_id("fc_"), "status": "completed",
+                        "call_id": self.next_call_id("call_"), "name": b["tool"],
+                        "arguments": json.dumps(b.get("input", {}))}
+                if b.get("namespace"):
+                    item["namespace"] = b["namespace"]  # a tool of a namespace (Codex's multi_agent_v1)
+                items.append(item)
             else:
                 items.append({"type": "message", "id": self.next_call_id("msg_"), "status": "completed",
                               "role": "assistant", "content": [{"type": "output_text", "text": b.get("text", DEFAULT_TEXT),

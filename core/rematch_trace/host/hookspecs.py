@@ -192,7 +192,9 @@ def hook_denial(harness: str, verdict: dict[str, Any]) -> bytes | None:
         the plugin that owns it, as ``live_records``).
     :param verdict: the service's answer (IPC v2 ``verdict``: ``decision``,
         ``reason``, ``explanation``, ``incident_id``...), untrusted like any
-        peer's bytes: check every field's type.
+        peer's bytes: check every field's type. Its ``hook_event_name`` says
+        which event the deny answers (``PreToolUse``, or ``PermissionRequest``:
+        the harness asking its person to approve a call).
     :return: the exact bytes for the hook's stdout, or ``None`` when
         ``harness`` is not yours. First result wins.
     """

@@ -156,6 +156,9 @@ class ApprovalBook:
         self._lock = threading.Lock()
         self._items: dict[str, Approval] = {}
         self._decided: dict[str, str] = {}
+        # The nonce-less event fingerprints of approved calls (newest kept): a harness that then
+        # asks its person about the same call (Codex's PermissionRequest) is not held twice.
+        self._approved_events: dict[str, None] = {}
 
     def hold(self, approval: Approval) -> Approval:
         """File a new pending approval; :class:`BookFull` past the limit."""
@@ -164,6 +167,11 @@ class ApprovalBook:
                 raise BookFull(f"{self.limit} invocations are already held")
             self._items[approval.approval_id] = approval
         return approval
+
+    def approved_call(self, event_fingerprint: str | None) -> bool:
+        """Whether a held call with this (nonce-less) event fingerprint was approved (of the newest remembered)."""
+        with self._lock:
+            return bool(event_fingerprint) and event_fingerprint in self._approved_events
 
     def new_id(self) -> str:
         """A fresh approval id: 12 lowercase hex digits from the system's random source."""
@@ -192,6 +200,10 @@ class ApprovalBook:
         self._decided[a.approval_id] = state
         if len(self._decided) > REMEMBERED:
             del self._decided[next(iter(self._decided))]
+        if state == "approved" and a.event_fingerprint:
+            self._approved_events[a.event_fingerprint] = None
+            if len(self._approved_events) > REMEMBERED:
+                del self._approved_events[next(iter(self._approved_events))]
         a.done.set()
         return True
 

@@ -32,6 +32,10 @@ from rematch_trace.store.datafolder import DataDir, reaper, safe_name
 MAX_PAYLOAD_BYTES = 64 << 20
 
 
+#: The hook events the service judges before answering (a verdict may deny them): a call before it
+#: runs, and the harness asking its person to approve one (Codex's ``PermissionRequest``; its call is
+#: the one the plugin's records restate, else the payload's ``tool_name``/``tool_input``).
+JUDGED_EVENTS = frozenset({"PreToolUse", "PermissionRequest"})
 #: The hook events that carry one tool call (their records include a ToolStarted when it is recorded).
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 
@@ -83,8 +87,10 @@ def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any]
     if not records:
         return []
     if blocked is not None:
-        records = [*records, *(vocab.CallBlocked(r.stream, r.t, r.call.id, r.call.name, *blocked)
-                               for r in records if isinstance(r, vocab.ToolStarted) and not r.fallback)]
+        started = [r for r in records if isinstance(r, vocab.ToolStarted)]
+        # A call's own PreToolUse states it; a permission request restates a started call (fallback).
+        targets = [r for r in started if not r.fallback] or started
+        records = [*records, *(vocab.CallBlocked(r.stream, r.t, r.call.id, r.call.name, *blocked) for r in targets)]
     # The same invocation delivered twice (a service that answered too late, then the
     # in-process fallback) is applied once: its digest, never the payload, is remembered.
     try:
@@ -205,7 +211,7 @@ def register_capture(service: Any, data: Path) -> None:
 
     def on_hook_event(request: dict[str, Any], invocation: Any) -> Any:
         payload = request.get("host_payload")
-        if (type(payload) is dict and payload.get("hook_event_name") == "PreToolUse"
+        if (type(payload) is dict and payload.get("hook_event_name") in JUDGED_EVENTS
                 and getattr(service, "provider", None) is not None):
             verdict = service.verdict(request, invocation)
             if verdict["decision"] != "deny":

@@ -111,11 +111,32 @@ def _taken(reply: Reply) -> bool:
     )
 
 
-def _deny(harness: str, verdict: Reply, out: int) -> None:
-    """Print the harness's own deny output (its plugin's ``hook_denial``) on the saved stdout."""
+#: The hook events whose payload is judged (a verdict may deny it): a call before it runs, and the
+#: harness asking its person to approve one (Codex's ``PermissionRequest``).
+JUDGED_EVENTS = ("PreToolUse", "PermissionRequest")
+
+
+def _event_name(raw: bytes) -> str:
+    """The payload's top-level ``hook_event_name`` (``PreToolUse`` when it cannot be read)."""
+    import orjson
+
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return "PreToolUse"
+    name = event.get("hook_event_name") if type(event) is dict else None
+    return name if type(name) is str else "PreToolUse"
+
+
+def _deny(harness: str, verdict: Reply, out: int, event: str = "PreToolUse") -> None:
+    """Print the harness's own deny output (its plugin's ``hook_denial``) on the saved stdout.
+
+    ``event``: the hook event the deny answers, handed to the plugin as the verdict's
+    ``hook_event_name`` (a ``PermissionRequest`` is denied in its own shape).
+    """
     from rematch_trace.live.capture import default_host
 
-    text = default_host().denial(harness, dict(verdict))
+    text = default_host().denial(harness, {**verdict, "hook_event_name": event})
     if text:
         os.write(out, text)
 
@@ -182,7 +203,7 @@ def judge_and_capture(harness: str, raw: bytes, t: int, root: Path, cause: str,
     def log(line: str) -> None:
         paths.append_log(root, f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} hook {harness} {line}")
 
-    pre = b'"PreToolUse"' in raw  # cheap and conservative: any payload that could be one
+    pre = any(f'"{name}"'.encode() in raw for name in JUDGED_EVENTS)  # cheap and conservative
     host = default_host()
     event: object = None
     verdict: Reply | None = None
@@ -195,7 +216,7 @@ def judge_and_capture(harness: str, raw: bytes, t: int, root: Path, cause: str,
             raise BadPayload(f"payload is not JSON ({type(err).__name__})") from None
         if type(event) is not dict:
             raise BadPayload(f"payload is a JSON {type(event).__name__}, not an object")
-        if event.get("hook_event_name") == "PreToolUse":
+        if event.get("hook_event_name") in JUDGED_EVENTS:
             policy, note = local.fallback_policy(root)
             if note:
                 log(f"fallback {note}")
@@ -259,11 +280,12 @@ def main(argv: list[str] | None = None) -> int:
             verdict = _to_service(harness, raw, t, root)
             if verdict is not None:
                 if verdict.get("decision") == "deny":
-                    _deny(harness, verdict, out_fd)
+                    _deny(harness, verdict, out_fd, _event_name(raw))
                 return 0
             cause = "no service took it"
         # No service answered: the call is judged here, by the same rules, and captured as told.
-        judge_and_capture(harness, raw, t, root, cause, lambda verdict: _deny(harness, cast("Reply", verdict), out_fd))
+        judge_and_capture(harness, raw, t, root, cause,
+                          lambda verdict: _deny(harness, cast("Reply", verdict), out_fd, _event_name(raw)))
     except BaseException as err:  # fail open: the session goes on whatever happened here
         if root is not None:
             from rematch_trace.live.folder import log_error

@@ -59,17 +59,22 @@ EVENTS: tuple[tuple[str, bool, bool], ...] = (
 )
 #: Codex's events (0.124+; docs: developers.openai.com/codex/hooks), all synchronous: Codex's
 #: handlers have no ``async`` key (matching handlers of one event run concurrently instead).
-#: ``PermissionRequest``, ``PreCompact``, ``SubagentStart``/``SubagentStop`` are not installed:
-#: nothing of them reaches the trace yet (docs/live-capture.md, "not done").
+#: ``PermissionRequest`` is judged as a ``PreToolUse`` is (a deny denies, a hold waits); ``PreCompact``
+#: is not installed: nothing of it reaches the trace (docs/live-capture.md).
 CODEX_EVENTS: tuple[tuple[str, bool, bool], ...] = (
     ("SessionStart", False, False),
     ("UserPromptSubmit", False, False),
     ("PreToolUse", False, False),
+    ("PermissionRequest", False, False),
     ("PostToolUse", False, False),
     ("PostCompact", False, False),
+    ("SubagentStart", False, False),
+    ("SubagentStop", False, False),
     ("Stop", False, False),
     ("SessionEnd", False, False),
 )
+#: The events whose hook may hold a call for a person: their command carries the hold's budget.
+JUDGED_EVENTS = ("PreToolUse", "PermissionRequest")
 
 
 @attrs.frozen
@@ -280,7 +285,7 @@ def _with_ours(doc: dict[str, Any], command: str, hold_seconds: float | None = N
     hooks = dict(out.get("hooks") or {})
     for event, is_async, matcher in target.events:
         handler: dict[str, Any] = {"type": "command", "command": command}
-        if event == "PreToolUse" and hold_seconds is not None:
+        if event in JUDGED_EVENTS and hold_seconds is not None:
             # A held call waits for a person: the IPC budget (read by the hook client as one
             # word, which rematch-hook ignores) and Claude Code's own timeout follow the hold.
             budget_ms, timeout_s = hold_budget(hold_seconds)

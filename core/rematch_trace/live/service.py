@@ -654,6 +654,14 @@ class Service:
         fp = action.binding or action.event["action_fingerprint"] or request["invocation_nonce"]
         incident = incident_of(action, request["invocation_nonce"])
         if verdict.decision == "hold":
+            payload = request.get("host_payload")
+            asking = type(payload) is dict and payload.get("hook_event_name") == "PermissionRequest"
+            if asking and self.approvals.approved_call(action.event["action_fingerprint"]):
+                # The harness asks its person about a call a person already approved here (at its
+                # PreToolUse): not held twice; the harness's own question goes on as usual.
+                return make_reply(rid, "no_override", "approval:approved",
+                                  "A person approved this call when it was held.", source="approval",
+                                  tool_class=tool_class)
             return self._hold(request, inv, action, verdict, incident)
         if verdict.decision == "deny":
             self.log(f"deny request_id={rid} reason={verdict.reason} tool_class={tool_class} fingerprint={fp}")

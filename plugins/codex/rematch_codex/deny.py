@@ -15,7 +15,9 @@ HARNESS = "codex"
 
 
 def output(verdict: dict[str, Any]) -> bytes | None:
-    """Codex's ``PreToolUse`` deny (``hookSpecificOutput.permissionDecision: "deny"`` and the reason)."""
+    """Codex's deny of the event the verdict answers (its ``hook_event_name``): a ``PreToolUse``'s
+    (``hookSpecificOutput.permissionDecision: "deny"`` and the reason), a ``PermissionRequest``'s
+    (``hookSpecificOutput.decision: {"behavior": "deny", "message": ...}``)."""
     from rematch_trace.live.install import hook_client
 
     path = hook_client()
@@ -26,5 +28,6 @@ def output(verdict: dict[str, Any]) -> bytes | None:
         return None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    out: bytes = module.deny_output(verdict, HARNESS)
+    event = verdict.get("hook_event_name")
+    out: bytes = module.deny_output(verdict, HARNESS, event if type(event) is str else "PreToolUse")
     return out

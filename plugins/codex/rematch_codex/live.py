@@ -2,8 +2,9 @@
 
 Codex (0.124+) runs command hooks from ``hooks.json`` with a JSON payload on stdin:
 ``session_id``, ``transcript_path`` (the rollout), ``cwd``, ``hook_event_name``, ``model``,
-``permission_mode``, and on turn-scoped events a ``turn_id``. What each becomes, stream ``""``
-(Codex's subagents are threads of their own, each with its own ``session_id``):
+``permission_mode``, and on turn-scoped events a ``turn_id``. What each becomes, stream ``""``;
+a subagent's payloads (the parent's ``session_id``, the subagent's thread id as ``agent_id``, its
+own rollout) are the subagent's session, stream ``agent_id``, as the import names it:
 
 * every payload: its :class:`~rematch_trace.host.vocab.Session`, then a
   :class:`~rematch_trace.host.vocab.TurnStarted` for its ``turn_id`` (the import's turns are
@@ -21,6 +22,10 @@ Codex (0.124+) runs command hooks from ``hooks.json`` with a JSON payload on std
   turn (the rollout's ``token_usage_record`` lines, each with its usage; the model the turn's
   ``turn_context`` names), the last with ``last_assistant_message``, then
   :class:`~rematch_trace.host.vocab.RunEnd`;
+* ``PermissionRequest`` (Codex about to ask for approval; no call id): the call it asks about,
+  restated (a fallback :class:`~rematch_trace.host.vocab.ToolStarted`): the turn's newest rollout
+  call whose command agrees, an open one first; the service judges it as a ``PreToolUse``;
+* ``SubagentStart``: the subagent's session; ``SubagentStop``: as ``Stop``, then its end;
 * ``PostCompact``: a :class:`~rematch_trace.host.vocab.Compaction`; ``SessionEnd``: the end.
 
 Nothing here keeps the payload or the rollout's lines: records carry what the core digests.
@@ -49,7 +54,7 @@ from rematch_trace.host.vocab import (
 )
 
 from . import results, rollout_tail, usage
-from .translate import _call_input, permission_mode
+from .translate import _call_input, permission_mode, subagent_of
 
 #: ``input.source`` of a prompt the user submitted.
 PROMPT_SOURCE = "prompt"
@@ -68,18 +73,41 @@ def _str(event: dict[str, Any], key: str) -> str:
     return clean(value) if type(value) is str else ""
 
 
-def _provider(path: str) -> str:
-    provider = rollout_tail.session_meta(path).get("model_provider")
+def _provider(meta: dict[str, Any]) -> str:
+    provider = meta.get("model_provider")
     return clean(provider) if type(provider) is str and provider else DEFAULT_PROVIDER
 
 
+def _agent(event: dict[str, Any]) -> str:
+    """The subagent a payload is of (its thread id), ``""`` for the main thread's."""
+    agent = _str(event, "agent_id")
+    return agent if agent != _str(event, "session_id") else ""
+
+
+def _rollout(event: dict[str, Any]) -> str:
+    """The rollout of the payload's own thread: a subagent's ``SubagentStop`` names it
+    ``agent_transcript_path`` (its ``transcript_path`` is the parent's); every other payload
+    of a thread names its own ``transcript_path``."""
+    return _str(event, "agent_transcript_path") or _str(event, "transcript_path")
+
+
 def _session(event: dict[str, Any], t: int) -> Session | None:
+    """The payload's session. A subagent's payloads carry the parent's ``session_id`` and the
+    subagent's thread id as ``agent_id``: its session is the thread, as the import of its own
+    rollout names it (kind ``sub``, the parent thread, the name its ``session_meta`` gives)."""
     sid = _str(event, "session_id")
     if not sid:
         return None
     model = _str(event, "model")
-    ref = ModelRef(_provider(_str(event, "transcript_path")), model) if model else None
-    return Session("", t, sid, _str(event, "cwd"), "main", None, None, None, ref)
+    agent = _agent(event)
+    meta = rollout_tail.session_meta(_rollout(event))
+    ref = ModelRef(_provider(meta), model) if model else None
+    if not agent:
+        return Session("", t, sid, _str(event, "cwd"), "main", None, None, None, ref)
+    _, parent, name = subagent_of(meta) if meta.get("id") == agent else (True, None, None)
+    parent = clean(parent) if type(parent) is str and parent else sid
+    name = clean(name) if type(name) is str and name else None
+    return Session(agent, t, agent, _str(event, "cwd"), "sub", name, None, parent, ref)
 
 
 def _payload_call(event: dict[str, Any]) -> ToolCall | None:
@@ -138,14 +166,23 @@ def _command(value: Any) -> str | None:
     return None
 
 
+def _names(name: str) -> tuple[str, ...]:
+    """How a payload may name the rollout's tool ``name``: as it is, and for a namespaced one
+    (``multi_agent_v1.spawn_agent``) bare (``spawn_agent``) or joined (``multi_agent_v1spawn_agent``):
+    Codex 0.169 names ``spawn_agent`` bare and ``wait_agent`` joined."""
+    namespace, dot, bare = name.rpartition(".")
+    return (name, bare, namespace + bare) if dot else (name,)
+
+
 def agrees(payload: ToolCall, rollout: ToolCall) -> bool:
     """Whether the rollout's call is the one the payload says will run.
 
     Codex normalises a shell call in the payload (``Bash``, ``tool_input.command``); the rollout
     holds the model's own (``exec_command`` and ``cmd``, ``shell``/``local_shell`` and a
-    ``command`` list). Any other call must be the same name and input.
+    ``command`` list). Any other call must be the same input and name (a namespaced tool's may
+    be named bare or joined, :func:`_names`).
     """
-    if payload.name == rollout.name and payload.input == rollout.input:
+    if payload.input == rollout.input and payload.name in _names(rollout.name):
         return True
     if payload.name != "Bash" or type(payload.input) is not dict or type(rollout.input) is not dict:
         return False
@@ -166,8 +203,47 @@ def _call(event: dict[str, Any]) -> ToolCall | None:
     payload = _payload_call(event)
     if payload is None:
         return None
-    found = _rollout_call(_str(event, "transcript_path"), payload.id)
+    found = _rollout_call(_rollout(event), payload.id)
     return found if found is not None and agrees(payload, found) else payload
+
+
+def _asked_call(event: dict[str, Any]) -> ToolCall | None:
+    """The call a ``PermissionRequest`` asks about: the turn's newest call the payload's command
+    agrees with (:func:`agrees`), one without an output yet first, as the rollout holds it; else ``None``.
+
+    Codex names no call id in this payload; the call it escalates was written to the rollout
+    before its ``PreToolUse`` ran.
+    """
+    path, turn_id = _rollout(event), _str(event, "turn_id")
+    tool_input = event.get("tool_input")
+    command = tool_input.get("command") if type(tool_input) is dict else None
+    if not turn_id or type(command) is not str:
+        return None
+    asked = ToolCall("", "Bash", {"command": command})
+
+    def read() -> ToolCall | None:
+        calls: list[str] = []
+        done: set[str] = set()
+        for line in _turn_lines(path, turn_id, '"call_id"'):
+            p = _item(line)
+            call_id = p.get("call_id")
+            if line.get("type") != "response_item" or type(call_id) is not str:
+                continue
+            if p.get("type") in _CALL_TYPES:
+                calls.append(call_id)
+            elif p.get("type") in ("function_call_output", "custom_tool_call_output"):
+                done.add(call_id)
+        # A call without its output first; else the newest (the payload is captured after the
+        # verdict's reply, by which time Codex may have written a denied call's output).
+        for call_id in [c for c in reversed(calls) if c not in done] + [c for c in reversed(calls) if c in done]:
+            found = _rollout_call(path, call_id)
+            if found is not None and agrees(asked, found):
+                return found
+        return None
+
+    # Codex writes the call through its own writer thread: waited for briefly, as a result's line is.
+    found: ToolCall | None = rollout_tail.wait_for(read, lambda x: x is not None, FLUSH_WAIT_S, FLUSH_POLL_S)
+    return found
 
 
 def _outcome(path: str, call_id: str) -> results.Outcome | None:
@@ -190,12 +266,12 @@ def _outcome(path: str, call_id: str) -> results.Outcome | None:
     return None
 
 
-def _result(event: dict[str, Any], call: ToolCall, t: int) -> ToolResult:
+def _result(event: dict[str, Any], call: ToolCall, t: int, stream: str) -> ToolResult:
     text = results.output_text(event.get("tool_response"))
-    found = _outcome(_str(event, "transcript_path"), call.id)
+    found = _outcome(_rollout(event), call.id)
     err, cls = found if found is not None else results.classify_output(text, event.get("tool_response"))
     text = clean(text)
-    return ToolResult("", t, call.id, utf8_len(text), text[:OUTPUT_HEAD_CHARS], err, cls, call.name)
+    return ToolResult(stream, t, call.id, utf8_len(text), text[:OUTPUT_HEAD_CHARS], err, cls, call.name)
 
 
 def _turn_lines(path: str, turn_id: str, *more: str) -> list[dict[str, Any]]:
@@ -249,18 +325,19 @@ def _responses(path: str, turn_id: str, last_text: str) -> tuple[list[list[int]]
 
 
 def _stop(event: dict[str, Any], t: int, session: Session) -> list[Neutral]:
+    stream = session.stream
     text = _str(event, "last_assistant_message")
-    path, turn_id = _str(event, "transcript_path"), _str(event, "turn_id")
+    path, turn_id = _rollout(event), _str(event, "turn_id")
     vectors, model = _responses(path, turn_id, text) if turn_id else ([], "")
     provider = session.model.provider if session.model is not None else DEFAULT_PROVIDER
     ref = ModelRef(provider, clean(model)) if model else session.model
     if not vectors:
-        return [AssistantMessage("", t, model=ref, text=text), RunEnd("", t, "stop")]
+        return [AssistantMessage(stream, t, model=ref, text=text), RunEnd(stream, t, "stop")]
     out: list[Neutral] = []
     for i, vec in enumerate(vectors):
         last = i == len(vectors) - 1
-        out.append(AssistantMessage("", t, model=ref, usage=usage.to_usage(vec), text=text if last else ""))
-    out.append(RunEnd("", t, "stop"))
+        out.append(AssistantMessage(stream, t, model=ref, usage=usage.to_usage(vec), text=text if last else ""))
+    out.append(RunEnd(stream, t, "stop"))
     return out
 
 
@@ -270,33 +347,41 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
     if session is None:
         return []
     name = event.get("hook_event_name")
+    stream = session.stream
     out: list[Neutral] = [session]
     turn_id = _str(event, "turn_id")
     if turn_id:
-        out.append(TurnStarted("", t, turn_id))
-    if name == "SessionStart":
+        out.append(TurnStarted(stream, t, turn_id))
+    if name in ("SessionStart", "SubagentStart"):
         return out
     if name == "UserPromptSubmit":
         prompt = event.get("prompt")
         if type(prompt) is not str:
             return []
-        mode = _mode(_str(event, "transcript_path"), turn_id) if turn_id else None
+        mode = _mode(_rollout(event), turn_id) if turn_id else None
         if mode is not None:
-            out.append(PermissionMode("", t, mode))
-        out.append(UserMessage("", t, clean(prompt), source=PROMPT_SOURCE))
+            out.append(PermissionMode(stream, t, mode))
+        out.append(UserMessage(stream, t, clean(prompt), source=PROMPT_SOURCE))
         return out
     if name == "PreToolUse":
         call = _call(event)
-        return [*out, ToolStarted("", t, call)] if call is not None else []
+        return [*out, ToolStarted(stream, t, call)] if call is not None else []
+    if name == "PermissionRequest":
+        # The call is already started by its PreToolUse: restated (nothing new is recorded), so a
+        # deny can mark it blocked. A command the model did not call (one of a script's) is none.
+        asked = _asked_call(event)
+        return [*out, ToolStarted(stream, t, asked, fallback=True)] if asked is not None else out
     if name == "PostToolUse":
         call = _call(event)
         if call is None:
             return []
-        return [*out, ToolStarted("", t, call, fallback=True), _result(event, call, t)]
+        return [*out, ToolStarted(stream, t, call, fallback=True), _result(event, call, t, stream)]
     if name == "Stop":
         return [*out, *_stop(event, t, session)]
+    if name == "SubagentStop" and session.agent_kind == "sub":
+        return [*out, *_stop(event, t, session), SessionEnded(stream, t, "subagent_stop")]
     if name == "PostCompact":
-        return [*out, Compaction("", t, _str(event, "trigger"))]
+        return [*out, Compaction(stream, t, _str(event, "trigger"))]
     if name == "SessionEnd":
-        return [*out, SessionEnded("", t, _str(event, "reason"))]
+        return [*out, SessionEnded(stream, t, _str(event, "reason"))]
     return []

@@ -127,6 +127,30 @@ def _new_state() -> dict[str, Any]:
     }
 
 
+def subagent_of(meta: dict[str, Any]) -> tuple[bool, Any, Any]:
+    """(whether the rollout is a subagent's, its parent thread id, its name) from its ``session_meta``.
+
+    The live capture names a subagent's session from the same fields (unchecked values: the
+    caller checks each is a non-empty string).
+    """
+    src = meta.get("source")
+    sub = src.get("subagent") if isinstance(src, dict) else None
+    spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
+    spawn = spawn if isinstance(spawn, dict) else {}
+    is_sub = sub is not None or meta.get("thread_source") == "subagent"
+    parent = spawn.get("parent_thread_id") or meta.get("parent_thread_id")
+    name = (
+        meta.get("agent_role")
+        or meta.get("agent_type")
+        or spawn.get("agent_role")
+        or meta.get("agent_nickname")
+        or spawn.get("agent_nickname")
+        or (sub if isinstance(sub, str) else None)
+        or (next(iter(sub)) if isinstance(sub, dict) and len(sub) == 1 and "thread_spawn" not in sub else None)
+    )
+    return is_sub, parent, name
+
+
 def _v7_prefix(value: Any) -> str | None:
     """The 48-bit millisecond prefix of a UUIDv7 (``xxxxxxxx-xxxx``), else ``None``."""
     if isinstance(value, str) and len(value) >= 15 and value[8] == "-" and value[14] == "7":
@@ -263,21 +287,7 @@ class _Translator:
         if not isinstance(sid, str) or not sid:
             sid = thread_id_of(self.source.path) or self.source.path.name
         cwd = meta.get("cwd")
-        src = meta.get("source")
-        sub = src.get("subagent") if isinstance(src, dict) else None
-        spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
-        spawn = spawn if isinstance(spawn, dict) else {}
-        is_sub = sub is not None or meta.get("thread_source") == "subagent"
-        parent = spawn.get("parent_thread_id") or meta.get("parent_thread_id")
-        name = (
-            meta.get("agent_role")
-            or meta.get("agent_type")
-            or spawn.get("agent_role")
-            or meta.get("agent_nickname")
-            or spawn.get("agent_nickname")
-            or (sub if isinstance(sub, str) else None)
-            or (next(iter(sub)) if isinstance(sub, dict) and len(sub) == 1 and "thread_spawn" not in sub else None)
-        )
+        is_sub, parent, name = subagent_of(meta)
         version = meta.get("cli_version")
         provider = meta.get("model_provider")
         if isinstance(provider, str) and provider:

@@ -111,10 +111,14 @@ def _captured_call(host: Host, adapter: str, payload: dict[str, Any],
                    t: int) -> tuple[vocab.Session, str | None, vocab.ToolCall] | None:
     """The session, turn and call live capture records for ``payload``; ``None`` when no plugin gives them."""
     try:
-        records = host.live(adapter, dict(payload, hook_event_name="PreToolUse"), t)
+        event = payload if payload.get("hook_event_name") == "PermissionRequest" else dict(
+            payload, hook_event_name="PreToolUse")
+        records = host.live(adapter, event, t)
     except Exception:  # a plugin that fails here leaves the keys as they are
         return None
-    started = next((r for r in records if isinstance(r, vocab.ToolStarted) and not r.fallback), None)
+    asking = payload.get("hook_event_name") == "PermissionRequest"
+    # A permission request restates a call already started (a fallback ToolStarted): that call.
+    started = next((r for r in records if isinstance(r, vocab.ToolStarted) and (asking or not r.fallback)), None)
     if started is None:
         return None
     stream = started.stream
@@ -134,7 +138,11 @@ def build_action(host: Host, request: Request, redactor: Redactor | None = None)
     session_id = _field(p, "session_id")
     cwd = _field(p, "cwd")
     tool = _field(p, "tool_name")
-    call_id = _field(p, "tool_use_id")
+    # A permission request names no call (Codex's): the plugin's records give the call it is for;
+    # when none does (a command the model did not call, e.g. one of a script's own), it is judged
+    # as a call of its own, named for the invocation (nothing of it reaches the trace).
+    asking = p.get("hook_event_name") == "PermissionRequest"
+    call_id = _field(p, "tool_use_id", required=not asking) or f"permission-{request['invocation_nonce'][:16]}"
     sub = _field(p, "agent_id", required=False)
     assert session_id is not None and cwd is not None and tool is not None and call_id is not None
     if "tool_input" not in p:

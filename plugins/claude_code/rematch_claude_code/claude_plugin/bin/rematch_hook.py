@@ -558,15 +558,60 @@ DENY_SHAPES = {
 }
 
 
-def deny_output(reply: dict[str, object], harness: str = "claude_code") -> bytes:
-    """The harness's PreToolUse output that denies the call, with the service's reason
-    (:data:`DENY_SHAPES`; Claude Code's for a harness it does not name)."""
+#: Each harness's documented ``PermissionRequest`` output that denies the request (the person is
+#: not asked; the call does not run). Codex (0.124+; its hooks schema
+#: ``permission-request.command.output``): ``hookSpecificOutput.decision.behavior: "deny"`` and a
+#: ``message``. A harness not named here gets nothing printed (it asks its person as usual).
+PERMISSION_DENY_SHAPES = {
+    "codex": ('{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny",'
+              '"message":{reason}}}}\n'),
+}
+#: The events whose payload the service judges (a verdict may deny it): a call before it runs, and
+#: a harness asking its person to approve one.
+JUDGED_EVENTS = (b'"PreToolUse"', b'"PermissionRequest"')
+
+
+class _PlainScan:
+    """What ``_json.make_scanner`` reads to build plain values (the payload's event name only)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float
+
+
+def event_name(raw: bytes) -> str:
+    """The payload's top-level ``hook_event_name`` (``PreToolUse`` when it cannot be read).
+
+    Read by parsing the object, never by searching its bytes: a tool input may hold the same key
+    and value in a nested object (an attacker's text), which must not choose the deny's shape.
+    Only a deny asks, so the parse costs nothing on the common path.
+    """
+    try:
+        text = raw.decode("utf-8")
+        start = len(text) - len(text.lstrip(_JSON_SPACE))
+        value, _ = _json.make_scanner(_PlainScan())(text, start)  # type: ignore[arg-type]
+    except Exception:  # any failure (not JSON, too deep...): the call's own event
+        return "PreToolUse"
+    name = value.get("hook_event_name") if type(value) is dict else None
+    return name if type(name) is str else "PreToolUse"
+
+
+def deny_output(reply: dict[str, object], harness: str = "claude_code", event: str = "PreToolUse") -> bytes:
+    """The harness's output that denies the call, with the service's reason: for ``PreToolUse``
+    (:data:`DENY_SHAPES`; Claude Code's for a harness it does not name), for ``PermissionRequest``
+    (:data:`PERMISSION_DENY_SHAPES`; ``b""`` for a harness it does not name)."""
     explanation = str(reply.get("explanation") or "denied by rematch's policy")
     reason = f"rematch: {explanation} ({reply.get('reason')!s:.64}"
     incident = reply.get("incident_id")
     reason += f", incident {incident!s:.64})" if incident else ")"
     text = _json.encode_basestring_ascii(reason[:MAX_REASON_CHARS])
-    shape = DENY_SHAPES.get(harness, DENY_SHAPES["claude_code"])
+    if event == "PermissionRequest":
+        shape = PERMISSION_DENY_SHAPES.get(harness, "")
+    else:
+        shape = DENY_SHAPES.get(harness, DENY_SHAPES["claude_code"])
     return shape.replace("{reason}", text).encode()
 
 
@@ -609,7 +654,7 @@ def capture_here(harness: str, raw: bytes, t: int, data: str, cause: str = "", o
     """
     def tell(reply: dict[str, object]) -> None:
         if out >= 0:
-            os.write(out, deny_output(reply, harness))
+            os.write(out, deny_output(reply, harness, event_name(raw)))
 
     if with_rematch():
         from pathlib import Path
@@ -696,11 +741,11 @@ def main(argv: list[str]) -> int:
             if why.startswith("no_service") and with_rematch():
                 start_service(data)
                 # A call's verdict is worth waiting for; any other event is captured here at once.
-                if b'"PreToolUse"' in raw:
+                if any(name in raw for name in JUDGED_EVENTS):
                     reply, why = ask_service(harness, raw, t, data, wait=True, budget_ms=budget)
             if reply is not None and taken(reply):
                 if reply.get("decision") == "deny":
-                    os.write(out, deny_output(reply, harness))
+                    os.write(out, deny_output(reply, harness, event_name(raw)))
                 return 0
             if reply is not None:
                 why = f"not taken: the service answered {reply.get('reason')!s:.64}"

@@ -1,0 +1,89 @@
+"""The Codex plugin folder ``rematch-codex`` ships: its contents against Codex's documented shape, and
+its hook command run as Codex runs it (``sh -c`` with ``PLUGIN_ROOT`` set to the installed copy).
+
+Codex 0.169 installs it non-interactively (``codex plugin marketplace add`` + ``codex plugin add``)
+and runs its hooks: tests/harness/test_rig_codex_plugin.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+from capture_helpers import hook_env, read_jsonl
+from test_live_codex import DENIED, SID, TURN
+
+from rematch_trace.live.install import CODEX_EVENTS, HOLD_SECONDS, JUDGED_EVENTS, hold_budget
+
+
+def folder() -> Path:
+    from rematch_codex.folder import plugin_folder
+
+    return plugin_folder()
+
+
+def test_the_folder_is_a_codex_plugin_and_its_own_marketplace() -> None:
+    root = folder()
+    manifest = json.loads((root / ".codex-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "rematch" and manifest["version"]
+    # Only the manifest in .codex-plugin/; hooks at the plugin root (Codex's plugin layout).
+    assert sorted(p.name for p in (root / ".codex-plugin").iterdir()) == ["plugin.json"]
+    market = json.loads((root / ".agents" / "plugins" / "marketplace.json").read_text())
+    assert market["plugins"] == [{"name": "rematch", "source": {"source": "local", "path": "./"}}]
+    assert os.access(root / "bin" / "rematch-hook", os.X_OK)
+
+
+def test_the_bundled_hooks_are_what_hooks_install_writes() -> None:
+    """Every Codex event rematch installs, one command each; the judged ones wait for a hold."""
+    doc = json.loads((folder() / "hooks" / "hooks.json").read_text())
+    assert set(doc) == {"description", "hooks"}  # Codex refuses any other root key
+    assert list(doc["hooks"]) == [e for e, _a, _m in CODEX_EVENTS]
+    budget, timeout = hold_budget(HOLD_SECONDS)
+    for event, groups in doc["hooks"].items():
+        [group] = groups
+        [handler] = group["hooks"]
+        assert "matcher" not in group and "async" not in handler, event
+        command = 'exec "${PLUGIN_ROOT}"/bin/rematch-hook codex'
+        if event in JUDGED_EVENTS:
+            assert (handler["command"], handler["timeout"]) == (f"{command} --deadline-ms={budget}", timeout)
+        else:
+            assert handler == {"type": "command", "command": command}, event
+
+
+def test_the_bundled_client_is_the_claude_code_plugins() -> None:
+    """Codex drops symbolic links when it copies a plugin: the folder carries a copy, kept identical."""
+    import rematch_claude_code
+
+    theirs = Path(rematch_claude_code.__file__).parent / "claude_plugin" / "bin" / "rematch_hook.py"
+    assert (folder() / "bin" / "rematch_hook.py").read_bytes() == theirs.read_bytes()
+
+
+def test_the_bundled_command_denies_as_codex_reads_it(tmp_path: Path) -> None:
+    """The folder copied as Codex copies it, its PreToolUse command run through ``sh -c``: a call
+    the policy denies gets Codex's deny; the session's trace records it blocked."""
+    root = tmp_path / "cache" / "rematch" / "0.1.0"
+    shutil.copytree(folder(), root)
+    env = hook_env(tmp_path / "home", tmp_path / "data")
+    # python3 on PATH is one with rematch installed (for the capture without a service).
+    env.update(PLUGIN_ROOT=str(root), PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}")
+    doc = json.loads((root / "hooks" / "hooks.json").read_text())
+    command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    payload = {"session_id": SID, "turn_id": TURN, "transcript_path": str(tmp_path / "none.jsonl"),
+               "cwd": str(tmp_path), "hook_event_name": "PreToolUse", "model": "gpt-rig",
+               "permission_mode": "default", "tool_name": "Bash", "tool_input": {"command": DENIED},
+               "tool_use_id": "call_x"}
+    res = subprocess.run(["sh", "-c", command], input=orjson.dumps(payload), env=env, capture_output=True,
+                         timeout=120)
+    assert res.returncode == 0 and res.stderr == b""
+    answer = orjson.loads(res.stdout)["hookSpecificOutput"]
+    assert (answer["hookEventName"], answer["permissionDecision"]) == ("PreToolUse", "deny")
+    end = doc["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+    subprocess.run(["sh", "-c", end], input=orjson.dumps({**payload, "hook_event_name": "SessionEnd"}), env=env,
+                   capture_output=True, timeout=120)
+    trace = read_jsonl(tmp_path / "data" / "traces" / f"{SID}.jsonl")
+    assert [r["call_id"] for r in trace if r["ev"] == "tool_blocked"] == ["call_x"]
