@@ -20,7 +20,7 @@ import attrs
 import orjson
 
 from rematch_trace.report.prices import PriceTable
-from rematch_trace.report.summary import SUMMARY_VERSION, SessionSummary, from_json, summarize, to_json
+from rematch_trace.report.summary import SUMMARY_VERSION, SessionSummary, from_json, summarize, to_json, upgrade
 from rematch_trace.store.datafolder import DataDir
 
 #: What a trace file name (the ledger's ``trace_path``, inside ``traces/``) may look like: a safe name.
@@ -213,7 +213,8 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
             reused += 1
             entries.append(Entry(key, row, st, trace, events, fresh=False, cached=cached["summary"], prices=prices))
             continue
-        led = stored_summary(stored, [*t_st, *e_st, prices.source])
+        # A summary stored before it kept the session's parent is given it from the row (no trace read).
+        led = upgrade(stored_summary(stored, [*t_st, *e_st, prices.source]), row)
         if led is not None and _usable(led):
             # Made when the session's outputs were: new to a report's cache, but no trace is read.
             entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices))
