@@ -100,5 +100,6 @@ def grouped_lines(entries: list[Entry]) -> list[str]:
         if i in heads:
             out.append(heads[i])
         out.append("  " + line)
-    out.append(f"{mains} session(s), {subs} more under them (subagents, sidechains, compactions); --flat lists each")
+    under = f", and {subs} under them (subagents, sidechains, compaction runs; --flat lists each alone)" if subs else ""
+    out.append(f"{mains} session(s){under}")
     return out
