@@ -20,7 +20,7 @@ import attrs
 import orjson
 
 from rematch_trace.report.prices import PriceTable
-from rematch_trace.report.summary import SUMMARY_VERSION, SessionSummary, from_json, summarize, to_json, upgrade
+from rematch_trace.report.summary import SUMMARY_VERSION, SessionSummary, from_json, summarize, to_json
 from rematch_trace.store.datafolder import DataDir
 
 #: What a trace file name (the ledger's ``trace_path``, inside ``traces/``) may look like: a safe name.
@@ -194,6 +194,7 @@ def collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Price
     # Plain strings for the paths: thousands of sessions are stat'ed on every run.
     traces, events_dir = str(data.traces), str(data.events)
     from rematch_trace.report.stored import stored_summary
+    from rematch_trace.report.summary import upgrade
 
     for row in ledger_rows(data):
         # Not part of the stamp: the stored summary is kept (and checked) apart (report/stored.py).

@@ -97,8 +97,8 @@ def forest(summaries: Sequence[Mapping[str, Any]]) -> list[Node]:
     roots: list[Node] = []
     for i, j in enumerate(up):
         (roots if j is None else nodes[j].children).append(nodes[i])
-    for n in nodes:
-        n.children.sort(key=lambda c: (_started(summaries[c.index]), c.index))
+    for node in nodes:
+        node.children.sort(key=lambda c: (_started(summaries[c.index]), c.index))
     return roots
 
 

@@ -182,7 +182,7 @@ def _fill_parents(ledger: Ledger) -> None:
     for harness, session_id, saved in rows:
         try:
             state = state_loads(bytes(saved))
-        except Exception:  # noqa: BLE001 - a damaged state costs its row's parent, never the migration
+        except Exception:  # a damaged state costs its row's parent, never the migration
             continue
         streams = state.get("streams") if isinstance(state, dict) else None
         for stream in streams.values() if isinstance(streams, dict) else ():
