@@ -104,6 +104,11 @@ def test_corpus_grouped_listing(corpus_data: Path) -> None:
                                                               "7f2abd2d-7cfc-4447-9ddd-3ca8d14e02e9"}
     stats = json.loads(run("stats", "--out", str(corpus_data), "--json", "--model", "claude-haiku-4-5-2025").stdout)
     assert stats["total"]["sessions"] == 2
+    # flagged names the main session of a flagged subagent or sidechain.
+    flagged = json.loads(run("flagged", "--out", str(corpus_data), "--json").stdout)
+    subs = [f for f in flagged if f["agent_kind"] == "sub"]
+    assert subs and all(f["parent"] == f["session_id"].split(".")[0] for f in subs)
+    assert all(f["parent"] is None for f in flagged if f["agent_kind"] == "main")
 
 
 def _codex_child(root: Path, sid: str, parent: str, n: int) -> None:
