@@ -60,6 +60,7 @@ def to_main(data: Path, target: Path) -> None:
                    "'$.summary.version', 3) WHERE summary IS NOT NULL")
         db.execute("ALTER TABLE sessions DROP COLUMN parent")
         db.execute("PRAGMA user_version = 8")
+        db.commit()
         db.execute("VACUUM")
 
 
