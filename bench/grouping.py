@@ -51,10 +51,18 @@ def cpu_of(args: list[str], env: dict[str, str], repeat: int) -> tuple[float, fl
     return best
 
 
+def _copy(data: Path, target: Path) -> None:
+    """A copy of the data folder, its ledger checkpointed first (no WAL file to copy)."""
+    with sqlite3.connect(data / "ledger.sqlite") as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(data, target, symlinks=True,
+                    ignore=shutil.ignore_patterns("report", "search.sqlite*", "*-wal", "*-shm"))
+
+
 def to_main(data: Path, target: Path) -> None:
     """A copy of ``data`` as main leaves it: no ``parent`` column, schema 8, summaries of version 3."""
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(data, target, symlinks=True, ignore=shutil.ignore_patterns("report", "search.sqlite*"))
+    _copy(data, target)
     with sqlite3.connect(target / "ledger.sqlite") as db:
         db.execute("UPDATE sessions SET summary = json_set(json_remove(summary, '$.summary.parent'), "
                    "'$.summary.version', 3) WHERE summary IS NOT NULL")
@@ -136,7 +144,7 @@ def main() -> None:
     part("archive as imported", data, main_data)
     trees, trees_main = a.work / "data-trees", a.work / "data-trees-main"
     shutil.rmtree(trees, ignore_errors=True)
-    shutil.copytree(data, trees, symlinks=True, ignore=shutil.ignore_patterns("report", "search.sqlite*"))
+    _copy(data, trees)
     add_children(trees, a.children)
     to_main(trees, trees_main)
     part(f"with {a.children} subagent rows per tenth session", trees, trees_main)

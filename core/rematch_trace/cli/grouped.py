@@ -77,10 +77,11 @@ def grouped_lines(entries: list[Entry]) -> list[str]:
     heads: dict[int, str] = {}  # row number -> the project line printed above it
     mains = subs = 0
     for p in projects(js):
-        n_sessions = sum(len(r.walk()) for r in p.roots)
+        trees = [r.walk() for r in p.roots]
+        n_sessions = sum(map(len, trees))
         heads[len(rows)] = f"== {clip(one_line(p.name), 120)} ({p.kind}; {len(p.roots)} main session(s), {n_sessions} in all)"
-        for root in p.roots:
-            for node, depth in root.walk():
+        for members in trees:
+            for node, depth in members:
                 s = js[node.index].get
                 mains += depth == 0
                 subs += depth > 0
@@ -90,7 +91,7 @@ def grouped_lines(entries: list[Entry]) -> list[str]:
                 if node.orphan:
                     sid += " (orphan: parent not imported)"
                 elif not depth and node.children:
-                    sid += f" (+{len(root.walk()) - 1} under it)"
+                    sid += f" (+{len(members) - 1} under it)"
                 rows.append([when(s("started"), "%Y-%m-%d %H:%M"), clip(s("harness"), 40), clip(sid, 200),
                              clip(s("model") or "-", 40), str(s("inputs")), str(s("tool_errors")),
                              str(s("redirects")), clip(s("repo") or s("cwd") or "-", 80)])

@@ -31,6 +31,8 @@ class Node:
 
     def walk(self, depth: int = 0) -> list[tuple[Node, int]]:
         """This node and every descendant with its depth (0 for this one), parents before children."""
+        if not self.children:  # most sessions: no walk to set up
+            return [(self, depth)]
         out: list[tuple[Node, int]] = []
         stack: list[tuple[Node, int]] = [(self, depth)]
         while stack:
@@ -114,14 +116,13 @@ def projects(summaries: Sequence[Mapping[str, Any]]) -> list[Project]:
     """The top-level sessions by project (each child follows its main session's project), the project
     with the newest session first, and the sessions of each in input order."""
     by_name: dict[tuple[str, str], Project] = {}
+    newest: dict[tuple[str, str], int] = {}
     for root in forest(summaries):
-        name, kind = project_of(summaries[root.index])
-        by_name.setdefault((name, kind), Project(name, kind)).roots.append(root)
-
-    def newest(p: Project) -> tuple[int, str]:
-        return (-max(_started(summaries[n.index]) for r in p.roots for n, _ in r.walk()), p.name)
-
-    return sorted(by_name.values(), key=newest)
+        key = project_of(summaries[root.index])
+        by_name.setdefault(key, Project(*key)).roots.append(root)
+        t = max(_started(summaries[n.index]) for n, _ in root.walk())
+        newest[key] = max(newest.get(key, t), t)
+    return sorted(by_name.values(), key=lambda p: (-newest[(p.name, p.kind)], p.name, p.kind))
 
 
 def _cost(value: Any) -> Decimal:
