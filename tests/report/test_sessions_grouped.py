@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 from hostile_gen import codex_lines, path_for, run_import, write
+from page_check import embedded, parse
 from report_gen import run
 
 
@@ -149,6 +150,12 @@ def test_orphans_cycles_and_self_parents_are_listed_once(tmp_path: Path) -> None
     assert "  └ " + grandchild in "\n".join(text)  # two levels down
     assert json.loads(run("stats", "--out", str(data), "--json").stdout)["total"]["sessions"] == 4
     run("report", "--data", str(data))  # the index groups them too, without looping
+    index = data / "report" / "index.html"
+    entries = {e["k"]: e for e in embedded(parse(index))["sessions"]}
+    assert len(entries) == 7 and sum(1 for e in entries.values() if e.get("c")) == 3
+    assert sum(1 for e in entries.values() if e.get("o")) == 2  # the orphan and the cut loop's top
+    html = index.read_text()
+    assert html.count('<tbody class="tree"') == 4 and html.count("<tr data-k=") == 7
 
 
 def test_existing_data_folder_gets_parents_without_a_reimport(corpus_dir: Path, tmp_path: Path) -> None:
