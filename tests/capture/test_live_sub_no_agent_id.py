@@ -89,3 +89,9 @@ def test_a_subagent_call_without_agent_id_goes_to_the_subagent(tmp_path: Path) -
     assert [c[0] for c in calls(live, SID)] == ["toolu_task"]
     assert [c[0] for c in calls(live, sub)] == ["toolu_sub"]
     assert calls(live, SID) == calls(imp, SID) and calls(live, sub) == calls(imp, sub)
+    # The live capture records the subagent under its main session, as the import does.
+    for folder_ in (data, imported):
+        listed = subprocess.run([REMATCH, "sessions", "--data", str(folder_), "--json"], capture_output=True,
+                                text=True, timeout=60)
+        rows = {r["session_id"]: r for r in orjson.loads(listed.stdout)}
+        assert rows[sub]["parent"] == SID and rows[SID]["children"] == [sub], folder_

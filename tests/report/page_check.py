@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 #: The only scripts a page may load.
-ALLOWED_SCRIPTS = {"assets/chart.umd.min.js", "assets/index.js", "assets/session.js"}
+ALLOWED_SCRIPTS = {"assets/chart.umd.min.js", "assets/index.js", "assets/session.js", "assets/tree.js"}
 
 
 class Page(HTMLParser):

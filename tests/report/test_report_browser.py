@@ -68,14 +68,15 @@ def test_no_page_runs_transcript_script(hostile: dict[str, Any], watched: Watche
         for d in page.query_selector_all("details"):
             d.evaluate("e => { e.open = true; }")
         page.wait_for_timeout(50)
-        assert page.evaluate("() => document.scripts.length") <= 3
+        # Our own only: the data block, Chart.js, index.js and tree.js (index), fewer on a session page.
+        assert page.evaluate("() => document.scripts.length") <= 4
     assert not [m for m in watched.dialogs if m in NAMES]
     watched.clean()
 
 
 def test_index_loads_draws_and_filters(hostile: dict[str, Any], watched: Watched, artifacts: Path) -> None:
     page = watched.open(hostile["report"] / "index.html")
-    rows = page.locator("#sessions tbody tr")
+    rows = page.locator("#sessions tbody tr[data-k]")
     assert rows.count() == len(hostile["sessions"]) == 8
     # The charts drew (Chart.js sized its canvases).
     for cid in ("c-activity", "c-tokens", "c-cost"):
@@ -84,7 +85,7 @@ def test_index_loads_draws_and_filters(hostile: dict[str, Any], watched: Watched
     page.screenshot(path=str(artifacts / "index.png"), full_page=True)
     # Harness filter: the rows and the totals follow it.
     page.select_option("#f-h", "codex")
-    visible = page.locator("#sessions tbody tr:not(.hidden-by-filter)")
+    visible = page.locator("#sessions tbody tr[data-k]:not(.hidden-by-filter)")
     assert visible.count() == 2
     assert all("codex" in visible.nth(i).inner_text() for i in range(2))
     assert page.locator("#t-sessions").inner_text() == "2"
@@ -95,14 +96,14 @@ def test_index_loads_draws_and_filters(hostile: dict[str, Any], watched: Watched
     # The filter is kept in the address, so a reload (or a shared link) shows the same.
     page.reload()
     page.wait_for_load_state("load")
-    assert page.locator("#sessions tbody tr:not(.hidden-by-filter)").count() == 1
+    assert page.locator("#sessions tbody tr[data-k]:not(.hidden-by-filter)").count() == 1
     page.click("#f-reset")
-    assert page.locator("#sessions tbody tr:not(.hidden-by-filter)").count() == 8
+    assert page.locator("#sessions tbody tr[data-k]:not(.hidden-by-filter)").count() == 8
     # Search is over the row's text; a hostile value is just text to match.
     page.fill("#f-q", "alert('cwd')")
-    assert page.locator("#sessions tbody tr:not(.hidden-by-filter)").count() == 3
+    assert page.locator("#sessions tbody tr[data-k]:not(.hidden-by-filter)").count() == 3
     page.fill("#f-q", "no such session")
-    assert page.locator("#sessions tbody tr:not(.hidden-by-filter)").count() == 0
+    assert page.locator("#sessions tbody tr[data-k]:not(.hidden-by-filter)").count() == 0
     assert page.locator("#empty").is_visible()
     watched.clean()
 
@@ -124,7 +125,7 @@ def test_filter_menus_label_hidden_characters_escaped(hostile: dict[str, Any], w
     page.select_option("#f-m", "anthropic/" + MODEL)
     sessions = embedded(parse(hostile["report"] / "index.html"))["sessions"]
     want = sum(s["m"] == "anthropic/" + MODEL for s in sessions)
-    assert want > 0 and page.locator("#sessions tbody tr:not(.hidden-by-filter)").count() == want
+    assert want > 0 and page.locator("#sessions tbody tr[data-k]:not(.hidden-by-filter)").count() == want
     watched.clean()
 
 
@@ -199,9 +200,14 @@ def facets(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _expect(sessions: list[dict[str, Any]], key: str, value: str) -> set[str]:
+    """The sessions a filter shows: each main session with everything under it (its tree, ``g``) when it or
+    any of them matches."""
     if key != "f":
-        return {s["k"] for s in sessions if s[key] == value}
-    return {s["k"] for s in sessions if (s["f"] if value == "-" else not s["f"] if value == "+" else value in s["f"])}
+        hit = {s["k"] for s in sessions if s[key] == value}
+    else:
+        hit = {s["k"] for s in sessions if (s["f"] if value == "-" else not s["f"] if value == "+" else value in s["f"])}
+    trees = {s.get("g") or s["k"] for s in sessions if s["k"] in hit}
+    return {s["k"] for s in sessions if (s.get("g") or s["k"]) in trees}
 
 
 def check_every_filter(page: Any, sessions: list[dict[str, Any]]) -> int:
@@ -213,11 +219,13 @@ def check_every_filter(page: Any, sessions: list[dict[str, Any]]) -> int:
         values = [v for v in page.eval_on_selector(sel, "s => Array.from(s.options).map(o => o.value)") if v]
         for value in values:
             page.select_option(sel, value)
-            shown = set(page.eval_on_selector_all("#sessions tbody tr:not(.hidden-by-filter)",
+            shown = set(page.eval_on_selector_all("#sessions tbody tr[data-k]:not(.hidden-by-filter)",
                                                   "els => els.map(e => e.dataset.k)"))
             want = _expect(sessions, key, value)
             assert shown == want, (sel, value)
-            assert page.locator("#t-sessions").inner_text() == str(len(want)), (sel, value)
+            # A session under another one is not counted as a session of its own.
+            mains = [s for s in sessions if s["k"] in want and not s.get("c")]
+            assert page.locator("#t-sessions").inner_text() == str(len(mains)), (sel, value)
             tried += 1
         page.select_option(sel, "")
     return tried
@@ -235,7 +243,7 @@ def test_every_filter_by_harness_model_repository_domain_and_flag(facets: Path, 
     # Two filters at once: the intersection.
     page.select_option("#f-r", "github.com/acme/beta")
     page.select_option("#f-h", "claude_code")
-    shown = page.eval_on_selector_all("#sessions tbody tr:not(.hidden-by-filter)", "els => els.map(e => e.dataset.k)")
+    shown = page.eval_on_selector_all("#sessions tbody tr[data-k]:not(.hidden-by-filter)", "els => els.map(e => e.dataset.k)")
     assert shown == [s["k"] for s in sessions if s["r"] == "github.com/acme/beta" and s["h"] == "claude_code"]
     page.screenshot(path=str(artifacts / "index-filtered.png"), full_page=True)
     watched.clean()
@@ -254,4 +262,43 @@ def test_every_filter_on_the_shared_corpus(corpus_dir: Path, tmp_path: Path, wat
         p = watched.open(data / "report" / "sessions" / f"{s['k']}.html")
         if s["f"]:
             assert p.locator("li.rec.hl").count() > 0, s["k"]
+    watched.clean()
+
+
+def test_corpus_index_folds_children_under_their_main_session(corpus_dir: Path, tmp_path: Path, watched: Watched,
+                                                               artifacts: Path) -> None:
+    """The shared corpus's index: sessions grouped by project, each main session's subagents, sidechains and
+    compaction runs folded under it (expand and collapse), the sessions card counting main sessions only."""
+    data = tmp_path / "data"
+    assert run_import(data, corpus_dir, timeout=600).returncode in (0, 1)
+    run("report", "--data", str(data))
+    index = data / "report" / "index.html"
+    page = watched.open(index)
+    sessions = embedded(parse(index))["sessions"]
+    mains = [s for s in sessions if not s.get("c")]
+    assert page.locator("#t-sessions").inner_text() == str(len(mains))
+    assert page.locator("#sessions tbody.tree").count() == len(mains)
+    # Children start folded: only main sessions' rows (and project headings) are visible.
+    visible = page.eval_on_selector_all("#sessions tbody tr[data-k]", "els => els.filter(e => e.offsetParent).map(e => e.dataset.k)")
+    assert sorted(visible) == sorted(s["k"] for s in mains)
+    demo = next(s for s in mains if s["k"].startswith("fe5e1c67"))
+    tree = page.locator(f'#sessions tbody.tree[data-g="{demo["k"]}"]')
+    button = tree.locator("button.fold")
+    assert button.inner_text() == "\u25b8 5 under it" and button.get_attribute("aria-expanded") == "false"
+    button.click()
+    assert button.get_attribute("aria-expanded") == "true"
+    shown = tree.locator("tr[data-k]").evaluate_all("els => els.filter(e => e.offsetParent).map(e => e.dataset.k)")
+    assert shown == [demo["k"], *(f"{demo['k']}.sidechain-{i}" for i in range(1, 6))]
+    page.screenshot(path=str(artifacts / "index-grouped.png"), full_page=True)
+    button.click()
+    assert tree.locator("tr[data-k]").evaluate_all("els => els.filter(e => e.offsetParent).length") == 1
+    # The Codex subagent whose parent's rollout is not in the corpus stays listed, marked orphan.
+    orphan = [s for s in sessions if s.get("o")]
+    assert [s["h"] for s in orphan] == ["codex"]
+    assert "orphan" in page.locator(f'tr[data-k="{orphan[0]["k"]}"]').inner_text()
+    # A filter that only a child matches shows its whole session, and hides the projects it empties.
+    page.select_option("#f-m", "anthropic/claude-haiku-4-5-20251001")
+    visible_trees = page.eval_on_selector_all("#sessions tbody.tree", "els => els.filter(e => e.querySelector('tr[data-k]:not(.hidden-by-filter)')).map(e => e.dataset.g)")
+    assert len(visible_trees) == 2 and page.locator("#t-sessions").inner_text() == "2"
+    assert page.eval_on_selector_all("#sessions tbody.project", "els => els.filter(e => !e.hidden).length") == 2
     watched.clean()

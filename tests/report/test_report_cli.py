@@ -38,11 +38,18 @@ def test_sessions_lists_everything_newest_first_and_filters(data: Path) -> None:
     assert [r["session_id"] for r in flagged] == [sid_for("claude_code", 2)]
     assert json.loads(run("sessions", "--out", str(data), "--json", "--harness", "codex").stdout)[0]["harness"] == "codex"
     assert json.loads(run("sessions", "--out", str(data), "--json", "--flag", "none", "--harness", "omp").stdout)
-    text = run("sessions", "--out", str(data)).stdout.splitlines()
+    text = run("sessions", "--out", str(data), "--flat").stdout.splitlines()
     assert text[0].split()[:3] == ["started", "(UTC)", "harness"] and text[-1] == "4 session(s)"
     # Aligned: every row's harness column starts where the header's does.
     col = text[0].index("harness")
     assert all(line[col:].split()[0] in HARNESSES for line in text[1:-1])
+    # Grouped (the default): a project line above its sessions, the same columns aligned.
+    text = run("sessions", "--out", str(data)).stdout.splitlines()
+    assert text[0].split()[:3] == ["started", "(UTC)", "harness"] and text[-1] == "4 session(s)"
+    col = text[0].index("harness")
+    rows = [line for line in text[1:-1] if not line.startswith("== ")]
+    assert len(rows) == 4 and all(line[col:].split()[0] in HARNESSES for line in rows)
+    assert any(line.startswith("== ") for line in text)
     assert run("sessions", "--out", str(data), "--model", "no-such-model").stdout.strip() == "no sessions match"
 
 

@@ -41,6 +41,7 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
             [
                 {
                     "harness": r["harness"], "session_id": r["session_id"], "agent_kind": r["agent_kind"],
+                    "parent": e.facet("parent"),  # the main session that started it (docs/cli.md)
                     "reasons": r["reasons"],
                     "seqs": reason_seqs(r),
                     "trace": r["trace_path"], "domain": r["domain"], "cwd": r["cwd"],

@@ -128,21 +128,32 @@ def table(rows: list[list[str]], right: set[int]) -> list[str]:
 @data_option
 @filter_options
 @prices_option
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--project", help="Only sessions whose project (repository, else folder) contains this text.")
+@click.option("--flat", is_flag=True, help="Every session on its own line, newest first, not grouped.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON (each session with parent, children, project).")
 def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: str | None, domain: str | None,
-                 flag: str | None, since: str | None, prices_file: str | None, as_json: bool) -> None:
-    """List every session (not only flagged ones), newest first, with its counts."""
+                 flag: str | None, since: str | None, prices_file: str | None, project: str | None, flat: bool,
+                 as_json: bool) -> None:
+    """List every session (not only flagged ones) by project, each main session with its subagents,
+    sidechains and compaction runs under it, newest first, with its counts."""
+    from rematch_trace.cli.grouped import grouped_lines, in_project, whole, with_links
     from rematch_trace.report.text import clip, when
 
     data = readable(out)
-    entries = chosen(summaries(data, price_table(data, prices_file)), harness, model, repo, domain, flag, since)
+    every = summaries(data, price_table(data, prices_file))
+    # A filter selects whole sessions: a main session with what it started (cli/grouped.py).
+    entries = in_project(whole(every, chosen(every, harness, model, repo, domain, flag, since)), project)
     if as_json:
         from rematch_trace.report.collect import with_json
 
-        echo_json(with_json(entries, lambda js: [dict(j, trace=e.trace_file) for j, e in zip(js, entries, strict=True)]))
+        echo_json(with_json(entries, lambda js: with_links(entries)))
         return
     if not entries:
-        click.echo("no sessions match" if any((harness, model, repo, domain, flag, since)) else "no sessions")
+        filtered = any((harness, model, repo, domain, flag, since, project))
+        click.echo("no sessions match" if filtered else "no sessions")
+        return
+    if not flat:
+        click.echo("\n".join(grouped_lines(entries)))
         return
     rows = [["started (UTC)", "harness", "session", "model", "inputs", "tool err", "redirects", "repository / folder",
              ]]

@@ -26,7 +26,11 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
 
     data = readable(out)
     prices = price_table(data, prices_file)
-    entries = chosen(summaries(data, prices), harness, model, repo, domain, flag, since)
+    from rematch_trace.cli.grouped import whole
+
+    every = summaries(data, prices)
+    # Whole sessions, each counted once: a main session with what it started (cli/grouped.py).
+    entries = whole(every, chosen(every, harness, model, repo, domain, flag, since))
     f = with_json(entries, figures)
     if as_json:
         echo_json(dict(f.as_json(), prices={"as_of": prices.as_of, "files": list(prices.files)}))

@@ -89,6 +89,8 @@ class SessionOutcome:
     kept_live: bool = False
     #: The committed trace's identity (see :func:`~rematch_trace.store.datafolder.stamp_of`).
     stamp: tuple[int, int, int] | None = None
+    #: The session that started this one (``Session.parent_session_id``), if the transcript names it.
+    parent: str | None = None
 
 
 @attrs.define
@@ -542,6 +544,7 @@ class SourceImport:
                 repo=place.repo,
                 repo_remote=place.repo_remote,
                 stamp=out.trace.stamp,
+                parent=out.session.parent_session_id,
             )
         )
 

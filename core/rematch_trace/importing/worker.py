@@ -195,6 +195,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             repo=s.repo,
             repo_remote=s.repo_remote,
             domain=decide_domain(s.cwd, s.repo, s.repo_remote),
+            parent=s.parent,
         )
         for s in result.sessions
         if not s.kept_live

@@ -580,6 +580,7 @@ class SessionWriter:
             repo=place.repo,
             repo_remote=place.repo_remote,
             domain=decide_domain(self.session.cwd, place.repo, place.repo_remote),
+            parent=self.session.parent_session_id,
         )
         source = self.st.get("transcript") or f"live:{self.session_id}"
         with Ledger(self.data.ledger) as ledger:

@@ -36,7 +36,7 @@ from rematch_trace.report.summary import reason_seqs, trace_records
 from rematch_trace.store.datafolder import AtomicFile, DataDir, clean_temporaries, write_atomic
 
 #: The files copied into ``assets/``.
-ASSETS = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "index.js", "session.js")
+ASSETS = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "index.js", "session.js", "tree.js")
 #: Bumped when the pages change in a way the templates' bytes do not show.
 PAGE_VERSION = 1
 
@@ -147,6 +147,43 @@ def index_entry(j: dict[str, Any]) -> dict[str, Any]:
         "u": [[u["day"], u["model"], u["tokens"], nano(Decimal(u["cost"])), u["priced_tokens"]]
               for u in j.get("usage") or []],
     }
+
+
+def grouped_rows(js: list[dict[str, Any]], entries: list[dict[str, Any]], rows: list[str]) -> str:
+    """The sessions table's body: per project (repository, else folder) a heading row, then each main
+    session's row with the rows of the sessions it started after it, one ``<tbody class="tree">``
+    each (report/grouping.py). ``js`` are the sessions' summaries, ``rows`` their rendered rows and
+    ``entries`` their :func:`index_entry` objects, which get ``g`` (the key of their main session),
+    ``c`` (1: under another session) and ``o`` (1: its parent is named but not here)."""
+    from markupsafe import escape
+
+    from rematch_trace.report.grouping import projects
+    from rematch_trace.report.text import one_line
+
+    out: list[str] = []
+    for p in projects(js):
+        under = sum(len(r.walk()) - 1 for r in p.roots)
+        more = f" · {under} under them" if under else ""
+        out.append(f'    <tbody class="project"><tr class="project"><th colspan="10" scope="rowgroup">'
+                   f'<span class="kind">{p.kind}</span> {escape(one_line(p.name))}'
+                   f' <span class="muted">{len(p.roots)} session(s){more}</span></th></tr></tbody>\n')
+        for root in p.roots:
+            g = js[root.index]["key"]
+            out.append(f'    <tbody class="tree" data-g="{escape(g)}">\n')
+            for node, depth in root.walk():
+                entries[node.index]["g"] = g
+                if depth:
+                    entries[node.index]["c"] = 1
+                if node.orphan:
+                    entries[node.index]["o"] = 1
+                out.append(rows[node.index])
+            out.append("    </tbody>\n")
+    return "".join(out)
+
+
+def _entries_and_body(js: list[dict[str, Any]], rows: list[str]) -> tuple[list[dict[str, Any]], str]:
+    entries = [index_entry(j) for j in js]
+    return entries, grouped_rows(js, entries, rows)
 
 
 def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices: PriceTable) -> None:
@@ -263,9 +300,9 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
                 rows[e.key] = kept_row
             else:
                 rows[e.key] = row_template.render(s=e.summary)
-        fig, data_ = with_json(chosen, lambda js: (figures(js), [index_entry(j) for j in js]))
+        fig, data_, body = with_json(chosen, lambda js: (figures(js), *_entries_and_body(js, [rows[e.key] for e in chosen])))
         index = env.get_template("index.html").render(
-            root="", sessions=chosen, rows=markup("".join(rows[e.key] for e in chosen)), figures=fig,
+            root="", sessions=chosen, rows=markup(body), figures=fig,
             data={"sessions": data_, "labels": menu_labels(data_)}, since=since, problems=got.problems, prices=prices,
         )
         # Held whole (a few bytes a session), so an unchanged index is not rewritten.

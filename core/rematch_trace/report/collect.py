@@ -240,6 +240,7 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
     # Plain strings for the paths: thousands of sessions are stat'ed on every run.
     traces, events_dir = str(data.traces), str(data.events)
     from rematch_trace.report.stored import stored_summary
+    from rematch_trace.report.summary import upgrade
 
     # Without stamps only the listing's columns are read: the rest of a row when something asks.
     partial = None if stamps else str(data.ledger)
@@ -263,7 +264,8 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
             reused += 1
             entries.append(Entry(key, row, st, trace, events, fresh=False, cached=cached["summary"], prices=prices))
             continue
-        led = stored_summary(stored, [*t_st, *e_st, prices.source])
+        # A summary stored before it kept the session's parent is given it from the row (no trace read).
+        led = upgrade(stored_summary(stored, [*t_st, *e_st, prices.source]), row)
         if led is not None and _usable(led):
             # Made when the session's outputs were: new to a report's cache, but no trace is read.
             entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices,

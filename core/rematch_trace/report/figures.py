@@ -102,7 +102,16 @@ class Figures:
 def figures(summaries: Iterable[Mapping[str, Any]]) -> Figures:
     """Aggregate summaries, as their JSON (:func:`~rematch_trace.report.summary.to_json`, or the report
     cache's copy of it), into :class:`Figures`: a refresh adds up thousands of cached summaries without
-    making an object of each."""
+    making an object of each.
+
+    A session started by another one of ``summaries`` (a subagent, sidechain or compaction run under its
+    main session, report/grouping.py) is not counted as a session of its own; its inputs, tokens and
+    cost are counted, once, with the others.
+    """
+    from rematch_trace.report.grouping import child_keys
+
+    summaries = list(summaries)
+    nested = child_keys(summaries)
     total = Row("total")
     days: dict[str, Row] = {}
     models: dict[str, Row] = {}
@@ -112,10 +121,10 @@ def figures(summaries: Iterable[Mapping[str, Any]]) -> Figures:
     def day(name: str) -> Row:
         return days.setdefault(name, Row(name))
 
-    for s in summaries:
+    for i, s in enumerate(summaries):
         h = harnesses.setdefault(s["harness"], Row(s["harness"]))
         for row in (total, h, day(s.get("day") or "unknown")):
-            row.sessions += 1
+            row.sessions += i not in nested
         counted: set[str] = set()
         per_tool = s.get("tools")
         if isinstance(per_tool, Mapping):

@@ -23,7 +23,10 @@ from rematch_trace.report.prices import Price, PriceTable
 from rematch_trace.trace.flags import CLUSTER_WINDOW, REASONS
 
 #: Bumped whenever what a summary holds changes: cached summaries of another version are recomputed.
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
+#: The version before ``parent`` was kept: such a summary is brought up to date without its trace
+#: (:func:`upgrade`).
+_NO_PARENT_VERSION = 3
 #: Distinct tool names counted per session (a transcript names its tools; more are counted as one).
 MAX_TOOLS = 200
 #: The name the tools past :data:`MAX_TOOLS` are counted under.
@@ -125,6 +128,8 @@ class SessionSummary:
     daily: list[Daily]
     #: Tool name -> [calls, calls that failed] (tool_result records).
     tools: dict[str, list[int]] = attrs.field(factory=dict)
+    #: The session id of the main session that started this one (:func:`parent_of`), or ``None``.
+    parent: str | None = None
     version: int = SUMMARY_VERSION
 
 
@@ -168,6 +173,31 @@ def from_json(value: Any) -> SessionSummary | None:
         return got
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError):
         return None
+
+
+def parent_of(row: Mapping[str, Any]) -> str | None:
+    """The id of the session that started a ledger row's session, or ``None`` for a main session.
+
+    The row's ``parent`` column (what the transcript named); for a ``sub`` row without one (a
+    ledger read before its migration), a Claude Code id's part before its first dot (a subagent,
+    sidechain or compaction run is ``<parent id>.<suffix>``). A parent equal to the session
+    itself is no parent.
+    """
+    parent = row.get("parent")
+    sid = row.get("session_id")
+    if not (isinstance(parent, str) and parent) and row.get("agent_kind") == "sub" and row.get("harness") == "claude_code":
+        parent = sid.split(".", 1)[0] if isinstance(sid, str) and "." in sid.lstrip(".") else None
+    return parent if isinstance(parent, str) and parent and parent != sid else None
+
+
+def upgrade(value: Any, row: Mapping[str, Any]) -> Any:
+    """A stored summary of the version before ``parent`` brought to this version from its ledger
+    ``row`` (nothing else changed between them); any other value is returned as it is."""
+    if isinstance(value, dict) and value.get("version") == _NO_PARENT_VERSION:
+        value = dict(value, parent=parent_of(row), version=SUMMARY_VERSION)
+        # The fields in the order a summary of this version gives them (its JSON is compared whole).
+        value["version"] = value.pop("version")
+    return value
 
 
 def trace_records(path: Path) -> Iterator[dict[str, Any]]:
@@ -370,4 +400,5 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
         tools=tools,
         usage=use,
         daily=sorted(daily.values(), key=lambda d: d.day),
+        parent=parent_of(row),
     )

@@ -104,8 +104,19 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE sessions ADD COLUMN summary TEXT;
     """,
+    # The session that started each one (a subagent's, sidechain's or compaction run's main
+    # session), so that commands group sessions from their rows and summaries alone. Rows from
+    # before are filled in by :func:`_fill_parents` as the migration runs: from the id for Claude
+    # Code (``<parent>.agent-…``, ``<parent>.sidechain-N``), else from the source's saved state,
+    # which kept each stream's session record; no file is read again. Stored summaries stay:
+    # their parent is added without reading the trace (report/summary.py ``upgrade``).
+    """
+    ALTER TABLE sessions ADD COLUMN parent TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The schema version whose migration adds ``sessions.parent`` (rows before it are filled in then).
+PARENT_VERSION = 9
 #: The page size of a new ledger.
 PAGE_SIZE = 8192
 #: The columns of a source row that planning reads: those of the index ``sources_brief``.
@@ -163,6 +174,43 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     except sqlite3.OperationalError:
         db.close()
     return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+
+
+def _fill_parents(ledger: Ledger) -> None:
+    """Fill in ``sessions.parent`` of the subagent rows recorded before the column existed.
+
+    Claude Code names a subagent, sidechain or compaction run ``<parent id>.<suffix>``; other
+    harnesses' parents are read from the source's saved state (each stream's session record keeps
+    ``parent_session_id``). Only ``sub`` rows are looked at, so the cost follows their number; a
+    state that cannot be read leaves the row's parent unknown (listed as an orphan until its file
+    is imported again).
+    """
+    ledger._q("UPDATE sessions SET parent = substr(session_id, 1, instr(session_id, '.') - 1) "
+              "WHERE agent_kind = 'sub' AND parent IS NULL AND harness = 'claude_code' AND instr(session_id, '.') > 1")
+    rows = ledger._q("SELECT x.harness, x.session_id, s.saved FROM sessions x JOIN sources s ON s.path = x.source_path "
+                     "WHERE x.agent_kind = 'sub' AND x.parent IS NULL AND s.saved IS NOT NULL").fetchall()
+    from rematch_trace.store.states import state_loads
+
+    for harness, session_id, saved in rows:
+        try:
+            state = state_loads(bytes(saved))
+        except Exception:  # a damaged state costs its row's parent, never the migration
+            continue
+        streams = state.get("streams") if isinstance(state, dict) else None
+        for stream in streams.values() if isinstance(streams, dict) else ():
+            session = stream.get("session") if isinstance(stream, dict) else None
+            if not isinstance(session, dict) or session.get("session_id") != session_id:
+                continue
+            parent = session.get("parent_session_id")
+            if isinstance(parent, str) and parent and parent != session_id:
+                ledger._q("UPDATE sessions SET parent = ? WHERE harness = ? AND session_id = ?",
+                          (parent, harness, session_id))
+            break
+    # Stored summaries of version 3 differ from version 4 by ``parent`` alone: given it here, in
+    # place, so that no trace is read again for it (report/summary.py, SUMMARY_VERSION).
+    ledger._q("UPDATE sessions SET summary = json_set(summary, '$.summary.parent', "
+              "CASE WHEN parent IS NOT NULL AND parent != session_id THEN parent END, '$.summary.version', 4) "
+              "WHERE json_valid(summary) AND json_extract(summary, '$.summary.version') = 3")
 
 
 class Ledger:
@@ -229,6 +277,8 @@ class Ledger:
                 for stmt in MIGRATIONS[i].split(";"):
                     if stmt.strip():
                         self._q(stmt)
+                if i + 1 == PARENT_VERSION:
+                    _fill_parents(self)
                 self._q(f"PRAGMA user_version={i + 1}")
                 self._q("COMMIT")
             except BaseException:
@@ -382,8 +432,8 @@ class Ledger:
             """INSERT INTO sessions (harness, session_id, agent_kind, source_path,
                    source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
                    flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
-                   repo, repo_remote, counts, seqs, mode, settings)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                   repo, repo_remote, counts, seqs, mode, settings, parent)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
                ON CONFLICT(harness, session_id) DO UPDATE SET agent_kind=excluded.agent_kind,
                    source_path=excluded.source_path, source_size=excluded.source_size,
                    source_mtime_ns=excluded.source_mtime_ns, fingerprint=excluded.fingerprint,
@@ -392,7 +442,8 @@ class Ledger:
                    error_cluster_seqs=excluded.error_cluster_seqs, mark_seqs=excluded.mark_seqs,
                    domain=excluded.domain, cwd=excluded.cwd, repo=excluded.repo,
                    repo_remote=excluded.repo_remote, counts=excluded.counts, seqs=excluded.seqs,
-                   mode=excluded.mode, settings=excluded.settings, summary=NULL""",
+                   mode=excluded.mode, settings=excluded.settings, parent=excluded.parent,
+                   summary=NULL""",
             (
                 r.harness, s.session_id, s.agent_kind, r.path, r.size, r.mtime_ns, r.head_fp, r.offset,
                 s.trace_path, s.events_path, int(s.flagged),
@@ -403,7 +454,7 @@ class Ledger:
                 s.domain, s.cwd, s.repo, s.repo_remote,
                 orjson.dumps(s.counts).decode(),
                 orjson.dumps(s.seqs, option=orjson.OPT_SORT_KEYS).decode(),
-                mode, self.settings_key if mode == "import" else None,
+                mode, self.settings_key if mode == "import" else None, s.parent,
             ),
         )
 

@@ -22,6 +22,9 @@ class SessionRow:
     repo: str | None
     repo_remote: str | None
     domain: str | None
+    #: The session that started this one (a subagent's, sidechain's or compaction run's main
+    #: session), as the transcript names it; ``None`` for a main session or when not known.
+    parent: str | None = None
 
 
 @attrs.frozen(slots=True)

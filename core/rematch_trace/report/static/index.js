@@ -6,7 +6,7 @@
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var sessions = data.sessions;
   var rows = {};
-  document.querySelectorAll("#sessions tbody tr").forEach(function (tr) { rows[tr.dataset.k] = tr; });
+  document.querySelectorAll("#sessions tbody tr[data-k]").forEach(function (tr) { rows[tr.dataset.k] = tr; });
   var selects = Array.prototype.slice.call(document.querySelectorAll("#filters select"));
   var search = document.getElementById("f-q");
   var charts = {};
@@ -59,7 +59,8 @@
       return days[d];
     }
     chosen.forEach(function (s) {
-      day(s.day).sessions += 1; total.sessions += 1;
+      // A session under another one (subagent, sidechain, compaction run) is not a session of its own.
+      if (!s.c) { day(s.day).sessions += 1; total.sessions += 1; }
       s.daily.forEach(function (x) {
         var d = day(x[0]);
         d.inputs += x[1]; d.redirects += x[2]; d.clusters += x[3];
@@ -121,10 +122,14 @@
 
   function update() {
     var text = search.value.trim().toLowerCase();
-    var chosen = sessions.filter(function (s) { return matches(s, text); });
+    // A filter chooses whole sessions: a main session with everything under it (tree.js).
+    var hit = {};
+    sessions.forEach(function (s) { if (matches(s, text)) { hit[s.g || s.k] = true; } });
+    var chosen = sessions.filter(function (s) { return hit[s.g || s.k]; });
     var keep = {};
     chosen.forEach(function (s) { keep[s.k] = true; });
     Object.keys(rows).forEach(function (k) { rows[k].classList.toggle("hidden-by-filter", !keep[k]); });
+    if (window.rematchTree) { window.rematchTree(); }
     document.getElementById("empty").hidden = chosen.length > 0 || sessions.length === 0;
     var agg = aggregate(chosen, document.getElementById("c-by").value);
     var t = agg.total;
