@@ -35,7 +35,7 @@ class NothingImported(Exception):
 
 
 #: The columns a reader of stored summaries needs of each row (the rest is read for a session when asked).
-LISTING = ("harness", "session_id", "trace_path", "flagged", "summary")
+LISTING = ("harness", "session_id", "trace_path", "flagged", "agent_kind", "parent", "summary")
 
 
 def ledger_rows(data: DataDir, columns: tuple[str, ...] = ()) -> list[dict[str, Any]]:

@@ -491,9 +491,11 @@ class Ledger:
         """Session rows as stored, their JSON columns left as text (:func:`decoded` turns one into
         what :meth:`sessions` gives): readers of stored summaries decode only the rows they use.
 
-        ``columns``: only these (names of the table's columns), all when empty.
+        ``columns``: only these, all when empty; a name the table lacks (a ledger of an older schema,
+        read before its migration) is left out of the rows.
         """
-        wanted = ", ".join(_column(c) for c in columns) or "*"
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(sessions)")} if columns else set()
+        wanted = ", ".join(_column(c) for c in columns if c in have) or "*"
         cur = self.db.cursor()
         # Plain tuples zipped with the names: a sqlite3.Row looks each name up by comparing it,
         # case-insensitively, with every column's (most of a listing's time at thousands of rows).
