@@ -227,11 +227,14 @@ def test_every_filter_by_harness_model_repository_domain_and_flag(facets: Path, 
                                                                    artifacts: Path) -> None:
     page = watched.open(facets)
     sessions = embedded(parse(facets))["sessions"]
-    assert {s["r"] for s in sessions} == {"github.com/acme/alpha", "github.com/acme/beta", ""}
+    # A session without a git remote is filtered by its folder (issue 32).
+    plain = str(facets.parents[2] / "work" / "plain")
+    assert {s["r"] for s in sessions} == {"github.com/acme/alpha", "github.com/acme/beta", plain}
     assert {s["d"] for s in sessions} == {"web", "infra", ""}
     assert [s["f"] for s in sessions if s["f"]] == [["redirect"]]
-    # harnesses 3, models 3, repositories 2, domains 2, flag choices 5 (flagged, three reasons, not flagged)
-    assert check_every_filter(page, sessions) == 15
+    # harnesses 3, models 3, repositories 3 (two remotes, one folder), domains 2, flag choices 5 (flagged,
+    # three reasons, not flagged)
+    assert check_every_filter(page, sessions) == 16
     # Two filters at once: the intersection.
     page.select_option("#f-r", "github.com/acme/beta")
     page.select_option("#f-h", "claude_code")

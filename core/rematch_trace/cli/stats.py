@@ -27,7 +27,7 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
     data = readable(out)
     prices = price_table(data, prices_file)
     entries = chosen(summaries(data, prices), harness, model, repo, domain, flag, since)
-    f = with_json(entries, figures)
+    f = with_json(entries, lambda js: figures(js, prices))
     if as_json:
         echo_json(dict(f.as_json(), prices={"as_of": prices.as_of, "files": list(prices.files)}))
     else:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import ROUND_HALF_EVEN, Decimal
 from importlib import resources
 from pathlib import Path
@@ -30,6 +30,7 @@ import orjson
 
 from rematch_trace.report.collect import CACHE_NAME, Entry, collect, read_cache, since_filter, with_json
 from rematch_trace.report.figures import figures
+from rematch_trace.report.model_names import ModelNames, one_model
 from rematch_trace.report.prices import PriceTable
 from rematch_trace.report.prices import load as load_prices
 from rematch_trace.report.summary import reason_seqs, trace_records
@@ -74,7 +75,7 @@ def build_id(prices: str = "") -> str:
             h.update(item.name.encode() + b"\0" + item.read_bytes())
     for name in ASSETS:
         h.update(name.encode() + b"\0" + _package_bytes("static", name))
-    for module in ("summary.py", "figures.py", "render.py", "text.py", "prices.py", "build.py"):
+    for module in ("summary.py", "figures.py", "render.py", "text.py", "prices.py", "build.py", "model_names.py"):
         h.update(module.encode() + b"\0" + (package / module).read_bytes())
     return h.hexdigest()[:32]
 
@@ -133,18 +134,20 @@ def menu_labels(entries: list[dict[str, Any]]) -> dict[str, str]:
     return {v: one_line(v) for v in sorted(v for v in values if isinstance(v, str)) if one_line(v) != v}
 
 
-def index_entry(j: dict[str, Any]) -> dict[str, Any]:
+def index_entry(j: dict[str, Any], one: Callable[[str], str] = one_model) -> dict[str, Any]:
     """What the index's script draws and filters of one session (its summary's JSON): its facets and per-day
-    figures, no text. A usage entry is ``[day, model, tokens, cost in billionths of a dollar, priced tokens]``.
+    figures, no text. A usage entry is ``[day, model, tokens, cost in billionths of a dollar, priced tokens,
+    turns]``. Models go by one name each (``one``, :func:`~rematch_trace.report.model_names.one_model`); the
+    repository facet is the folder when the session has no repository (a menu entry for every session).
 
     Read from the JSON so that a session whose summary came from the cache is never structured for it.
     """
     return {
-        "k": j["key"], "h": j["harness"], "m": j.get("model") or "", "r": j.get("repo") or "",
+        "k": j["key"], "h": j["harness"], "m": one(j.get("model") or ""), "r": j.get("repo") or j.get("cwd") or "",
         "d": j.get("domain") or "", "f": j.get("reasons") or [], "day": j.get("day") or "unknown",
         "daily": [[d["day"], d["inputs"], d["redirects"], d["error_clusters"], d["tool_errors"]]
                   for d in j.get("daily") or []],
-        "u": [[u["day"], u["model"], u["tokens"], nano(Decimal(u["cost"])), u["priced_tokens"]]
+        "u": [[u["day"], one(u["model"]), u["tokens"], nano(Decimal(u["cost"])), u["priced_tokens"], u["turns"]]
               for u in j.get("usage") or []],
     }
 
@@ -263,7 +266,8 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
                 rows[e.key] = kept_row
             else:
                 rows[e.key] = row_template.render(s=e.summary)
-        fig, data_ = with_json(chosen, lambda js: (figures(js), [index_entry(j) for j in js]))
+        one = ModelNames(prices)
+        fig, data_ = with_json(chosen, lambda js: (figures(js, prices), [index_entry(j, one) for j in js]))
         index = env.get_template("index.html").render(
             root="", sessions=chosen, rows=markup("".join(rows[e.key] for e in chosen)), figures=fig,
             data={"sessions": data_, "labels": menu_labels(data_)}, since=since, problems=got.problems, prices=prices,

@@ -52,27 +52,49 @@
     return n.toLocaleString("en-US");
   }
 
+  function row(name) {
+    return { name: name, sessions: 0, inputs: 0, redirects: 0, clusters: 0, turns: 0, tokens: 0, cost: 0, priced: 0 };
+  }
+
+  // Every day from the first to the last, those without a session included (as zero), so a gap shows.
+  function everyDay(days) {
+    var known = Object.keys(days).filter(function (d) { return /^\d{4}-\d{2}-\d{2}$/.test(d); }).sort();
+    var out = [];
+    if (known.length) {
+      var t = Date.parse(known[0] + "T00:00:00Z"), end = Date.parse(known[known.length - 1] + "T00:00:00Z");
+      for (; t <= end; t += 86400000) { out.push(new Date(t).toISOString().slice(0, 10)); }
+    }
+    // Anything not a date ("unknown") comes after the dates.
+    Object.keys(days).sort().forEach(function (d) { if (!/^\d{4}-\d{2}-\d{2}$/.test(d)) { out.push(d); } });
+    return out;
+  }
+
   function aggregate(chosen, by) {
-    var days = {}, groups = {}, total = { sessions: 0, inputs: 0, redirects: 0, clusters: 0, tokens: 0, cost: 0, priced: 0 };
+    var days = {}, groups = {}, total = row("total"), models = {}, harnesses = {};
     function day(d) {
       if (!days[d]) { days[d] = { sessions: 0, inputs: 0, redirects: 0, clusters: 0, tokens: {}, cost: {} }; }
       return days[d];
     }
     chosen.forEach(function (s) {
-      day(s.day).sessions += 1; total.sessions += 1;
+      var h = harnesses[s.h] || (harnesses[s.h] = row(s.h)), counted = {};
+      day(s.day).sessions += 1; total.sessions += 1; h.sessions += 1;
       s.daily.forEach(function (x) {
         var d = day(x[0]);
         d.inputs += x[1]; d.redirects += x[2]; d.clusters += x[3];
-        total.inputs += x[1]; total.redirects += x[2]; total.clusters += x[3];
+        [total, h].forEach(function (r) { r.inputs += x[1]; r.redirects += x[2]; r.clusters += x[3]; });
       });
       s.u.forEach(function (u) {
         var d = day(u[0]), g = by === "harness" ? s.h : u[1];
+        var m = models[u[1]] || (models[u[1]] = row(u[1]));
+        if (!counted[u[1]]) { counted[u[1]] = true; m.sessions += 1; }
         groups[g] = true;
         d.tokens[g] = (d.tokens[g] || 0) + u[2];
         d.cost[g] = (d.cost[g] || 0) + u[3];
-        total.tokens += u[2]; total.cost += u[3]; total.priced += u[4];
+        [total, h, m].forEach(function (r) { r.tokens += u[2]; r.cost += u[3]; r.priced += u[4]; r.turns += u[5] || 0; });
       });
     });
+    var labels = everyDay(days);
+    labels.forEach(function (d) { day(d); });
     // The biggest groups by tokens get a colour each; the rest are summed as "other" (a legend stays readable).
     var size = {};
     Object.keys(days).forEach(function (d) {
@@ -90,7 +112,67 @@
         });
       });
     }
-    return { labels: Object.keys(days).sort(), days: days, groups: ranked, total: total };
+    function byTokens(rows) {
+      return Object.keys(rows).map(function (k) { return rows[k]; })
+        .sort(function (a, b) { return b.tokens - a.tokens || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0); });
+    }
+    return { labels: labels, days: days, groups: ranked, total: total, models: byTokens(models),
+             harnesses: byTokens(harnesses) };
+  }
+
+  // A cost as the server's tables print it: n/a with no price, * when only part of the tokens has one.
+  // Costs arrive in whole billionths of a dollar: integer sums stay exact; dollars only for display.
+  function money(r) {
+    if (!r.priced) { return r.tokens ? "n/a" : "-"; }
+    var text = r.cost > 0 && r.cost < 5e6 ? "<$0.01" : "$" + (r.cost / 1e9).toLocaleString("en-US",
+      { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+    return r.priced < r.tokens ? text + "*" : text;
+  }
+
+  function cell(tr, text, numeric) {
+    var td = document.createElement("td");
+    if (numeric) { td.className = "n"; }
+    if (text instanceof Node) { td.appendChild(text); } else { td.textContent = text; }
+    tr.appendChild(td);
+  }
+
+  function harnessBadge(h) {
+    var span = document.createElement("span");
+    span.className = "harness h-" + (["claude_code", "codex", "omp"].indexOf(h) >= 0 ? h : "other");
+    span.textContent = label(h).replace(/_/g, " ");
+    return span;
+  }
+
+  // The Model and Harness tables, from the sessions the filters chose (an empty choice says so).
+  function fillTable(id, rows, columns) {
+    var body = document.querySelector("#" + id + " tbody");
+    var fresh = document.createElement("tbody");
+    rows.forEach(function (r) {
+      var tr = document.createElement("tr");
+      columns.forEach(function (c, i) { cell(tr, c(r), i > 0); });
+      fresh.appendChild(tr);
+    });
+    if (!rows.length) {
+      var tr = document.createElement("tr"), td = document.createElement("td");
+      td.colSpan = columns.length;
+      td.className = "none";
+      td.textContent = sessions.length ? "No session matches these filters." : "No sessions.";
+      tr.appendChild(td);
+      fresh.appendChild(tr);
+    }
+    body.parentNode.replaceChild(fresh, body);
+  }
+
+  function num(n) { return n.toLocaleString("en-US"); }
+
+  function fillTables(agg) {
+    fillTable("by-model", agg.models, [
+      function (r) { return label(r.name); }, function (r) { return num(r.sessions); },
+      function (r) { return num(r.turns); }, function (r) { return fmtTokens(r.tokens); }, money]);
+    fillTable("by-harness", agg.harnesses, [
+      function (r) { return harnessBadge(r.name); }, function (r) { return num(r.sessions); },
+      function (r) { return num(r.inputs); }, function (r) { return num(r.redirects); },
+      function (r) { return num(r.clusters); }, function (r) { return fmtTokens(r.tokens); }, money]);
   }
 
   function draw(id, config) {
@@ -138,6 +220,7 @@
       (t.cost > 0 && t.cost < 5e6 ? "<$0.01" : "$" + (t.cost / 1e9).toFixed(2));
     document.getElementById("t-priced").textContent =
       t.tokens && t.priced < t.tokens ? "covers " + Math.floor(t.priced * 100 / t.tokens) + "% of tokens" : "";
+    fillTables(agg);
     draw("c-activity", {
       type: "bar",
       data: {
