@@ -9,12 +9,14 @@ one in a plain folder), one of Codex and one of omp.
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_gen import lines_for, path_for, run_import, sid_for, write
+from hostile_gen import cli_env, import_cmd, lines_for, path_for, run_import, sid_for, write
 from page_check import embedded, parse
 from report_gen import TOKEN, run
 
@@ -172,3 +174,63 @@ def test_one_row_per_model(site: dict[str, Any], page: Any) -> None:
     assert [m for m in menu if "sonnet" in m] == ["anthropic/claude-sonnet-4-5"]
     page.select_option("#f-m", "anthropic/claude-sonnet-4-5")
     assert page.locator("#sessions tbody tr:not(.hidden-by-filter)").count() == 2
+def test_search_box_finds_a_planted_phrase_from_file_url(site: dict[str, Any], page: Any, artifacts: Path) -> None:
+    _open(page, site["index"])
+    assert page.url.startswith("file://")
+    page.fill("#s-q", "harmonica QUOKKA")
+    hits = page.locator("#s-hits li")
+    hits.first.wait_for()
+    assert hits.count() == 1
+    text = hits.first.inner_text()
+    assert "quokka" in text.lower() and "prompt #" in text.lower()
+    assert "ghp_" not in text
+    page.screenshot(path=str(artifacts / "search-hit.png"), full_page=True)
+    href = hits.first.locator("a").first.get_attribute("href")
+    assert href is not None and href.startswith("sessions/") and PLAIN_SID in href
+    page.click("#s-hits li a")
+    page.wait_for_load_state("load")
+    assert page.url.endswith(href.split("/", 1)[1])
+    # A phrase in quotes must occur as it is; other filters narrow the hits.
+    _open(page, site["index"])
+    page.fill("#s-q", '"sunrise harmonica"')
+    page.wait_for_timeout(300)
+    assert page.locator("#s-hits li").count() == 0
+    assert "no match" in page.inner_text("#s-status").lower()
+    page.select_option("#f-h", "codex")
+    page.fill("#s-q", "quokka")
+    page.wait_for_timeout(300)
+    assert page.locator("#s-hits li").count() == 0
+
+
+def _site_bytes(report: Path) -> Iterator[tuple[Path, bytes]]:
+    for p in sorted(report.rglob("*")):
+        if p.is_file():
+            yield p, p.read_bytes()
+
+
+def test_no_planted_secret_in_the_shipped_index(site: dict[str, Any]) -> None:
+    shards = sorted((site["report"] / "search").glob("*.js"))
+    assert shards
+    assert any(PHRASE.encode() in b for _, b in _site_bytes(site["report"] / "search"))
+    for p, b in _site_bytes(site["report"]):
+        assert TOKEN.encode() not in b, p
+        assert re.search(rb"ghp_[A-Za-z0-9]{20}", b) is None, p
+
+
+def test_no_secret_in_the_index_of_an_unredacted_import(tmp_path: Path) -> None:
+    """Imported with --no-redact, the session page shows what the trace kept; the search index still never
+    holds the secret (it is built from the redacted text ``rematch search`` indexes)."""
+    src = tmp_path / "src"
+    lines = lines_for("claude_code", PLAIN_SID)
+    lines[0]["message"]["content"] = f"{PHRASE} token {TOKEN}"
+    write(path_for(src, "claude_code", PLAIN_SID), lines)
+    raw = tmp_path / "raw"
+    proc = subprocess.run([*import_cmd(raw, src), "--no-redact"], env=cli_env(), capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    run("report", "--data", str(raw))
+    site = raw / "report"
+    assert any(TOKEN.encode() in b for _, b in _site_bytes(site / "sessions"))  # the control: it is there
+    shards = list(_site_bytes(site / "search"))
+    assert shards and any(PHRASE.encode() in b for _, b in shards)
+    assert not any(TOKEN.encode() in b for _, b in shards)

@@ -2,7 +2,8 @@
 
 Layout of the report folder::
 
-    index.html            every session, filters, per-day charts
+    index.html            every session, filters, per-day charts, a search box
+    search/NNNN.js        the search box's index: redacted text, loaded as scripts (report/search_site.py)
     sessions/<key>.html   one page per session
     assets/               the stylesheet, the pages' scripts, Chart.js and its licence
     summaries.json        the cache that makes a rerun incremental
@@ -75,7 +76,8 @@ def build_id(prices: str = "") -> str:
             h.update(item.name.encode() + b"\0" + item.read_bytes())
     for name in ASSETS:
         h.update(name.encode() + b"\0" + _package_bytes("static", name))
-    for module in ("summary.py", "figures.py", "render.py", "text.py", "prices.py", "build.py", "model_names.py"):
+    for module in ("summary.py", "figures.py", "render.py", "text.py", "prices.py", "build.py", "model_names.py",
+                   "search_site.py"):
         h.update(module.encode() + b"\0" + (package / module).read_bytes())
     return h.hexdigest()[:32]
 
@@ -253,7 +255,7 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
     # when none changed (a rerun that found nothing new) it is not even rendered.
     index_key = hashlib.sha256(orjson.dumps([bid, since, [e.stamp for e in chosen], got.problems])).hexdigest()[:32]
     rows: dict[str, str] = {}
-    if not (index_key == previous_index and (out / "index.html").is_file()):
+    if not (index_key == previous_index and (out / "index.html").is_file() and (out / "search").is_dir()):
         # Each session's row of the session table is rendered once per stamp and kept in the cache: a
         # refresh renders the rows of the sessions that changed and joins the others' as they were.
         from markupsafe import Markup as markup
@@ -268,9 +270,17 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
                 rows[e.key] = row_template.render(s=e.summary)
         one = ModelNames(prices)
         fig, data_ = with_json(chosen, lambda js: (figures(js, prices), [index_entry(j, one) for j in js]))
+        from rematch_trace.report.search_site import write_index
+
+        try:
+            search = write_index(data, out, [e.key for e in chosen])
+        except OSError as err:
+            got.problems.append(f"{out / 'search'}: {err.strerror or err}; the search box has no index")
+            search = None
         index = env.get_template("index.html").render(
             root="", sessions=chosen, rows=markup("".join(rows[e.key] for e in chosen)), figures=fig,
-            data={"sessions": data_, "labels": menu_labels(data_)}, since=since, problems=got.problems, prices=prices,
+            data={"sessions": data_, "labels": menu_labels(data_), "search": search}, since=since,
+            problems=got.problems, prices=prices,
         )
         # Held whole (a few bytes a session), so an unchanged index is not rewritten.
         _write_if_changed(out / "index.html", index.encode("utf-8", "backslashreplace"))

@@ -201,11 +201,138 @@
     };
   }
 
+  // The search box over what was said: the site's own index (search/NNNN.js: the redacted text rematch
+  // search indexes, see docs/search.md), loaded as scripts on first use (a page opened from file:// cannot
+  // fetch() a file), searched here, within the sessions the filters chose.
+  var find = document.getElementById("s-q"), findStatus = document.getElementById("s-status");
+  var findHits = document.getElementById("s-hits");
+  var meta = data.search, corpus = [], pending = -1, timer = null, chosenKeys = null, MAX_HITS = 100;
+  var order = {}, byKey = {};
+  sessions.forEach(function (s, i) { order[s.k] = i; byKey[s.k] = s; });
+
+  window.rematchSearch = function (list) {
+    list.forEach(function (x) {
+      // r = [seq, kind, time, text]; r[4] is the text in lower case, made once.
+      x[2].forEach(function (r) { r.push(String(r[3]).toLowerCase()); });
+      corpus.push({ k: x[0], sid: x[1], recs: x[2] });
+    });
+    pending -= 1;
+    if (pending === 0) { runSearch(); }
+  };
+
+  function loadIndex() {
+    if (pending !== -1 || !meta) { return; }
+    pending = meta.files.length;
+    meta.files.forEach(function (name) {
+      var el = document.createElement("script");
+      el.src = "search/" + name;
+      el.onerror = function () { pending = -2; findStatus.textContent = "The search index could not be loaded (search/" + name + ")."; };
+      document.body.appendChild(el);
+    });
+  }
+
+  // Words and "quoted phrases", in lower case: each must occur in a record's text.
+  function terms(q) {
+    var out = [], parts = q.toLowerCase().split('"');
+    parts.forEach(function (p, i) {
+      if (i % 2 === 1 && i < parts.length - 1) {
+        var phrase = p.replace(/\s+/g, " ").trim();
+        if (phrase) { out.push(phrase); }
+      } else {
+        p.split(/\s+/).forEach(function (w) { if (w) { out.push(w); } });
+      }
+    });
+    return out;
+  }
+
+  function snippet(r, ts) {
+    var low = r[4], text = low.length === r[3].length ? r[3] : low;
+    var first = low.length;
+    ts.forEach(function (t) { var i = low.indexOf(t); if (i >= 0 && i < first) { first = i; } });
+    var start = Math.max(0, first - 60), end = Math.min(text.length, first + 160), pos = start;
+    var out = document.createElement("div");
+    out.className = "snip";
+    if (start > 0) { out.appendChild(document.createTextNode("…")); }
+    while (pos < end) {
+      var best = -1, len = 0;
+      ts.forEach(function (t) {
+        var i = low.indexOf(t, pos);
+        if (i >= 0 && i < end && (best < 0 || i < best || (i === best && t.length > len))) { best = i; len = t.length; }
+      });
+      if (best < 0) { out.appendChild(document.createTextNode(text.slice(pos, end))); break; }
+      if (best > pos) { out.appendChild(document.createTextNode(text.slice(pos, best))); }
+      var m = document.createElement("mark");
+      m.textContent = text.slice(best, Math.min(best + len, end));
+      out.appendChild(m);
+      pos = best + len;
+    }
+    if (end < text.length) { out.appendChild(document.createTextNode("…")); }
+    return out;
+  }
+
+  function hitItem(c, r, ts) {
+    var li = document.createElement("li"), line = document.createElement("div"), a = document.createElement("a");
+    var s = byKey[c.k];
+    line.className = "meta";
+    if (s) { line.appendChild(harnessBadge(s.h)); }
+    a.href = "sessions/" + encodeURIComponent(c.k) + ".html" + (typeof r[0] === "number" ? "#seq-" + r[0] : "");
+    a.textContent = (typeof r[2] === "number" ? new Date(r[2]).toISOString().slice(0, 16).replace("T", " ") + "  " : "") +
+      (c.sid || c.k);
+    line.appendChild(a);
+    var kind = document.createElement("span");
+    kind.className = "kind";
+    kind.textContent = r[1] + (typeof r[0] === "number" ? " #" + r[0] : "");
+    line.appendChild(kind);
+    li.appendChild(line);
+    li.appendChild(snippet(r, ts));
+    return li;
+  }
+
+  function runSearch() {
+    var q = find.value.trim();
+    while (findHits.firstChild) { findHits.removeChild(findHits.firstChild); }
+    if (!q) { findStatus.textContent = ""; return; }
+    if (!meta) {
+      findStatus.textContent = "This report has no search index (it is built from search.sqlite in the data folder).";
+      return;
+    }
+    loadIndex();
+    if (pending !== 0) {
+      if (pending > 0) { findStatus.textContent = "Loading the search index…"; }
+      return;
+    }
+    var ts = terms(q), hits = [], hitSessions = {};
+    corpus.forEach(function (c) {
+      if (chosenKeys && !chosenKeys[c.k]) { return; }
+      c.recs.forEach(function (r) {
+        for (var i = 0; i < ts.length; i++) { if (r[4].indexOf(ts[i]) < 0) { return; } }
+        hits.push([c, r]);
+        hitSessions[c.k] = true;
+      });
+    });
+    // Newest session first (the table's order), then in the order it was said.
+    hits.sort(function (a, b) { return (order[a[0].k] - order[b[0].k]) || ((a[1][0] || 0) - (b[1][0] || 0)); });
+    hits.slice(0, MAX_HITS).forEach(function (h) { findHits.appendChild(hitItem(h[0], h[1], ts)); });
+    var n = Object.keys(hitSessions).length;
+    var status = hits.length ? hits.length + " hit(s) in " + n + " session(s)" + (hits.length > MAX_HITS ? ", the first " + MAX_HITS + " shown" : "")
+      : "No match" + (chosenKeys && Object.keys(chosenKeys).length < sessions.length ? " in the sessions these filters choose" : "") + ".";
+    if (meta.sessions < meta.of) { status += " The index covers the newest " + meta.sessions + " of " + meta.of + " sessions."; }
+    findStatus.textContent = status;
+  }
+
+  find.addEventListener("focus", loadIndex);
+  find.addEventListener("input", function () {
+    if (timer) { clearTimeout(timer); }
+    timer = setTimeout(runSearch, 120);
+  });
+
   function update() {
     var text = search.value.trim().toLowerCase();
     var chosen = sessions.filter(function (s) { return matches(s, text); });
     var keep = {};
     chosen.forEach(function (s) { keep[s.k] = true; });
+    chosenKeys = keep;
+    if (find.value.trim()) { runSearch(); }
     Object.keys(rows).forEach(function (k) { rows[k].classList.toggle("hidden-by-filter", !keep[k]); });
     document.getElementById("empty").hidden = chosen.length > 0 || sessions.length === 0;
     var agg = aggregate(chosen, document.getElementById("c-by").value);
