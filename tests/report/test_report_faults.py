@@ -234,3 +234,25 @@ def test_no_secret_in_the_index_of_an_unredacted_import(tmp_path: Path) -> None:
     shards = list(_site_bytes(site / "search"))
     assert shards and any(PHRASE.encode() in b for _, b in shards)
     assert not any(TOKEN.encode() in b for _, b in shards)
+
+
+def test_search_hits_of_hostile_text_are_text(hostile: dict[str, Any], browser: Any) -> None:
+    """The hostile corpus's payloads, found by the search box, show as text: no dialog, no error, no
+    element made from them."""
+    p = browser.new_page(viewport={"width": 1200, "height": 900})
+    dialogs: list[str] = []
+    errors: list[str] = []
+    p.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    p.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        _open(p, hostile["report"] / "index.html")
+        p.fill("#s-q", "alert")
+        p.locator("#s-hits li").first.wait_for()
+        assert p.locator("#s-hits li").count() > 1
+        assert "<script>" in p.inner_text("#s-hits")
+        assert p.eval_on_selector_all("#s-hits *", "els => els.filter(e => !['LI', 'DIV', 'A', 'SPAN', 'MARK']"
+                                      ".includes(e.tagName)).length") == 0
+        p.wait_for_timeout(200)
+        assert dialogs == [] and errors == []
+    finally:
+        p.close()

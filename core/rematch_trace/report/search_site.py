@@ -56,6 +56,13 @@ def _shard(sessions: list[bytes]) -> bytes:
     return b"rematchSearch([" + b",".join(sessions) + b"]);\n"
 
 
+def _remove_others(folder: Path, names: list[str]) -> None:
+    """Remove the index files of ``folder`` not in ``names`` (those of an earlier, larger index)."""
+    for p in folder.iterdir():
+        if _SHARD.fullmatch(p.name) and p.name not in names:
+            p.unlink()
+
+
 def write_index(data: DataDir, out: Path, keys: Iterable[str], *, cap: int = CAP_BYTES) -> dict[str, Any] | None:
     """Write the search files of the sessions ``keys`` (newest first) into ``out/search``, from the data
     folder's search index (brought up to date first when the folder can be written); return what the index
@@ -66,15 +73,16 @@ def write_index(data: DataDir, out: Path, keys: Iterable[str], *, cap: int = CAP
     from rematch_trace.store.search_index import SearchIndex, index_path, sync_data
 
     wanted = list(keys)
-    sync_data(data)  # None when the folder is read-only: an existing index is read as it is
-    path = index_path(data)
-    if not path.is_file():
-        return None
     folder = out / FOLDER
     folder.mkdir(mode=0o700, exist_ok=True)
     if folder.is_symlink() or not folder.is_dir():
         raise OSError(f"{folder} is a symbolic link or not a folder; refusing to write through it")
     clean_temporaries(folder)  # what a killed build left beside its targets
+    sync_data(data)  # None when the folder is read-only: an existing index is read as it is
+    path = index_path(data)
+    if not path.is_file():
+        _remove_others(folder, [])
+        return None
     shards: list[bytes] = []
     current: list[bytes] = []
     size = total = covered = records = 0
@@ -95,6 +103,7 @@ def write_index(data: DataDir, out: Path, keys: Iterable[str], *, cap: int = CAP
                 covered += 1
                 records += len(recs)
     except sqlite3.Error:
+        _remove_others(folder, [])
         return None
     if current:
         shards.append(_shard(current))
@@ -107,8 +116,6 @@ def write_index(data: DataDir, out: Path, keys: Iterable[str], *, cap: int = CAP
         except OSError:
             pass
         write_atomic(target, blob)
-    for p in folder.iterdir():
-        if _SHARD.fullmatch(p.name) and p.name not in names:
-            p.unlink()
+    _remove_others(folder, names)
     return {"files": names, "sessions": covered, "of": len(wanted), "records": records, "bytes": total,
             "clip": CLIP}
