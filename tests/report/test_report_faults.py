@@ -257,3 +257,27 @@ def test_search_hits_of_hostile_text_are_text(hostile: dict[str, Any], browser: 
         assert dialogs == [] and errors == []
     finally:
         p.close()
+
+
+def test_search_files_follow_a_refresh(tmp_path: Path) -> None:
+    """A session imported later is in the search files of the next report; the earlier one stays (taken
+    from the files already written), and a session left out by --since is not shipped."""
+    src = tmp_path / "src"
+    first = lines_for("claude_code", sid_for("claude_code", 1))
+    first[0]["message"]["content"] = "the first wombat"
+    write(path_for(src, "claude_code", sid_for("claude_code", 1)), first)
+    data = tmp_path / "data"
+    assert run_import(data, src).returncode == 0
+    run("report", "--data", str(data))
+    search = data / "report" / "search"
+    assert b"first wombat" in b"".join(b for _, b in _site_bytes(search))
+    later = _shift(lines_for("claude_code", sid_for("claude_code", 2)), "2026-02-10", "2026-03-15")
+    later[0]["message"]["content"] = "the second numbat"
+    write(path_for(src, "claude_code", sid_for("claude_code", 2)), later)
+    assert run_import(data, src).returncode == 0
+    run("report", "--data", str(data))
+    shipped = b"".join(b for _, b in _site_bytes(search))
+    assert b"first wombat" in shipped and b"second numbat" in shipped
+    run("report", "--data", str(data), "--since", "2026-03-01")
+    shipped = b"".join(b for _, b in _site_bytes(search))
+    assert b"first wombat" not in shipped and b"second numbat" in shipped

@@ -273,7 +273,7 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
         from rematch_trace.report.search_site import write_index
 
         try:
-            search = write_index(data, out, [e.key for e in chosen])
+            search = write_index(data, out, [(e.key, e.stamp) for e in chosen])
         except OSError as err:
             got.problems.append(f"{out / 'search'}: {err.strerror or err}; the search box has no index")
             search = None

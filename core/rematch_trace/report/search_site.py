@@ -2,7 +2,8 @@
 
 A page opened from ``file://`` cannot ``fetch()`` a JSON file, but it may load a ``<script src>`` of its
 own folder (the pages' CSP allows ``'self'``). So the index is written as ``search/NNNN.js`` files, each a
-call ``rematchSearch([...])`` with sessions' records, and the index page loads them when its search box is
+call ``rematchSearch([...])`` with sessions' entries (``[key, session id, records, stamp]``, a record
+``[seq, kind, time, text]``), and the index page loads them when its search box is
 first used. The text is what ``rematch search`` indexes (:mod:`rematch_trace.store.search_index`: prompts,
 assistant text, tool inputs, blocked calls, marks; redacted, also for a trace imported with
 ``--no-redact``), read from the data folder's index, never from a trace or a transcript.
@@ -33,8 +34,10 @@ CLIP = 600
 SHARD_BYTES = 2 * 1024 * 1024
 #: The whole index at most (the newest sessions first): what a browser tab holds in memory at ease.
 CAP_BYTES = 48 * 1024 * 1024
-_SPACE = re.compile(r"\s+")
 _SHARD = re.compile(r"\d{4}\.js")
+_OPEN, _CLOSE = b"rematchSearch([", b"]);\n"
+#: Part of each session's mark in the files: a change of what a session's entry holds makes it read again.
+FORMAT = f"1/{CLIP}"
 
 
 def _records(db: sqlite3.Connection, key: str) -> list[list[Any]]:
@@ -42,10 +45,11 @@ def _records(db: sqlite3.Connection, key: str) -> list[list[Any]]:
     one line, clipped, its hidden characters (bidi controls, zero-width, lone surrogates) escaped as the
     pages show them."""
     out: list[list[Any]] = []
-    rows = db.execute("SELECT x.seq, x.kind, x.t, x.body FROM spans s JOIN text x ON x.rowid = s.id "
-                      "WHERE s.key = ? ORDER BY s.off", (key,))
+    # Only a head of each text is read: whitespace runs are folded after, so 4x what is kept is plenty.
+    rows = db.execute("SELECT x.seq, x.kind, x.t, substr(x.body, 1, ?) FROM spans s JOIN text x ON x.rowid = s.id "
+                      "WHERE s.key = ? ORDER BY s.off", (4 * CLIP, key))
     for seq, kind, t, body in rows:
-        text = visible(_SPACE.sub(" ", body or "").strip()[:CLIP])
+        text = visible(" ".join((body or "").split())[:CLIP])
         if text:
             out.append([seq, kind, t, text])
     return out
@@ -53,7 +57,7 @@ def _records(db: sqlite3.Connection, key: str) -> list[list[Any]]:
 
 def _shard(sessions: list[bytes]) -> bytes:
     # JSON is a JavaScript expression; a file loaded by <script src> has no "</script>" to fear.
-    return b"rematchSearch([" + b",".join(sessions) + b"]);\n"
+    return _OPEN + b",".join(sessions) + _CLOSE
 
 
 def _remove_others(folder: Path, names: list[str]) -> None:
@@ -63,12 +67,35 @@ def _remove_others(folder: Path, names: list[str]) -> None:
             p.unlink()
 
 
-def write_index(data: DataDir, out: Path, keys: Iterable[str], *, cap: int = CAP_BYTES) -> dict[str, Any] | None:
-    """Write the search files of the sessions ``keys`` (newest first) into ``out/search``, from the data
-    folder's search index (brought up to date first when the folder can be written); return what the index
-    page needs to load them, or ``None`` when there is no index to read (the page says so).
+def _previous(folder: Path) -> dict[str, tuple[str, list[Any]]]:
+    """Key -> (stamp, entry) of each session the folder's index files hold (what a refresh reuses)."""
+    out: dict[str, tuple[str, list[Any]]] = {}
+    for p in sorted(folder.iterdir()):
+        if not _SHARD.fullmatch(p.name) or p.is_symlink():
+            continue
+        try:
+            blob = p.read_bytes()
+            if not (blob.startswith(_OPEN) and blob.endswith(_CLOSE)):
+                continue
+            entries = orjson.loads(b"[" + blob[len(_OPEN):-len(_CLOSE)] + b"]")
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        for e in entries:
+            if isinstance(e, list) and len(e) == 4 and isinstance(e[0], str) and isinstance(e[3], str):
+                out[e[0]] = (e[3], e)
+    return out
 
-    A file whose bytes did not change is not rewritten; files of an earlier, larger index are removed.
+
+def write_index(data: DataDir, out: Path, keys: Iterable[tuple[str, str]], *,
+                cap: int = CAP_BYTES) -> dict[str, Any] | None:
+    """Write the search files of the sessions ``keys`` (``(key, stamp)``, newest first) into
+    ``out/search``, from the data folder's search index (brought up to date first when the folder can be
+    written); return what the index page needs to load them, or ``None`` when there is no index to read
+    (the page says so).
+
+    A session whose stamp (the report's: ledger row, trace and events files, prices) is the one the
+    folder's files hold is taken from them, not read again. A file whose bytes did not change is not
+    rewritten; files of an earlier, larger index are removed.
     """
     from rematch_trace.store.search_index import SearchIndex, index_path, sync_data
 
@@ -83,15 +110,22 @@ def write_index(data: DataDir, out: Path, keys: Iterable[str], *, cap: int = CAP
     if not path.is_file():
         _remove_others(folder, [])
         return None
+    before = _previous(folder)
     shards: list[bytes] = []
     current: list[bytes] = []
     size = total = covered = records = 0
     try:
         with SearchIndex(path, readonly=True) as index:
             ids = dict(index.db.execute("SELECT key, session_id FROM traces"))
-            for key in wanted:
-                recs = _records(index.db, key)
-                blob = orjson.dumps([key, visible(ids.get(key) or ""), recs])
+            for key, stamp in wanted:
+                mark = f"{FORMAT}:{stamp}"
+                old = before.get(key)
+                if stamp and old is not None and old[0] == mark:
+                    entry = old[1]
+                else:
+                    entry = [key, visible(ids.get(key) or ""), _records(index.db, key), mark]
+                recs = entry[2]
+                blob = orjson.dumps(entry)
                 if total + len(blob) > cap:
                     break  # the older sessions are left out; the page says how many it covers
                 if current and size + len(blob) > SHARD_BYTES:
