@@ -252,9 +252,42 @@ def test_every_filter_on_the_shared_corpus(corpus_dir: Path, tmp_path: Path, wat
     page = watched.open(index)
     sessions = embedded(parse(index))["sessions"]
     assert check_every_filter(page, sessions) >= 3 + 10 + 4
+    page.select_option("#f-h", "")
+    check_search_per_harness(page, data / "report", sessions)
     # Every session page of the real corpus opens without an error, and its flagged records are highlighted.
     for s in sessions:
         p = watched.open(data / "report" / "sessions" / f"{s['k']}.html")
         if s["f"]:
             assert p.locator("li.rec.hl").count() > 0, s["k"]
     watched.clean()
+
+
+def check_search_per_harness(page: Any, report: Path, sessions: list[dict[str, Any]]) -> None:
+    """For each harness, the rarest word of its sessions' shipped search text, typed into the search box,
+    finds a record of a session of that harness, linked to its page."""
+    import json
+    import re
+    from collections import Counter
+
+    entries = []
+    for p in sorted((report / "search").glob("*.js")):
+        text = p.read_text()
+        entries += json.loads("[" + text[len("rematchSearch(["):-len("]);\n")] + "]")
+    harness = {s["k"]: s["h"] for s in sessions}
+    words: dict[str, set[str]] = {}
+    count: Counter[str] = Counter()
+    for key, _sid, recs, _stamp in entries:
+        for r in recs:
+            for w in set(re.findall(r"[a-z]{7,}", r[3].lower())):
+                count[w] += 1
+                words.setdefault(w, set()).add(key)
+    for h in sorted(set(harness.values())):
+        mine = [w for w, keys in words.items() if any(harness.get(k) == h for k in keys)]
+        assert mine, h
+        word = min(mine, key=lambda w: (count[w], w))
+        page.fill("#s-q", word)
+        page.wait_for_function("() => /hit|No match/.test(document.getElementById('s-status').textContent)")
+        hrefs = page.eval_on_selector_all("#s-hits li a", "els => els.map(e => e.getAttribute('href'))")
+        keys = {h_.split("/", 1)[1].split(".html", 1)[0] for h_ in hrefs}
+        assert any(harness.get(k) == h for k in keys), (h, word, hrefs)
+        page.fill("#s-q", "")

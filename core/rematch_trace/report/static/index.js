@@ -323,6 +323,9 @@
   find.addEventListener("focus", loadIndex);
   find.addEventListener("input", function () {
     if (timer) { clearTimeout(timer); }
+    // The hits of the words before never stand under the words now.
+    findStatus.textContent = "";
+    while (findHits.firstChild) { findHits.removeChild(findHits.firstChild); }
     timer = setTimeout(runSearch, 120);
   });
 
