@@ -235,11 +235,14 @@ def test_every_filter_by_harness_model_repository_domain_and_flag(facets: Path, 
                                                                    artifacts: Path) -> None:
     page = watched.open(facets)
     sessions = embedded(parse(facets))["sessions"]
-    assert {s["r"] for s in sessions} == {"github.com/acme/alpha", "github.com/acme/beta", ""}
+    # A session without a git remote is filtered by its folder (issue 32).
+    plain = str(facets.parents[2] / "work" / "plain")
+    assert {s["r"] for s in sessions} == {"github.com/acme/alpha", "github.com/acme/beta", plain}
     assert {s["d"] for s in sessions} == {"web", "infra", ""}
     assert [s["f"] for s in sessions if s["f"]] == [["redirect"]]
-    # harnesses 3, models 3, repositories 2, domains 2, flag choices 5 (flagged, three reasons, not flagged)
-    assert check_every_filter(page, sessions) == 15
+    # harnesses 3, models 3, repositories 3 (two remotes, one folder), domains 2, flag choices 5 (flagged,
+    # three reasons, not flagged)
+    assert check_every_filter(page, sessions) == 16
     # Two filters at once: the intersection.
     page.select_option("#f-r", "github.com/acme/beta")
     page.select_option("#f-h", "claude_code")
@@ -257,6 +260,8 @@ def test_every_filter_on_the_shared_corpus(corpus_dir: Path, tmp_path: Path, wat
     page = watched.open(index)
     sessions = embedded(parse(index))["sessions"]
     assert check_every_filter(page, sessions) >= 3 + 10 + 4
+    page.select_option("#f-h", "")
+    check_search_per_harness(page, data / "report", sessions)
     # Every session page of the real corpus opens without an error, and its flagged records are highlighted.
     for s in sessions:
         p = watched.open(data / "report" / "sessions" / f"{s['k']}.html")
@@ -302,3 +307,34 @@ def test_corpus_index_folds_children_under_their_main_session(corpus_dir: Path, 
     assert len(visible_trees) == 2 and page.locator("#t-sessions").inner_text() == "2"
     assert page.eval_on_selector_all("#sessions tbody.project", "els => els.filter(e => !e.hidden).length") == 2
     watched.clean()
+
+
+def check_search_per_harness(page: Any, report: Path, sessions: list[dict[str, Any]]) -> None:
+    """For each harness, the rarest word of its sessions' shipped search text, typed into the search box,
+    finds a record of a session of that harness, linked to its page."""
+    import json
+    import re
+    from collections import Counter
+
+    entries = []
+    for p in sorted((report / "search").glob("*.js")):
+        text = p.read_text()
+        entries += json.loads("[" + text[len("rematchSearch(["):-len("]);\n")] + "]")
+    harness = {s["k"]: s["h"] for s in sessions}
+    words: dict[str, set[str]] = {}
+    count: Counter[str] = Counter()
+    for key, _sid, recs, _stamp in entries:
+        for r in recs:
+            for w in set(re.findall(r"[a-z]{7,}", r[3].lower())):
+                count[w] += 1
+                words.setdefault(w, set()).add(key)
+    for h in sorted(set(harness.values())):
+        mine = [w for w, keys in words.items() if any(harness.get(k) == h for k in keys)]
+        assert mine, h
+        word = min(mine, key=lambda w: (count[w], w))
+        page.fill("#s-q", word)
+        page.wait_for_function("() => /hit|No match/.test(document.getElementById('s-status').textContent)")
+        hrefs = page.eval_on_selector_all("#s-hits li a", "els => els.map(e => e.getAttribute('href'))")
+        keys = {h_.split("/", 1)[1].split(".html", 1)[0] for h_ in hrefs}
+        assert any(harness.get(k) == h for k in keys), (h, word, hrefs)
+        page.fill("#s-q", "")

@@ -22,6 +22,7 @@ from hostile_gen import lines_for, path_for, run_import, sid_for, write
 from page_check import embedded, parse
 from report_gen import rematch, run
 
+from rematch_trace.report.model_names import one_model
 from rematch_trace.report.prices import PriceError, load
 
 
@@ -102,7 +103,8 @@ def _stats(data: Path, *extra: str) -> dict[str, Any]:
 
 
 def _model(stats: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(m for m in stats["models"] if m["name"] == name)
+    # A model's row goes by its name without a snapshot date (report/model_names.py).
+    return next(m for m in stats["models"] if m["name"] == one_model(name))
 
 
 def test_cost_is_tokens_by_kind_times_price_exactly(data: Path) -> None:
@@ -156,7 +158,7 @@ def test_report_shows_the_cost_and_names_what_has_no_price(data: Path, tmp_path:
     assert sum(u[4] for u in usage) == stats["total"]["priced_tokens"]
     assert [u[3] for u in usage if u[1] == UNKNOWN] == [0] and [u[4] for u in usage if u[1] == UNKNOWN] == [0]
     # A turn's cost in the timeline; "no price" where the model has none.
-    key = next(s["k"] for s in embedded(parse(out / "index.html"))["sessions"] if s["m"] == SONNET)
+    key = next(s["k"] for s in embedded(parse(out / "index.html"))["sessions"] if s["m"] == one_model(SONNET))
     page = (out / "sessions" / f"{key}.html").read_text()
     assert "$0.0270" in page and "$0.0130" in page
     unknown_page = next(p for p in (out / "sessions").glob("*.html") if UNKNOWN in p.read_text())

@@ -31,7 +31,7 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
     every = summaries(data, prices)
     # Whole sessions, each counted once: a main session with what it started (cli/grouped.py).
     entries = whole(every, chosen(every, harness, model, repo, domain, flag, since))
-    f = with_json(entries, figures)
+    f = with_json(entries, lambda js: figures(js, prices))
     if as_json:
         echo_json(dict(f.as_json(), prices={"as_of": prices.as_of, "files": list(prices.files)}))
     else:

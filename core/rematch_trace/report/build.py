@@ -2,7 +2,8 @@
 
 Layout of the report folder::
 
-    index.html            every session, filters, per-day charts
+    index.html            every session, filters, per-day charts, a search box
+    search/NNNN.js        the search box's index: redacted text, loaded as scripts (report/search_site.py)
     sessions/<key>.html   one page per session
     assets/               the stylesheet, the pages' scripts, Chart.js and its licence
     summaries.json        the cache that makes a rerun incremental
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import ROUND_HALF_EVEN, Decimal
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,7 @@ import orjson
 
 from rematch_trace.report.collect import CACHE_NAME, Entry, collect, read_cache, since_filter, with_json
 from rematch_trace.report.figures import figures
+from rematch_trace.report.model_names import ModelNames, one_model
 from rematch_trace.report.prices import PriceTable
 from rematch_trace.report.prices import load as load_prices
 from rematch_trace.report.summary import reason_seqs, trace_records
@@ -74,7 +76,8 @@ def build_id(prices: str = "") -> str:
             h.update(item.name.encode() + b"\0" + item.read_bytes())
     for name in ASSETS:
         h.update(name.encode() + b"\0" + _package_bytes("static", name))
-    for module in ("summary.py", "figures.py", "render.py", "text.py", "prices.py", "build.py"):
+    for module in ("summary.py", "figures.py", "render.py", "text.py", "prices.py", "build.py", "model_names.py",
+                   "search_site.py"):
         h.update(module.encode() + b"\0" + (package / module).read_bytes())
     return h.hexdigest()[:32]
 
@@ -133,18 +136,20 @@ def menu_labels(entries: list[dict[str, Any]]) -> dict[str, str]:
     return {v: one_line(v) for v in sorted(v for v in values if isinstance(v, str)) if one_line(v) != v}
 
 
-def index_entry(j: dict[str, Any]) -> dict[str, Any]:
+def index_entry(j: dict[str, Any], one: Callable[[str], str] = one_model) -> dict[str, Any]:
     """What the index's script draws and filters of one session (its summary's JSON): its facets and per-day
-    figures, no text. A usage entry is ``[day, model, tokens, cost in billionths of a dollar, priced tokens]``.
+    figures, no text. A usage entry is ``[day, model, tokens, cost in billionths of a dollar, priced tokens,
+    turns]``. Models go by one name each (``one``, :func:`~rematch_trace.report.model_names.one_model`); the
+    repository facet is the folder when the session has no repository (a menu entry for every session).
 
     Read from the JSON so that a session whose summary came from the cache is never structured for it.
     """
     return {
-        "k": j["key"], "h": j["harness"], "m": j.get("model") or "", "r": j.get("repo") or "",
+        "k": j["key"], "h": j["harness"], "m": one(j.get("model") or ""), "r": j.get("repo") or j.get("cwd") or "",
         "d": j.get("domain") or "", "f": j.get("reasons") or [], "day": j.get("day") or "unknown",
         "daily": [[d["day"], d["inputs"], d["redirects"], d["error_clusters"], d["tool_errors"]]
                   for d in j.get("daily") or []],
-        "u": [[u["day"], u["model"], u["tokens"], nano(Decimal(u["cost"])), u["priced_tokens"]]
+        "u": [[u["day"], one(u["model"]), u["tokens"], nano(Decimal(u["cost"])), u["priced_tokens"], u["turns"]]
               for u in j.get("usage") or []],
     }
 
@@ -181,8 +186,9 @@ def grouped_rows(js: list[dict[str, Any]], entries: list[dict[str, Any]], rows: 
     return "".join(out)
 
 
-def _entries_and_body(js: list[dict[str, Any]], rows: list[str]) -> tuple[list[dict[str, Any]], str]:
-    entries = [index_entry(j) for j in js]
+def _entries_and_body(js: list[dict[str, Any]], rows: list[str],
+                      one: Callable[[str], str]) -> tuple[list[dict[str, Any]], str]:
+    entries = [index_entry(j, one) for j in js]
     return entries, grouped_rows(js, entries, rows)
 
 
@@ -287,7 +293,7 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
     # when none changed (a rerun that found nothing new) it is not even rendered.
     index_key = hashlib.sha256(orjson.dumps([bid, since, [e.stamp for e in chosen], got.problems])).hexdigest()[:32]
     rows: dict[str, str] = {}
-    if not (index_key == previous_index and (out / "index.html").is_file()):
+    if not (index_key == previous_index and (out / "index.html").is_file() and (out / "search").is_dir()):
         # Each session's row of the session table is rendered once per stamp and kept in the cache: a
         # refresh renders the rows of the sessions that changed and joins the others' as they were.
         from markupsafe import Markup as markup
@@ -300,10 +306,20 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
                 rows[e.key] = kept_row
             else:
                 rows[e.key] = row_template.render(s=e.summary)
-        fig, data_, body = with_json(chosen, lambda js: (figures(js), *_entries_and_body(js, [rows[e.key] for e in chosen])))
+        one = ModelNames(prices)
+        fig, data_, body = with_json(chosen, lambda js: (figures(js, prices),
+                                                         *_entries_and_body(js, [rows[e.key] for e in chosen], one)))
+        from rematch_trace.report.search_site import write_index
+
+        try:
+            search = write_index(data, out, [(e.key, e.stamp) for e in chosen])
+        except OSError as err:
+            got.problems.append(f"{out / 'search'}: {err.strerror or err}; the search box has no index")
+            search = None
         index = env.get_template("index.html").render(
             root="", sessions=chosen, rows=markup(body), figures=fig,
-            data={"sessions": data_, "labels": menu_labels(data_)}, since=since, problems=got.problems, prices=prices,
+            data={"sessions": data_, "labels": menu_labels(data_), "search": search}, since=since,
+            problems=got.problems, prices=prices,
         )
         # Held whole (a few bytes a session), so an unchanged index is not rewritten.
         _write_if_changed(out / "index.html", index.encode("utf-8", "backslashreplace"))

@@ -16,6 +16,8 @@ from typing import Any
 
 import attrs
 
+from rematch_trace.report.model_names import ModelNames
+from rematch_trace.report.prices import PriceTable
 from rematch_trace.report.text import clip, dollars
 
 
@@ -99,7 +101,7 @@ class Figures:
         }
 
 
-def figures(summaries: Iterable[Mapping[str, Any]]) -> Figures:
+def figures(summaries: Iterable[Mapping[str, Any]], prices: PriceTable | None = None) -> Figures:
     """Aggregate summaries, as their JSON (:func:`~rematch_trace.report.summary.to_json`, or the report
     cache's copy of it), into :class:`Figures`: a refresh adds up thousands of cached summaries without
     making an object of each.
@@ -107,11 +109,14 @@ def figures(summaries: Iterable[Mapping[str, Any]]) -> Figures:
     A session started by another one of ``summaries`` (a subagent, sidechain or compaction run under its
     main session, report/grouping.py) is not counted as a session of its own; its inputs, tokens and
     cost are counted, once, with the others.
+    A model named with and without its snapshot date is one row
+    (:func:`~rematch_trace.report.model_names.one_model`; ``prices`` may tell two such names apart).
     """
     from rematch_trace.report.grouping import child_keys
 
     summaries = list(summaries)
     nested = child_keys(summaries)
+    one = ModelNames(prices)
     total = Row("total")
     days: dict[str, Row] = {}
     models: dict[str, Row] = {}
@@ -140,9 +145,10 @@ def figures(summaries: Iterable[Mapping[str, Any]]) -> Figures:
                 row.error_clusters += d["error_clusters"]
                 row.tool_errors += d["tool_errors"]
         for u in s["usage"]:
-            m = models.setdefault(u["model"], Row(u["model"]))
-            if u["model"] not in counted:
-                counted.add(u["model"])
+            name = one(u["model"])
+            m = models.setdefault(name, Row(name))
+            if name not in counted:
+                counted.add(name)
                 m.sessions += 1
             cost = Decimal(u["cost"])
             for row in (total, h, day(u["day"]), m):

@@ -52,28 +52,50 @@
     return n.toLocaleString("en-US");
   }
 
+  function row(name) {
+    return { name: name, sessions: 0, inputs: 0, redirects: 0, clusters: 0, turns: 0, tokens: 0, cost: 0, priced: 0 };
+  }
+
+  // Every day from the first to the last, those without a session included (as zero), so a gap shows.
+  function everyDay(days) {
+    var known = Object.keys(days).filter(function (d) { return /^\d{4}-\d{2}-\d{2}$/.test(d); }).sort();
+    var out = [];
+    if (known.length) {
+      var t = Date.parse(known[0] + "T00:00:00Z"), end = Date.parse(known[known.length - 1] + "T00:00:00Z");
+      for (; t <= end; t += 86400000) { out.push(new Date(t).toISOString().slice(0, 10)); }
+    }
+    // Anything not a date ("unknown") comes after the dates.
+    Object.keys(days).sort().forEach(function (d) { if (!/^\d{4}-\d{2}-\d{2}$/.test(d)) { out.push(d); } });
+    return out;
+  }
+
   function aggregate(chosen, by) {
-    var days = {}, groups = {}, total = { sessions: 0, inputs: 0, redirects: 0, clusters: 0, tokens: 0, cost: 0, priced: 0 };
+    var days = {}, groups = {}, total = row("total"), models = {}, harnesses = {};
     function day(d) {
       if (!days[d]) { days[d] = { sessions: 0, inputs: 0, redirects: 0, clusters: 0, tokens: {}, cost: {} }; }
       return days[d];
     }
     chosen.forEach(function (s) {
+      var h = harnesses[s.h] || (harnesses[s.h] = row(s.h)), counted = {};
       // A session under another one (subagent, sidechain, compaction run) is not a session of its own.
-      if (!s.c) { day(s.day).sessions += 1; total.sessions += 1; }
+      if (!s.c) { day(s.day).sessions += 1; total.sessions += 1; h.sessions += 1; }
       s.daily.forEach(function (x) {
         var d = day(x[0]);
         d.inputs += x[1]; d.redirects += x[2]; d.clusters += x[3];
-        total.inputs += x[1]; total.redirects += x[2]; total.clusters += x[3];
+        [total, h].forEach(function (r) { r.inputs += x[1]; r.redirects += x[2]; r.clusters += x[3]; });
       });
       s.u.forEach(function (u) {
         var d = day(u[0]), g = by === "harness" ? s.h : u[1];
+        var m = models[u[1]] || (models[u[1]] = row(u[1]));
+        if (!counted[u[1]]) { counted[u[1]] = true; m.sessions += 1; }
         groups[g] = true;
         d.tokens[g] = (d.tokens[g] || 0) + u[2];
         d.cost[g] = (d.cost[g] || 0) + u[3];
-        total.tokens += u[2]; total.cost += u[3]; total.priced += u[4];
+        [total, h, m].forEach(function (r) { r.tokens += u[2]; r.cost += u[3]; r.priced += u[4]; r.turns += u[5] || 0; });
       });
     });
+    var labels = everyDay(days);
+    labels.forEach(function (d) { day(d); });
     // The biggest groups by tokens get a colour each; the rest are summed as "other" (a legend stays readable).
     var size = {};
     Object.keys(days).forEach(function (d) {
@@ -91,7 +113,67 @@
         });
       });
     }
-    return { labels: Object.keys(days).sort(), days: days, groups: ranked, total: total };
+    function byTokens(rows) {
+      return Object.keys(rows).map(function (k) { return rows[k]; })
+        .sort(function (a, b) { return b.tokens - a.tokens || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0); });
+    }
+    return { labels: labels, days: days, groups: ranked, total: total, models: byTokens(models),
+             harnesses: byTokens(harnesses) };
+  }
+
+  // A cost as the server's tables print it: n/a with no price, * when only part of the tokens has one.
+  // Costs arrive in whole billionths of a dollar: integer sums stay exact; dollars only for display.
+  function money(r) {
+    if (!r.priced) { return r.tokens ? "n/a" : "-"; }
+    var text = r.cost > 0 && r.cost < 5e6 ? "<$0.01" : "$" + (r.cost / 1e9).toLocaleString("en-US",
+      { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+    return r.priced < r.tokens ? text + "*" : text;
+  }
+
+  function cell(tr, text, numeric) {
+    var td = document.createElement("td");
+    if (numeric) { td.className = "n"; }
+    if (text instanceof Node) { td.appendChild(text); } else { td.textContent = text; }
+    tr.appendChild(td);
+  }
+
+  function harnessBadge(h) {
+    var span = document.createElement("span");
+    span.className = "harness h-" + (["claude_code", "codex", "omp"].indexOf(h) >= 0 ? h : "other");
+    span.textContent = label(h).replace(/_/g, " ");
+    return span;
+  }
+
+  // The Model and Harness tables, from the sessions the filters chose (an empty choice says so).
+  function fillTable(id, rows, columns) {
+    var body = document.querySelector("#" + id + " tbody");
+    var fresh = document.createElement("tbody");
+    rows.forEach(function (r) {
+      var tr = document.createElement("tr");
+      columns.forEach(function (c, i) { cell(tr, c(r), i > 0); });
+      fresh.appendChild(tr);
+    });
+    if (!rows.length) {
+      var tr = document.createElement("tr"), td = document.createElement("td");
+      td.colSpan = columns.length;
+      td.className = "none";
+      td.textContent = sessions.length ? "No session matches these filters." : "No sessions.";
+      tr.appendChild(td);
+      fresh.appendChild(tr);
+    }
+    body.parentNode.replaceChild(fresh, body);
+  }
+
+  function num(n) { return n.toLocaleString("en-US"); }
+
+  function fillTables(agg) {
+    fillTable("by-model", agg.models, [
+      function (r) { return label(r.name); }, function (r) { return num(r.sessions); },
+      function (r) { return num(r.turns); }, function (r) { return fmtTokens(r.tokens); }, money]);
+    fillTable("by-harness", agg.harnesses, [
+      function (r) { return harnessBadge(r.name); }, function (r) { return num(r.sessions); },
+      function (r) { return num(r.inputs); }, function (r) { return num(r.redirects); },
+      function (r) { return num(r.clusters); }, function (r) { return fmtTokens(r.tokens); }, money]);
   }
 
   function draw(id, config) {
@@ -120,6 +202,134 @@
     };
   }
 
+  // The search box over what was said: the site's own index (search/NNNN.js: the redacted text rematch
+  // search indexes, see docs/search.md), loaded as scripts on first use (a page opened from file:// cannot
+  // fetch() a file), searched here, within the sessions the filters chose.
+  var find = document.getElementById("s-q"), findStatus = document.getElementById("s-status");
+  var findHits = document.getElementById("s-hits");
+  var meta = data.search, corpus = [], pending = -1, timer = null, chosenKeys = null, MAX_HITS = 100;
+  var order = {}, byKey = {};
+  sessions.forEach(function (s, i) { order[s.k] = i; byKey[s.k] = s; });
+
+  window.rematchSearch = function (list) {
+    list.forEach(function (x) {
+      // r = [seq, kind, time, text]; r[4] is the text in lower case, made once.
+      x[2].forEach(function (r) { r.push(String(r[3]).toLowerCase()); });
+      corpus.push({ k: x[0], sid: x[1], recs: x[2] });
+    });
+    pending -= 1;
+    if (pending === 0) { runSearch(); }
+  };
+
+  function loadIndex() {
+    if (pending !== -1 || !meta) { return; }
+    pending = meta.files.length;
+    meta.files.forEach(function (name) {
+      var el = document.createElement("script");
+      el.src = "search/" + name;
+      el.onerror = function () { pending = -2; findStatus.textContent = "The search index could not be loaded (search/" + name + ")."; };
+      document.body.appendChild(el);
+    });
+  }
+
+  // Words and "quoted phrases", in lower case: each must occur in a record's text.
+  function terms(q) {
+    var out = [], parts = q.toLowerCase().split('"');
+    parts.forEach(function (p, i) {
+      if (i % 2 === 1 && i < parts.length - 1) {
+        var phrase = p.replace(/\s+/g, " ").trim();
+        if (phrase) { out.push(phrase); }
+      } else {
+        p.split(/\s+/).forEach(function (w) { if (w) { out.push(w); } });
+      }
+    });
+    return out;
+  }
+
+  function snippet(r, ts) {
+    var low = r[4], text = low.length === r[3].length ? r[3] : low;
+    var first = low.length;
+    ts.forEach(function (t) { var i = low.indexOf(t); if (i >= 0 && i < first) { first = i; } });
+    var start = Math.max(0, first - 60), end = Math.min(text.length, first + 160), pos = start;
+    var out = document.createElement("div");
+    out.className = "snip";
+    if (start > 0) { out.appendChild(document.createTextNode("…")); }
+    while (pos < end) {
+      var best = -1, len = 0;
+      ts.forEach(function (t) {
+        var i = low.indexOf(t, pos);
+        if (i >= 0 && i < end && (best < 0 || i < best || (i === best && t.length > len))) { best = i; len = t.length; }
+      });
+      if (best < 0) { out.appendChild(document.createTextNode(text.slice(pos, end))); break; }
+      if (best > pos) { out.appendChild(document.createTextNode(text.slice(pos, best))); }
+      var m = document.createElement("mark");
+      m.textContent = text.slice(best, Math.min(best + len, end));
+      out.appendChild(m);
+      pos = best + len;
+    }
+    if (end < text.length) { out.appendChild(document.createTextNode("…")); }
+    return out;
+  }
+
+  function hitItem(c, r, ts) {
+    var li = document.createElement("li"), line = document.createElement("div"), a = document.createElement("a");
+    var s = byKey[c.k];
+    line.className = "meta";
+    if (s) { line.appendChild(harnessBadge(s.h)); }
+    a.href = "sessions/" + encodeURIComponent(c.k) + ".html" + (typeof r[0] === "number" ? "#seq-" + r[0] : "");
+    a.textContent = (typeof r[2] === "number" ? new Date(r[2]).toISOString().slice(0, 16).replace("T", " ") + "  " : "") +
+      (c.sid || c.k);
+    line.appendChild(a);
+    var kind = document.createElement("span");
+    kind.className = "kind";
+    kind.textContent = r[1] + (typeof r[0] === "number" ? " #" + r[0] : "");
+    line.appendChild(kind);
+    li.appendChild(line);
+    li.appendChild(snippet(r, ts));
+    return li;
+  }
+
+  function runSearch() {
+    var q = find.value.trim();
+    while (findHits.firstChild) { findHits.removeChild(findHits.firstChild); }
+    if (!q) { findStatus.textContent = ""; return; }
+    if (!meta) {
+      findStatus.textContent = "This report has no search index (it is built from search.sqlite in the data folder).";
+      return;
+    }
+    loadIndex();
+    if (pending !== 0) {
+      if (pending > 0) { findStatus.textContent = "Loading the search index…"; }
+      return;
+    }
+    var ts = terms(q), hits = [], hitSessions = {};
+    corpus.forEach(function (c) {
+      if (chosenKeys && !chosenKeys[c.k]) { return; }
+      c.recs.forEach(function (r) {
+        for (var i = 0; i < ts.length; i++) { if (r[4].indexOf(ts[i]) < 0) { return; } }
+        hits.push([c, r]);
+        hitSessions[c.k] = true;
+      });
+    });
+    // Newest session first (the table's order), then in the order it was said.
+    hits.sort(function (a, b) { return (order[a[0].k] - order[b[0].k]) || ((a[1][0] || 0) - (b[1][0] || 0)); });
+    hits.slice(0, MAX_HITS).forEach(function (h) { findHits.appendChild(hitItem(h[0], h[1], ts)); });
+    var n = Object.keys(hitSessions).length;
+    var status = hits.length ? hits.length + " hit(s) in " + n + " session(s)" + (hits.length > MAX_HITS ? ", the first " + MAX_HITS + " shown" : "")
+      : "No match" + (chosenKeys && Object.keys(chosenKeys).length < sessions.length ? " in the sessions these filters choose" : "") + ".";
+    if (meta.sessions < meta.of) { status += " The index covers the newest " + meta.sessions + " of " + meta.of + " sessions."; }
+    findStatus.textContent = status;
+  }
+
+  find.addEventListener("focus", loadIndex);
+  find.addEventListener("input", function () {
+    if (timer) { clearTimeout(timer); }
+    // The hits of the words before never stand under the words now.
+    findStatus.textContent = "";
+    while (findHits.firstChild) { findHits.removeChild(findHits.firstChild); }
+    timer = setTimeout(runSearch, 120);
+  });
+
   function update() {
     var text = search.value.trim().toLowerCase();
     // A filter chooses whole sessions: a main session with everything under it (tree.js).
@@ -128,6 +338,8 @@
     var chosen = sessions.filter(function (s) { return hit[s.g || s.k]; });
     var keep = {};
     chosen.forEach(function (s) { keep[s.k] = true; });
+    chosenKeys = keep;
+    if (find.value.trim()) { runSearch(); }
     Object.keys(rows).forEach(function (k) { rows[k].classList.toggle("hidden-by-filter", !keep[k]); });
     if (window.rematchTree) { window.rematchTree(); }
     document.getElementById("empty").hidden = chosen.length > 0 || sessions.length === 0;
@@ -143,6 +355,7 @@
       (t.cost > 0 && t.cost < 5e6 ? "<$0.01" : "$" + (t.cost / 1e9).toFixed(2));
     document.getElementById("t-priced").textContent =
       t.tokens && t.priced < t.tokens ? "covers " + Math.floor(t.priced * 100 / t.tokens) + "% of tokens" : "";
+    fillTables(agg);
     draw("c-activity", {
       type: "bar",
       data: {
