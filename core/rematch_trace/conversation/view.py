@@ -104,9 +104,21 @@ def _host() -> Any:
     return worker_host()
 
 
-def source_items(host: Any, path: str, harness: str, start: int = 0) -> tuple[str, str, Iterator[Any] | None]:
-    """``(status, note, items)`` of a source file read from ``start`` through its plugin."""
+def source_items(host: Any, path: str, harness: str, start: int = 0,
+                 end: list[int] | None = None) -> tuple[str, str, Iterator[Any] | None]:
+    """``(status, note, items)`` of a source file read from ``start`` through its plugin.
+
+    ``end``, when given, holds the offset just past the last whole record read so far (the search
+    index reads a grown file on from there).
+    """
     from rematch_trace.host.source import RawRecord
+
+    def whole(records: Iterator[Any]) -> Iterator[Any]:
+        for r in records:
+            if isinstance(r, RawRecord):
+                if end is not None and r.end > end[0]:
+                    end[0] = r.end
+                yield r
 
     p = Path(path)
     if not path or not os.path.isfile(p):
@@ -114,8 +126,7 @@ def source_items(host: Any, path: str, harness: str, start: int = 0) -> tuple[st
     source = host.detect(p, harness)
     if source is None:
         return "unclaimed", f"no installed plugin reads {path}", None
-    records = (r for r in host.read(source, start) if isinstance(r, RawRecord))
-    items = host.conversation(source, records)
+    items = host.conversation(source, whole(host.read(source, start)))
     if items is None:
         return "no_plugin", f"no conversation from this plugin ({source.plugin or source.harness})", None
     return "ok", "", items
