@@ -8,8 +8,9 @@ from typing import Any
 from rematch_trace.host.conversation import Called, Compacted, Item, Returned, Said
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.timestamps import iso_ms
+from rematch_trace.host.vocab import UserMessage
 
-from .translate import _runtime_version, _session, _user, text_of
+from .translate import _runtime_version, _session, _skill_prompt, _user, text_of
 from .tree import is_header
 
 
@@ -31,6 +32,10 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
                 if t is None and type(m.get("timestamp")) is int:
                     t = m["timestamp"]
                 yield from _message(m, t)
+        elif typ == "custom_message" and v.get("customType") == "skill-prompt":
+            prompt = _skill_prompt(v, t)
+            if isinstance(prompt, UserMessage) and prompt.text.strip():
+                yield Said("", t, "user", prompt.text)
         elif typ == "compaction":
             method, summary = v.get("method"), v.get("summary")
             yield Compacted("", t, method if isinstance(method, str) else "",
