@@ -84,3 +84,22 @@ class Spawned:
 #: Everything a plugin's ``conversation_items`` may yield.
 Item = Session | Said | Called | Returned | Compacted | Spawned
 ITEM_TYPES: tuple[type, ...] = (Session, Said, Called, Returned, Compacted, Spawned)
+
+
+def item_errors(item: Any) -> list[str]:
+    """How a conversation item's fields break their declared types (``[]`` when they hold)."""
+    from rematch_trace.host.vocab import _fits, _hints, _spell, field_errors
+
+    cls = type(item)
+    if cls is Session:
+        return field_errors(item)
+    if cls not in ITEM_TYPES:
+        return [f"{cls.__name__} is not a conversation item"]
+    out = []
+    for name, hint in _hints(cls).items():
+        if name == "input":
+            continue  # any JSON value, as the harness recorded it
+        value = getattr(item, name)
+        if not _fits(value, hint):
+            out.append(f"{cls.__name__}.{name} is {type(value).__name__} {value!r:.40}, not {_spell(hint)}")
+    return out
