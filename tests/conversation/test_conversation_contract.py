@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import rematch_claude_code
 import rematch_codex
 import rematch_omp
 import rematch_toy
-
 from rematch_trace import hookimpl
 from rematch_trace.host.conversation import Called, Returned, Said
 from rematch_trace.host.source import RawRecord, Source
@@ -83,5 +83,5 @@ def test_the_kit_catches_a_wrong_item(tmp_path: Path) -> None:
     bad = _bad_plugin()
     with pytest.raises(ContractError, match=r"Said\.text is dict"):
         conversation_of(TOY, [bad])
-    with pytest.raises(ContractError, match="(?s)conversation_items: .*before its Session"):
+    with pytest.raises(ContractError, match=r"(?s)conversation_items: .*before its Session"):
         check_plugin(bad, [TOY], out=tmp_path)

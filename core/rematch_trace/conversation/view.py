@@ -171,7 +171,7 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
         pkey = next((k for k, r in rows.items() if r.get("session_id") == parent_id and r.get("harness") == harness),
                     None)
         conv.parent = {"session_id": parent_id, "key": pkey, "call_id": None}
-    if not conv.source or row.get("mode") == "live" and not os.path.isfile(conv.source):
+    if not conv.source or (row.get("mode") == "live" and not os.path.isfile(conv.source)):
         conv.note = "no source transcript is recorded for this session (a live capture): only the trace's records are shown"
         if conv.source:
             conv.status, conv.note = "gone", f"the source transcript {conv.source} is gone: only the trace's records are shown"
@@ -261,7 +261,7 @@ def _find_spawner(data: DataDir, conv: Conversation, rows: dict[str, dict[str, A
     assert conv.parent is not None
     prow = rows.get(str(conv.parent["key"])) or {}
     try:
-        status, _, items = source_items(_host(), str(prow.get("source_path") or ""), str(prow.get("harness") or ""))
+        _, _, items = source_items(_host(), str(prow.get("source_path") or ""), str(prow.get("harness") or ""))
         for it in items or ():
             if isinstance(it, Spawned) and it.session_id == conv.session_id:
                 conv.parent["call_id"] = it.call_id
@@ -294,8 +294,9 @@ def _place(entries: list[Entry], calls: dict[str, Entry], recs: list[dict[str, A
         elif ev == "mark":
             loose.append(r)
     for cid, e in calls.items():
-        r = results.get(cid)
-        if r is not None:
+        res = results.get(cid)
+        if res is not None:
+            r = res
             e.seq = r.get("seq") if type(r.get("seq")) is int else None
             e.error_class = r.get("error_class") if isinstance(r.get("error_class"), str) else None
             if e.is_error is None:
@@ -328,7 +329,7 @@ def _place(entries: list[Entry], calls: dict[str, Entry], recs: list[dict[str, A
         if e.seq is not None:
             high = max(high, e.seq)
         placed.append((high, e))
-    for r in sorted(loose, key=lambda x: x.get("seq") if type(x.get("seq")) is int else 0):
+    for r in sorted(loose, key=lambda x: int(x["seq"]) if type(x.get("seq")) is int else 0):
         seq = r.get("seq") if type(r.get("seq")) is int else None
         e = (Entry("blocked", _t(r), seq=seq, tool=str(r.get("tool") or ""), call_id=str(r.get("call_id") or ""),
                    blocked=[_blocked(r)]) if r.get("ev") == "tool_blocked"

@@ -1,11 +1,13 @@
-"""The full-text search index of a data folder: ``search.sqlite``, SQLite FTS5 over the traces.
+"""The full-text search index of a data folder: ``search.sqlite``, SQLite FTS5 over the traces and sources.
 
-What is indexed is read from the traces (``traces/*.jsonl``), not from the source transcripts:
-each prompt (``input.text``), each assistant turn's text (``turn_end.text_head``), each tool
-call's name and input (``tool_result.input``), each blocked call's reason and each mark's note.
+From the traces (``traces/*.jsonl``): each prompt (``input.text``), each tool call's name and
+input (``tool_result.input``), each blocked call's reason and each mark's note, and each
+assistant turn's text head (``turn_end.text_head``) of a session whose source gave no text.
 The trace is the same for every harness and is already what rematch keeps (bounded, redacted
 as the import's settings say); a row imported with redaction off is redacted here before it is
-indexed, so the index never holds raw text. Tool outputs are not in the trace, so not in the index.
+indexed, so the index never holds raw text. From the source transcripts, through the plugins'
+``conversation_items`` hook (the conversation view's reader): the assistant's whole text and
+each tool call's output, always redacted (:meth:`SearchIndex.sync_sources`).
 
 The index follows the traces incrementally. Each indexed record keeps its byte span in its
 trace and a digest of that line: a trace that grew (a continued import, a live session) is
@@ -353,6 +355,21 @@ class SearchIndex:
                    session_id=coalesce(excluded.session_id, traces.session_id)""",
             (key, st.st_ino, st.st_size if off == st.st_size else -1, st.st_mtime_ns, off, started, session_id),
         )
+
+    def sync_sources(self, data: DataDir, only: set[str] | None = None) -> SyncFigures:
+        """Index what the sources the import read since the last sync hold (:meth:`sync` does it when a
+        trace changed); in a transaction of its own."""
+        figures = SyncFigures()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._conv = {r[0] for r in self.db.execute("SELECT DISTINCT key FROM spans WHERE src IS NOT NULL")}
+            self._sync_sources(data, only, figures)
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+        return figures
 
     def _sync_sources(self, data: DataDir, only: set[str] | None, figures: SyncFigures) -> None:
         """Index the assistant's text and the tool outputs of the sources the import read since the last sync.

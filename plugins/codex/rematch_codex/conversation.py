@@ -59,9 +59,9 @@ def _item(p: dict[str, Any], t: int | None, rec: RawRecord) -> Iterator[Item]:
             typed = []
             content = p.get("content")
             for part in content if isinstance(content, list) else []:
-                text = part.get("text") if isinstance(part, dict) else None
-                if isinstance(text, str):
-                    what, body = usertext.classify(text)
+                said = part.get("text") if isinstance(part, dict) else None
+                if isinstance(said, str):
+                    what, body = usertext.classify(said)
                     if what == "typed":
                         typed.append(body)
             if typed:
