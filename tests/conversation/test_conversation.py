@@ -168,8 +168,9 @@ def test_a_planted_secret_in_a_tool_output_appears_in_no_view(redact: bool, tmp_
                 assert secret not in view, (sid, secret)
 
 
-def test_a_denied_call_is_shown_with_its_call(tmp_path: Path) -> None:
-    """A live Claude Code session whose call rematch denied: the call, its denial and the harness's error text."""
+def test_a_denied_call_and_a_mark_are_shown_in_place(tmp_path: Path) -> None:
+    """A live Claude Code session whose call rematch denied, then marked: the call with its denial and the
+    harness's error text, and the trace's mark after it, flagged."""
     from capture_helpers import HOOK_ARGV, hook_env, make_repo
 
     sid = "9d2c4e6f-8a0b-4c1d-9e2f-3a4b5c6d7e8f"
@@ -189,6 +190,8 @@ def test_a_denied_call_is_shown_with_its_call(tmp_path: Path) -> None:
         {**base, "type": "user", "uuid": "u3", "timestamp": "2026-02-10T21:00:03.000Z", "message": {
             "role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_wipe", "is_error": True,
                                          "content": error}]}},
+        {**base, "type": "user", "uuid": "u4", "timestamp": "2026-02-10T21:00:04.000Z",
+         "message": {"role": "user", "content": "/rematch mark correction never wipe home"}},
     ]
     transcript.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
     hook = {"session_id": sid, "transcript_path": str(transcript), "cwd": str(repo), "permission_mode": "default"}
@@ -196,6 +199,7 @@ def test_a_denied_call_is_shown_with_its_call(tmp_path: Path) -> None:
     for fields in ({"hook_event_name": "UserPromptSubmit", "prompt": "clean up"},
                    {"hook_event_name": "PreToolUse", **wipe},
                    {"hook_event_name": "PostToolUseFailure", **wipe, "error": error},
+                   {"hook_event_name": "UserPromptSubmit", "prompt": "/rematch mark correction never wipe home"},
                    {"hook_event_name": "Stop", "last_assistant_message": "I was stopped."},
                    {"hook_event_name": "SessionEnd", "reason": "other"}):
         res = subprocess.run(HOOK_ARGV, input=orjson.dumps({**hook, **fields}), env=env, capture_output=True,
@@ -209,5 +213,9 @@ def test_a_denied_call_is_shown_with_its_call(tmp_path: Path) -> None:
     assert call["is_error"] and "policy:delete-home" in call["output"]
     said = [e["text"] for e in conv["entries"] if e["kind"] == "assistant"]
     assert said == ["I will wipe the home folder."]
+    kinds = [e["kind"] for e in conv["entries"]]
+    assert kinds.index("mark") > kinds.index("call")
+    [mark] = [e for e in conv["entries"] if e["kind"] == "mark"]
+    assert mark["trigger"] == "correction" and "mark" in mark["reasons"] and mark["seq"] in conv["flag_seqs"]["mark"]
     text = ok("show", sid, "--data", str(data), "--conversation")
-    assert "DENIED by rematch" in text
+    assert "DENIED by rematch" in text and "mark correction   <- mark" in text
