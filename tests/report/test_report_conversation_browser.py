@@ -36,6 +36,9 @@ def test_the_conversation_section_reads_folds_flags_and_links(corpus_dir: Path, 
     ids = page.eval_on_selector_all("section#conversation li.ce.hl", "els => els.map(e => e.id)")
     assert ids == [f"conv-{q}" for q in cluster]
     assert "error cluster" in page.locator(f"#conv-{cluster[0]}").inner_text()
+    # The reasons panel links each seq into the conversation too.
+    page.click(f"a.conv-link[href='#conv-{cluster[0]}']")
+    assert page.evaluate("() => location.hash") == f"#conv-{cluster[0]}"
     # A long output is folded, and opens whole.
     fold = page.locator(f"#conv-{cluster[0]} details.fold").first
     assert fold.get_attribute("open") is None

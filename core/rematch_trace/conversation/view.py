@@ -254,20 +254,37 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
     return conv
 
 
+#: (parent source path, size, mtime) -> {subagent session id: the call that started it}; a report reads
+#: each parent's source once for all its subagents' pages.
+_SPAWNERS: dict[tuple[str, int, int], dict[str, str]] = {}
+
+
 def _find_spawner(data: DataDir, conv: Conversation, rows: dict[str, dict[str, Any]]) -> None:
     """The parent's call that started this subagent (its ``Spawned`` item), for the link back."""
     from rematch_trace.host.conversation import Spawned
 
     assert conv.parent is not None
     prow = rows.get(str(conv.parent["key"])) or {}
+    path = str(prow.get("source_path") or "")
     try:
-        _, _, items = source_items(_host(), str(prow.get("source_path") or ""), str(prow.get("harness") or ""))
-        for it in items or ():
-            if isinstance(it, Spawned) and it.session_id == conv.session_id:
-                conv.parent["call_id"] = it.call_id
-                return
-    except Exception:
+        st = os.stat(path)
+    except OSError:
         return  # the link back names the parent session without the call
+    stamp = (path, st.st_size, st.st_mtime_ns)
+    found = _SPAWNERS.get(stamp)
+    if found is None:
+        found = {}
+        try:
+            _, _, items = source_items(_host(), path, str(prow.get("harness") or ""))
+            for it in items or ():
+                if isinstance(it, Spawned):
+                    found.setdefault(it.session_id, it.call_id)
+        except Exception:
+            return  # a plugin failing on the parent's file: no call named
+        if len(_SPAWNERS) > 64:
+            _SPAWNERS.clear()
+        _SPAWNERS[stamp] = found
+    conv.parent["call_id"] = found.get(conv.session_id)
 
 
 def _place(entries: list[Entry], calls: dict[str, Entry], recs: list[dict[str, Any]],
