@@ -41,8 +41,10 @@ INDEX_VERSION = 2
 WALK_BACK = 64
 #: The kinds a hit may have, as ``rematch search --json`` names them.
 KINDS = ("prompt", "assistant", "tool", "output", "blocked", "mark")
-#: Characters of one tool output (or one piece of assistant text) indexed; the rest is not searchable.
-SOURCE_TEXT_CHARS = 64 * 1024
+#: Characters of one tool output indexed (as the trace bounds a tool input); the rest is not searchable.
+OUTPUT_CHARS = 8 * 1024
+#: Characters of one piece of the assistant's text indexed.
+SAID_CHARS = 64 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -436,15 +438,15 @@ class SearchIndex:
                     continue
                 seq: int | None = None
                 if isinstance(it, Said) and it.role == "assistant":
-                    kind, body = "assistant", it.text
+                    kind, body = "assistant", it.text[:SAID_CHARS]
                 elif isinstance(it, Returned) and it.output.strip():
-                    kind, body = "output", it.output
+                    kind, body = "output", it.output[:OUTPUT_CHARS]
                     got = self.db.execute("SELECT seq FROM calls WHERE key = ? AND call_id = ?",
                                           (key, it.call_id)).fetchone()
                     seq = got[0] if got else None
                 else:
                     continue
-                body = redact(body[:SOURCE_TEXT_CHARS])[0]
+                body = redact(body)[0]
                 if not body.strip():
                     continue
                 cur = self.db.execute("INSERT INTO spans (key, off, len, digest, src) VALUES (?,-1,0,x'',?)",

@@ -1,9 +1,8 @@
 """A Claude Code transcript's conversation items (the ``conversation_items`` hook): what was said and shown.
 
-The file's own translator runs alongside, so the streams (a 1.0 file's inline
-sidechains), the session ids, and the lines the trace leaves out (a resumed
-session's copies of another session's lines, repeated lines) are decided
-exactly as for the trace. A message split over lines (one content block each)
+The file's own translator's rules decide the streams (a 1.0 file's inline
+sidechains) and the session ids, and the lines left out are the trace's (a
+resumed session's copies of another session's lines, repeated lines). A message split over lines (one content block each)
 gives its pieces in file order, so the assistant's text stays between the
 calls it was written between.
 """
@@ -16,9 +15,9 @@ from typing import Any
 from rematch_trace.host.conversation import Called, Compacted, Item, Returned, Said, Spawned
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.timestamps import iso_ms
-from rematch_trace.host.vocab import Session
+from rematch_trace.host.text import clean
 
-from .translate import _Translator
+from .translate import _HANDLED, _Translator
 from .usertext import classify, strip_context
 
 #: Message ids whose blocks were already given, per stream (a message is sometimes written again whole).
@@ -27,29 +26,43 @@ _MAX_SEEN = 4096
 
 def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
     """The items of ``records``, in file order."""
+    # The translator's state and its session and sidechain rules, without translating: its `line`
+    # would cost as much again as reading the file.
     tr = _Translator(source, {})
-    out: list[Any] = []
+    st = tr.st
+    opened: set[str] = set()
     seen: dict[tuple[str, str], None] = {}
+    uuids: dict[str, None] = {}
     for rec in records:
         v = rec.value
         if type(v) is not dict:
             continue
-        own = tr.st["own"]
-        sid = v.get("sessionId")
-        uuid = v.get("uuid")
-        skip = (type(sid) is str and own is not None and sid != own) or (
-            type(uuid) is str and uuid in tr.recent.counts)
-        tr.at = [rec.offset, rec.end]
-        tr.line(v, out)
-        for r in out:
-            if isinstance(r, Session):
-                yield r
-        out.clear()
-        if skip:
-            continue
-        key = "" if tr.sub or v.get("isSidechain") is not True else str(tr.st["scl"])
         typ = v.get("type")
+        if typ not in _HANDLED:
+            continue
+        sid = v.get("sessionId")
+        if type(sid) is str:
+            sid = clean(sid)
+            if st["own"] is None:
+                st["own"] = sid
+            elif sid != st["own"]:
+                continue  # a resumed session's copy of another session's line
+        uuid = v.get("uuid")
+        if type(uuid) is str:
+            if uuid in uuids:
+                continue  # a line written again
+            uuids[uuid] = None
+            if len(uuids) > _MAX_SEEN:
+                del uuids[next(iter(uuids))]
+        if not st["cwd"] and type(v.get("cwd")) is str:
+            st["cwd"] = clean(v["cwd"])
+        if st["ver"] is None and type(v.get("version")) is str and v["version"]:
+            st["ver"] = clean(v["version"])
+        key = "" if tr.sub or v.get("isSidechain") is not True else tr._chain_key(v, typ)
         t = iso_ms(v.get("timestamp"))
+        if key not in opened:
+            opened.add(key)
+            yield tr._session(key, t)
         if typ == "assistant":
             yield from _assistant(key, t, v, seen)
         elif typ == "user":
@@ -66,6 +79,8 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
                     yield Said(key, t, "user", text)
         if len(seen) > _MAX_SEEN:
             del seen[next(iter(seen))]
+    if "" not in opened:
+        yield tr._session("", None)
 
 
 def _assistant(key: str, t: int | None, v: dict[str, Any], seen: dict[tuple[str, str], None]) -> Iterator[Item]:
