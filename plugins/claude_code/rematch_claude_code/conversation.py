@@ -14,8 +14,8 @@ from typing import Any
 
 from rematch_trace.host.conversation import Called, Compacted, Item, Returned, Said, Spawned
 from rematch_trace.host.source import RawRecord, Source
-from rematch_trace.host.timestamps import iso_ms
 from rematch_trace.host.text import clean
+from rematch_trace.host.timestamps import iso_ms
 
 from .translate import _HANDLED, _Translator
 from .usertext import classify, strip_context
