@@ -76,3 +76,12 @@ def test_a_grown_source_indexes_only_its_new_records(corpus_dir: Path, tmp_path:
     assert after[:len(before)] == before and len(after) > len(before)
     [hit] = search(data, "snollygoster")
     assert hit["kind"] == "assistant"
+    # Forgotten, then imported again (the same file, the same stamp): its source is read again.
+    [trace] = (data / "traces").glob("*.jsonl")
+    word, _ = _output_word(data, copy.stem, trace.read_bytes())
+    assert "output" in {h["kind"] for h in search(data, word)}
+    res = rematch("forget", copy.stem, "--data", str(data))
+    assert res.returncode == 0, res.stderr
+    assert search(data, word) == []
+    imported(tmp_path / "src", data)
+    assert "output" in {h["kind"] for h in search(data, word)}

@@ -189,7 +189,13 @@ class SearchIndex:
         self.db.execute("VACUUM")
 
     def drop(self, key: str) -> None:
-        """Remove one session's entries, its trace's and its source's (inside the caller's transaction or its own)."""
+        """Remove one session's entries, its trace's and its source's (inside the caller's transaction or its own).
+
+        Its source is forgotten too, so a session imported again (``rematch forget``, then ``import``: the
+        same file, the same stamp) has its source read again.
+        """
+        self.db.execute("DELETE FROM sources WHERE path IN (SELECT DISTINCT src FROM spans WHERE key = ? AND src "
+                        "IS NOT NULL) OR instr(streams, ?) > 0", (key, orjson.dumps(key).decode()))
         self.db.execute("DELETE FROM text WHERE rowid IN (SELECT id FROM spans WHERE key = ?)", (key,))
         self.db.execute("DELETE FROM spans WHERE key = ?", (key,))
         self.db.execute("DELETE FROM traces WHERE key = ?", (key,))
