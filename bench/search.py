@@ -52,7 +52,7 @@ def import_without_follow(corpus: Path, data_root: Path, jobs: int) -> float:
 
 
 def follow_split(data_root: Path) -> tuple[float, float, object]:
-    """Seconds of storing summaries, then of syncing the index; the sync's figures."""
+    """Seconds of storing summaries, then of syncing the index (traces, then sources); the sync's figures."""
     from rematch_trace.report.stored import store_summaries
     from rematch_trace.store.datafolder import DataDir
     from rematch_trace.store.search_index import SearchIndex, index_path
@@ -61,9 +61,18 @@ def follow_split(data_root: Path) -> tuple[float, float, object]:
     t = time.perf_counter()
     store_summaries(data)
     t1 = time.perf_counter()
-    with SearchIndex(index_path(data)) as index:
+    with SearchIndex(index_path(data), sources=False) as index:
         figures = index.sync(data)
+    t2 = time.perf_counter()
+    # What the conversation hook adds: the assistant's text and tool outputs from each source transcript.
+    with SearchIndex(index_path(data)) as index:
+        figures_src = index.sync_sources(data)
+    SOURCES.append((time.perf_counter() - t2, figures_src))
     return t1 - t, time.perf_counter() - t1, figures
+
+
+#: (seconds, figures) of each follow_split's source indexing, in order.
+SOURCES: list[tuple[float, object]] = []
 
 
 def cli(*args: str) -> tuple[float, float]:
@@ -159,6 +168,10 @@ def main() -> None:
     print(f"rerun, nothing changed {nothing:.2f}s; + summaries {sum_same:.3f}s + index {idx_same:.3f}s")
     print(f"+1% rerun {grown:.2f}s; + summaries {sum_grow:.2f}s ({sum_grow / grown:.1%}) "
           f"+ index {idx_grow:.2f}s ({idx_grow / grown:.1%}) [{fig_grow}]")
+    (src_cold, fsc), (src_same, _), (src_grow, fsg) = SOURCES
+    print(f"of which source text (assistant text, tool outputs; conversation_items): cold {src_cold:.2f}s "
+          f"({src_cold / cold:.1%} of the import) [{fsc}]; nothing changed {src_same:.3f}s; "
+          f"+1% {src_grow:.2f}s ({src_grow / grown:.1%} of the rerun) [{fsg}]")
     print(f"index: {idx_bytes / 1e6:.1f} MB = {idx_bytes / size:.1%} of the archive, {idx_bytes / traces:.0%} of the "
           f"traces; about {idx_bytes / 1e6 / gib:.0f} MB per GiB of transcripts")
     print("search (query alone, median of 5): " + ", ".join(f"{q} {t * 1000:.1f} ms" for q, t in lat.items()))

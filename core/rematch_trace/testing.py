@@ -196,6 +196,43 @@ def validate_trace(records: Sequence[dict[str, Any]]) -> list[str]:
     return errors
 
 
+def conversation_of(path: str | Path, plugins: Sequence[Any], *, hint: str | None = None) -> list[Any] | None:
+    """The conversation items ``plugins`` give for one file (``conversation_items``), each type-checked.
+
+    ``None`` when the claiming plugin does not implement the hook (it is optional: its sessions
+    then show "no conversation from this plugin" and keep their tool outputs out of search).
+    Raises :class:`ContractError` for an item of the wrong type, a stream without its ``Session``
+    first, or a call or output without a string call id.
+    """
+    from rematch_trace.host.conversation import Called, Returned, Spawned, item_errors
+    from rematch_trace.host.source import RawRecord
+
+    host = make_host(plugins)
+    path = Path(path)
+    source = host.detect(path, hint)
+    if source is None:
+        raise ContractError(f"no plugin claimed {path}")
+    items = host.conversation(source, (r for r in host.read(source, 0) if isinstance(r, RawRecord)))
+    if items is None:
+        return None
+    out: list[Any] = []
+    opened: set[str] = set()
+    problems: list[str] = []
+    for i, item in enumerate(items):
+        problems.extend(f"item {i}: {e}" for e in item_errors(item))
+        stream = getattr(item, "stream", None)
+        if isinstance(item, vocab.Session):
+            opened.add(item.stream)
+        elif stream not in opened:
+            problems.append(f"item {i} ({type(item).__name__}): stream {stream!r} before its Session")
+        if isinstance(item, (Called, Returned, Spawned)) and not isinstance(item.call_id, str):
+            problems.append(f"item {i} ({type(item).__name__}): call_id is not a string")
+        out.append(item)
+    if problems:
+        raise ContractError("\n".join(problems[:50]))
+    return out
+
+
 def check_plugin(
     plugin: Any, paths: Iterable[str | Path], *, out: str | Path | None = None, hint: str | None = None
 ) -> list[SynthesizedSession]:
@@ -205,7 +242,10 @@ def check_plugin(
     :class:`~rematch_trace.host.source.Location` records only); every fixture
     is claimed; every vocabulary record has its fields' declared types; no hook
     raises (named with the hook and the transcript line); every trace record
-    holds to the trace schema. Raises :class:`ContractError` listing each failure.
+    holds to the trace schema; and, when the plugin implements the optional
+    ``conversation_items``, that its items have their declared types, open each
+    stream with a ``Session`` whose id is one of the file's trace sessions (so the
+    conversation view finds them). Raises :class:`ContractError` listing each failure.
     """
     _schema_validator()  # a missing jsonschema fails first, before any fixture
     problems = _check_locations(plugin)
@@ -220,6 +260,16 @@ def check_plugin(
             for msg in validate_trace(s.records):
                 problems.append(f"{path} [{s.session_id}]: {msg}")
             sessions.append(s)
+        try:
+            items = conversation_of(path, [plugin], hint=hint)
+        except (ContractError, PluginFailure) as err:
+            problems.append(f"{path}: conversation_items: {err}")
+            continue
+        ids = {s.session_id for s in found}
+        for item in items or ():
+            if isinstance(item, vocab.Session) and item.session_id not in ids:
+                problems.append(f"{path}: conversation_items opened session {item.session_id!r:.60}, "
+                                f"which the trace has not (it has {sorted(ids)!r:.120})")
     if problems:
         raise ContractError("\n".join(problems))
     return sessions

@@ -191,6 +191,44 @@ def test_hook_classify_action(tmp_path: Path) -> None:
     assert host.action_type(Source("other", Path("x")), "run", {}) == "network"
 
 
+def test_hook_conversation_items(tmp_path: Path) -> None:
+    """Asked of the claiming plugin only, through pm.hook; optional: a plugin without it gives None."""
+    from rematch_trace.host.conversation import Said
+
+    class LineTalk(LinePlugin):
+        __name__ = "LineTalk"
+
+        @hookimpl
+        def conversation_items(self, source: Source, records: Iterator[RawRecord]) -> Iterator[Any]:
+            yield Session("", 1, source.path.name.split(".")[0])
+            for r in records:
+                yield Said("", 2, "assistant" if r.value.get("who") == "bot" else "user", str(r.value.get("text")))
+
+    class Talker(Intruder):
+        __name__ = "Talker"
+
+        @hookimpl
+        def conversation_items(self, records: Iterator[RawRecord]) -> Iterator[Any]:
+            self.asked.append("conversation_items")
+            return iter([Said("", 0, "user", "intruded")])
+
+    talker = Talker()
+    host = make_host([LineTalk(), talker])
+    p = write(tmp_path, "s1.line.jsonl", '{"who": "me", "text": "hi"}', '{"who": "bot", "text": "hello"}')
+    source = host.detect(p, None)
+    assert source is not None and source.plugin == "LineTalk"
+    items = host.conversation(source, (r for r in host.read(source, 0) if isinstance(r, RawRecord)))
+    assert items is not None
+    assert [(type(i).__name__, getattr(i, "text", None)) for i in items] == [
+        ("Session", None), ("Said", "hi"), ("Said", "hello")]
+    assert talker.asked == []
+    # The plain LinePlugin does not implement it: no conversation, no other plugin asked in its place.
+    host = make_host([LinePlugin(), talker])
+    source = host.detect(p, None)
+    assert source is not None
+    assert host.conversation(source, iter(())) is None and talker.asked == []
+
+
 def test_a_plain_route_is_monitored_once_monitoring_starts(tmp_path: Path) -> None:
     """One plain implementation is called directly, but never past a monitor added later."""
 

@@ -100,6 +100,9 @@ def test_search_never_finds_a_planted_secret(redact: bool, tmp_path: Path) -> No
     imported(tmp_path, data, *(() if redact else ("--no-redact",)))
     # Text around the secrets is indexed: the search works on these sessions.
     assert {h["harness"] for h in search(data, "please use these")} == {"claude_code", "codex", "omp"}
+    # The tool outputs around the secrets are indexed too (from the source transcripts, redacted).
+    outputs = [h for h in search(data, "result") if h["kind"] == "output"]
+    assert {h["harness"] for h in outputs} == {"claude_code", "codex", "omp"}
     for secret in PLANTED:
         assert search(data, f'"{secret}"') == [], secret
     # Nor is any secret anywhere in the index's bytes (its text, its FTS tables, its journal).

@@ -57,7 +57,7 @@ def _snippet(text: str, open_: str, close: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, since: str | None, repo: str | None,
                flag: str | None, limit: int, rebuild: bool, as_json: bool) -> None:
-    """Find QUERY in prompts, assistant text, tool calls' inputs, blocked calls and marks, best first.
+    """Find QUERY in prompts, assistant text, tool calls' inputs and outputs, blocked calls and marks, best first.
 
     Every word must occur (in any order); "a quoted phrase" must occur as it is. The index
     (search.sqlite in the data folder) holds redacted text only and is brought up to date

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 ACTION_TYPES = ("shell_exec", "file_read", "file_write", "file_edit", "network", "mcp", "subagent", "other")
 HEAD_BYTES = 4096
 #: Hooks asked only of the plugin that claimed the source (and the hook wrappers).
-PER_SOURCE_HOOKS = ("read_transcript", "to_trace_records", "visible_entries", "classify_action")
+PER_SOURCE_HOOKS = ("read_transcript", "to_trace_records", "visible_entries", "classify_action", "conversation_items")
 
 
 class PluginFailure(Exception):
@@ -245,6 +245,17 @@ class Host:
             raise PluginFailure(source.plugin or source.harness, "to_trace_records",
                                 LookupError("no plugin translates this source"))
         return _guard(result, source.plugin or source.harness, "to_trace_records")
+
+    def conversation(self, source: Source, records: Iterator[RawRecord]) -> Iterator[Any] | None:
+        """The source's conversation items (``host/conversation.py``), or ``None``: its plugin gives none.
+
+        The hook is optional: a plugin that does not implement it (or answers ``None``) has no
+        conversation view and no tool outputs in search; every item is type-checked by the core.
+        """
+        result = self._per_source("conversation_items", source, records=records)
+        if result is None:
+            return None
+        return _guard(result, source.plugin or source.harness, "conversation_items")
 
     def place(self, cwd: str) -> Place:
         """The place of ``cwd`` (cached per cwd for the life of this host)."""

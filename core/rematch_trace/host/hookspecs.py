@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from rematch_trace.host.conversation import Item
     from rematch_trace.host.source import Location, Problem, RawRecord, Source
     from rematch_trace.host.vocab import Neutral
     from rematch_trace.place.identity import Place
@@ -197,4 +198,34 @@ def hook_denial(harness: str, verdict: dict[str, Any]) -> bytes | None:
         the harness asking its person to approve a call).
     :return: the exact bytes for the hook's stdout, or ``None`` when
         ``harness`` is not yours. First result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def conversation_items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item] | None:
+    """Read what was said and shown in a source you claimed: the conversation view's and search's text.
+
+    Optional. Yield :mod:`rematch_trace.host.conversation` items in the order the
+    transcript holds them: a :class:`~rematch_trace.host.vocab.Session` opening
+    each stream (its ``session_id`` as your ``to_trace_records`` gives it), then
+    :class:`~rematch_trace.host.conversation.Said` (a prompt, or each piece of the
+    assistant's visible text, in the order it came between its tool calls),
+    :class:`~rematch_trace.host.conversation.Called`,
+    :class:`~rematch_trace.host.conversation.Returned` (the whole output or error
+    text), :class:`~rematch_trace.host.conversation.Compacted` and
+    :class:`~rematch_trace.host.conversation.Spawned` (the subagent session a
+    call started). Hand text over as the transcript holds it: the core redacts it
+    (the events' redactor), folds it and renders it; it is never written to the
+    trace. ``records`` may start part way into the file (a grown file, for the
+    search index): items of a stream whose ``Session`` came before belong to the
+    session that stream opened earlier, so keep no state the items need.
+
+    A plugin that does not implement it leaves its sessions with "no
+    conversation from this plugin" in ``rematch show --conversation`` and the
+    report, and its tool outputs out of the search index; nothing else changes.
+
+    :param source: a source you claimed (called for the claiming plugin only).
+    :param records: the raw records your ``read_transcript`` gave, from byte 0
+        (the view) or from where the index stopped (search).
+    :return: an iterator of items, or ``None`` (no conversation).
     """

@@ -40,7 +40,9 @@ from rematch_trace.store.datafolder import AtomicFile, DataDir, clean_temporarie
 #: The files copied into ``assets/``.
 ASSETS = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "index.js", "session.js", "tree.js")
 #: Bumped when the pages change in a way the templates' bytes do not show.
-PAGE_VERSION = 1
+PAGE_VERSION = 2
+#: Characters of one text (a tool's output) a session page holds; ``rematch show --conversation --full`` has all.
+PAGE_CHARS = 200_000
 
 
 @attrs.define
@@ -192,7 +194,8 @@ def _entries_and_body(js: list[dict[str, Any]], rows: list[str],
     return entries, grouped_rows(js, entries, rows)
 
 
-def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices: PriceTable) -> None:
+def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices: PriceTable,
+                    convs: _Conversations) -> None:
     # Imported here: a rerun that writes no page never pays for the risk rules or Jinja2.
     from rematch_trace.report.render import flag_reasons_by_seq, timeline
     from rematch_trace.security.audit import actions, most_severe_first
@@ -210,7 +213,27 @@ def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices:
     _write_stream(target, template.generate(
         root="../", s=e.summary, row=e.row, last_seq=last_seq, seqs=seqs, risky=risky, actions=len(rows),
         unanswered=unanswered, records=timeline(e.trace, why, prices), since=since,
+        **convs.page(e.key),
     ))
+
+
+class _Conversations:
+    """The session pages' conversations (read from each source transcript through its plugin); the ledger
+    is read once, on the first page."""
+
+    def __init__(self, data: DataDir) -> None:
+        self.data = data
+        self.rows: dict[str, dict[str, Any]] | None = None
+
+    def page(self, key: str) -> dict[str, Any]:
+        """What the session template needs of the conversation of ``key``: it, and how long texts fold."""
+        from rematch_trace.conversation.text import FOLD_CHARS, FOLD_LINES, input_text
+        from rematch_trace.conversation.view import ledger_rows, read_conversation
+
+        if self.rows is None:
+            self.rows = ledger_rows(self.data)
+        return {"conv": read_conversation(self.data, key, rows=self.rows), "FOLD_CHARS": FOLD_CHARS // 2,
+                "FOLD_LINES": FOLD_LINES, "PAGE_CHARS": PAGE_CHARS, "INPUT": input_text}
 
 
 class _Env:
@@ -269,6 +292,7 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
             p.unlink(missing_ok=True)
     chosen = list(since_filter(got.entries, since))
     env = _Env()
+    convs = _Conversations(data)
     written = kept = 0
     paged: set[str] = set()
     pages_dir = str(pages)
@@ -281,7 +305,7 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
             continue
         target = pages / f"{e.key}.html"
         try:
-            _render_session(env, e, target, since, prices)
+            _render_session(env, e, target, since, prices, convs)
         except OSError as err:
             got.problems.append(f"{target}: {err.strerror or err}; page not written")
             continue

@@ -1,11 +1,13 @@
-"""The full-text search index of a data folder: ``search.sqlite``, SQLite FTS5 over the traces.
+"""The full-text search index of a data folder: ``search.sqlite``, SQLite FTS5 over the traces and sources.
 
-What is indexed is read from the traces (``traces/*.jsonl``), not from the source transcripts:
-each prompt (``input.text``), each assistant turn's text (``turn_end.text_head``), each tool
-call's name and input (``tool_result.input``), each blocked call's reason and each mark's note.
+From the traces (``traces/*.jsonl``): each prompt (``input.text``), each tool call's name and
+input (``tool_result.input``), each blocked call's reason and each mark's note, and each
+assistant turn's text head (``turn_end.text_head``) of a session whose source gave no text.
 The trace is the same for every harness and is already what rematch keeps (bounded, redacted
 as the import's settings say); a row imported with redaction off is redacted here before it is
-indexed, so the index never holds raw text. Tool outputs are not in the trace, so not in the index.
+indexed, so the index never holds raw text. From the source transcripts, through the plugins'
+``conversation_items`` hook (the conversation view's reader): the assistant's whole text and
+each tool call's output, always redacted (:meth:`SearchIndex.sync_sources`).
 
 The index follows the traces incrementally. Each indexed record keeps its byte span in its
 trace and a digest of that line: a trace that grew (a continued import, a live session) is
@@ -34,11 +36,15 @@ from rematch_trace.store.datafolder import DataDir
 #: The index's file name inside the data folder.
 INDEX_NAME = "search.sqlite"
 #: Bumped when what is indexed, or how, changes: an index of another version is rebuilt.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 #: How many of a session's newest indexed records are checked for the point a grown trace continues from.
 WALK_BACK = 64
 #: The kinds a hit may have, as ``rematch search --json`` names them.
-KINDS = ("prompt", "assistant", "tool", "blocked", "mark")
+KINDS = ("prompt", "assistant", "tool", "output", "blocked", "mark")
+#: Characters of one tool output indexed (as the trace bounds a tool input); the rest is not searchable.
+OUTPUT_CHARS = 8 * 1024
+#: Characters of one piece of the assistant's text indexed.
+SAID_CHARS = 64 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -46,8 +52,15 @@ CREATE TABLE IF NOT EXISTS traces (
     end_off INTEGER NOT NULL, started INTEGER, session_id TEXT
 );
 CREATE TABLE IF NOT EXISTS spans (
-    id INTEGER PRIMARY KEY, key TEXT NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, digest BLOB NOT NULL
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL, digest BLOB NOT NULL,
+    src TEXT
 );
+CREATE INDEX IF NOT EXISTS spans_by_src ON spans(src) WHERE src IS NOT NULL;
+CREATE TABLE IF NOT EXISTS sources (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, end_off INTEGER NOT NULL,
+    streams TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS calls (key TEXT NOT NULL, call_id TEXT NOT NULL, seq INTEGER, PRIMARY KEY (key, call_id));
 CREATE INDEX IF NOT EXISTS spans_by_key ON spans(key, off);
 CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
     body, kind UNINDEXED, seq UNINDEXED, t UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
@@ -128,9 +141,16 @@ class Hit:
 class SearchIndex:
     """An open search index. Use as a context manager."""
 
-    def __init__(self, path: Path, *, readonly: bool = False) -> None:
-        """Open (creating it, or rebuilding one of another version) the index at ``path``."""
+    def __init__(self, path: Path, *, readonly: bool = False, sources: bool = True) -> None:
+        """Open (creating it, or rebuilding one of another version) the index at ``path``.
+
+        ``sources``: index the source transcripts' text too (the assistant's text, tool outputs),
+        through each plugin's ``conversation_items`` hook; ``False`` indexes the traces only.
+        """
         self.path = path
+        self.sources = sources
+        #: Trace keys whose assistant text is indexed from their source (their turn_end heads are not).
+        self._conv: set[str] = set()
         if readonly:
             from rematch_trace.store.ledger import open_readonly
 
@@ -159,7 +179,7 @@ class SearchIndex:
         self.db.close()
 
     def _drop_all(self) -> None:
-        for table in ("text", "spans", "traces"):
+        for table in ("text", "spans", "traces", "sources", "calls"):
             self.db.execute(f"DROP TABLE IF EXISTS {table}")
 
     def clear(self) -> None:
@@ -169,10 +189,23 @@ class SearchIndex:
         self.db.execute("VACUUM")
 
     def drop(self, key: str) -> None:
-        """Remove one trace's entries (inside the caller's transaction or its own)."""
+        """Remove one session's entries, its trace's and its source's (inside the caller's transaction or its own).
+
+        Its source is forgotten too, so a session imported again (``rematch forget``, then ``import``: the
+        same file, the same stamp) has its source read again.
+        """
+        self.db.execute("DELETE FROM sources WHERE path IN (SELECT DISTINCT src FROM spans WHERE key = ? AND src "
+                        "IS NOT NULL) OR instr(streams, ?) > 0", (key, orjson.dumps(key).decode()))
         self.db.execute("DELETE FROM text WHERE rowid IN (SELECT id FROM spans WHERE key = ?)", (key,))
         self.db.execute("DELETE FROM spans WHERE key = ?", (key,))
         self.db.execute("DELETE FROM traces WHERE key = ?", (key,))
+        self.db.execute("DELETE FROM calls WHERE key = ?", (key,))
+
+    def _drop_trace(self, key: str) -> None:
+        """Remove the entries read from one trace (a trace read again whole); its source's stay."""
+        self.db.execute("DELETE FROM text WHERE rowid IN (SELECT id FROM spans WHERE key = ? AND src IS NULL)", (key,))
+        self.db.execute("DELETE FROM spans WHERE key = ? AND src IS NULL", (key,))
+        self.db.execute("DELETE FROM calls WHERE key = ?", (key,))
 
     def forget(self, key: str) -> None:
         """Remove one trace's entries now (``rematch forget``)."""
@@ -219,11 +252,14 @@ class SearchIndex:
         raw = _raw_keys(data)
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            self._conv = {r[0] for r in self.db.execute("SELECT DISTINCT key FROM spans WHERE src IS NOT NULL")}
             for key in sorted(gone):
                 self.drop(key)
                 figures.dropped += 1
             for key in changed:
                 self._sync_one(data, key, known.get(key), key in raw, figures)
+            if self.sources:
+                self._sync_sources(data, only, figures)
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
@@ -246,7 +282,7 @@ class SearchIndex:
             start = self._continue_from(key, f) if known is not None else None
             if start is None:
                 if known is not None:
-                    self.drop(key)
+                    self._drop_trace(key)
                 start = 0
                 figures.full += 1
             else:
@@ -257,12 +293,12 @@ class SearchIndex:
         """The offset a grown trace is read on from, its later entries dropped; ``None``: read it all again."""
         # Not the inode: a continued import may write the session's trace anew (a new file) with the
         # same records first. Its first indexed record, and one of its last, must still be in place.
-        rows = self.db.execute("SELECT id, off, len, digest FROM spans WHERE key = ? ORDER BY off DESC LIMIT ?",
-                               (key, WALK_BACK)).fetchall()
+        rows = self.db.execute("SELECT id, off, len, digest FROM spans WHERE key = ? AND src IS NULL "
+                               "ORDER BY off DESC LIMIT ?", (key, WALK_BACK)).fetchall()
         if not rows:
             # Nothing searchable indexed yet: what was read had no text; read it again from the start.
             return None
-        first = self.db.execute("SELECT off, len, digest FROM spans WHERE key = ? ORDER BY off LIMIT 1",
+        first = self.db.execute("SELECT off, len, digest FROM spans WHERE key = ? AND src IS NULL ORDER BY off LIMIT 1",
                                 (key,)).fetchone()
         f.seek(first[0])
         if _digest(f.read(first[1])) != first[2]:
@@ -301,6 +337,12 @@ class SearchIndex:
             if rec.get("ev") == "session_start":
                 started = rec.get("t") if type(rec.get("t")) is int else None
                 session_id = rec.get("session_id") if isinstance(rec.get("session_id"), str) else None
+            ev = rec.get("ev")
+            if ev == "tool_result" and isinstance(rec.get("call_id"), str) and type(rec.get("seq")) is int:
+                self.db.execute("INSERT OR REPLACE INTO calls (key, call_id, seq) VALUES (?,?,?)",
+                                (key, rec["call_id"], rec["seq"]))
+            elif ev == "turn_end" and key in self._conv:
+                continue  # the assistant's text is indexed whole from the source transcript
             got = record_text(rec)
             if got is None:
                 continue
@@ -321,6 +363,115 @@ class SearchIndex:
                    session_id=coalesce(excluded.session_id, traces.session_id)""",
             (key, st.st_ino, st.st_size if off == st.st_size else -1, st.st_mtime_ns, off, started, session_id),
         )
+
+    def sync_sources(self, data: DataDir, only: set[str] | None = None) -> SyncFigures:
+        """Index what the sources the import read since the last sync hold (:meth:`sync` does it when a
+        trace changed); in a transaction of its own."""
+        figures = SyncFigures()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self._conv = {r[0] for r in self.db.execute("SELECT DISTINCT key FROM spans WHERE src IS NOT NULL")}
+            self._sync_sources(data, only, figures)
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+        return figures
+
+    def _sync_sources(self, data: DataDir, only: set[str] | None, figures: SyncFigures) -> None:
+        """Index the assistant's text and the tool outputs of the sources the import read since the last sync.
+
+        Read through the plugin that claims each source (``conversation_items``), redacted by the events'
+        redactor whatever the import's settings. A source whose recorded size grew is read on from where
+        the last sync stopped (complete lines only); one that shrank or was rewritten is read again whole.
+        Prompts and tool inputs come from the traces (above), with their seqs.
+        """
+        from rematch_trace.report.collect import key_of
+        from rematch_trace.store.ledger import Ledger
+
+        if not data.ledger.exists():
+            return
+        groups: dict[str, list[dict[str, Any]]] = {}
+        with Ledger(data.ledger, readonly=True) as ledger:
+            for row in ledger.db.execute("SELECT harness, session_id, agent_kind, source_path, source_size, "
+                                         "source_mtime_ns, trace_path FROM sessions"):
+                r = dict(row)
+                r["key"] = key_of(r)
+                if r["key"] is None or not isinstance(r["source_path"], str) or not r["source_path"]:
+                    continue
+                groups.setdefault(r["source_path"], []).append(r)
+        known = {r[0]: r for r in self.db.execute("SELECT path, size, mtime_ns, end_off, streams FROM sources")}
+        host = None
+        for path, rows in groups.items():
+            if only is not None and not any(r["key"] in only for r in rows):
+                continue
+            stamp = (rows[0]["source_size"], rows[0]["source_mtime_ns"])
+            old = known.get(path)
+            if old is not None and (old[1], old[2]) == stamp:
+                continue
+            if host is None:
+                from rematch_trace.importing.worker import worker_host
+
+                host = worker_host()
+            self._read_source(host, path, rows, old, stamp, figures)
+
+    def _read_source(self, host: Any, path: str, rows: list[dict[str, Any]], old: tuple[Any, ...] | None,
+                     stamp: tuple[int, int], figures: SyncFigures) -> None:
+        from rematch_trace.conversation.view import source_items
+        from rematch_trace.host.conversation import Returned, Said
+        from rematch_trace.host.vocab import Session
+        from rematch_trace.security.redact import default_redactor
+
+        compressed = not path.endswith(".jsonl")
+        start = int(old[3]) if old is not None and not compressed and stamp[0] >= old[1] else 0
+        streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
+        if not start:
+            self.db.execute("DELETE FROM text WHERE rowid IN (SELECT id FROM spans WHERE src = ?)", (path,))
+            self.db.execute("DELETE FROM spans WHERE src = ?", (path,))
+        by_id = {r["session_id"]: r["key"] for r in rows}
+        main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
+        end = [start]
+        redact = default_redactor().redact
+        try:
+            _, _, items = source_items(host, path, rows[0]["harness"], start, end)
+            for it in items or ():
+                if isinstance(it, Session):
+                    streams[it.stream] = by_id.get(it.session_id, "")
+                    continue
+                key = streams.get(it.stream, main if it.stream == "" else "")
+                if not key:
+                    continue
+                seq: int | None = None
+                if isinstance(it, Said) and it.role == "assistant":
+                    kind, body = "assistant", it.text[:SAID_CHARS]
+                elif isinstance(it, Returned) and it.output.strip():
+                    kind, body = "output", it.output[:OUTPUT_CHARS]
+                    got = self.db.execute("SELECT seq FROM calls WHERE key = ? AND call_id = ?",
+                                          (key, it.call_id)).fetchone()
+                    seq = got[0] if got else None
+                else:
+                    continue
+                body = redact(body)[0]
+                if not body.strip():
+                    continue
+                cur = self.db.execute("INSERT INTO spans (key, off, len, digest, src) VALUES (?,-1,0,x'',?)",
+                                      (key, path))
+                self.db.execute("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
+                                (cur.lastrowid, _valid(body), kind, seq, it.t))
+                figures.records += 1
+                if kind == "assistant" and key not in self._conv:
+                    # From now on this session's assistant text is the source's: the trace's heads go.
+                    self._conv.add(key)
+                    self.db.execute("DELETE FROM text WHERE kind = 'assistant' AND rowid IN "
+                                    "(SELECT id FROM spans WHERE key = ? AND src IS NULL)", (key,))
+        except Exception:  # a plugin failing on its own file: the trace's text stays searchable
+            return
+        self.db.execute(
+            """INSERT INTO sources (path, size, mtime_ns, end_off, streams) VALUES (?,?,?,?,?)
+               ON CONFLICT(path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns,
+                   end_off=excluded.end_off, streams=excluded.streams""",
+            (path, stamp[0], stamp[1], end[0], orjson.dumps(streams).decode()))
 
     def started(self) -> dict[str, int | None]:
         """Trace key -> the session's start (ms), as its ``session_start`` record says."""

@@ -17,6 +17,7 @@ from rematch_trace.host.hookspecs import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
 
 if TYPE_CHECKING:
+    from rematch_trace.host.conversation import Item
     from rematch_trace.host.vocab import Neutral
 
 # The submodules are imported by the hooks that use them: a rerun that finds nothing to
@@ -48,6 +49,14 @@ def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]
     from . import discover
 
     return discover.read(source, start)
+
+
+@hookimpl
+def conversation_items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
+    """What was said and shown in a claimed file, for the conversation view and search."""
+    from . import conversation
+
+    return conversation.items(source, records)
 
 
 @hookimpl

@@ -1,0 +1,100 @@
+"""A Codex rollout's conversation items (the ``conversation_items`` hook): what was said and shown.
+
+The rollout's own translator runs alongside, so the session id, and the copied
+history a fork or subagent starts with (not this session's words), are decided
+exactly as for the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from rematch_trace.host.conversation import Called, Compacted, Item, Returned, Said
+from rematch_trace.host.source import RawRecord, Source
+from rematch_trace.host.timestamps import iso_ms
+from rematch_trace.host.vocab import Session
+
+from . import results, usertext
+from .translate import _CALL_ITEMS, _OUTPUT_ITEMS, STREAM, _call_input, _message_text, _Translator
+
+
+def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
+    """The items of ``records``, in file order."""
+    tr = _Translator(source, {})
+    for rec in records:
+        v = rec.value
+        if not isinstance(v, dict):
+            continue
+        tr.line(rec)
+        for out in tr.out:
+            if isinstance(out, Session):
+                yield out
+        tr.out.clear()
+        if tr.s["copy"]:
+            continue  # the parent's history, copied: said in the parent's session
+        payload = v.get("payload") if "payload" in v else v
+        if not isinstance(payload, dict):
+            continue
+        kind = v.get("type")
+        t = iso_ms(v.get("timestamp"))
+        if kind == "compacted":
+            msg = payload.get("message")
+            yield Compacted(STREAM, t, "", msg if isinstance(msg, str) else "")
+            continue
+        if kind not in ("response_item", None) and "payload" in v:
+            continue
+        yield from _item(payload, t, rec)
+
+
+def _item(p: dict[str, Any], t: int | None, rec: RawRecord) -> Iterator[Item]:
+    typ = p.get("type")
+    if typ == "message":
+        role = p.get("role")
+        if role == "assistant":
+            text = _message_text(p)
+            if text.strip():
+                yield Said(STREAM, t, "assistant", text)
+        elif role == "user":
+            typed = []
+            content = p.get("content")
+            for part in content if isinstance(content, list) else []:
+                said = part.get("text") if isinstance(part, dict) else None
+                if isinstance(said, str):
+                    what, body = usertext.classify(said)
+                    if what == "typed":
+                        typed.append(body)
+            if typed:
+                yield Said(STREAM, t, "user", "\n".join(typed))
+    elif typ in _CALL_ITEMS:
+        name = p.get("name")
+        if typ == "local_shell_call":
+            name = "local_shell"
+        elif typ == "web_search_call":
+            name = "web_search"
+        elif typ == "image_generation_call":
+            name = "image_generation"
+        elif typ == "tool_search_call":
+            name = "tool_search"
+        elif typ == "function_call":
+            namespace = p.get("namespace")
+            if isinstance(namespace, str) and namespace and isinstance(name, str):
+                name = namespace + name if namespace.endswith("_") else f"{namespace}.{name}"
+        name = name if isinstance(name, str) and name else "unknown"
+        cid = p.get("call_id") or p.get("id")
+        if not isinstance(cid, str) or not cid:
+            cid = f"{name}@{rec.offset}"  # as the translator names a call without an id
+        yield Called(STREAM, t, cid, name, _call_input(p))
+        if typ in ("web_search_call", "image_generation_call"):
+            result = p.get("result")
+            status = p.get("status")
+            if isinstance(result, str) or isinstance(status, str):
+                yield Returned(STREAM, t, cid, result if isinstance(result, str) else "",
+                               status in ("failed", "incomplete"))
+    elif typ in _OUTPUT_ITEMS:
+        cid = p.get("call_id")
+        if isinstance(cid, str) and cid:
+            raw = p.get("output")
+            text = results.output_text(raw)
+            failed, _ = results.classify_output(text, raw)
+            yield Returned(STREAM, t, cid, text, failed)
