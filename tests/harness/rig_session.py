@@ -346,3 +346,43 @@ class PiSession(RigSession):
     def transcripts(self) -> Path:
         """``$PI_CODING_AGENT_DIR/sessions``."""
         return self.agent_dir / "sessions"
+
+
+@dataclass
+class OmpSession(PiSession):
+    """omp (``omp -p``), pi's fork: the same scripted provider, in ``models.yml``, run by bun.
+
+    omp's CLI is a bun script: ``bun_dir`` (bun from the npm registry, installed beside it by
+    rig_install) is put first on ``PATH``. The agent folder is ``PI_CODING_AGENT_DIR`` as for pi.
+    """
+
+    bun_dir: Path | None = None
+
+    def install_hooks(self) -> None:
+        """The agent folder; with ``live``, rematch's extension in it (``--harness omp``)."""
+        self.agent_dir.mkdir(parents=True, exist_ok=True)
+        if not self.live:
+            return
+        res = self.rematch("hooks", "install", "--harness", "omp", "--agent-dir", str(self.agent_dir),
+                           "--data", str(self.data), "--hold-seconds", str(HOLD_BUDGET_MS // 1000))
+        if res.returncode != 0:
+            raise RuntimeError(f"rematch hooks install --harness omp: {res.stdout} {res.stderr}")
+
+    def files(self) -> dict[str, str]:
+        """``models.yml`` (JSON is YAML): provider ``rig``, ``api: anthropic-messages``, at the server."""
+        doc = {"providers": {"rig": {"baseUrl": "{base_url}", "api": "anthropic-messages", "apiKey": "sk-rig",
+                                     "models": [{"id": self.model, "reasoning": False}]}}}
+        return {str(self.agent_dir / "models.yml"): json.dumps(doc)}
+
+    def env(self) -> dict[str, str]:
+        """pi's, with bun on ``PATH``."""
+        env = super().env()
+        if self.bun_dir is not None:
+            env["PATH"] = f"{self.bun_dir}:{env['PATH']}"
+        return env
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """``omp -p PROMPT --model rig/MODEL``, then ``--continue``."""
+        more = ["--continue"] if prompt.resume and not first else []
+        return [str(self.exe), "-p", "--model", f"rig/{self.model}", "--mode", "json", "--no-title",
+                *more, prompt.text]

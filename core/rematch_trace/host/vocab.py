@@ -328,11 +328,14 @@ class RunEnd:
 
     ``reason`` is ``"stop"``, ``"failure"`` or ``"aborted"`` (the user pressed
     Esc: the run ended without a stop). The next input is then idle.
+    ``terminal`` is ``False`` when the harness said its loop goes on by itself
+    (omp's ``willContinue``, pi's queued messages): ``agent_end.is_terminal``.
     """
 
     stream: str
     t: int | None
     reason: str = "stop"
+    terminal: bool = True
 
 
 @attrs.frozen(slots=True)

@@ -432,6 +432,11 @@ class SessionWriter:
                 stops[-1][3] = rec.reason
             else:
                 stops.append([t, None, None, rec.reason, None])
+            if not rec.terminal:
+                # [t, text, stop_reason, end, usage, model, terminal]: written only when not terminal,
+                # so every state saved before keeps its bytes.
+                stops[-1].extend([None] * (6 - len(stops[-1])))
+                stops[-1].append(False)
         # Other records (a Compaction, a mark note...) have no live meaning yet: passed over.
 
     def flush(self, now: int, final: bool) -> None:
@@ -514,7 +519,7 @@ class SessionWriter:
                 out += self.synth.feed(msg)
                 events += self.sink.feed(msg)
             if end is not None:
-                out += self.synth.feed(vocab.RunEnd(stream, t, end))
+                out += self.synth.feed(vocab.RunEnd(stream, t, end, terminal=not (len(more) > 2 and more[2] is False)))
         self._write(out, events)
 
     def _done(self, call_id: str) -> None:

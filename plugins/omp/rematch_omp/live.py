@@ -14,8 +14,12 @@ event's own fields under ``event``. A call before it runs comes as ``PreToolUse`
   the import reads from the same message in the session file, of a tool result -> its
   :class:`~rematch_trace.host.vocab.ToolResult` (the importer's own functions: live and import
   agree by construction);
+* ``message_end`` of a user message (sent only when no ``input`` came for it: omp's print mode
+  emits none) -> the :class:`~rematch_trace.host.vocab.UserMessage` the import reads from it (no
+  ``source``: the harness named none);
 * ``agent_end`` -> a :class:`~rematch_trace.host.vocab.RunEnd` (``aborted`` when the run's last
-  message stopped aborted, ``failure`` on an error stop, else ``stop``);
+  message stopped aborted, ``failure`` on an error stop, else ``stop``), not ``terminal`` when the
+  harness said its loop goes on by itself (omp's ``will_continue``, pi's ``pending`` messages);
 * ``session_shutdown`` -> :class:`~rematch_trace.host.vocab.SessionEnded` with pi's reason.
 
 ``session_start`` and ``agent_start`` open the stream only. Nothing here keeps the payload.
@@ -39,7 +43,7 @@ from rematch_trace.host.vocab import (
     UserMessage,
 )
 
-from .translate import _assistant, _tool_result
+from .translate import _assistant, _tool_result, _user
 
 #: The adapter name the extension sends for pi and omp alike (the plugin that translates them).
 HARNESS = "omp"
@@ -97,11 +101,15 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         if role == "toolResult":
             result = _tool_result(message, t)
             return [*out, result] if result is not None else []
+        if role == "user":
+            typed = _user(message, t)
+            return [*out, typed] if typed is not None else []
         return []
     if name == "agent_end":
         stop = fields.get("stop_reason")
         reason = "aborted" if stop == "aborted" else "failure" if stop == "error" else "stop"
-        return [*out, RunEnd("", t, reason)]
+        goes_on = fields.get("will_continue") is True or fields.get("pending") is True
+        return [*out, RunEnd("", t, reason, terminal=not goes_on)]
     if name == "session_shutdown":
         return [*out, SessionEnded("", t, _str(fields, "reason"))]
     return []

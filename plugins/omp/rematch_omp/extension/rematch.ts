@@ -159,7 +159,7 @@ function hex(n: number): string {
 
 /** The framed `hook_event` request carrying `payload`, or `null` past IPC v2's request bound. */
 export function requestFrame(config: Config, payload: Payload, t: number, budgetMs: number,
-  requestId: string = hex(12)): Buffer | null {
+  requestId: string = hex(12), deadline: number = t + budgetMs): Buffer | null {
   const request = {
     protocol_version: 2,
     request_id: requestId,
@@ -167,7 +167,7 @@ export function requestFrame(config: Config, payload: Payload, t: number, budget
     adapter: config.adapter,
     adapter_version: "1",
     received_at_ms: t,
-    hard_deadline_ms: t + budgetMs,
+    hard_deadline_ms: deadline,
     host_version: config.harness_version ?? "unknown",
     invocation_nonce: hex(16),
     host_payload: payload,
@@ -318,49 +318,65 @@ export class Link {
   }
 
   private async send(payload: Payload, t: number, budgetMs: number, isCall: boolean): Promise<Outcome> {
+    // A call's budget runs from the event (pi waits on it). An ordinary event waits for nothing: each
+    // attempt's budget runs from the attempt, so an event loop the harness held (omp under bun holds
+    // it for seconds as it starts, and the first connection then fails) spends none of it.
     const deadline = t + budgetMs;
-    const frame = requestFrame(this.config, payload, t, budgetMs);
     let why = "unsendable: over IPC v2's 1 MiB request bound";
-    if (frame !== null) {
-      const sock = join(runDir(this.config.data), "events.sock");
-      const waitUntil = Math.min(deadline, Date.now() + START_WAIT_MS);
-      for (;;) {
-        try {
-          const reply = await exchange(sock, frame, deadline);
-          if (taken(reply)) {
-            return { block: reply.decision === "deny" ? { block: true, reason: denyReason(reply) } : null, error: "" };
-          }
-          if (reply.reason === "deadline_passed" && !isCall) {
-            // The service queued it and will write it: handing it over too would capture it twice.
-            logError(this.config, `${String(payload.hook_event_name)}: queued by the service past its deadline`);
-            return { block: null, error: "deadline_passed" };
-          }
-          why = `not taken: the service answered ${reply.reason.slice(0, 64)}`;
-        } catch (err) {
-          why = (err as Error).message;
-          if (why === "no_service") {
-            this.startService();
-            // A call's verdict is worth waiting for; any other event is captured by the hook at once.
-            if (isCall && Date.now() + POLL_MS < waitUntil) {
-              await new Promise((done) => setTimeout(done, POLL_MS));
-              continue;
-            }
-          }
-        }
+    const sock = join(runDir(this.config.data), "events.sock");
+    let waitUntil: number | null = isCall ? Math.min(deadline, Date.now() + START_WAIT_MS) : null;
+    for (;;) {
+      const until = isCall ? deadline : Date.now() + budgetMs;
+      const frame = requestFrame(this.config, payload, t, budgetMs, hex(12), until);
+      if (frame === null) {
         break;
       }
+      try {
+        const reply = await exchange(sock, frame, until);
+        if (taken(reply)) {
+          return { block: reply.decision === "deny" ? { block: true, reason: denyReason(reply) } : null, error: "" };
+        }
+        if (reply.reason === "deadline_passed" && !isCall) {
+          // The service queued it and will write it: handing it over too would capture it twice.
+          logError(this.config, `${String(payload.hook_event_name)}: queued by the service past its deadline`);
+          return { block: null, error: "deadline_passed" };
+        }
+        why = `not taken: the service answered ${reply.reason.slice(0, 64)}`;
+        if (!isCall && reply.reason === "read_deadline") {
+          // The service timed out reading it (the harness held the loop after connecting): it took
+          // nothing, so the event is sent again, for a while.
+          waitUntil ??= Date.now() + START_WAIT_MS;
+          if (Date.now() < waitUntil) {
+            continue;
+          }
+        }
+      } catch (err) {
+        why = (err as Error).message;
+        if (why === "no_service") {
+          this.startService();
+          // The service may be starting, or refused while the harness held the loop: a call tries
+          // again within its budget, any other event for a while from its first failure.
+          waitUntil ??= Date.now() + START_WAIT_MS;
+          if (Date.now() + POLL_MS < waitUntil) {
+            await new Promise((done) => setTimeout(done, POLL_MS));
+            continue;
+          }
+        }
+      }
+      break;
     }
+    const name = String(payload.hook_event_name);
     if (why !== "no_service") {
-      logError(this.config, `handed to rematch-hook: ${why}`);
+      logError(this.config, `${name}: handed to rematch-hook: ${why}`);
     }
     // A call's hand-over ends before its handler stops waiting (budget + START_WAIT_MS from `t`): a
     // deny after pi ran the call would be recorded as a block that never happened.
     const left = isCall ? t + budgetMs + START_WAIT_MS - Date.now() - HANDOVER_MARGIN_MS : Math.max(budgetMs, START_WAIT_MS);
     if (left <= 0) {
-      logError(this.config, `${String(payload.hook_event_name)}: no time left to hand over (${why}); the call runs`);
+      logError(this.config, `${name}: no time left to hand over (${why}); the call runs`);
       return { block: null, error: why };
     }
-    return this.fallback(payload, t, left, why);
+    return this.fallback(payload, t, left, `${name}: ${why}`);
   }
 
   /** Start `rematch serve` for the data folder, once, detached (it outlives the harness). */
@@ -465,9 +481,18 @@ async function within<T>(work: Promise<T>, ms: number): Promise<T | null> {
   }
 }
 
-/** Register the handlers on `pi` with `config` (the default export uses the installed one). */
-export function register(pi: ExtensionAPI, config: Config): Link {
-  const link = new Link(config);
+/** What pi may tell of an `agent_end` beyond its type: omp's `willContinue` (an automatic
+ * continuation is already scheduled: a retry, an empty-stop retry). pi 0.73 has none. */
+interface AgentEndMore {
+  willContinue?: unknown;
+}
+
+/** The handler registration of omp events pi's types do not name (`retry_fallback_applied`). */
+type OnAny = (name: string, handler: (event: { [key: string]: unknown }, ctx: ExtensionContext) => void) => void;
+
+/** Register the handlers on `pi` with `config` (the default export uses the installed one); the
+ * events go through `link` (a test's, to see what is sent). */
+export function register(pi: ExtensionAPI, config: Config, link: Link = new Link(config)): Link {
   const version = config.harness_version ?? null;
   let seen: Seen | null = null;
   const payload = (name: string, ctx: ExtensionContext): Payload | null => {
@@ -502,8 +527,13 @@ export function register(pi: ExtensionAPI, config: Config): Link {
   pi.on("session_start", (event, ctx) => {
     forward("session_start", { reason: event.reason }, ctx);
   });
+  // Inputs sent whose user message has not ended yet: pi emits `input` before the message, omp's
+  // print mode emits none (its prompt comes as the user message only, which is then sent).
+  let typed = 0;
   pi.on("input", (event, ctx) => {
-    forward("input", { text: event.text, source: event.source, images: event.images?.length ?? 0 }, ctx);
+    if (forward("input", { text: event.text, source: event.source, images: event.images?.length ?? 0 }, ctx)) {
+      typed += 1;
+    }
     return { action: "continue" as const };
   });
   pi.on("agent_start", (_event, ctx) => {
@@ -514,7 +544,16 @@ export function register(pi: ExtensionAPI, config: Config): Link {
     // The run's messages were each sent at their message_end: only the last one's stop is kept.
     const last = event.messages[event.messages.length - 1] as { stopReason?: unknown } | undefined;
     const stop = typeof last?.stopReason === "string" ? last.stopReason : null;
-    forward("agent_end", { messages: event.messages.length, stop_reason: stop }, ctx);
+    // Whether the loop goes on by itself: omp says so (`willContinue`); pi has messages queued.
+    const more = (event as AgentEndMore).willContinue;
+    let pending: boolean | null = null;
+    try {
+      pending = ctx.hasPendingMessages();
+    } catch {
+      // a stale ctx: not known
+    }
+    forward("agent_end", { messages: event.messages.length, stop_reason: stop,
+      will_continue: typeof more === "boolean" ? more : null, pending }, ctx);
     running = false;
     loopEnded?.();
   });
@@ -522,8 +561,19 @@ export function register(pi: ExtensionAPI, config: Config): Link {
     const role = (event.message as { role?: unknown }).role;
     if (role === "assistant" || role === "toolResult") {
       forward("message_end", { message: json(event.message) }, ctx);
+    } else if (role === "user") {
+      if (typed > 0) {
+        typed -= 1; // its `input` was sent
+      } else {
+        forward("message_end", { message: json(event.message) }, ctx);
+      }
     }
     return undefined;
+  });
+  // omp only: auto-retry moved to a fallback model (the seed's retry-fallback `model_change`).
+  (pi.on as unknown as OnAny)("retry_fallback_applied", (event, ctx) => {
+    const str = (v: unknown): string | null => (typeof v === "string" ? v.slice(0, 256) : null);
+    forward("retry_fallback_applied", { from: str(event.from), to: str(event.to), role: str(event.role) }, ctx);
   });
   pi.on("tool_call", async (event, ctx) => {
     try {
