@@ -48,3 +48,9 @@ def codex_exe() -> Path:
 def pi_exe() -> Path:
     """pi at the pinned version."""
     return harness_binary("pi")
+
+
+@pytest.fixture(scope="session")
+def omp_exe() -> Path:
+    """omp at the pinned version (with bun beside it)."""
+    return harness_binary("omp")

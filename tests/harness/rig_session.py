@@ -310,6 +310,8 @@ class PiSession(RigSession):
     server: str = "anthropic"
     model: str = "claude-rig-1"
     live: bool = False
+    #: The key of the harness in versions.json.
+    harness: str = "pi"
 
     @property
     def agent_dir(self) -> Path:
@@ -352,11 +354,13 @@ class PiSession(RigSession):
 class OmpSession(PiSession):
     """omp (``omp -p``), pi's fork: the same scripted provider, in ``models.yml``, run by bun.
 
-    omp's CLI is a bun script: ``bun_dir`` (bun from the npm registry, installed beside it by
-    rig_install) is put first on ``PATH``. The agent folder is ``PI_CODING_AGENT_DIR`` as for pi.
+    omp's CLI is a bun script: the folder of its executable (where rig_install put bun from the
+    npm registry beside it) comes first on ``PATH``. The agent folder is ``PI_CODING_AGENT_DIR`` as
+    for pi. omp's print mode emits no ``input`` event: the prompt reaches the extension as the user
+    message, with no source.
     """
 
-    bun_dir: Path | None = None
+    harness: str = "omp"
 
     def install_hooks(self) -> None:
         """The agent folder; with ``live``, rematch's extension in it (``--harness omp``)."""
@@ -375,10 +379,11 @@ class OmpSession(PiSession):
         return {str(self.agent_dir / "models.yml"): json.dumps(doc)}
 
     def env(self) -> dict[str, str]:
-        """pi's, with bun on ``PATH``."""
+        """pi's, with the executable's folder (bun) first on ``PATH``; the ``replace`` edit mode
+        (``path``, ``old_string``, ``new_string``: the scripted model's edit needs no line hashes)."""
         env = super().env()
-        if self.bun_dir is not None:
-            env["PATH"] = f"{self.bun_dir}:{env['PATH']}"
+        env["PATH"] = f"{self.exe.parent}:{env['PATH']}"
+        env["PI_EDIT_VARIANT"] = "replace"
         return env
 
     def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:

@@ -339,6 +339,20 @@ class RunEnd:
 
 
 @attrs.frozen(slots=True)
+class ModelSwitched:
+    """The harness moved the session to another model between two turns, and said why.
+
+    omp's ``retry_fallback_applied`` (auto-retry fell back to a configured model): the
+    ``model_change`` is written now, with ``reason``, rather than at the next turn as ``turn``.
+    """
+
+    stream: str
+    t: int | None
+    model: ModelRef
+    reason: str = ""
+
+
+@attrs.frozen(slots=True)
 class SessionEnded:
     """The session (or a subagent's) ended: a live ``SessionEnd``/``SubagentStop``.
 
@@ -368,6 +382,7 @@ Neutral = (
     | ToolStarted
     | CallBlocked
     | RunEnd
+    | ModelSwitched
     | SessionEnded
 )
 
@@ -387,6 +402,7 @@ NEUTRAL_TYPES: tuple[type, ...] = (
     ToolStarted,
     CallBlocked,
     RunEnd,
+    ModelSwitched,
     SessionEnded,
 )
 

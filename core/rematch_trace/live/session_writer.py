@@ -426,9 +426,13 @@ class SessionWriter:
                      if u is not None else None)
             model = [rec.model.provider, rec.model.id] if rec.model is not None else None
             held["stops"].append([t, self.synth.clean_text(rec.text, HEAD_LIMIT), rec.stop_reason, None, usage, model])
+        elif isinstance(rec, vocab.ModelSwitched):
+            # [t, text, stop_reason, end, usage, model, terminal, switch reason]: in the turn's order.
+            held["stops"].append([t, None, None, None, None, [rec.model.provider, rec.model.id], None,
+                                  self.synth.clean_text(rec.reason, 256)])
         elif isinstance(rec, vocab.RunEnd):
             stops = held["stops"]
-            if stops and stops[-1][0] == t and stops[-1][3] is None:
+            if stops and stops[-1][0] == t and stops[-1][3] is None and len(stops[-1]) < 8:
                 stops[-1][3] = rec.reason
             else:
                 stops.append([t, None, None, rec.reason, None])
@@ -510,6 +514,8 @@ class SessionWriter:
                 del opened[cid]
                 self._done(cid)
         for t, text, stop_reason, end, *more in stops:
+            if len(more) > 3 and more[3] is not None and more[1] is not None:
+                out += self.synth.feed(vocab.ModelSwitched(stream, t, vocab.ModelRef(*more[1]), more[3]))
             if text is not None:
                 # (a state saved before usage was kept has none)
                 usage = vocab.Usage(*more[0]) if more and more[0] is not None else None

@@ -449,6 +449,14 @@ class Synthesizer:
             self.take_call(rec.call.id, self.digest_call(rec.call))
         elif isinstance(rec, vocab.CallBlocked):
             self._blocked(rec)
+        elif isinstance(rec, vocab.ModelSwitched):
+            self._close_turn()
+            model = _model(rec.model)
+            if model is not None and self.last_model is not None and model != self.last_model:
+                self._emit(ModelChange(from_=Model(**self.last_model), to=Model(**model),
+                                       reason=self._clean(rec.reason, 256) or "turn"))
+            if model is not None:
+                self.last_model = model
         elif isinstance(rec, vocab.RunEnd):
             self._close_turn()
             if self.run_open:

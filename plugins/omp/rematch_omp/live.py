@@ -20,6 +20,8 @@ event's own fields under ``event``. A call before it runs comes as ``PreToolUse`
 * ``agent_end`` -> a :class:`~rematch_trace.host.vocab.RunEnd` (``aborted`` when the run's last
   message stopped aborted, ``failure`` on an error stop, else ``stop``), not ``terminal`` when the
   harness said its loop goes on by itself (omp's ``will_continue``, pi's ``pending`` messages);
+* ``retry_fallback_applied`` (omp only) -> a :class:`~rematch_trace.host.vocab.ModelSwitched` to the
+  payload's ``model`` (read after the move), reason ``retry_fallback``;
 * ``session_shutdown`` -> :class:`~rematch_trace.host.vocab.SessionEnded` with pi's reason.
 
 ``session_start`` and ``agent_start`` open the stream only. Nothing here keeps the payload.
@@ -34,6 +36,7 @@ import orjson
 from rematch_trace.host.text import clean
 from rematch_trace.host.vocab import (
     ModelRef,
+    ModelSwitched,
     Neutral,
     RunEnd,
     Session,
@@ -110,6 +113,11 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         reason = "aborted" if stop == "aborted" else "failure" if stop == "error" else "stop"
         goes_on = fields.get("will_continue") is True or fields.get("pending") is True
         return [*out, RunEnd("", t, reason, terminal=not goes_on)]
+    if name == "retry_fallback_applied":
+        # omp moved to a fallback model (the payload's ``model``, read after the move): the seed's
+        # retry-fallback ``model_change``.
+        model = _model(event.get("model"))
+        return [*out, ModelSwitched("", t, model, "retry_fallback")] if model is not None else []
     if name == "session_shutdown":
         return [*out, SessionEnded("", t, _str(fields, "reason"))]
     return []

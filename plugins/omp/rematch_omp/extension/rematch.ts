@@ -65,6 +65,10 @@ const START_WAIT_MS = 1500;
 const POLL_MS = 10;
 /** A call's hand-over to rematch-hook ends this long before its handler gives up, ms. */
 const HANDOVER_MARGIN_MS = 100;
+/** An ordinary event's attempt this much past its budget found the harness's event loop held, ms. */
+const HELD_MS = 500;
+/** How many times an ordinary event is sent again after a held loop failed it. */
+const HELD_RETRIES = 3;
 /** What pi's shutdown leaves an extension, ms (the seed's 2 s budget). */
 const SHUTDOWN_MS = 2000;
 const ERROR_LOG_BYTES = 1 << 20;
@@ -320,17 +324,21 @@ export class Link {
   private async send(payload: Payload, t: number, budgetMs: number, isCall: boolean): Promise<Outcome> {
     // A call's budget runs from the event (pi waits on it). An ordinary event waits for nothing: each
     // attempt's budget runs from the attempt, so an event loop the harness held (omp under bun holds
-    // it for seconds as it starts, and the first connection then fails) spends none of it.
+    // it for seconds as it starts: the connection is then refused, or the reply read late) spends
+    // none of it. Sent again, the event keeps its time `t`: the service applies it once.
     const deadline = t + budgetMs;
     let why = "unsendable: over IPC v2's 1 MiB request bound";
     const sock = join(runDir(this.config.data), "events.sock");
     let waitUntil: number | null = isCall ? Math.min(deadline, Date.now() + START_WAIT_MS) : null;
+    let held = 0;
     for (;;) {
-      const until = isCall ? deadline : Date.now() + budgetMs;
+      const began = Date.now();
+      const until = isCall ? deadline : began + budgetMs;
       const frame = requestFrame(this.config, payload, t, budgetMs, hex(12), until);
       if (frame === null) {
         break;
       }
+      let again = false;
       try {
         const reply = await exchange(sock, frame, until);
         if (taken(reply)) {
@@ -342,26 +350,28 @@ export class Link {
           return { block: null, error: "deadline_passed" };
         }
         why = `not taken: the service answered ${reply.reason.slice(0, 64)}`;
-        if (!isCall && reply.reason === "read_deadline") {
-          // The service timed out reading it (the harness held the loop after connecting): it took
-          // nothing, so the event is sent again, for a while.
-          waitUntil ??= Date.now() + START_WAIT_MS;
-          if (Date.now() < waitUntil) {
-            continue;
-          }
-        }
+        // (the service timed out reading it: the harness held the loop once connected; it took nothing)
+        again = !isCall && reply.reason === "read_deadline";
       } catch (err) {
         why = (err as Error).message;
         if (why === "no_service") {
           this.startService();
-          // The service may be starting, or refused while the harness held the loop: a call tries
-          // again within its budget, any other event for a while from its first failure.
+          // The service may be starting: a call tries again within its budget, any other event for
+          // a while from its first failure.
           waitUntil ??= Date.now() + START_WAIT_MS;
           if (Date.now() + POLL_MS < waitUntil) {
             await new Promise((done) => setTimeout(done, POLL_MS));
             continue;
           }
         }
+        again = !isCall && (why === "no_service" || why === "read_deadline");
+      }
+      // An attempt that outlasted its budget by far found the loop held (its timers fired late):
+      // an ordinary event tries again, a few times, before it is handed over.
+      if (again && Date.now() - began > budgetMs + HELD_MS && held < HELD_RETRIES) {
+        held += 1;
+        waitUntil = Date.now() + START_WAIT_MS;
+        continue;
       }
       break;
     }
