@@ -357,12 +357,14 @@ class SessionEnded:
     """The session (or a subagent's) ended: a live ``SessionEnd``/``SubagentStop``.
 
     The core then writes ``files_changed``, ``session_shutdown``, the pending
-    file and the ledger row.
+    file and the ledger row. ``hash_budget_s`` is how long hashing ``files_changed``
+    may take (``None``: the core's default, Claude Code's ``SessionEnd`` 0.5 s).
     """
 
     stream: str
     t: int | None
     reason: str = ""
+    hash_budget_s: float | None = None
 
 
 #: Everything a plugin's ``to_trace_records`` or ``live_records`` may yield.

@@ -300,7 +300,10 @@ class SessionWriter:
             if isinstance(rec, vocab.Session):
                 continue
             if isinstance(rec, vocab.SessionEnded):
-                self.end(rec.t if rec.t is not None else now)
+                if rec.hash_budget_s is not None:
+                    self.end(rec.t if rec.t is not None else now, min(max(rec.hash_budget_s, 0.0), 2.0))
+                else:
+                    self.end(rec.t if rec.t is not None else now)
             elif prompt:
                 if isinstance(rec, vocab.ToolResult):
                     if rec.call_id in self.st["done"]:

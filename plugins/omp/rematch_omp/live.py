@@ -22,7 +22,8 @@ event's own fields under ``event``. A call before it runs comes as ``PreToolUse`
   harness said its loop goes on by itself (omp's ``will_continue``, pi's ``pending`` messages);
 * ``retry_fallback_applied`` (omp only) -> a :class:`~rematch_trace.host.vocab.ModelSwitched` to the
   payload's ``model`` (read after the move), reason ``retry_fallback``;
-* ``session_shutdown`` -> :class:`~rematch_trace.host.vocab.SessionEnded` with pi's reason.
+* ``session_shutdown`` -> :class:`~rematch_trace.host.vocab.SessionEnded` with pi's reason, and the
+  seed's 1 s for hashing ``files_changed``.
 
 ``session_start`` and ``agent_start`` open the stream only. Nothing here keeps the payload.
 """
@@ -53,6 +54,9 @@ HARNESS = "omp"
 #: What the extension's block reason starts with (as the hook client's deny reason does), so the
 #: harness's report of the block is read as rematch's own deny (``session_writer._reports_our_deny``).
 DENY_PREFIX = "rematch: "
+#: How long hashing ``files_changed`` may take at a session's end: the seed's 1 s of the
+#: extension's 2 s shutdown budget (the extension waits for the service within those 2 s).
+HASH_BUDGET_S = 1.0
 #: The longest block reason handed to the harness.
 MAX_REASON_CHARS = 10_000
 
@@ -119,7 +123,7 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         model = _model(event.get("model"))
         return [*out, ModelSwitched("", t, model, "retry_fallback")] if model is not None else []
     if name == "session_shutdown":
-        return [*out, SessionEnded("", t, _str(fields, "reason"))]
+        return [*out, SessionEnded("", t, _str(fields, "reason"), hash_budget_s=HASH_BUDGET_S)]
     return []
 
 

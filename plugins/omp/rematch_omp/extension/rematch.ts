@@ -5,14 +5,17 @@
  * listens to becomes the `host_payload` of an IPC v2 `hook_event` request (docs/ipc-v2.md: a
  * 4-byte big-endian length, then the request's JSON) on the data folder's `events.sock`; the
  * omp plugin's `live_records` turns it into the trace, in the service. Only bulk the trace never
- * reads is left out (images, `agent_end`'s copy of the run's messages).
+ * reads is left out (images, `agent_end`'s copy of the run's messages). What only the harness
+ * knows is sent as it says it: `agent_end`'s `willContinue` (omp) and queued messages (pi), omp's
+ * `retry_fallback_applied`, and a user message no `input` event came for (omp's print mode).
  *
  * - Before a tool runs (`tool_call`), it asks for the verdict: the payload carries the call under
  *   the keys IPC v2 reads for one (`hook_event_name: "PreToolUse"`, `tool_name`, `tool_use_id`,
  *   `tool_input`, `session_id`, `cwd`), and a `deny` blocks the call (`{block: true, reason}`).
  * - Events go one at a time, in the order pi emits them (one chain). Only two handlers wait: a
  *   call's, for its verdict (at most `call_deadline_ms`), and the shutdown's, to flush (within
- *   pi's 2 s); the others return at once.
+ *   pi's 2 s); the others return at once, and an attempt of theirs that a held event loop failed
+ *   is made again (omp holds it for seconds as it starts).
  * - When no service answers, it starts one (`python -m rematch_trace.live.service --data DIR
  *   --quiet`, once) and hands the event to `rematch-hook` (`python -m
  *   rematch_trace.live.hook_entry omp --out DIR`, the payload on stdin), which judges a call by
@@ -65,6 +68,10 @@ const START_WAIT_MS = 1500;
 const POLL_MS = 10;
 /** A call's hand-over to rematch-hook ends this long before its handler gives up, ms. */
 const HANDOVER_MARGIN_MS = 100;
+/** What an ordinary event's attempt (or its hand-over) may take, ms: nothing waits on it (its handler
+ * returned), and a harness starting on a loaded machine (omp under bun) leaves the service, and
+ * rematch-hook's interpreter, little CPU for seconds. */
+const ORDINARY_MS = 5000;
 /** An ordinary event's attempt this much past its budget found the harness's event loop held, ms. */
 const HELD_MS = 500;
 /** How many times an ordinary event is sent again after a held loop failed it. */
@@ -333,7 +340,7 @@ export class Link {
     let held = 0;
     for (;;) {
       const began = Date.now();
-      const until = isCall ? deadline : began + budgetMs;
+      const until = isCall ? deadline : began + Math.max(budgetMs, ORDINARY_MS);
       const frame = requestFrame(this.config, payload, t, budgetMs, hex(12), until);
       if (frame === null) {
         break;
@@ -368,7 +375,7 @@ export class Link {
       }
       // An attempt that outlasted its budget by far found the loop held (its timers fired late):
       // an ordinary event tries again, a few times, before it is handed over.
-      if (again && Date.now() - began > budgetMs + HELD_MS && held < HELD_RETRIES) {
+      if (again && Date.now() - began > Math.max(budgetMs, ORDINARY_MS) + HELD_MS && held < HELD_RETRIES) {
         held += 1;
         waitUntil = Date.now() + START_WAIT_MS;
         continue;
@@ -381,7 +388,7 @@ export class Link {
     }
     // A call's hand-over ends before its handler stops waiting (budget + START_WAIT_MS from `t`): a
     // deny after pi ran the call would be recorded as a block that never happened.
-    const left = isCall ? t + budgetMs + START_WAIT_MS - Date.now() - HANDOVER_MARGIN_MS : Math.max(budgetMs, START_WAIT_MS);
+    const left = isCall ? t + budgetMs + START_WAIT_MS - Date.now() - HANDOVER_MARGIN_MS : Math.max(budgetMs, ORDINARY_MS);
     if (left <= 0) {
       logError(this.config, `${name}: no time left to hand over (${why}); the call runs`);
       return { block: null, error: why };
