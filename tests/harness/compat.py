@@ -30,7 +30,8 @@ BEGIN, END = "<!-- compat-table -->", "<!-- /compat-table -->"
 #: The rig test file of each harness the rig drives so far.
 TESTS = {"claude_code": (HERE / "test_rig_claude_code.py",),
          "codex": (HERE / "test_rig_codex.py", HERE / "test_rig_codex_permission.py", HERE / "test_rig_codex_plugin.py"),
-         "pi": (HERE / "test_rig_pi.py", HERE / "test_rig_pi_live.py")}
+         "pi": (HERE / "test_rig_pi.py", HERE / "test_rig_pi_live.py"),
+         "omp": (HERE / "test_rig_omp.py", HERE / "test_rig_omp_live.py")}
 TESTS["gemini_cli"] = (HERE / "test_rig_gemini_cli.py",)
 #: Which tests make each column (a prefix of the test's name).
 COLUMNS = {

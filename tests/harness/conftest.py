@@ -60,3 +60,9 @@ def gemini_cli_exe() -> Path:
 def gemini_cli_doc_exe() -> Path:
     """Gemini CLI at the older pinned version that keeps a session as a JSON document."""
     return harness_binary("gemini_cli_doc")
+
+
+@pytest.fixture(scope="session")
+def omp_exe() -> Path:
+    """omp at the pinned version (with bun beside it)."""
+    return harness_binary("omp")

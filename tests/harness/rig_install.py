@@ -24,12 +24,17 @@ INSTALL_TIMEOUT = 900
 
 @dataclass(frozen=True)
 class Harness:
-    """One harness as pinned: its key in versions.json, npm package, version and binary name."""
+    """One harness as pinned: its key in versions.json, npm package, version and binary name.
+
+    ``runtime`` names more packages installed beside it (omp's CLI is a bun script: ``bun`` from
+    the npm registry), their binaries on ``PATH`` when it runs (:func:`path_of`).
+    """
 
     name: str
     package: str
     version: str
     bin: str
+    runtime: tuple[str, ...] = ()
 
 
 def pinned(name: str) -> Harness:
@@ -40,7 +45,7 @@ def pinned(name: str) -> Harness:
     """
     doc = json.loads(VERSIONS.read_text())[name]
     version = os.environ.get(f"REMATCH_RIG_VERSION_{name.upper()}") or doc["version"]
-    return Harness(name, doc["package"], version, doc["bin"])
+    return Harness(name, doc["package"], version, doc["bin"], tuple(doc.get("with", ())))
 
 
 def cache_root() -> Path:
@@ -56,6 +61,11 @@ def cache_root() -> Path:
 def prefix_of(h: Harness) -> Path:
     """The install prefix of one package version (``/`` of a scope written ``+``)."""
     return cache_root() / f"{h.package.replace('/', '+')}@{h.version}"
+
+
+def path_of(h: Harness, path: str = "/usr/local/bin:/usr/bin:/bin") -> str:
+    """``PATH`` for running the harness: its prefix's binaries (its runtime's) first."""
+    return f"{prefix_of(h) / 'node_modules' / '.bin'}:{path}"
 
 
 class InstallError(RuntimeError):
@@ -78,11 +88,12 @@ def binary(h: Harness) -> Path:
         if done.is_file() and exe.exists():
             return exe
         res = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                              "--loglevel=error", f"{h.package}@{h.version}"],
+                              "--loglevel=error", f"{h.package}@{h.version}", *h.runtime],
                              capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
         if res.returncode != 0 or not exe.exists():
             raise InstallError(f"npm install {h.package}@{h.version} failed: {res.stderr[-2000:]}")
-        ver = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60)
+        ver = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "PATH": path_of(h, os.environ.get("PATH", ""))})
         if ver.returncode != 0 or h.version not in ver.stdout:
             raise InstallError(f"{exe} --version gave {ver.returncode}: {ver.stdout[-300:]} {ver.stderr[-300:]}")
         done.write_text(ver.stdout)

@@ -310,6 +310,8 @@ class PiSession(RigSession):
     server: str = "anthropic"
     model: str = "claude-rig-1"
     live: bool = False
+    #: The key of the harness in versions.json.
+    harness: str = "pi"
 
     @property
     def agent_dir(self) -> Path:
@@ -388,3 +390,45 @@ class GeminiCliSession(RigSession):
     def transcripts(self) -> Path:
         """``~/.gemini/tmp``."""
         return self.gemini_home / "tmp"
+
+
+class OmpSession(PiSession):
+    """omp (``omp -p``), pi's fork: the same scripted provider, in ``models.yml``, run by bun.
+
+    omp's CLI is a bun script: the folder of its executable (where rig_install put bun from the
+    npm registry beside it) comes first on ``PATH``. The agent folder is ``PI_CODING_AGENT_DIR`` as
+    for pi. omp's print mode emits no ``input`` event: the prompt reaches the extension as the user
+    message, with no source.
+    """
+
+    harness: str = "omp"
+
+    def install_hooks(self) -> None:
+        """The agent folder; with ``live``, rematch's extension in it (``--harness omp``)."""
+        self.agent_dir.mkdir(parents=True, exist_ok=True)
+        if not self.live:
+            return
+        res = self.rematch("hooks", "install", "--harness", "omp", "--agent-dir", str(self.agent_dir),
+                           "--data", str(self.data), "--hold-seconds", str(HOLD_BUDGET_MS // 1000))
+        if res.returncode != 0:
+            raise RuntimeError(f"rematch hooks install --harness omp: {res.stdout} {res.stderr}")
+
+    def files(self) -> dict[str, str]:
+        """``models.yml`` (JSON is YAML): provider ``rig``, ``api: anthropic-messages``, at the server."""
+        doc = {"providers": {"rig": {"baseUrl": "{base_url}", "api": "anthropic-messages", "apiKey": "sk-rig",
+                                     "models": [{"id": self.model, "reasoning": False}]}}}
+        return {str(self.agent_dir / "models.yml"): json.dumps(doc)}
+
+    def env(self) -> dict[str, str]:
+        """pi's, with the executable's folder (bun) first on ``PATH``; the ``replace`` edit mode
+        (``path``, ``old_string``, ``new_string``: the scripted model's edit needs no line hashes)."""
+        env = super().env()
+        env["PATH"] = f"{self.exe.parent}:{env['PATH']}"
+        env["PI_EDIT_VARIANT"] = "replace"
+        return env
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """``omp -p PROMPT --model rig/MODEL``, then ``--continue``."""
+        more = ["--continue"] if prompt.resume and not first else []
+        return [str(self.exe), "-p", "--model", f"rig/{self.model}", "--mode", "json", "--no-title",
+                *more, prompt.text]

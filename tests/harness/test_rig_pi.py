@@ -50,10 +50,14 @@ class PiOutcome:
 @pytest.fixture(scope="module")
 def pi_outcome(pi_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> PiOutcome:
     """The two prompts run once; the sessions imported."""
-    root = tmp_path_factory.mktemp("pi-rig")
-    s = PiSession(root, pi_exe)
+    return run_import(PiSession(tmp_path_factory.mktemp("pi-rig"), pi_exe))
+
+
+def run_import(s: PiSession, script: dict[str, Any] = SCRIPT) -> PiOutcome:
+    """The two prompts of ``s`` (pi's or omp's, ``test_rig_omp.py``) run once; the sessions imported."""
+    root = s.root
     s.install_hooks()
-    record = s.run(SCRIPT, PROMPTS)
+    record = s.run(script, PROMPTS)
     imported = root / "imported"
     res = s.rematch("import", str(s.transcripts()), "--out", str(imported), "-j", "1")
     traces = [rig_compare.read_jsonl(p) for p in sorted((imported / "traces").glob("*.jsonl"))]

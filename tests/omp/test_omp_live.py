@@ -8,7 +8,7 @@ import orjson
 
 import rematch_omp
 from rematch_omp import live
-from rematch_omp.translate import _assistant, _tool_result
+from rematch_omp.translate import _assistant, _tool_result, _user
 from rematch_trace.host import vocab
 
 SID = "01a2325f-2992-7301-9818-ea5049f42eb3"
@@ -66,14 +66,43 @@ def test_a_run_ends_by_its_last_stop() -> None:
     assert end("aborted") == [vocab.RunEnd("", T, "aborted")]
     assert end("error") == [vocab.RunEnd("", T, "failure")]
     shutdown = live.records(payload("session_shutdown", event={"reason": "quit"}), T)[1:]
-    assert shutdown == [vocab.SessionEnded("", T, "quit")]
+    # files_changed is hashed within the seed's 1 s of the extension's 2 s shutdown budget
+    assert shutdown == [vocab.SessionEnded("", T, "quit", hash_budget_s=1.0)]
+
+
+def test_a_user_message_with_no_input_event_is_the_imports_input() -> None:
+    """omp's print mode emits no ``input``: the extension sends the user message, read as the import reads it."""
+    message = {"role": "user", "content": [{"type": "text", "text": "Use the tools."}], "attribution": "user"}
+    out = live.records(payload("message_end", event={"message": message}), T)[1:]
+    assert out == [_user(message, T)] == [vocab.UserMessage("", T, "Use the tools.")]
+
+
+def test_a_run_the_harness_continues_is_not_terminal() -> None:
+    """omp's ``willContinue``, or pi's queued messages, at ``agent_end``: the run's end is not terminal."""
+    def end(**more: Any) -> list[vocab.Neutral]:
+        return live.records(payload("agent_end", event={"messages": 3, "stop_reason": "error", **more}), T)[1:]
+
+    assert end(will_continue=True, pending=False) == [vocab.RunEnd("", T, "failure", terminal=False)]
+    assert end(will_continue=None, pending=True) == [vocab.RunEnd("", T, "failure", terminal=False)]
+    assert end(will_continue=False, pending=False) == [vocab.RunEnd("", T, "failure")]
+    assert end() == [vocab.RunEnd("", T, "failure")]  # an older extension: terminal, as before
+    assert end(will_continue="yes", pending=1) == [vocab.RunEnd("", T, "failure")]  # only true is true
+
+
+def test_a_retry_fallback_switches_to_the_payloads_model() -> None:
+    """omp's ``retry_fallback_applied``: the model it moved to is the payload's (ctx.model, read after)."""
+    event = payload("retry_fallback_applied", event={"from": "rig/a", "to": "rig/b", "role": "default"})
+    event["model"] = {"provider": "rig", "id": "b"}
+    assert live.records(event, T)[1:] == [vocab.ModelSwitched("", T, vocab.ModelRef("rig", "b"), "retry_fallback")]
+    assert live.records({**event, "model": None}, T) == []
 
 
 def test_payloads_without_what_they_need_give_nothing() -> None:
     assert live.records({"hook_event_name": "input", "event": {"text": "x"}}, T) == []  # no session
     assert live.records(payload("input", event={"text": 3}), T) == []
     assert live.records(payload("PreToolUse", tool_name="bash"), T) == []  # no call id
-    assert live.records(payload("message_end", event={"message": {"role": "user", "content": "hi"}}), T) == []
+    agent = {"role": "user", "content": "hi", "attribution": "agent"}  # not typed by a person
+    assert live.records(payload("message_end", event={"message": agent}), T) == []
     assert live.records(payload("turn_end", event={}), T) == []  # not an event the extension sends
 
 

@@ -328,11 +328,28 @@ class RunEnd:
 
     ``reason`` is ``"stop"``, ``"failure"`` or ``"aborted"`` (the user pressed
     Esc: the run ended without a stop). The next input is then idle.
+    ``terminal`` is ``False`` when the harness said its loop goes on by itself
+    (omp's ``willContinue``, pi's queued messages): ``agent_end.is_terminal``.
     """
 
     stream: str
     t: int | None
     reason: str = "stop"
+    terminal: bool = True
+
+
+@attrs.frozen(slots=True)
+class ModelSwitched:
+    """The harness moved the session to another model between two turns, and said why.
+
+    omp's ``retry_fallback_applied`` (auto-retry fell back to a configured model): the
+    ``model_change`` is written now, with ``reason``, rather than at the next turn as ``turn``.
+    """
+
+    stream: str
+    t: int | None
+    model: ModelRef
+    reason: str = ""
 
 
 @attrs.frozen(slots=True)
@@ -340,12 +357,14 @@ class SessionEnded:
     """The session (or a subagent's) ended: a live ``SessionEnd``/``SubagentStop``.
 
     The core then writes ``files_changed``, ``session_shutdown``, the pending
-    file and the ledger row.
+    file and the ledger row. ``hash_budget_s`` is how long hashing ``files_changed``
+    may take (``None``: the core's default, Claude Code's ``SessionEnd`` 0.5 s).
     """
 
     stream: str
     t: int | None
     reason: str = ""
+    hash_budget_s: float | None = None
 
 
 #: Everything a plugin's ``to_trace_records`` or ``live_records`` may yield.
@@ -365,6 +384,7 @@ Neutral = (
     | ToolStarted
     | CallBlocked
     | RunEnd
+    | ModelSwitched
     | SessionEnded
 )
 
@@ -384,6 +404,7 @@ NEUTRAL_TYPES: tuple[type, ...] = (
     ToolStarted,
     CallBlocked,
     RunEnd,
+    ModelSwitched,
     SessionEnded,
 )
 

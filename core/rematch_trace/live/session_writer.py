@@ -300,7 +300,10 @@ class SessionWriter:
             if isinstance(rec, vocab.Session):
                 continue
             if isinstance(rec, vocab.SessionEnded):
-                self.end(rec.t if rec.t is not None else now)
+                if rec.hash_budget_s is not None:
+                    self.end(rec.t if rec.t is not None else now, min(max(rec.hash_budget_s, 0.0), 2.0))
+                else:
+                    self.end(rec.t if rec.t is not None else now)
             elif prompt:
                 if isinstance(rec, vocab.ToolResult):
                     if rec.call_id in self.st["done"]:
@@ -426,12 +429,21 @@ class SessionWriter:
                      if u is not None else None)
             model = [rec.model.provider, rec.model.id] if rec.model is not None else None
             held["stops"].append([t, self.synth.clean_text(rec.text, HEAD_LIMIT), rec.stop_reason, None, usage, model])
+        elif isinstance(rec, vocab.ModelSwitched):
+            # [t, text, stop_reason, end, usage, model, terminal, switch reason]: in the turn's order.
+            held["stops"].append([t, None, None, None, None, [rec.model.provider, rec.model.id], None,
+                                  self.synth.clean_text(rec.reason, 256)])
         elif isinstance(rec, vocab.RunEnd):
             stops = held["stops"]
-            if stops and stops[-1][0] == t and stops[-1][3] is None:
+            if stops and stops[-1][0] == t and stops[-1][3] is None and len(stops[-1]) < 8:
                 stops[-1][3] = rec.reason
             else:
                 stops.append([t, None, None, rec.reason, None])
+            if not rec.terminal:
+                # [t, text, stop_reason, end, usage, model, terminal]: written only when not terminal,
+                # so every state saved before keeps its bytes.
+                stops[-1].extend([None] * (6 - len(stops[-1])))
+                stops[-1].append(False)
         # Other records (a Compaction, a mark note...) have no live meaning yet: passed over.
 
     def flush(self, now: int, final: bool) -> None:
@@ -505,6 +517,8 @@ class SessionWriter:
                 del opened[cid]
                 self._done(cid)
         for t, text, stop_reason, end, *more in stops:
+            if len(more) > 3 and more[3] is not None and more[1] is not None:
+                out += self.synth.feed(vocab.ModelSwitched(stream, t, vocab.ModelRef(*more[1]), more[3]))
             if text is not None:
                 # (a state saved before usage was kept has none)
                 usage = vocab.Usage(*more[0]) if more and more[0] is not None else None
@@ -514,7 +528,7 @@ class SessionWriter:
                 out += self.synth.feed(msg)
                 events += self.sink.feed(msg)
             if end is not None:
-                out += self.synth.feed(vocab.RunEnd(stream, t, end))
+                out += self.synth.feed(vocab.RunEnd(stream, t, end, terminal=not (len(more) > 2 and more[2] is False)))
         self._write(out, events)
 
     def _done(self, call_id: str) -> None:

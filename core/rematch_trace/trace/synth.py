@@ -449,10 +449,18 @@ class Synthesizer:
             self.take_call(rec.call.id, self.digest_call(rec.call))
         elif isinstance(rec, vocab.CallBlocked):
             self._blocked(rec)
+        elif isinstance(rec, vocab.ModelSwitched):
+            self._close_turn()
+            model = _model(rec.model)
+            if model is not None and self.last_model is not None and model != self.last_model:
+                self._emit(ModelChange(from_=Model(**self.last_model), to=Model(**model),
+                                       reason=self._clean(rec.reason, 256) or "turn"))
+            if model is not None:
+                self.last_model = model
         elif isinstance(rec, vocab.RunEnd):
             self._close_turn()
             if self.run_open:
-                self._end_run()
+                self._end_run(rec.terminal)
                 self.run_open = False
                 # A run with no input of its own may follow (Claude Code's background task
                 # notifications): its agent_end counts its own turns.
@@ -707,9 +715,10 @@ class Synthesizer:
         self.run_open = True
         self.run_turns = 0
 
-    def _end_run(self) -> None:
-        """Buffer the run's agent_end (AgentEnd's fields, built directly)."""
-        self._push({"seq": 0, "t": self.t, "ev": AgentEnd.EV, "turns": self.run_turns, "is_terminal": True, "yielded": False})
+    def _end_run(self, terminal: bool = True) -> None:
+        """Buffer the run's agent_end (AgentEnd's fields, built directly); ``terminal`` as the harness said."""
+        self._push({"seq": 0, "t": self.t, "ev": AgentEnd.EV, "turns": self.run_turns, "is_terminal": terminal,
+                    "yielded": False})
 
     def clean_text(self, text: str, limit: int) -> str:
         """``text`` as the trace writes it: redacted, valid UTF-8, cut to ``limit`` bytes."""

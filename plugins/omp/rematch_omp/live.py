@@ -14,9 +14,16 @@ event's own fields under ``event``. A call before it runs comes as ``PreToolUse`
   the import reads from the same message in the session file, of a tool result -> its
   :class:`~rematch_trace.host.vocab.ToolResult` (the importer's own functions: live and import
   agree by construction);
+* ``message_end`` of a user message (sent only when no ``input`` came for it: omp's print mode
+  emits none) -> the :class:`~rematch_trace.host.vocab.UserMessage` the import reads from it (no
+  ``source``: the harness named none);
 * ``agent_end`` -> a :class:`~rematch_trace.host.vocab.RunEnd` (``aborted`` when the run's last
-  message stopped aborted, ``failure`` on an error stop, else ``stop``);
-* ``session_shutdown`` -> :class:`~rematch_trace.host.vocab.SessionEnded` with pi's reason.
+  message stopped aborted, ``failure`` on an error stop, else ``stop``), not ``terminal`` when the
+  harness said its loop goes on by itself (omp's ``will_continue``, pi's ``pending`` messages);
+* ``retry_fallback_applied`` (omp only) -> a :class:`~rematch_trace.host.vocab.ModelSwitched` to the
+  payload's ``model`` (read after the move), reason ``retry_fallback``;
+* ``session_shutdown`` -> :class:`~rematch_trace.host.vocab.SessionEnded` with pi's reason, and the
+  seed's 1 s for hashing ``files_changed``.
 
 ``session_start`` and ``agent_start`` open the stream only. Nothing here keeps the payload.
 """
@@ -30,6 +37,7 @@ import orjson
 from rematch_trace.host.text import clean
 from rematch_trace.host.vocab import (
     ModelRef,
+    ModelSwitched,
     Neutral,
     RunEnd,
     Session,
@@ -39,13 +47,16 @@ from rematch_trace.host.vocab import (
     UserMessage,
 )
 
-from .translate import _assistant, _tool_result
+from .translate import _assistant, _tool_result, _user
 
 #: The adapter name the extension sends for pi and omp alike (the plugin that translates them).
 HARNESS = "omp"
 #: What the extension's block reason starts with (as the hook client's deny reason does), so the
 #: harness's report of the block is read as rematch's own deny (``session_writer._reports_our_deny``).
 DENY_PREFIX = "rematch: "
+#: How long hashing ``files_changed`` may take at a session's end: the seed's 1 s of the
+#: extension's 2 s shutdown budget (the extension waits for the service within those 2 s).
+HASH_BUDGET_S = 1.0
 #: The longest block reason handed to the harness.
 MAX_REASON_CHARS = 10_000
 
@@ -97,13 +108,22 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         if role == "toolResult":
             result = _tool_result(message, t)
             return [*out, result] if result is not None else []
+        if role == "user":
+            typed = _user(message, t)
+            return [*out, typed] if typed is not None else []
         return []
     if name == "agent_end":
         stop = fields.get("stop_reason")
         reason = "aborted" if stop == "aborted" else "failure" if stop == "error" else "stop"
-        return [*out, RunEnd("", t, reason)]
+        goes_on = fields.get("will_continue") is True or fields.get("pending") is True
+        return [*out, RunEnd("", t, reason, terminal=not goes_on)]
+    if name == "retry_fallback_applied":
+        # omp moved to a fallback model (the payload's ``model``, read after the move): the seed's
+        # retry-fallback ``model_change``.
+        model = _model(event.get("model"))
+        return [*out, ModelSwitched("", t, model, "retry_fallback")] if model is not None else []
     if name == "session_shutdown":
-        return [*out, SessionEnded("", t, _str(fields, "reason"))]
+        return [*out, SessionEnded("", t, _str(fields, "reason"), hash_budget_s=HASH_BUDGET_S)]
     return []
 
 

@@ -134,3 +134,69 @@ test("register: a deny is returned to pi as {block, reason}; a stale ctx reuses 
   assert.equal(ok, undefined);
   await link.drain(5_000);
 });
+
+/** A link that keeps what it is given to send (and sends nothing). */
+class Recorder extends Link {
+  readonly sent: { [key: string]: unknown }[] = [];
+
+  override deliver(payload: { [key: string]: unknown }): Promise<{ block: null; error: string }> {
+    this.sent.push(payload);
+    return Promise.resolve({ block: null, error: "" });
+  }
+}
+
+/** pi's `on`, keeping each handler by its event's name. */
+function fakePi(): [ExtensionAPI, Map<string, (event: unknown, ctx: ExtensionContext) => unknown>] {
+  const handlers = new Map<string, (event: unknown, ctx: ExtensionContext) => unknown>();
+  const pi = { on: (name: string, fn: (event: unknown, ctx: ExtensionContext) => unknown) => handlers.set(name, fn) };
+  return [pi as unknown as ExtensionAPI, handlers];
+}
+
+function fakeCtx(pending: boolean): ExtensionContext {
+  return {
+    cwd: "/tmp",
+    model: { provider: "rig", id: "claude-rig-1" },
+    isIdle: () => false,
+    hasPendingMessages: () => pending,
+    sessionManager: { getSessionId: () => "01a2325f-2992-7301-9818-ea5049f42eb6", getSessionFile: () => undefined },
+  } as unknown as ExtensionContext;
+}
+
+test("agent_end says whether the loop goes on: omp's willContinue, pi's queued messages", () => {
+  const [pi, handlers] = fakePi();
+  const link = new Recorder(config("/nonexistent"));
+  register(pi, config("/nonexistent"), link);
+  const end = handlers.get("agent_end");
+  end?.({ type: "agent_end", messages: [{ role: "assistant", stopReason: "error" }], willContinue: true }, fakeCtx(false));
+  end?.({ type: "agent_end", messages: [] }, fakeCtx(true));
+  end?.({ type: "agent_end", messages: [] }, fakeCtx(false));
+  assert.deepEqual(link.sent.map((p) => p.event), [
+    { messages: 1, stop_reason: "error", will_continue: true, pending: false },
+    { messages: 0, stop_reason: null, will_continue: null, pending: true },
+    { messages: 0, stop_reason: null, will_continue: null, pending: false },
+  ]);
+});
+
+test("a user message is sent only when no input event came for it (omp's print mode emits none)", () => {
+  const [pi, handlers] = fakePi();
+  const link = new Recorder(config("/nonexistent"));
+  register(pi, config("/nonexistent"), link);
+  const ctx = fakeCtx(false);
+  const user = (text: string): unknown => ({ type: "message_end", message: { role: "user", content: [{ type: "text", text }] } });
+  handlers.get("input")?.({ type: "input", text: "typed", source: "interactive" }, ctx);
+  handlers.get("message_end")?.(user("typed"), ctx); // its input was sent: not again
+  handlers.get("message_end")?.(user("printed"), ctx); // no input event: sent as the message
+  assert.deepEqual(link.sent.map((p) => p.hook_event_name), ["input", "message_end"]);
+  assert.deepEqual(link.sent[1]?.event, { message: { role: "user", content: [{ type: "text", text: "printed" }] } });
+});
+
+test("omp's retry fallback is sent with the model it moved to (ctx.model)", () => {
+  const [pi, handlers] = fakePi();
+  const link = new Recorder(config("/nonexistent"));
+  register(pi, config("/nonexistent"), link);
+  handlers.get("retry_fallback_applied")?.({ type: "retry_fallback_applied", from: "rig/a", to: "rig/b", role: "default" },
+    fakeCtx(false));
+  assert.deepEqual(link.sent.map((p) => [p.hook_event_name, p.event, p.model]), [
+    ["retry_fallback_applied", { from: "rig/a", to: "rig/b", role: "default" }, { provider: "rig", id: "claude-rig-1" }],
+  ]);
+});

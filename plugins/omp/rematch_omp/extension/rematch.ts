@@ -5,14 +5,17 @@
  * listens to becomes the `host_payload` of an IPC v2 `hook_event` request (docs/ipc-v2.md: a
  * 4-byte big-endian length, then the request's JSON) on the data folder's `events.sock`; the
  * omp plugin's `live_records` turns it into the trace, in the service. Only bulk the trace never
- * reads is left out (images, `agent_end`'s copy of the run's messages).
+ * reads is left out (images, `agent_end`'s copy of the run's messages). What only the harness
+ * knows is sent as it says it: `agent_end`'s `willContinue` (omp) and queued messages (pi), omp's
+ * `retry_fallback_applied`, and a user message no `input` event came for (omp's print mode).
  *
  * - Before a tool runs (`tool_call`), it asks for the verdict: the payload carries the call under
  *   the keys IPC v2 reads for one (`hook_event_name: "PreToolUse"`, `tool_name`, `tool_use_id`,
  *   `tool_input`, `session_id`, `cwd`), and a `deny` blocks the call (`{block: true, reason}`).
  * - Events go one at a time, in the order pi emits them (one chain). Only two handlers wait: a
  *   call's, for its verdict (at most `call_deadline_ms`), and the shutdown's, to flush (within
- *   pi's 2 s); the others return at once.
+ *   pi's 2 s); the others return at once, and an attempt of theirs that a held event loop failed
+ *   is made again (omp holds it for seconds as it starts).
  * - When no service answers, it starts one (`python -m rematch_trace.live.service --data DIR
  *   --quiet`, once) and hands the event to `rematch-hook` (`python -m
  *   rematch_trace.live.hook_entry omp --out DIR`, the payload on stdin), which judges a call by
@@ -65,6 +68,14 @@ const START_WAIT_MS = 1500;
 const POLL_MS = 10;
 /** A call's hand-over to rematch-hook ends this long before its handler gives up, ms. */
 const HANDOVER_MARGIN_MS = 100;
+/** What an ordinary event's attempt (or its hand-over) may take, ms: nothing waits on it (its handler
+ * returned), and a harness starting on a loaded machine (omp under bun) leaves the service, and
+ * rematch-hook's interpreter, little CPU for seconds. */
+const ORDINARY_MS = 5000;
+/** An ordinary event's attempt this much past its budget found the harness's event loop held, ms. */
+const HELD_MS = 500;
+/** How many times an ordinary event is sent again after a held loop failed it. */
+const HELD_RETRIES = 3;
 /** What pi's shutdown leaves an extension, ms (the seed's 2 s budget). */
 const SHUTDOWN_MS = 2000;
 const ERROR_LOG_BYTES = 1 << 20;
@@ -159,7 +170,7 @@ function hex(n: number): string {
 
 /** The framed `hook_event` request carrying `payload`, or `null` past IPC v2's request bound. */
 export function requestFrame(config: Config, payload: Payload, t: number, budgetMs: number,
-  requestId: string = hex(12)): Buffer | null {
+  requestId: string = hex(12), deadline: number = t + budgetMs): Buffer | null {
   const request = {
     protocol_version: 2,
     request_id: requestId,
@@ -167,7 +178,7 @@ export function requestFrame(config: Config, payload: Payload, t: number, budget
     adapter: config.adapter,
     adapter_version: "1",
     received_at_ms: t,
-    hard_deadline_ms: t + budgetMs,
+    hard_deadline_ms: deadline,
     host_version: config.harness_version ?? "unknown",
     invocation_nonce: hex(16),
     host_payload: payload,
@@ -318,49 +329,71 @@ export class Link {
   }
 
   private async send(payload: Payload, t: number, budgetMs: number, isCall: boolean): Promise<Outcome> {
+    // A call's budget runs from the event (pi waits on it). An ordinary event waits for nothing: each
+    // attempt's budget runs from the attempt, so an event loop the harness held (omp under bun holds
+    // it for seconds as it starts: the connection is then refused, or the reply read late) spends
+    // none of it. Sent again, the event keeps its time `t`: the service applies it once.
     const deadline = t + budgetMs;
-    const frame = requestFrame(this.config, payload, t, budgetMs);
     let why = "unsendable: over IPC v2's 1 MiB request bound";
-    if (frame !== null) {
-      const sock = join(runDir(this.config.data), "events.sock");
-      const waitUntil = Math.min(deadline, Date.now() + START_WAIT_MS);
-      for (;;) {
-        try {
-          const reply = await exchange(sock, frame, deadline);
-          if (taken(reply)) {
-            return { block: reply.decision === "deny" ? { block: true, reason: denyReason(reply) } : null, error: "" };
-          }
-          if (reply.reason === "deadline_passed" && !isCall) {
-            // The service queued it and will write it: handing it over too would capture it twice.
-            logError(this.config, `${String(payload.hook_event_name)}: queued by the service past its deadline`);
-            return { block: null, error: "deadline_passed" };
-          }
-          why = `not taken: the service answered ${reply.reason.slice(0, 64)}`;
-        } catch (err) {
-          why = (err as Error).message;
-          if (why === "no_service") {
-            this.startService();
-            // A call's verdict is worth waiting for; any other event is captured by the hook at once.
-            if (isCall && Date.now() + POLL_MS < waitUntil) {
-              await new Promise((done) => setTimeout(done, POLL_MS));
-              continue;
-            }
-          }
-        }
+    const sock = join(runDir(this.config.data), "events.sock");
+    let waitUntil: number | null = isCall ? Math.min(deadline, Date.now() + START_WAIT_MS) : null;
+    let held = 0;
+    for (;;) {
+      const began = Date.now();
+      const until = isCall ? deadline : began + Math.max(budgetMs, ORDINARY_MS);
+      const frame = requestFrame(this.config, payload, t, budgetMs, hex(12), until);
+      if (frame === null) {
         break;
       }
+      let again = false;
+      try {
+        const reply = await exchange(sock, frame, until);
+        if (taken(reply)) {
+          return { block: reply.decision === "deny" ? { block: true, reason: denyReason(reply) } : null, error: "" };
+        }
+        if (reply.reason === "deadline_passed" && !isCall) {
+          // The service queued it and will write it: handing it over too would capture it twice.
+          logError(this.config, `${String(payload.hook_event_name)}: queued by the service past its deadline`);
+          return { block: null, error: "deadline_passed" };
+        }
+        why = `not taken: the service answered ${reply.reason.slice(0, 64)}`;
+        // (the service timed out reading it: the harness held the loop once connected; it took nothing)
+        again = !isCall && reply.reason === "read_deadline";
+      } catch (err) {
+        why = (err as Error).message;
+        if (why === "no_service") {
+          this.startService();
+          // The service may be starting: a call tries again within its budget, any other event for
+          // a while from its first failure.
+          waitUntil ??= Date.now() + START_WAIT_MS;
+          if (Date.now() + POLL_MS < waitUntil) {
+            await new Promise((done) => setTimeout(done, POLL_MS));
+            continue;
+          }
+        }
+        again = !isCall && (why === "no_service" || why === "read_deadline");
+      }
+      // An attempt that outlasted its budget by far found the loop held (its timers fired late):
+      // an ordinary event tries again, a few times, before it is handed over.
+      if (again && Date.now() - began > Math.max(budgetMs, ORDINARY_MS) + HELD_MS && held < HELD_RETRIES) {
+        held += 1;
+        waitUntil = Date.now() + START_WAIT_MS;
+        continue;
+      }
+      break;
     }
+    const name = String(payload.hook_event_name);
     if (why !== "no_service") {
-      logError(this.config, `handed to rematch-hook: ${why}`);
+      logError(this.config, `${name}: handed to rematch-hook: ${why}`);
     }
     // A call's hand-over ends before its handler stops waiting (budget + START_WAIT_MS from `t`): a
     // deny after pi ran the call would be recorded as a block that never happened.
-    const left = isCall ? t + budgetMs + START_WAIT_MS - Date.now() - HANDOVER_MARGIN_MS : Math.max(budgetMs, START_WAIT_MS);
+    const left = isCall ? t + budgetMs + START_WAIT_MS - Date.now() - HANDOVER_MARGIN_MS : Math.max(budgetMs, ORDINARY_MS);
     if (left <= 0) {
-      logError(this.config, `${String(payload.hook_event_name)}: no time left to hand over (${why}); the call runs`);
+      logError(this.config, `${name}: no time left to hand over (${why}); the call runs`);
       return { block: null, error: why };
     }
-    return this.fallback(payload, t, left, why);
+    return this.fallback(payload, t, left, `${name}: ${why}`);
   }
 
   /** Start `rematch serve` for the data folder, once, detached (it outlives the harness). */
@@ -465,9 +498,18 @@ async function within<T>(work: Promise<T>, ms: number): Promise<T | null> {
   }
 }
 
-/** Register the handlers on `pi` with `config` (the default export uses the installed one). */
-export function register(pi: ExtensionAPI, config: Config): Link {
-  const link = new Link(config);
+/** What pi may tell of an `agent_end` beyond its type: omp's `willContinue` (an automatic
+ * continuation is already scheduled: a retry, an empty-stop retry). pi 0.73 has none. */
+interface AgentEndMore {
+  willContinue?: unknown;
+}
+
+/** The handler registration of omp events pi's types do not name (`retry_fallback_applied`). */
+type OnAny = (name: string, handler: (event: { [key: string]: unknown }, ctx: ExtensionContext) => void) => void;
+
+/** Register the handlers on `pi` with `config` (the default export uses the installed one); the
+ * events go through `link` (a test's, to see what is sent). */
+export function register(pi: ExtensionAPI, config: Config, link: Link = new Link(config)): Link {
   const version = config.harness_version ?? null;
   let seen: Seen | null = null;
   const payload = (name: string, ctx: ExtensionContext): Payload | null => {
@@ -502,8 +544,13 @@ export function register(pi: ExtensionAPI, config: Config): Link {
   pi.on("session_start", (event, ctx) => {
     forward("session_start", { reason: event.reason }, ctx);
   });
+  // Inputs sent whose user message has not ended yet: pi emits `input` before the message, omp's
+  // print mode emits none (its prompt comes as the user message only, which is then sent).
+  let typed = 0;
   pi.on("input", (event, ctx) => {
-    forward("input", { text: event.text, source: event.source, images: event.images?.length ?? 0 }, ctx);
+    if (forward("input", { text: event.text, source: event.source, images: event.images?.length ?? 0 }, ctx)) {
+      typed += 1;
+    }
     return { action: "continue" as const };
   });
   pi.on("agent_start", (_event, ctx) => {
@@ -514,7 +561,16 @@ export function register(pi: ExtensionAPI, config: Config): Link {
     // The run's messages were each sent at their message_end: only the last one's stop is kept.
     const last = event.messages[event.messages.length - 1] as { stopReason?: unknown } | undefined;
     const stop = typeof last?.stopReason === "string" ? last.stopReason : null;
-    forward("agent_end", { messages: event.messages.length, stop_reason: stop }, ctx);
+    // Whether the loop goes on by itself: omp says so (`willContinue`); pi has messages queued.
+    const more = (event as AgentEndMore).willContinue;
+    let pending: boolean | null = null;
+    try {
+      pending = ctx.hasPendingMessages();
+    } catch {
+      // a stale ctx: not known
+    }
+    forward("agent_end", { messages: event.messages.length, stop_reason: stop,
+      will_continue: typeof more === "boolean" ? more : null, pending }, ctx);
     running = false;
     loopEnded?.();
   });
@@ -522,8 +578,19 @@ export function register(pi: ExtensionAPI, config: Config): Link {
     const role = (event.message as { role?: unknown }).role;
     if (role === "assistant" || role === "toolResult") {
       forward("message_end", { message: json(event.message) }, ctx);
+    } else if (role === "user") {
+      if (typed > 0) {
+        typed -= 1; // its `input` was sent
+      } else {
+        forward("message_end", { message: json(event.message) }, ctx);
+      }
     }
     return undefined;
+  });
+  // omp only: auto-retry moved to a fallback model (the seed's retry-fallback `model_change`).
+  (pi.on as unknown as OnAny)("retry_fallback_applied", (event, ctx) => {
+    const str = (v: unknown): string | null => (typeof v === "string" ? v.slice(0, 256) : null);
+    forward("retry_fallback_applied", { from: str(event.from), to: str(event.to), role: str(event.role) }, ctx);
   });
   pi.on("tool_call", async (event, ctx) => {
     try {
