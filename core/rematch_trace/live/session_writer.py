@@ -25,8 +25,11 @@ held; a result keeps its size and error class.
 are appended, then the state is replaced atomically; the next writer (or
 :func:`rematch_trace.live.settle.settle_live`) cuts away whatever lies past the
 committed length, so a killed hook loses at most the event in flight.
-``SessionEnd`` writes the final records past a snapshot, as an import does, so
-a resumed session continues from before them.
+``SessionEnd`` appends the final records (``session_shutdown``) like any other
+batch and commits them: a resumed session (a later process on the same session
+id) appends after them, so the bytes written before a resume stay a prefix of
+the trace, with one ``session_shutdown`` per process lifetime (the last is the
+session's; docs/live-capture.md, Decisions).
 """
 
 from __future__ import annotations
@@ -357,7 +360,13 @@ class SessionWriter:
         self._write(self.synth.feed(session), self.sink.feed(session))
 
     def _reopen(self) -> None:
-        """A resumed session: continue from before the final records, as an import does."""
+        """A resumed session: append after the final records of its last lifetime.
+
+        A state saved at an end by this version commits the final records (its lengths are
+        the ended ones): nothing is cut. One saved by an earlier version kept the state from
+        before them (shorter lengths, a synthesizer that had not finished): that one is still
+        continued from before them, as it was written to be.
+        """
         self.st["ended"] = None
         self.trace.size = self.st["trace_len"]
         self.events.size = self.st["events_len"]
@@ -541,13 +550,13 @@ class SessionWriter:
         self.sink.t = t
         place = self.host.place(self.session.cwd or "")
         files = hash_changed_files(self.st["changed"], place.repo, self.session.cwd, budget_s)
-        # The state before the final records, kept (encoded now: finishing changes it).
+        # This lifetime's final records, appended and committed like any batch: a resume appends
+        # after them (the state saved is the one after them, so nothing is cut or written twice).
+        self._write(self.synth.finish(files), self.sink.finish())
         self.st["synth"] = unstructure(self.synth.state())
         self.st["sink"] = unstructure(self.sink.state())
         self.st["trace_len"] = self.trace.size
         self.st["events_len"] = self.events.size
-        self.st = state_loads(state_dumps(self.st))
-        self._write(self.synth.finish(files), self.sink.finish())
         self.st["ended"] = {"trace_len": self.trace.size, "events_len": self.events.size, "t": t}
         self.st["recorded"] = False
         self.save()

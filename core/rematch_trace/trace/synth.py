@@ -548,7 +548,8 @@ class Synthesizer:
             shutdown["files_changed"] = files_changed
         self.seq += 1
         out.append(shutdown)
-        self.counts["session_shutdown"] = 1
+        # (a live session writes one per process lifetime: see docs/live-capture.md)
+        self.counts["session_shutdown"] = self.counts.get("session_shutdown", 0) + 1
         return out
 
     def _tool_result(self, rec: vocab.ToolResult) -> None:
