@@ -5,8 +5,9 @@ session id: a new ``SessionStart`` (``source: "resume"``) after the first proces
 The live capture cut the first lifetime's final records (``session_shutdown``) and wrote them again
 after the new turns, so a reader following the file saw it shrink. Now each lifetime's end is
 appended and committed like any batch: the bytes before the resume are a prefix of the bytes after
-it, with one ``session_shutdown`` per lifetime, and the import of the same transcript agrees with
-the live trace on what the rig compares. A writer killed mid-append before the resume leaves
+it, with one ``session_shutdown`` per lifetime; the import of the same transcript ends the first
+lifetime at the ``cost-state`` line Claude Code writes as its process leaves the session, so it has
+the same records, and agrees with the live trace on what the rig compares. A writer killed mid-append before the resume leaves
 nothing behind. Driven through the installed hook command, one process per event.
 """
 
@@ -37,6 +38,8 @@ def _assistant(mid: str, sec: int, content: list[dict[str, Any]], stop: str, out
                         "usage": {"input_tokens": 100, "output_tokens": out_tokens}}}
 
 
+#: What Claude Code 2.1.328 writes as its process leaves the session (the fields trimmed).
+COST_STATE = {"type": "cost-state", "sessionId": SID, "totalCostUSD": 0.001, "totalDuration": 900, "startTime": 0}
 CALL = {"command": "echo one", "description": "Print"}
 FIRST = [_user("u-p1", 0, "first prompt"),
          _assistant("msg_1", 1, [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": CALL}], "tool_use", 20),
@@ -88,6 +91,7 @@ def test_a_resumed_session_appends_to_its_live_trace(tmp_path: Path) -> None:
          tool_response={"stdout": "one", "stderr": "", "interrupted": False})
     write(FIRST[3])
     send("Stop", last_assistant_message="Done one.", stop_hook_active=False)
+    write(COST_STATE)
     send("SessionEnd", reason="other")
     trace_1 = data.trace_path(SID).read_bytes()
     events_1 = data.events_path(SID).read_bytes()
@@ -104,6 +108,7 @@ def test_a_resumed_session_appends_to_its_live_trace(tmp_path: Path) -> None:
     send("UserPromptSubmit", prompt="second prompt")
     write(SECOND[1])
     send("Stop", last_assistant_message="Done two.", stop_hook_active=False)
+    write(COST_STATE)
     send("SessionEnd", reason="other")
     trace_2 = data.trace_path(SID).read_bytes()
     events_2 = data.events_path(SID).read_bytes()
@@ -124,4 +129,8 @@ def test_a_resumed_session_appends_to_its_live_trace(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout + res.stderr
     imp = read_jsonl(DataDir(imported).trace_path(SID))
     assert _projections(live) == _projections(imp)
+    # The import ends the first lifetime where live did (the cost-state line), and nowhere else.
+    assert [r["ev"] for r in imp] == evs
+    imp_events = [orjson.loads(x) for x in DataDir(imported).events_path(SID).read_bytes().splitlines()]
+    assert [e["kind"] for e in imp_events] == [e["kind"] for e in events]
     assert _projections(live)["inputs"] == [("first prompt", "none"), ("second prompt", "none")]
