@@ -25,11 +25,14 @@ held; a result keeps its size and error class.
 are appended, then the state is replaced atomically; the next writer (or
 :func:`rematch_trace.live.settle.settle_live`) cuts away whatever lies past the
 committed length, so a killed hook loses at most the event in flight.
-``SessionEnd`` appends the final records (``session_shutdown``) like any other
+A process's end (Claude Code's ``SessionEnd``: a ``SessionEnded`` with
+``lifetime``) appends the final records (``session_shutdown``) like any other
 batch and commits them: a resumed session (a later process on the same session
 id) appends after them, so the bytes written before a resume stay a prefix of
 the trace, with one ``session_shutdown`` per process lifetime (the last is the
-session's; docs/live-capture.md, Decisions).
+session's; docs/live-capture.md, Decisions). Any other end writes the final
+records past a snapshot, as an import does, and a resume continues from before
+them.
 """
 
 from __future__ import annotations
@@ -303,7 +306,7 @@ class SessionWriter:
             if isinstance(rec, vocab.Session):
                 continue
             if isinstance(rec, vocab.SessionEnded):
-                self.end(rec.t if rec.t is not None else now)
+                self.end(rec.t if rec.t is not None else now, lifetime=rec.lifetime is True)
             elif prompt:
                 if isinstance(rec, vocab.ToolResult):
                     if rec.call_id in self.st["done"]:
@@ -362,10 +365,10 @@ class SessionWriter:
     def _reopen(self) -> None:
         """A resumed session: append after the final records of its last lifetime.
 
-        A state saved at an end by this version commits the final records (its lengths are
-        the ended ones): nothing is cut. One saved by an earlier version kept the state from
-        before them (shorter lengths, a synthesizer that had not finished): that one is still
-        continued from before them, as it was written to be.
+        A state saved at a process's end commits the final records (its lengths are the ended
+        ones): nothing is cut. One saved at another end (or by an earlier version) kept the state
+        from before them (shorter lengths, a synthesizer that had not finished): it is continued
+        from before them, as it was written to be.
         """
         self.st["ended"] = None
         self.trace.size = self.st["trace_len"]
@@ -540,23 +543,27 @@ class SessionWriter:
 
     # -- the end ----------------------------------------------------------------------------------
 
-    def end(self, t: int, budget_s: float = 0.5) -> SessionRow:
+    def end(self, t: int, budget_s: float = 0.5, lifetime: bool = False) -> SessionRow:
         """End the session: held records, ``files_changed``, ``session_shutdown``; pending and ledger row.
 
-        Returns the ledger row written.
+        ``lifetime`` (see :class:`~rematch_trace.host.vocab.SessionEnded`): the final records are
+        committed and a resume appends after them; otherwise they are written past a snapshot of
+        the state before them, from which a resume continues (cutting them). Returns the ledger row.
         """
         self.flush(t, final=True)
         self.synth.t = t
         self.sink.t = t
         place = self.host.place(self.session.cwd or "")
         files = hash_changed_files(self.st["changed"], place.repo, self.session.cwd, budget_s)
-        # This lifetime's final records, appended and committed like any batch: a resume appends
-        # after them (the state saved is the one after them, so nothing is cut or written twice).
+        if not lifetime:
+            # The state before the final records, kept (encoded now: finishing changes it).
+            self._commit_lengths()
+            self.st = state_loads(state_dumps(self.st))
         self._write(self.synth.finish(files), self.sink.finish())
-        self.st["synth"] = unstructure(self.synth.state())
-        self.st["sink"] = unstructure(self.sink.state())
-        self.st["trace_len"] = self.trace.size
-        self.st["events_len"] = self.events.size
+        if lifetime:
+            # This lifetime's final records, committed like any batch: a resume appends after them
+            # (the state saved is the one after them, so nothing is cut or written twice).
+            self._commit_lengths()
         self.st["ended"] = {"trace_len": self.trace.size, "events_len": self.events.size, "t": t}
         self.st["recorded"] = False
         self.save()
@@ -564,6 +571,13 @@ class SessionWriter:
         self.st["recorded"] = True
         write_atomic(state_path(self.data, self.session_id), state_dumps(self.st))
         return row
+
+    def _commit_lengths(self) -> None:
+        """Put the synthesizer's and the sink's states and the outputs' lengths into the state."""
+        self.st["synth"] = unstructure(self.synth.state())
+        self.st["sink"] = unstructure(self.sink.state())
+        self.st["trace_len"] = self.trace.size
+        self.st["events_len"] = self.events.size
 
     def record(self, place: Any) -> SessionRow:
         """Write the pending file and the ledger row (``mode = 'live'``) of an ended session."""

@@ -449,7 +449,7 @@ class Synthesizer:
             self.take_call(rec.call.id, self.digest_call(rec.call))
         elif isinstance(rec, vocab.CallBlocked):
             self._blocked(rec)
-        elif isinstance(rec, vocab.SessionEnded):
+        elif isinstance(rec, vocab.SessionEnded) and rec.lifetime is True:
             # An imported process lifetime's end (a resume follows): its final records, as the live
             # capture writes them at each SessionEnd; the session goes on after them.
             out.extend(self.finish())

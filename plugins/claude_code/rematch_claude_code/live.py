@@ -364,5 +364,6 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         entry = instruction_entry(stream, t, path)
         return [*out, entry] if entry is not None else out
     if name == "SessionEnd":
-        return [*out, SessionEnded(stream, t, _str(event, "reason"))]
+        # A process's end: a resume appends after it (the import ends a lifetime at its cost-state line).
+        return [*out, SessionEnded(stream, t, _str(event, "reason"), lifetime=True)]
     return []

@@ -500,7 +500,7 @@ class _Translator:
         if key == "" and st.get("life") and len(out) > at:
             # The first records of a later process on this session: the last lifetime ended before them.
             del st["life"]
-            out.insert(at, SessionEnded("", iso_ms(v.get("timestamp")), "process_end"))
+            out.insert(at, SessionEnded("", iso_ms(v.get("timestamp")), "process_end", lifetime=True))
 
     def _lifetime_end(self, v: dict[str, Any], out: list[Neutral]) -> None:
         """A ``cost-state`` line of this session: its process left it (see the module docstring)."""
