@@ -21,6 +21,11 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
 
 
+def read_jsonl_bytes(data: bytes) -> list[dict[str, Any]]:
+    """Every line of JSONL bytes."""
+    return [orjson.loads(x) for x in data.splitlines() if x.strip()]
+
+
 def _runs(trace: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The records of each run (an ``agent_end`` closes one)."""
     runs: list[list[dict[str, Any]]] = [[]]
@@ -83,6 +88,12 @@ def flags(trace: list[dict[str, Any]]) -> Any:
     return ends[-1]["reasons"] if ends else None
 
 
+def lifetimes(trace: list[dict[str, Any]]) -> int:
+    """How many ``session_shutdown`` records: one per process lifetime of a resumed Claude Code
+    session (live at each ``SessionEnd``, on import at each ``cost-state`` line), else one."""
+    return sum(r["ev"] == "session_shutdown" for r in trace)
+
+
 def fingerprints(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """Each security event's kind, call, fingerprint and turn, sorted."""
     return sorted((e["kind"], e.get("source_tool_call_id") or "", e.get("action_fingerprint") or "",
@@ -91,7 +102,7 @@ def fingerprints(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 #: The projections a rig test compares, by name.
 PROJECTIONS = {"inputs": inputs, "results": results, "turns": turns, "agent_end_turns": agent_end_turns,
-               "models": models, "usage": usage, "flags": flags}
+               "models": models, "usage": usage, "flags": flags, "lifetimes": lifetimes}
 
 
 def disagreements(live: list[dict[str, Any]], imported: list[dict[str, Any]],

@@ -153,14 +153,15 @@ class RigSession:
         self._service = None
 
     def run(self, script: dict[str, Any], prompts: list[Prompt], session_id: str | None = None,
-            while_running: Callable[[], None] | None = None) -> Record:
+            while_running: Callable[[], None] | None = None, resumed: bool = False) -> Record:
         """Each prompt in turn, in one fresh network namespace with the scripted server; the record.
 
         ``while_running`` is called about every 50 ms while the harness runs (a person approving
-        a held call, say).
+        a held call, say). ``resumed``: the session was started by an earlier call (its first
+        prompt resumes it too).
         """
         sid = session_id or str(uuid.uuid4())
-        runs = [{"argv": self.argv(p, sid, i == 0), "env": self.env(), "cwd": str(self.project),
+        runs = [{"argv": self.argv(p, sid, i == 0 and not resumed), "env": self.env(), "cwd": str(self.project),
                  "timeout": RUN_TIMEOUT, "files": self.files()} for i, p in enumerate(prompts)]
         n = len(list(self.root.glob("rig-spec-*.json")))
         spec, out = self.root / f"rig-spec-{n}.json", self.root / f"rig-out-{n}.json"

@@ -11,12 +11,16 @@ Three prompts, the second and third resuming the session (about 8 s in all):
    user's hook blocks this run's stop too.
 
 Found by this rig: live counted the first response again at the second ``Stop`` (its usage twice,
-one turn_end too many), as a real session counted 3,087 output tokens live against 438 on import.
+one turn_end too many), as a real session counted 3,087 output tokens live against 438 on import;
+the ``/compact`` run's two helper agents made live ``sub`` traces the import has no file for; and
+each resume cut the live trace's ``session_shutdown`` and wrote it again (the first prompt runs
+alone here, so the test can hold the trace's bytes before the resumes).
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +54,23 @@ class Outcome:
     live: list[dict[str, Any]]
     imported: list[dict[str, Any]]
     import_out: str
+    #: The live trace's bytes once the first process had ended, and at the end.
+    before: bytes
+    after: bytes
+    #: The trace files of the session (its subagents' too), live and imported.
+    live_files: list[str]
+    imported_files: list[str]
+
+
+def _ended(data: Path, sid: str) -> None:
+    """Wait (up to 20 s) for the service to have applied the session's ``SessionEnd``."""
+    state = data / "live" / f"{sid}.json"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if state.exists() and json.loads(state.read_bytes()).get("ended") is not None:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the first process's SessionEnd was never applied")
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +87,23 @@ def outcome(claude_code_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     (s.config / "settings.json").write_text(json.dumps(settings))
     sid = str(uuid.uuid4())
     s.start_service()
+    trace = s.data / "traces" / f"{sid}.jsonl"
     try:
-        record = s.run(SCRIPT, PROMPTS, session_id=sid)
+        first = s.run(SCRIPT, PROMPTS[:1], session_id=sid)
+        _ended(s.data, sid)
+        before = trace.read_bytes()
+        rest = s.run(SCRIPT, PROMPTS[1:], session_id=sid, resumed=True)
     finally:
         s.stop_service()
+    record = Record(first.runs + rest.runs, first.requests + rest.requests)
     imported = root / "imported"
     res = s.rematch("import", str(s.transcripts()), "--out", str(imported), "-j", "1")
     [path] = s.transcripts().glob(f"*/{sid}.jsonl")
-    return Outcome(record, rig_compare.read_jsonl(path),
-                   rig_compare.read_jsonl(s.data / "traces" / f"{sid}.jsonl"),
+    return Outcome(record, rig_compare.read_jsonl(path), rig_compare.read_jsonl(trace),
                    rig_compare.read_jsonl(imported / "traces" / f"{sid}.jsonl"),
-                   res.stdout + res.stderr + f" rc={res.returncode}")
+                   res.stdout + res.stderr + f" rc={res.returncode}", before, trace.read_bytes(),
+                   sorted(p.name for p in (s.data / "traces").glob(f"{sid}*")),
+                   sorted(p.name for p in (imported / "traces").glob(f"{sid}*")))
 
 
 def test_the_session_ran_as_scripted(outcome: Outcome) -> None:
@@ -115,3 +142,16 @@ def test_the_model_change_is_recorded(outcome: Outcome) -> None:
         return [(r["from"]["id"], r["to"]["id"]) for r in trace if r["ev"] == "model_change"]
 
     assert len(changes(outcome.live)) == 1 and changes(outcome.live) == changes(outcome.imported)
+
+
+def test_resumes_append_to_the_live_trace(outcome: Outcome) -> None:
+    """The bytes the first process left are a prefix of the trace after two resumes, which holds a
+    ``session_shutdown`` per process, live as on import."""
+    assert rig_compare.read_jsonl_bytes(outcome.before)[-1]["ev"] == "session_shutdown"
+    assert outcome.after.startswith(outcome.before) and len(outcome.after) > len(outcome.before)
+    assert rig_compare.lifetimes(outcome.live) == rig_compare.lifetimes(outcome.imported) == len(PROMPTS)
+
+
+def test_compact_helpers_leave_no_live_trace(outcome: Outcome) -> None:
+    """``/compact``'s helper agents write no file: no sub trace live either (the transcript is the authority)."""
+    assert outcome.live_files == outcome.imported_files == [f"{outcome.live[0]['session_id']}.jsonl"]

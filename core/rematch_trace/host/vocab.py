@@ -359,12 +359,20 @@ class SessionEnded:
     The core then writes ``files_changed``, ``session_shutdown``, the pending
     file and the ledger row. ``hash_budget_s`` is how long hashing ``files_changed``
     may take (``None``: the core's default, Claude Code's ``SessionEnd`` 0.5 s).
+
+    ``lifetime``: the end of one process on the session (Claude Code's ``SessionEnd``), which a
+    later process may resume: the final records are appended and committed, and a resume appends
+    after them (one ``session_shutdown`` per lifetime; the plugin's import ends lifetimes where its
+    transcript shows them, so the two agree). Otherwise a resume continues from before them.
+    In an import, a plugin yields it where a process left the session (the synthesizer and the
+    event sink then write that lifetime's final records and go on).
     """
 
     stream: str
     t: int | None
     reason: str = ""
     hash_budget_s: float | None = None
+    lifetime: bool = False
 
 
 #: Everything a plugin's ``to_trace_records`` or ``live_records`` may yield.

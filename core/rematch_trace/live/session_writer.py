@@ -25,8 +25,14 @@ held; a result keeps its size and error class.
 are appended, then the state is replaced atomically; the next writer (or
 :func:`rematch_trace.live.settle.settle_live`) cuts away whatever lies past the
 committed length, so a killed hook loses at most the event in flight.
-``SessionEnd`` writes the final records past a snapshot, as an import does, so
-a resumed session continues from before them.
+A process's end (Claude Code's ``SessionEnd``: a ``SessionEnded`` with
+``lifetime``) appends the final records (``session_shutdown``) like any other
+batch and commits them: a resumed session (a later process on the same session
+id) appends after them, so the bytes written before a resume stay a prefix of
+the trace, with one ``session_shutdown`` per process lifetime (the last is the
+session's; docs/live-capture.md, Decisions). Any other end writes the final
+records past a snapshot, as an import does, and a resume continues from before
+them.
 """
 
 from __future__ import annotations
@@ -300,10 +306,8 @@ class SessionWriter:
             if isinstance(rec, vocab.Session):
                 continue
             if isinstance(rec, vocab.SessionEnded):
-                if rec.hash_budget_s is not None:
-                    self.end(rec.t if rec.t is not None else now, min(max(rec.hash_budget_s, 0.0), 2.0))
-                else:
-                    self.end(rec.t if rec.t is not None else now)
+                budget = 0.5 if rec.hash_budget_s is None else min(max(rec.hash_budget_s, 0.0), 2.0)
+                self.end(rec.t if rec.t is not None else now, budget, lifetime=rec.lifetime is True)
             elif prompt:
                 if isinstance(rec, vocab.ToolResult):
                     if rec.call_id in self.st["done"]:
@@ -360,7 +364,13 @@ class SessionWriter:
         self._write(self.synth.feed(session), self.sink.feed(session))
 
     def _reopen(self) -> None:
-        """A resumed session: continue from before the final records, as an import does."""
+        """A resumed session: append after the final records of its last lifetime.
+
+        A state saved at a process's end commits the final records (its lengths are the ended
+        ones): nothing is cut. One saved at another end (or by an earlier version) kept the state
+        from before them (shorter lengths, a synthesizer that had not finished): it is continued
+        from before them, as it was written to be.
+        """
         self.st["ended"] = None
         self.trace.size = self.st["trace_len"]
         self.events.size = self.st["events_len"]
@@ -545,23 +555,27 @@ class SessionWriter:
 
     # -- the end ----------------------------------------------------------------------------------
 
-    def end(self, t: int, budget_s: float = 0.5) -> SessionRow:
+    def end(self, t: int, budget_s: float = 0.5, lifetime: bool = False) -> SessionRow:
         """End the session: held records, ``files_changed``, ``session_shutdown``; pending and ledger row.
 
-        Returns the ledger row written.
+        ``lifetime`` (see :class:`~rematch_trace.host.vocab.SessionEnded`): the final records are
+        committed and a resume appends after them; otherwise they are written past a snapshot of
+        the state before them, from which a resume continues (cutting them). Returns the ledger row.
         """
         self.flush(t, final=True)
         self.synth.t = t
         self.sink.t = t
         place = self.host.place(self.session.cwd or "")
         files = hash_changed_files(self.st["changed"], place.repo, self.session.cwd, budget_s)
-        # The state before the final records, kept (encoded now: finishing changes it).
-        self.st["synth"] = unstructure(self.synth.state())
-        self.st["sink"] = unstructure(self.sink.state())
-        self.st["trace_len"] = self.trace.size
-        self.st["events_len"] = self.events.size
-        self.st = state_loads(state_dumps(self.st))
+        if not lifetime:
+            # The state before the final records, kept (encoded now: finishing changes it).
+            self._commit_lengths()
+            self.st = state_loads(state_dumps(self.st))
         self._write(self.synth.finish(files), self.sink.finish())
+        if lifetime:
+            # This lifetime's final records, committed like any batch: a resume appends after them
+            # (the state saved is the one after them, so nothing is cut or written twice).
+            self._commit_lengths()
         self.st["ended"] = {"trace_len": self.trace.size, "events_len": self.events.size, "t": t}
         self.st["recorded"] = False
         self.save()
@@ -569,6 +583,13 @@ class SessionWriter:
         self.st["recorded"] = True
         write_atomic(state_path(self.data, self.session_id), state_dumps(self.st))
         return row
+
+    def _commit_lengths(self) -> None:
+        """Put the synthesizer's and the sink's states and the outputs' lengths into the state."""
+        self.st["synth"] = unstructure(self.synth.state())
+        self.st["sink"] = unstructure(self.sink.state())
+        self.st["trace_len"] = self.trace.size
+        self.st["events_len"] = self.events.size
 
     def record(self, place: Any) -> SessionRow:
         """Write the pending file and the ledger row (``mode = 'live'``) of an ended session."""

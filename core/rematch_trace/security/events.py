@@ -385,6 +385,10 @@ class EventSink:
             path, n = self._redact(rec.path)
             summary, cut = _cut(path)
             out.append(self._event("instruction_loaded", self.turn, None, None, None, summary, [], n, cut, None, {}))
+        elif isinstance(rec, vocab.SessionEnded) and rec.lifetime is True:
+            # An imported process lifetime's end (a resume follows): its session_end, as live writes one
+            # at each SessionEnd; the stream goes on after it.
+            out.extend(self.finish())
         return out
 
     def finish(self) -> list[dict[str, Any]]:

@@ -457,6 +457,11 @@ class Synthesizer:
                                        reason=self._clean(rec.reason, 256) or "turn"))
             if model is not None:
                 self.last_model = model
+        elif isinstance(rec, vocab.SessionEnded) and rec.lifetime is True:
+            # An imported process lifetime's end (a resume follows): its final records, as the live
+            # capture writes them at each SessionEnd; the session goes on after them.
+            out.extend(self.finish())
+            return out
         elif isinstance(rec, vocab.RunEnd):
             self._close_turn()
             if self.run_open:
@@ -556,7 +561,8 @@ class Synthesizer:
             shutdown["files_changed"] = files_changed
         self.seq += 1
         out.append(shutdown)
-        self.counts["session_shutdown"] = 1
+        # (a live session writes one per process lifetime: see docs/live-capture.md)
+        self.counts["session_shutdown"] = self.counts.get("session_shutdown", 0) + 1
         return out
 
     def _tool_result(self, rec: vocab.ToolResult) -> None:

@@ -17,6 +17,10 @@ records it states, in order, each stream opened by its
 * ``Stop``/``StopFailure``/``SubagentStop`` the run's last response and its end,
   with the run's token usage read from the transcript's end
   (:mod:`.runusage`); ``SubagentStop`` and ``SessionEnd`` end their session;
+  a ``SubagentStop`` whose own transcript (``agent_transcript_path``) does not
+  exist is none: Claude Code's helper agents (the two ``/compact`` runs in
+  2.1.328: no ``SubagentStart``, an empty ``agent_type``) write no file, so
+  the import, whose authority is the transcript, has no session for them;
 * ``InstructionsLoaded`` an instruction file loaded, and the rematch entry
   it is when a ``rematch.json`` sits beside it (:mod:`.entries`);
 * the main session's ``SessionStart`` also lists the skill folders Claude
@@ -249,8 +253,22 @@ def _run_turns(stream: str, t: int, path: str, text: str, stop: str) -> list[Neu
     return out
 
 
+def _unwritten_helper(event: dict[str, Any]) -> bool:
+    """Whether a ``SubagentStop`` is a helper agent's that left no transcript file (see the module docstring).
+
+    Only a payload that names the file is judged (versions without ``agent_transcript_path`` keep
+    their subagents); a subagent that writes its file has it by its stop (its usage is read there).
+    """
+    if event.get("hook_event_name") != "SubagentStop":
+        return False
+    path = _str(event, "agent_transcript_path")
+    return bool(path) and not os.path.lexists(path)
+
+
 def records(event: dict[str, Any], t: int) -> list[Neutral]:
     """The neutral records of one hook payload (see the module docstring); ``[]`` for others."""
+    if _unwritten_helper(event):
+        return []
     opened = _session(event, t)
     if opened is None:
         return []
@@ -346,5 +364,6 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
         entry = instruction_entry(stream, t, path)
         return [*out, entry] if entry is not None else out
     if name == "SessionEnd":
-        return [*out, SessionEnded(stream, t, _str(event, "reason"))]
+        # A process's end: a resume appends after it (the import ends a lifetime at its cost-state line).
+        return [*out, SessionEnded(stream, t, _str(event, "reason"), lifetime=True)]
     return []

@@ -17,6 +17,14 @@ Rules that need the next line wait in the ``state`` dict (JSON-able, bounded):
   name a skill invoked, its arguments the text); a built-in command that runs
   no model (``/clear``, ``/model``) is passed on as typed, for the core to drop.
 
+* a ``cost-state`` line (2.1.328: Claude Code saves the session's cost there
+  as its process leaves the session: an exit, ``/clear``) ends a process
+  lifetime: the open group is closed and a held command released then, and a
+  :class:`~rematch_trace.host.vocab.SessionEnded` is passed on just before the
+  next line that gives records (a resume), so the trace has one
+  ``session_shutdown`` per lifetime, as the live capture writes at each
+  ``SessionEnd``; a lifetime the file ends with ends with the session.
+
 The end-of-input flush reads ``state`` without changing it: the core saves the
 state at the end of the input and runs the flush again when the file grows.
 """
@@ -46,6 +54,7 @@ from rematch_trace.host.vocab import (
     PermissionMode,
     RunEnd,
     Session,
+    SessionEnded,
     SkillInvoked,
     ToolCall,
     ToolResult,
@@ -443,6 +452,8 @@ class _Translator:
         if type(typ) is not str or typ not in _HANDLED:
             if typ == "permission-mode":
                 self._mode_line(v)
+            elif typ == "cost-state":
+                self._lifetime_end(v, out)
             # progress lines carry copies of subagent messages: never counted.
             return
         st = self.st
@@ -477,6 +488,7 @@ class _Translator:
         ss = self.streams.get(key)
         if ss is None:
             ss = self.streams[key] = _new_stream()
+        at = len(out)
         if typ == "assistant":
             self._assistant(key, ss, v, out)
         elif typ == "user":
@@ -485,6 +497,24 @@ class _Translator:
             self._system(key, ss, v, out)
         else:
             self._attachment(key, ss, v, out)
+        if key == "" and st.get("life") and len(out) > at:
+            # The first records of a later process on this session: the last lifetime ended before them.
+            del st["life"]
+            out.insert(at, SessionEnded("", iso_ms(v.get("timestamp")), "process_end", lifetime=True))
+
+    def _lifetime_end(self, v: dict[str, Any], out: list[Neutral]) -> None:
+        """A ``cost-state`` line of this session: its process left it (see the module docstring)."""
+        sid = v.get("sessionId")
+        ss = self.streams.get("")
+        if self.sub or ss is None or not ss["on"] or (type(sid) is str and self.st["own"] not in (None, clean(sid))):
+            return  # (a subagent's file, nothing recorded yet, or another session's line)
+        # What waits for a next line of this process is complete: no later line of it will come.
+        self._close("", ss, out)
+        hold = ss["hold"]
+        if hold is not None:
+            ss["hold"] = None
+            out.append(UserMessage("", hold[1], hold[0].value))
+        self.st["life"] = 1
 
     def flush(self) -> list[Neutral]:
         """What is still open, as records; leaves ``state`` as it is."""
