@@ -15,12 +15,15 @@ from rematch_trace.importing.fs import is_url, walk_url
 SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
 
 
-def walk(root: str | Path) -> Iterator[str]:
+def walk(root: str | Path, names: tuple[str, ...] = ()) -> Iterator[str]:
     """Transcript-like files under ``root``, in sorted order, never following links into loops.
 
+    ``names``: file-name patterns of other sources (a plugin's ``Location.names``), matched too.
     Paths are plain strings: an archive of 100,000 files held as ``Path``
     objects would cost about 40 MB more.
     """
+    import fnmatch
+
     seen: set[tuple[int, int]] = set()
     stack = [os.fspath(root)]
     while stack:
@@ -42,7 +45,8 @@ def walk(root: str | Path) -> Iterator[str]:
             try:
                 if e.is_dir(follow_symlinks=False):
                     subdirs.append(e.path)
-                elif e.is_file(follow_symlinks=False) and e.name.endswith(SUFFIXES):
+                elif e.is_file(follow_symlinks=False) and (
+                        e.name.endswith(SUFFIXES) or (names and any(fnmatch.fnmatchcase(e.name, n) for n in names))):
                     yield e.path
             except OSError:
                 continue
@@ -72,11 +76,12 @@ def discover(
     """
     found: list[tuple[str, str | None]] = []
     seen: set[str] = set()
+    names = host.source_names()
 
     def add(root: str | Path, hint: str | None) -> None:
         before = len(found)
         # Under an absolute, normalised root every path scandir gives is one too.
-        for f in walk(os.path.abspath(root)):
+        for f in walk(os.path.abspath(root), names):
             if f not in seen:
                 seen.add(f)
                 found.append((f, hint))

@@ -188,7 +188,7 @@ class Watcher:
         data_root = os.path.abspath(self.data.root)
         changes_of = watchfiles.watch(
             *(path for path, _ in state),
-            watch_filter=wanted(data_root),
+            watch_filter=wanted(data_root, bool(worker_host().source_names())),
             debounce=self.settings.debounce_ms,
             step=self.settings.step_ms,
             stop_event=self.stop_event,
@@ -207,7 +207,7 @@ class Watcher:
                     first = False
                     self._import(discover(worker_host(), list(self.paths)), ledger, lag=False)
                     continue
-                found = files_of(((int(c), p) for c, p in changes), roots, data_root, deleted)
+                found = files_of(((int(c), p) for c, p in changes), roots, data_root, deleted, worker_host())
                 if self.polling:
                     found = self._recheck(found, roots, ledger)
                 if found:
