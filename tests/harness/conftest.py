@@ -48,3 +48,9 @@ def codex_exe() -> Path:
 def pi_exe() -> Path:
     """pi at the pinned version."""
     return harness_binary("pi")
+
+
+@pytest.fixture(scope="session")
+def opencode_exe() -> Path:
+    """opencode at the pinned version."""
+    return harness_binary("opencode")

@@ -2,7 +2,9 @@
 
 Two shapes: the database (``opencode.db``; a channel build's ``opencode-<channel>.db``) and,
 before it, the session tree under ``storage/``. A tree beside a database is the one opencode
-migrated into it on first start: only the database is claimed then, so no session is read twice.
+migrated into it on first start: its session files are claimed and read as empty (see
+:func:`rematch_opencode.store.read_tree`), so no session is read twice and none is reported
+as an unknown file.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def detect(path: Path, head: bytes) -> Source | None:
     if is_database(path):
         return Source(HARNESS, path) if head.startswith(SQLITE_MAGIC) else None
     storage = tree_root(path)
-    if storage is None or not head.lstrip().startswith(b"{") or migrated(storage):
+    if storage is None or not head.lstrip().startswith(b"{"):
         return None
     parent = None
     try:
