@@ -30,6 +30,7 @@ BEGIN, END = "<!-- compat-table -->", "<!-- /compat-table -->"
 #: The rig test file of each harness the rig drives so far.
 TESTS = {"claude_code": (HERE / "test_rig_claude_code.py",), "codex": (HERE / "test_rig_codex.py",),
          "pi": (HERE / "test_rig_pi.py", HERE / "test_rig_pi_live.py")}
+TESTS["opencode"] = (HERE / "test_rig_opencode.py",)
 #: Which tests make each column (a prefix of the test's name).
 COLUMNS = {
     "import": ("test_transcript_imports_with_no_skipped_line", "test_the_model_gets_each_calls_output"),

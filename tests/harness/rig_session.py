@@ -396,8 +396,9 @@ class OpencodeSession(RigSession):
                 "OPENCODE_DISABLE_SHARE": "1"}
 
     def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
-        """``opencode run PROMPT`` with our model, then ``--continue``."""
-        more = ["--continue"] if prompt.resume and not first else []
+        """``opencode run PROMPT`` with our model; ``--continue`` (the last session) for a resumed prompt,
+        in a later driver run too."""
+        more = ["--continue"] if prompt.resume else []
         return [str(self.exe), "run", "--model", f"rig/{self.model}", "--format", "json", *more, prompt.text]
 
     def transcripts(self) -> Path:

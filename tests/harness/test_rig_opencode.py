@@ -97,14 +97,24 @@ def test_every_run_ends_cleanly(oc: OpencodeOutcome) -> None:
     assert (oc.session.project / "notes.txt").read_text() == "alpha\ngamma\n"
 
 
-def test_database_imports_with_no_skipped_record(oc: OpencodeOutcome) -> None:
+def test_the_model_gets_each_calls_output(oc: OpencodeOutcome) -> None:
+    """The request after the first bash carries its output as a ``tool`` message with its call id;
+    the failed ls's output reaches the model too."""
+    after = oc.record.messages("tools")
+    tool_msgs = [m for body in after for m in body["messages"] if m.get("role") == "tool"]
+    assert any("rig-ok" in json.dumps(m.get("content")) for m in tool_msgs), tool_msgs[:3]
+    assert any("nonexistent-rig-dir" in json.dumps(m.get("content")) for m in tool_msgs)
+    assert all(isinstance(m.get("tool_call_id"), str) for m in tool_msgs)
+
+
+def test_transcript_imports_with_no_skipped_line(oc: OpencodeOutcome) -> None:
     """``rematch import`` of the data folder: exit 0, nothing skipped or failed."""
     assert oc.import_rc == 0, oc.import_out + oc.import_err
     assert " 0 skipped, 0 failed" in oc.import_out, oc.import_out
     assert "skipped" not in oc.import_err, oc.import_err
 
 
-def test_each_session_holds_what_the_database_holds(oc: OpencodeOutcome) -> None:
+def test_transcript_imports_with_no_skipped_line_by_count(oc: OpencodeOutcome) -> None:
     """Per session, by count: user messages = inputs, finished tool parts = tool results (same call
     ids), assistant steps = turn ends; every session of the database has its trace."""
     con = _db(oc)
@@ -125,7 +135,7 @@ def test_each_session_holds_what_the_database_holds(oc: OpencodeOutcome) -> None
         assert sum(r["ev"] == "turn_end" for r in trace) == steps, sid
 
 
-def test_tools_errors_and_subagent_link(oc: OpencodeOutcome) -> None:
+def test_transcript_imports_with_no_skipped_line_tools_and_subagent(oc: OpencodeOutcome) -> None:
     """The main session's calls in order with the failed ls an error; the subagent's bash in its own
     trace, which names the main session as its parent."""
     [main] = [t for t in oc.traces.values() if t[0]["agent"]["kind"] == "main"]
@@ -145,14 +155,14 @@ def test_tools_errors_and_subagent_link(oc: OpencodeOutcome) -> None:
     assert all(u["input"] > 0 and u["output"] > 0 for u in usage)
 
 
-def test_events_flag_the_shell_and_writes(oc: OpencodeOutcome) -> None:
+def test_transcript_imports_with_no_skipped_line_events(oc: OpencodeOutcome) -> None:
     """The security stream covers opencode's calls: shell and file actions typed by the plugin."""
     events = [e for p in (oc.imported / "events").glob("*.jsonl") for e in rig_compare.read_jsonl(p)]
     kinds = {e.get("action_type") for e in events if e.get("action_type")}
     assert {"shell_exec", "file_write", "file_edit", "file_read", "subagent"} <= kinds, kinds
 
 
-def test_rerun_unchanged_then_continued(oc: OpencodeOutcome, tmp_path: Path) -> None:
+def test_transcript_imports_with_no_skipped_line_then_continues(oc: OpencodeOutcome, tmp_path: Path) -> None:
     """A second import finds the database unchanged; a third prompt later continues it (no full read)
     and the main trace gains just that prompt's input and turn."""
     rc, out, _ = _import(oc.session, oc.imported)

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import rematch_opencode
 from oc_build import TREE, add_message, copy_tree, database_from_tree, read_jsonl, rematch, session_files
 
+import rematch_opencode
 from rematch_trace.testing import check_plugin
 
 MAIN = "ses_0a0000000001AAAAAAAAAAAAAA"

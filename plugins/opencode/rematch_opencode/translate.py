@@ -38,6 +38,11 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (fields are untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _time(doc: dict[str, Any], key: str = "created") -> int | None:
     t = doc.get("time")
     return _ms(t.get(key)) if isinstance(t, dict) else None
@@ -47,7 +52,7 @@ def usage_of(tokens: Any, cost: Any) -> vocab.Usage | None:
     """A usage from opencode's ``tokens`` (``input``, ``output``, ``reasoning``, ``cache.read/write``)."""
     if not isinstance(tokens, dict):
         return None
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cache = _obj(tokens.get("cache"))
     inp, out = _int(tokens.get("input")), _int(tokens.get("output")) + _int(tokens.get("reasoning"))
     read, write = _int(cache.get("read")), _int(cache.get("write"))
     total = _int(tokens.get("total")) or inp + out + read + write
@@ -80,14 +85,14 @@ def unfinished(msg: dict[str, Any], parts: list[Any]) -> bool:
 
 def _result(stream: str, part: dict[str, Any]) -> vocab.ToolResult | None:
     """The result of a finished tool part (``completed`` or ``error``), else ``None``."""
-    st = part.get("state") if isinstance(part.get("state"), dict) else {}
+    st = _obj(part.get("state"))
     status = st.get("status")
     if status not in ("completed", "error"):
         return None
-    t = st.get("time") if isinstance(st.get("time"), dict) else {}
+    t = _obj(st.get("time"))
     if status == "completed":
         output = _str(st.get("output"))
-        meta = st.get("metadata") if isinstance(st.get("metadata"), dict) else {}
+        meta = _obj(st.get("metadata"))
         code = meta.get("exit")
         failed = isinstance(code, int) and not isinstance(code, bool) and code != 0
         return vocab.ToolResult(stream, _ms(t.get("end")), _str(part.get("callID")), utf8_len(output),
@@ -130,8 +135,7 @@ def assistant_records(stream: str, msg: dict[str, Any], parts: list[Any]) -> Ite
             stop = stop or "error"
         text = "".join(_str(p.get("text")) for p in step if p.get("type") == "text" and not p.get("synthetic"))
         tools = [p for p in step if p.get("type") == "tool" and isinstance(p.get("callID"), str)]
-        calls = tuple(vocab.ToolCall(p["callID"], _str(p.get("tool")),
-                                     (p.get("state") or {}).get("input") if isinstance(p.get("state"), dict) else None)
+        calls = tuple(vocab.ToolCall(p["callID"], _str(p.get("tool")), _obj(p.get("state")).get("input"))
                       for p in tools)
         for c in step:
             if c.get("type") == "compaction":
