@@ -71,9 +71,11 @@ def add_message(con: sqlite3.Connection, msg: dict[str, Any], parts: list[dict[s
         con.execute("INSERT INTO part VALUES (?,?,?,?,?,?)", (p["id"], msg["id"], msg["sessionID"], t, t, json.dumps(pdata)))
 
 
-def rematch(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The real ``rematch`` CLI with HOME in the test's folder."""
+def rematch(home: Path, *args: str, only: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The real ``rematch`` CLI with HOME in the test's folder (``only``: load that plugin alone)."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+    if only is not None:
+        env["REMATCH_LOAD_PLUGINS"] = only
     return subprocess.run([*REMATCH, *args], capture_output=True, text=True, timeout=120, env=env)
 
 

@@ -177,3 +177,22 @@ def test_default_locations_honour_xdg_and_opencode_db(tmp_path: Path) -> None:
     assert data_folders({"XDG_DATA_HOME": "/x", "OPENCODE_DB": "/y/o.db"}, tmp_path) == [
         Path("/x/opencode"), Path("/y")]
 
+
+
+def test_a_user_with_only_opencode_imports_searches_reports_and_checks(tmp_path: Path) -> None:
+    """Only this plugin loaded, opencode's database in its default folder: ``rematch import`` with no
+    path finds it; ``doctor`` names opencode among the plugins it did not check hooks for (and not
+    plugins that are not loaded); ``search`` finds a tool input; ``report`` and ``flagged`` run."""
+    folder = tmp_path / ".local" / "share" / "opencode"
+    folder.mkdir(parents=True)
+    database_from_tree(TREE, folder / "opencode.db").close()
+    res = rematch(tmp_path, "import", only="opencode")
+    assert res.returncode == 0 and "2 sessions imported from 1 files" in res.stdout, res.stdout + res.stderr
+    doctor = rematch(tmp_path, "doctor", only="opencode")
+    line = next(x for x in doctor.stdout.splitlines() if x.startswith("hooks"))
+    assert "opencode: imported" in line and "codex" not in line, doctor.stdout
+    found = rematch(tmp_path, "search", "make test", only="opencode")
+    assert found.returncode == 0 and MAIN in found.stdout, found.stdout + found.stderr
+    for args in (("report",), ("flagged",)):
+        out = rematch(tmp_path, *args, only="opencode")
+        assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stdout + out.stderr

@@ -14,7 +14,7 @@ Compression = Literal["", "zst", "gz"]
 class Location:
     """A folder where a harness keeps its transcripts by default.
 
-    :param names: file-name patterns (:mod:`fnmatch`, e.g. ``"opencode.db"``, ``"ses_*.json"``)
+    :param names: file-name patterns (:mod:`fnmatch`, e.g. ``"*.db"``, ``"ses_*.json"``)
         of sources that do not end ``.jsonl`` (``.jsonl.zst``, ``.jsonl.gz``): discovery lists the
         files matching any loaded plugin's patterns too, under its default folders and under any
         folder the user names, and offers them to ``detect_source``.
