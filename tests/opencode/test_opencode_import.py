@@ -196,3 +196,44 @@ def test_a_user_with_only_opencode_imports_searches_reports_and_checks(tmp_path:
     for args in (("report",), ("flagged",)):
         out = rematch(tmp_path, *args, only="opencode")
         assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stdout + out.stderr
+
+
+def test_watch_follows_rows_added_to_the_database(tmp_path: Path) -> None:
+    """``rematch watch`` on opencode's folder: a turn committed to the database (its write-ahead log:
+    the database file itself need not change) reaches the subagent's trace, continued."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from oc_build import REMATCH
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    con = database_from_tree(TREE, folder / "opencode.db")
+    con.execute("PRAGMA wal_autocheckpoint = 0")  # the rows stay in the log, as between opencode's checkpoints
+    out = tmp_path / "out"
+    log = tmp_path / "watch.log"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([*REMATCH, "watch", str(folder), "--out", str(out), "-v"], stdout=subprocess.DEVNULL,
+                                stderr=err, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "watching 1 of" not in log.read_text() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.05)
+        user, uparts, asst, aparts = _new_turn(SUB, 4)
+        asst["time"]["completed"] = asst["time"]["created"] + 5
+        size = os.path.getsize(folder / "opencode.db")
+        add_message(con, user, uparts)
+        add_message(con, asst, aparts)
+        assert os.path.getsize(folder / "opencode.db") == size
+        trace = out / "traces" / f"{SUB}.jsonl"
+        while time.monotonic() < deadline and "Follow-up 4." not in (trace.read_text() if trace.exists() else ""):
+            time.sleep(0.1)
+        assert "Follow-up 4." in trace.read_text(), log.read_text()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+        con.close()
