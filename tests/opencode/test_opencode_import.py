@@ -237,3 +237,27 @@ def test_watch_follows_rows_added_to_the_database(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
         con.close()
+
+
+def test_a_database_continuation_reads_only_rows_updated_since_its_watermark(tmp_path: Path) -> None:
+    """From the watermark of a full read, a read gives no message while nothing changed (only the
+    session updated at the watermark itself: a row of the same millisecond is read again), then
+    after a turn added to the subagent's session only its two new messages."""
+    from rematch_opencode.store import read_database
+
+    con = database_from_tree(TREE, tmp_path / "opencode.db")
+    full = list(read_database(tmp_path / "opencode.db"))
+    assert [r.value["kind"] for r in full].count("message") == 6
+    mark = full[-1].end
+    assert all(r.end == mark for r in full) and mark >= 1760000009000
+    assert [(r.value["kind"], r.value["session"]["id"]) for r in read_database(tmp_path / "opencode.db", mark)] == [
+        ("session", MAIN)]
+    user, uparts, asst, aparts = _new_turn(SUB, 5)
+    asst["time"]["completed"] = asst["time"]["created"] + 5
+    add_message(con, user, uparts)
+    add_message(con, asst, aparts)
+    con.close()
+    again = list(read_database(tmp_path / "opencode.db", mark))
+    assert [(r.value["kind"], r.value.get("message", r.value.get("session"))["id"]) for r in again] == [
+        ("session", MAIN), ("session", SUB), ("message", user["id"]), ("message", asst["id"])]
+    assert again[-1].end > mark

@@ -9,12 +9,14 @@ Both shapes give the same records, the shape of the tree's JSON files:
   and its parts in id order (``type``: ``text``, ``reasoning``, ``tool``, ``step-start``,
   ``step-finish``, ``compaction``...).
 
-A record's ``line`` and ``offset`` are its ordinal, its ``end`` the ordinal after it: the cursor
-the core hands back as ``start`` (see ``source_members`` in docs/plugins.md).
+A record's ``line`` and ``offset`` are its ordinal; its ``end`` is the cursor the core hands back
+as ``start`` (see ``source_members`` in docs/plugins.md): for a tree, the ordinal after it; for
+the database, the newest ``time_updated`` the read saw (a watermark).
 
 The database is opened read-only (``mode=ro``) and read in one transaction: a consistent
-snapshot, and in WAL mode a reader never blocks opencode's writes. It is read whole on every
-change; the translation skips what it already gave (see :mod:`.translate`).
+snapshot, and in WAL mode a reader never blocks opencode's writes. A continuation reads only
+the rows updated since the watermark (and unfinished messages); the translation skips what it
+already gave (see :mod:`.translate`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ BUSY_MS = 2000
 def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """The records of a database or of one session of a tree."""
     if where.is_database(source.path):
-        return read_database(source.path)
+        return read_database(source.path, start)
     return read_tree(source.path, start)
 
 
@@ -58,8 +60,21 @@ def _json(text: Any) -> Any:
         return None
 
 
-def read_database(path: Path) -> Iterator[RawRecord | Problem]:
-    """Every session of the database, each followed by its messages, in one read transaction."""
+#: Messages a continuation reads again whatever their time: assistant messages neither completed
+#: nor failed (one held back, or one opencode abandoned when it was killed and a later prompt follows).
+_UNFINISHED = ("(json_extract(data, '$.role') = 'assistant' AND json_extract(data, '$.time.completed') IS NULL "
+               "AND json_extract(data, '$.error') IS NULL)")
+
+
+def read_database(path: Path, start: int = 0) -> Iterator[RawRecord | Problem]:
+    """The sessions of the database, each followed by its messages, in one read transaction.
+
+    ``start`` is the watermark of the read before (0: all): the newest ``time_updated`` of any
+    session, message or part row it saw, which every record's ``end`` carries. From a watermark,
+    only the sessions with a row updated since (or at it: a row written in the same millisecond
+    after that snapshot) are read, and of them only the messages updated since, those with a
+    part updated since, and the unfinished ones; the translation skips what it gave already.
+    """
     try:
         con = _connect(path)
     except sqlite3.Error as err:
@@ -68,16 +83,30 @@ def read_database(path: Path) -> Iterator[RawRecord | Problem]:
     n = 0
     try:
         con.execute("BEGIN")  # deferred: the first read fixes the snapshot every later one sees
-        sessions = con.execute(
-            "SELECT id, parent_id, directory, title, version, time_created, time_updated FROM session "
-            "ORDER BY time_created, id").fetchall()
+        mark = max(start, *(con.execute(f"SELECT coalesce(max(time_updated), 0) FROM {t}").fetchone()[0]
+                            for t in ("session", "message", "part")))
+        columns = "id, parent_id, directory, title, version, time_created, time_updated"
+        if start > 0:
+            sessions = con.execute(
+                f"SELECT {columns} FROM session WHERE time_updated >= ?1 "
+                "OR id IN (SELECT session_id FROM message WHERE time_updated >= ?1 OR " + _UNFINISHED + ") "
+                "OR id IN (SELECT session_id FROM part WHERE time_updated >= ?1) ORDER BY time_created, id",
+                (start,)).fetchall()
+        else:
+            sessions = con.execute(f"SELECT {columns} FROM session ORDER BY time_created, id").fetchall()
         for sid, parent, directory, title, version, created, updated in sessions:
             n += 1
-            yield RawRecord(n, n, n + 1, {"kind": "session", "session": {
+            yield RawRecord(n, n, mark, {"kind": "session", "session": {
                 "id": sid, "parentID": parent, "directory": directory, "title": title, "version": version,
                 "time": {"created": created, "updated": updated}}})
-            messages = con.execute("SELECT id, data FROM message WHERE session_id = ? "
-                                   "ORDER BY time_created, id", (sid,))
+            if start > 0:
+                messages = con.execute(
+                    "SELECT id, data FROM message WHERE session_id = ?1 AND (time_updated >= ?2 OR " + _UNFINISHED
+                    + " OR id IN (SELECT message_id FROM part WHERE session_id = ?1 AND time_updated >= ?2)) "
+                    "ORDER BY time_created, id", (sid, start))
+            else:
+                messages = con.execute("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id",
+                                       (sid,))
             for mid, data in messages:
                 n += 1
                 msg = _json(data)
@@ -93,7 +122,7 @@ def read_database(path: Path) -> Iterator[RawRecord | Problem]:
                         continue
                     part.update(id=pid, messageID=mid, sessionID=sid)
                     parts.append(part)
-                yield RawRecord(n, n, n + 1, {"kind": "message", "message": msg, "parts": parts})
+                yield RawRecord(n, n, mark, {"kind": "message", "message": msg, "parts": parts})
     except sqlite3.Error as err:
         yield Problem(str(path), n, f"database read failed: {err}", "unreadable")
     finally:
