@@ -37,7 +37,8 @@ def test_contract_kit_passes_for_the_tree_and_the_database(tmp_path: Path) -> No
 def test_tree_translates_steps_errors_and_the_subagent(tmp_path: Path) -> None:
     """The tree's main session: two inputs (the synthetic part left out), three tool results in
     order (make's exit 2 an exit_nonzero error, the missing file an error), one turn per step
-    with that step's usage; the subagent's trace is of kind sub and its events name the parent."""
+    with that step's usage; the subagent's trace is of kind sub and its events name the parent.
+    The session's diff file (``storage/session_diff``) is claimed, not reported as unknown."""
     res = rematch(tmp_path, "import", str(TREE), "--out", str(tmp_path / "out"), "-j", "1")
     assert res.returncode == 0 and " 0 skipped, 0 failed" in res.stdout, res.stdout + res.stderr
     traces = _traces(tmp_path / "out")
@@ -72,7 +73,7 @@ def test_a_tree_beside_a_database_is_not_read_twice(tmp_path: Path) -> None:
     database_from_tree(TREE, tmp_path / "data" / "opencode.db").close()
     res = rematch(tmp_path, "import", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "-j", "1")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "2 sessions imported from 3 files" in res.stdout and " 0 skipped" in res.stdout, res.stdout
+    assert "2 sessions imported from 4 files" in res.stdout and " 0 skipped" in res.stdout, res.stdout
 
 
 def _new_turn(sid: str, n: int) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
@@ -103,7 +104,7 @@ def test_tree_session_is_continued_and_an_unfinished_message_waits(tmp_path: Pat
     out = tmp_path / "out"
     assert rematch(tmp_path, "import", str(root), "--out", str(out), "-j", "1").returncode == 0
     res = rematch(tmp_path, "import", str(root), "--out", str(out), "-j", "1")
-    assert "2 unchanged" in res.stdout, res.stdout
+    assert "3 unchanged" in res.stdout, res.stdout  # two sessions and a diff file
     user, uparts, asst, aparts = _new_turn(MAIN, 1)
     _write_tree_message(root, user, uparts)
     _write_tree_message(root, asst, aparts)  # no time.completed: still being written

@@ -150,12 +150,13 @@ def _names(folder: Path) -> list[str]:
 def read_tree(path: Path, start: int) -> Iterator[RawRecord | Problem]:
     """One session of a tree: its record, then its messages from ``start`` on.
 
-    Nothing when a database sits beside the tree (opencode migrated the tree into it).
+    Nothing when a database sits beside the tree (opencode migrated the tree into it), and
+    nothing for a session's diff or share file (``where.ASIDE``).
     The message before ``start`` is read again: the translation may have held it back (a
     message opencode was still writing); it skips what it already gave.
     """
     storage = where.tree_root(path)
-    if storage is not None and where.migrated(storage):
+    if where.aside(path) or (storage is not None and where.migrated(storage)):
         return  # opencode moved this tree into the database beside it: read there
     try:
         doc = _load(path)

@@ -49,6 +49,18 @@ def tree_root(path: Path) -> Path | None:
     return storage
 
 
+#: Folders of a tree beside ``session/`` whose files are named by session id but hold no messages
+#: (a session's file diffs, its share record): claimed and read as empty, so that an import of the
+#: tree does not report them as unknown files.
+ASIDE = ("session_diff", "session_share")
+
+
+def aside(path: Path) -> bool:
+    """Whether ``path`` is ``storage/<session_diff|session_share>/ses_*.json`` (no transcript)."""
+    return (fnmatch.fnmatchcase(path.name, "ses_*.json") and path.parent.name in ASIDE
+            and path.parent.parent.name == "storage")
+
+
 def migrated(storage: Path) -> bool:
     """Whether a database sits beside the tree (opencode moved the tree into it)."""
     try:
@@ -61,6 +73,8 @@ def detect(path: Path, head: bytes) -> Source | None:
     """Claim a database by its name and SQLite header, a session file by its place and JSON head."""
     if is_database(path):
         return Source(HARNESS, path) if head.startswith(SQLITE_MAGIC) else None
+    if aside(path):
+        return Source(HARNESS, path)
     storage = tree_root(path)
     if storage is None or not head.lstrip().startswith(b"{"):
         return None
@@ -105,6 +119,8 @@ def members(path: Path) -> list[Path] | None:
     """The files (and folders) a source's content lives in besides itself."""
     if is_database(path):
         return [path.with_name(path.name + "-wal")]
+    if aside(path):
+        return []
     storage = tree_root(path)
     if storage is None:
         return None
