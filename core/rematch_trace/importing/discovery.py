@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import attrs
@@ -15,14 +15,24 @@ from rematch_trace.importing.fs import is_url, walk_url
 SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
 
 
-def walk(root: str | Path, names: tuple[str, ...] = ()) -> Iterator[str]:
+def walk(root: str | Path, names: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()) -> Iterator[str]:
     """Transcript-like files under ``root``, in sorted order, never following links into loops.
 
-    ``names``: file-name patterns of other sources (a plugin's ``Location.names``), matched too.
+    ``names``: file-name patterns of other sources (the plugins' ``Location.names``), matched
+    too; a function giving them is called at the first file that is not a JSONL one (asking the
+    plugins loads their locating modules: a folder of JSONL files alone never pays for it).
     Paths are plain strings: an archive of 100,000 files held as ``Path``
     objects would cost about 40 MB more.
     """
     import fnmatch
+
+    patterns: tuple[str, ...] | None = names if isinstance(names, tuple) else None
+
+    def other(name: str) -> bool:
+        nonlocal patterns
+        if patterns is None:
+            patterns = names() if callable(names) else ()
+        return any(fnmatch.fnmatchcase(name, n) for n in patterns)
 
     seen: set[tuple[int, int]] = set()
     stack = [os.fspath(root)]
@@ -45,8 +55,7 @@ def walk(root: str | Path, names: tuple[str, ...] = ()) -> Iterator[str]:
             try:
                 if e.is_dir(follow_symlinks=False):
                     subdirs.append(e.path)
-                elif e.is_file(follow_symlinks=False) and (
-                        e.name.endswith(SUFFIXES) or (names and any(fnmatch.fnmatchcase(e.name, n) for n in names))):
+                elif e.is_file(follow_symlinks=False) and (e.name.endswith(SUFFIXES) or other(e.name)):
                     yield e.path
             except OSError:
                 continue
@@ -76,7 +85,7 @@ def discover(
     """
     found: list[tuple[str, str | None]] = []
     seen: set[str] = set()
-    names = host.source_names()
+    names = host.source_names  # asked only when a walk meets a file that is not a JSONL one
 
     def add(root: str | Path, hint: str | None) -> None:
         before = len(found)
