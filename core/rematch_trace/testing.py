@@ -239,7 +239,8 @@ def check_plugin(
     """Run ``plugin`` over fixture files and check everything it does against the contract.
 
     Checked: ``default_locations`` (it must not raise, and must answer
-    :class:`~rematch_trace.host.source.Location` records only); every fixture
+    :class:`~rematch_trace.host.source.Location` records only, ``names`` a tuple of
+    patterns); ``source_members`` (``None`` or paths, for every fixture); every fixture
     is claimed; every vocabulary record has its fields' declared types; no hook
     raises (named with the hook and the transcript line); every trace record
     holds to the trace schema; and, when the plugin implements the optional
@@ -251,6 +252,7 @@ def check_plugin(
     problems = _check_locations(plugin)
     sessions: list[SynthesizedSession] = []
     for path in paths:
+        problems.extend(_check_members(plugin, Path(path)))
         try:
             found = synthesize_file(path, [plugin], out=out, hint=hint, check_types=True)
         except (ContractError, PluginFailure) as err:
@@ -285,5 +287,19 @@ def _check_locations(plugin: Any) -> list[str]:
         found = [loc for answer in answers for loc in answer or []]
     except Exception as err:
         return [f"default_locations raised {type(err).__name__}: {err}"]
-    return [f"default_locations gave {loc!r:.80}, not a Location(harness, path)" for loc in found
-            if not (isinstance(loc, Location) and isinstance(loc.harness, str) and isinstance(loc.path, Path))]
+    return [f"default_locations gave {loc!r:.80}, not a Location(harness, path, names)" for loc in found
+            if not (isinstance(loc, Location) and isinstance(loc.harness, str) and isinstance(loc.path, Path)
+                    and isinstance(loc.names, tuple) and all(isinstance(n, str) and n for n in loc.names))]
+
+
+def _check_members(plugin: Any, path: Path) -> list[str]:
+    """What is wrong with the plugin's ``source_members`` answer for a fixture (``None`` or paths)."""
+    host = make_host([plugin])
+    if not host.pm.hook.source_members.get_hookimpls():
+        return []
+    try:
+        answer = host.pm.hook.source_members(path=path)
+        found = None if answer is None else list(answer)
+    except Exception as err:
+        return [f"{path}: source_members raised {type(err).__name__}: {err}"]
+    return [f"{path}: source_members gave {m!r:.80}, not a Path" for m in found or [] if not isinstance(m, Path)]

@@ -146,6 +146,27 @@ def test_check_plugin_exercises_default_locations() -> None:
     assert check_plugin(rematch_toy, [TOY])  # the example's own answer passes
 
 
+
+def test_check_plugin_exercises_source_members_and_location_names() -> None:
+    """A ``source_members`` answer of strings, and a ``Location.names`` that is no tuple of patterns,
+    break the contract (the core stats members as paths and fnmatches names)."""
+    from rematch_trace.host.source import Location
+
+    class StrMembers(_Toy):
+        @hookimpl
+        def source_members(self, path: Path) -> list[Any]:
+            return [str(path) + "-wal"]
+
+    class BadNames(_Toy):
+        @hookimpl
+        def default_locations(self) -> list[Any]:
+            return [Location("toy", Path("/nowhere"), "*.db")]  # type: ignore[arg-type]
+
+    with pytest.raises(ContractError, match=r"source_members gave '.*-wal', not a Path"):
+        check_plugin(StrMembers(), [TOY])
+    with pytest.raises(ContractError, match=r"default_locations gave .*not a Location\(harness, path, names\)"):
+        check_plugin(BadNames(), [TOY])
+
 class WrongCwd(_Toy):
     @hookimpl
     def to_trace_records(self, records: Iterator[RawRecord]) -> Iterator[Neutral]:

@@ -512,3 +512,102 @@ def test_hook_transcript_suffixes_adds_endings_and_passes_unclaimed_over(tmp_pat
     found = sorted(os.path.basename(p) for p, _ in discover(host, [tmp_path]))
     assert found == ["a.doc.json", "b.jsonl"]
     assert sorted(os.path.basename(p) for p, _ in discover(make_host([]), [tmp_path])) == ["b.jsonl"]
+
+
+class BundlePlugin:
+    """An inline harness whose session is many files: ``x.bundle`` names it, ``x.d/*.json`` hold its prompts.
+
+    The cursor it gives (``RawRecord.end``) is the count of prompt files read; it records every ``start``.
+    """
+
+    __name__ = "BundlePlugin"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.starts: list[int] = []
+
+    @hookimpl
+    def default_locations(self) -> list[Location]:
+        return [Location("bundle", self.root, ("*.bundle",))]
+
+    @hookimpl
+    def detect_source(self, path: Path, head: bytes) -> Source | None:
+        return Source("bundle", path) if path.suffix == ".bundle" and head.startswith(b"bundle") else None
+
+    @hookimpl
+    def source_members(self, path: Path) -> list[Path] | None:
+        if path.suffix != ".bundle":
+            return None
+        folder = path.with_suffix(".d")
+        return [folder, *sorted(folder.glob("*.json"))]
+
+    @hookimpl
+    def member_source(self, path: Path) -> Path | None:
+        return path.parent.with_suffix(".bundle") if path.parent.suffix == ".d" else None
+
+    @hookimpl
+    def read_transcript(self, source: Source, start: int) -> Iterator[RawRecord | Problem]:
+        self.starts.append(start)
+        files = sorted(source.path.with_suffix(".d").glob("*.json"))
+        for i, f in enumerate(files[start:], start=start):
+            yield RawRecord(i + 1, i, i + 1, orjson.loads(f.read_bytes()))
+
+    @hookimpl
+    def to_trace_records(self, source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral]:
+        if not state.get("opened"):
+            state["opened"] = True
+            yield Session("", 1, source.path.stem, cwd="/")
+        for r in records:
+            yield UserMessage("", 2 + r.line, r.value["text"])
+
+
+def _bundle(tmp_path: Path, n: int) -> Path:
+    src = tmp_path / "logs" / "s1.bundle"
+    (tmp_path / "logs" / "s1.d").mkdir(parents=True, exist_ok=True)
+    src.write_bytes(b"bundle v1\n")
+    for i in range(n):
+        (tmp_path / "logs" / "s1.d" / f"{i:03d}.json").write_bytes(orjson.dumps({"text": f"prompt {i}"}))
+    for p in [src, src.with_suffix(".d"), *src.with_suffix(".d").iterdir()]:
+        os.utime(p, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))  # long before the import
+    return src
+
+
+def test_hook_source_members_continues_a_source_of_many_files(tmp_path: Path) -> None:
+    """A source found by ``Location.names`` whose content is its member files: imported, then found
+    unchanged while no member changed (the ``.bundle`` itself never does), then continued from the
+    plugin's cursor (``start`` = the last record's ``end``) when a member file is added."""
+    from rematch_trace.importing.batch import run_import
+    from rematch_trace.importing.settings import ImportSettings
+
+    src = _bundle(tmp_path, 2)
+    plugin = BundlePlugin(tmp_path / "logs")
+    host = make_host([plugin])
+    data = DataDir(tmp_path / "out")
+    first = run_import([tmp_path / "logs"], data, ImportSettings(events=False), host=host)
+    assert first.count("imported") == 1 and plugin.starts == [0]
+    again = run_import([tmp_path / "logs"], data, ImportSettings(events=False), host=host)
+    assert again.count("unchanged") == 1 and plugin.starts == [0]
+    (src.with_suffix(".d") / "002.json").write_bytes(orjson.dumps({"text": "prompt 2"}))
+    grown = run_import([tmp_path / "logs"], data, ImportSettings(events=False), host=host)
+    assert grown.count("resumed") == 1 and plugin.starts == [0, 2]
+    trace = [orjson.loads(line) for line in data.trace_path("s1").read_bytes().splitlines()]
+    assert [r["text"] for r in trace if r["ev"] == "input"] == ["prompt 0", "prompt 1", "prompt 2"]
+    assert [r["seq"] for r in trace] == list(range(len(trace)))
+
+
+def test_hook_member_source_maps_a_changed_member_to_its_source(tmp_path: Path) -> None:
+    """``rematch watch``'s burst of changes: a member file written is its source's import; a file no
+    plugin owns is nothing."""
+    from rematch_trace.watch.changed import files_of, wanted
+    from rematch_trace.watch.roots import Roots
+
+    src = _bundle(tmp_path, 1)
+    host = make_host([BundlePlugin(tmp_path / "logs")])
+    roots = Roots.of(host, [tmp_path / "logs"])
+    member = src.with_suffix(".d") / "000.json"
+    (tmp_path / "logs" / "notes.txt").write_text("x")
+    found = files_of([(2, str(member)), (2, str(tmp_path / "logs" / "notes.txt"))], roots, str(tmp_path / "out"), 3,
+                     host)
+    assert found == [(str(src), None)]
+    assert wanted(str(tmp_path / "out"), any_file=True)(2, str(member))
+    assert not wanted(str(tmp_path / "out"))(2, str(member))

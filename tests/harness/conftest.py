@@ -66,3 +66,9 @@ def gemini_cli_doc_exe() -> Path:
 def omp_exe() -> Path:
     """omp at the pinned version (with bun beside it)."""
     return harness_binary("omp")
+
+
+@pytest.fixture(scope="session")
+def opencode_exe() -> Path:
+    """opencode at the pinned version."""
+    return harness_binary("opencode")

@@ -400,6 +400,86 @@ class GeminiServer(ScriptedServer):
                 "usageMetadata": usage, "modelVersion": model, "responseId": self.next_call_id("resp_")}
 
 
+class ChatCompletionsServer(ScriptedServer):
+    """OpenAI Chat Completions (``POST .../chat/completions``, streamed or not), what opencode's
+    ``@ai-sdk/openai-compatible`` provider speaks.
+
+    A step's tool call is a ``tool_calls`` entry of the assistant delta (``arguments`` the JSON of
+    its input). In the request's ``messages``, each assistant message after the marker counts as
+    one step (a ``tool`` message answers a step, it is not one). ``/models`` answers the request's
+    model; any other path is recorded and answered 404.
+    """
+
+    def conversation(self, body: dict[str, Any]) -> list[tuple[str, list[str]]]:
+        """Role and text parts of each message (a ``tool`` message has no typed text)."""
+        out: list[tuple[str, list[str]]] = []
+        for m in body.get("messages") or []:
+            if not isinstance(m, dict):
+                continue
+            content = m.get("content")
+            if isinstance(content, str):
+                texts = [content]
+            else:
+                texts = [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+            role = str(m.get("role"))
+            out.append((role, texts if role == "user" else []))
+        return out
+
+    def handle(self, handler: BaseHTTPRequestHandler, path: str, body: Any) -> None:
+        """Chat completions; 404 for anything else (recorded)."""
+        route = path.split("?", 1)[0]
+        if route.endswith("/chat/completions") and isinstance(body, dict):
+            name, index, step = self.pick(body)
+            self.record({"path": route, "body": body, "scenario": name, "step": index})
+            self._answer(handler, body, index, step)
+        else:
+            self.record({"path": route, "body": None, "scenario": "", "step": -1, "method": handler.command})
+            send_json(handler, 404, {"error": {"type": "not_found", "message": route}})
+
+    def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], index: int, step: Step) -> None:
+        text = "".join(b.get("text", DEFAULT_TEXT) for b in _blocks(step) if "tool" not in b)
+        calls = [{"index": i, "id": self.next_call_id("call_"), "type": "function",
+                  "function": {"name": b["tool"], "arguments": json.dumps(b.get("input", {}))}}
+                 for i, b in enumerate(b for b in _blocks(step) if "tool" in b)]
+        finish = "tool_calls" if calls else "stop"
+        n = len(body.get("messages") or [])
+        usage = {"prompt_tokens": 100 + n, "completion_tokens": 7 + max(index, 0),
+                 "total_tokens": 107 + n + max(index, 0),
+                 "prompt_tokens_details": {"cached_tokens": 10 * (max(index, 0) + 1)}}
+        cid = self.next_call_id("chatcmpl-")
+        model = body.get("model") or DEFAULT_MODEL
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
+        if not body.get("stream"):
+            send_json(handler, 200, {"id": cid, "object": "chat.completion", "created": 1700000000, "model": model,
+                                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                                     "usage": usage})
+            return
+        base = {"id": cid, "object": "chat.completion.chunk", "created": 1700000000, "model": model}
+        chunks: list[dict[str, Any]] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                                              "finish_reason": None}]}]
+        if text:
+            chunks.append({**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+        if calls:
+            chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": calls}, "finish_reason": None}]})
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        chunks.append({**base, "choices": [], "usage": usage})
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        for chunk in chunks:  # Chat Completions streams ``data:`` lines only, ended by ``[DONE]``
+            handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        handler.wfile.write(b"data: [DONE]\n\n")
+        handler.wfile.flush()
+        handler.close_connection = True
+
+
 #: The server class of each wire format, by the name a harness's runner gives.
 SERVERS: dict[str, type[ScriptedServer]] = {"anthropic": AnthropicMessagesServer, "responses": OpenAIResponsesServer}
 SERVERS["gemini"] = GeminiServer
+
+
+SERVERS["chat"] = ChatCompletionsServer

@@ -433,3 +433,60 @@ class OmpSession(PiSession):
         more = ["--continue"] if prompt.resume and not first else []
         return [str(self.exe), "-p", "--model", f"rig/{self.model}", "--mode", "json", "--no-title",
                 *more, prompt.text]
+
+
+class OpencodeSession(RigSession):
+    """opencode (``opencode run``) with a custom provider speaking Chat Completions to the scripted server.
+
+    ``OPENCODE_CONFIG`` names an ``opencode.json`` the driver writes (provider ``rig`` on
+    ``@ai-sdk/openai-compatible``, its ``baseURL`` the server; autoupdate and sharing off, every
+    permission allowed); the XDG folders are inside the root's HOME, so the sessions land in
+    ``$XDG_DATA_HOME/opencode``. The ``OPENCODE_DISABLE_*`` settings turn off the update check, the
+    models.dev fetch, default plugins (an npm install at run time) and LSP downloads.
+    """
+
+    server: str = "chat"
+    model: str = "rig-chat-1"
+
+    @property
+    def data_home(self) -> Path:
+        """``$XDG_DATA_HOME``: opencode keeps its sessions in its ``opencode/`` folder."""
+        return self.home / ".local" / "share"
+
+    @property
+    def config_file(self) -> Path:
+        """``OPENCODE_CONFIG``."""
+        return self.root / "opencode.json"
+
+    def install_hooks(self) -> None:
+        """No live capture for opencode yet: only the folders."""
+        for d in (self.data_home, self.home / ".config", self.home / ".cache", self.home / ".local" / "state"):
+            d.mkdir(parents=True, exist_ok=True)
+
+    def files(self) -> dict[str, str]:
+        """``opencode.json``: provider ``rig`` at the server, updates and sharing off, permissions allowed."""
+        doc = {"$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
+               "model": f"rig/{self.model}", "permission": {"*": "allow"},
+               "provider": {"rig": {"npm": "@ai-sdk/openai-compatible", "name": "rig",
+                                    "options": {"baseURL": "{base_url}/v1", "apiKey": "sk-rig"},
+                                    "models": {self.model: {"name": self.model}}}}}
+        return {str(self.config_file): json.dumps(doc)}
+
+    def env(self) -> dict[str, str]:
+        """HOME and XDG folders in the root; update checks, model fetches, plugins and sharing off."""
+        return {**BASE_ENV, "HOME": str(self.home), "XDG_DATA_HOME": str(self.data_home),
+                "XDG_CONFIG_HOME": str(self.home / ".config"), "XDG_CACHE_HOME": str(self.home / ".cache"),
+                "XDG_STATE_HOME": str(self.home / ".local" / "state"), "OPENCODE_CONFIG": str(self.config_file),
+                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_SHARE": "1"}
+
+    def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
+        """``opencode run PROMPT`` with our model; ``--continue`` (the last session) for a resumed prompt,
+        in a later driver run too."""
+        more = ["--continue"] if prompt.resume else []
+        return [str(self.exe), "run", "--model", f"rig/{self.model}", "--format", "json", *more, prompt.text]
+
+    def transcripts(self) -> Path:
+        """``$XDG_DATA_HOME/opencode``."""
+        return self.data_home / "opencode"

@@ -136,7 +136,10 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
             state += f", {len(hooks['broken'])} cannot run" if hooks["broken"] else ", their commands run"
         else:
             state = f"not installed in {hooks['settings']} (rematch hooks install)"
-        click.echo(f"hooks (claude_code): {state}")
+        # The other harness plugins by name, as loaded: a plugin added (opencode...) is listed with no code here.
+        others = [str(p["name"]) for p in plugins if p["name"] != "claude_code" and not p.get("example")]
+        rest = f"; {', '.join(others)}: imported, hooks not checked here" if others else ""
+        click.echo(f"hooks (claude_code): {state}{rest}")
         # Each plugin's default folders, as it names them: no harness is known to the core here.
         for plugin in plugins:
             if plugin["locations"]:

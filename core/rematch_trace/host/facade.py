@@ -80,6 +80,8 @@ class Host:
         self._reported: set[tuple[str, str]] = set()
         #: Plugin failures isolated and not yet reported (see :meth:`drain_isolated`).
         self.isolated: list[PluginFailure] = []
+        #: The file-name patterns of sources with other names (see :meth:`source_names`).
+        self._source_names: tuple[str, ...] | None = None
 
     # -- calling ---------------------------------------------------------------------------
 
@@ -188,6 +190,26 @@ class Host:
                 continue
             out.extend(s for s in found if isinstance(s, str) and s.startswith(".") and len(s) > 1 and s not in out)
         return tuple(out)
+
+    def source_names(self) -> tuple[str, ...]:
+        """The file-name patterns of sources that are not JSONL files, of every plugin's locations (cached)."""
+        names = self._source_names
+        if names is None:
+            names = self._source_names = tuple(sorted({n for loc in self.locations() for n in loc.names
+                                                       if isinstance(n, str) and n}))
+        return names
+
+    def members(self, path: Path) -> list[str] | None:
+        """The member files of a source that is more than its own bytes (``source_members``), or ``None``."""
+        answer = self._isolated("source_members", path=path)
+        if answer is None:
+            return None
+        return [str(p) for p in answer]
+
+    def member_source(self, path: Path) -> str | None:
+        """The source a changed member file belongs to (``member_source``), or ``None``."""
+        answer = self._isolated("member_source", path=path)
+        return str(answer) if answer is not None else None
 
     def detect(self, path: Path, hint: str | None) -> Source | None:
         """The source a plugin claims ``path`` as, reading at most its first 4 KiB.

@@ -71,6 +71,36 @@ def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
 
 
 @hookspec(firstresult=True)
+def source_members(path: Path) -> Iterable[Path] | None:
+    """Name the other files a source's content lives in, when it is more than its own bytes.
+
+    For a source that is not one append-only file: a database (with its write-ahead log), a
+    session kept as a tree of small files. The core then tells whether the source changed from
+    the sizes and modification times of the path and of every member (folders count: a file
+    added to one changes its time), never from the path's bytes, and continues a changed source
+    from its saved state with ``start`` the ``end`` of the last record read (a cursor the plugin
+    gives meaning to, not a byte offset). Called for files discovered by a ``Location``'s
+    ``names`` only (never for ``.jsonl`` files), before detection and in the worker.
+
+    :param path: the candidate source file.
+    :return: the member paths (those that do not exist are ignored; ``[]`` still makes the
+        path a source with members), or ``None`` for an ordinary file. First result wins.
+    """
+
+
+@hookspec(firstresult=True)
+def member_source(path: Path) -> Path | None:
+    """Name the source a changed member file belongs to (``rematch watch``).
+
+    Called for a changed file that is neither a ``.jsonl`` file nor matches a ``Location``'s
+    ``names``: a database's write-ahead log, one message file of a session tree.
+
+    :param path: the changed file.
+    :return: the source file (as ``detect_source`` claims it), or ``None``. First result wins.
+    """
+
+
+@hookspec(firstresult=True)
 def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem] | None:
     """Stream the records of a source you claimed, in file order.
 
@@ -79,7 +109,8 @@ def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]
     reporting). Never read the whole file into memory.
 
     :param source: a source you claimed (called for the claiming plugin only).
-    :param start: the byte offset to resume from (``0`` for a full read).
+    :param start: the byte offset to resume from (``0`` for a full read); for a source with
+        members (``source_members``), the ``end`` of the last record the previous read gave.
     :return: an iterator of records and problems.
     """
 

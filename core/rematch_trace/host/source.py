@@ -12,10 +12,17 @@ Compression = Literal["", "zst", "gz"]
 
 @attrs.frozen(slots=True)
 class Location:
-    """A folder where a harness keeps its transcripts by default."""
+    """A folder where a harness keeps its transcripts by default.
+
+    :param names: file-name patterns (:mod:`fnmatch`, e.g. ``"*.db"``, ``"ses_*.json"``)
+        of sources that do not end ``.jsonl`` (``.jsonl.zst``, ``.jsonl.gz``): discovery lists the
+        files matching any loaded plugin's patterns too, under its default folders and under any
+        folder the user names, and offers them to ``detect_source``.
+    """
 
     harness: str
     path: Path
+    names: tuple[str, ...] = ()
 
 
 @attrs.frozen(slots=True)

@@ -26,7 +26,7 @@ import orjson
 
 from rematch_trace.errors import NothingFound, RematchError
 from rematch_trace.host.facade import Host
-from rematch_trace.importing.changes import plan
+from rematch_trace.importing.changes import plan, stat_with_members
 from rematch_trace.importing.conflicts import Conflicts
 from rematch_trace.importing.discovery import SUFFIXES, Searched, discover, walk
 from rematch_trace.importing.executor import Executor, Interrupted
@@ -52,7 +52,7 @@ FEW_FILES = 64
 
 def _plan_all(
     found: list[tuple[str, str | None]], ledger: Ledger, summary: Summary, largest_first: bool,
-    settings: ImportSettings | None = None,
+    settings: ImportSettings | None = None, host: Host | None = None,
 ) -> list[WorkItem]:
     """The files to import (the most work first, for parallel executors); unchanged ones only counted.
 
@@ -74,11 +74,13 @@ def _plan_all(
         while row is not None and row["path"] < key:
             row = next(rows, None)
         mine = row if row is not None and row["path"] == key else None
+        # A file found by a plugin's Location.names (no .jsonl) may be a source with members.
+        members = None if path.endswith(SUFFIXES) or host is None else host.members(Path(path))
         try:
-            size, mtime_ns, _regular = stat_of(path)
+            size, mtime_ns, _regular = stat_of(path) if members is None else stat_with_members(path, members)
         except (OSError, RematchError):
             size, mtime_ns = None, -1
-        decision, grown = plan(mine, path, size, mtime_ns, ledger)
+        decision, grown = plan(mine, path, size, mtime_ns, ledger, members is not None)
         if decision != "full" and mine is not None and (force or mine["settings"] != key_now):
             # Outputs made under other settings (or --force): read whole, as a new file.
             from rematch_trace.importing.settings import describe_change
@@ -92,7 +94,7 @@ def _plan_all(
         # Loaded by the first file to import: a rerun that finds nothing to do never needs it.
         from rematch_trace.importing.outcome import WorkItem
 
-        work = (size or 0) - (grown.offset if grown else 0)
+        work = max(0, (size or 0) - (grown.offset if grown and members is None else 0))
         # What the ledger holds of the file (its sessions, a grown file's state) is read when
         # the file is handed out: 100,000 grown files do not hold it all at once.
         todo.append(WorkItem(path, hint, grown, work, unread=mine is not None))
@@ -293,7 +295,7 @@ def import_locked(
             # caller that keeps the lock across runs (rematch watch).
             _mark_run_start(data)
             book.settings_key = settings.outputs_key
-            todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None, settings)
+            todo = _plan_all(found, book, summary, settings.jobs > 1 or scheduler is not None, settings, host)
             if todo:
                 # Checked once there is something to read (the reader and ijson load only then).
                 from rematch_trace.importing.reader import require_c_backend

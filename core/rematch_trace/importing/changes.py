@@ -60,13 +60,46 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def plan(row: Any, path: str, size: int | None, mtime_ns: int, ledger: Ledger) -> tuple[Plan, Grown | None]:
+def stat_with_members(path: str, members: list[str]) -> tuple[int, int, bool]:
+    """``stat_of`` of a source with members (``source_members``): the sizes of the path and of its
+    member files added up, the newest modification time of all (a member folder counts by its
+    time alone: a file added to it changes it). A member that does not exist counts for nothing."""
+    import stat as stat_mod
+
+    from rematch_trace.importing.fs import stat_of
+
+    size, mtime_ns, regular = stat_of(path)
+    for m in members:
+        try:
+            st = os.stat(m)
+        except OSError:
+            continue
+        if stat_mod.S_ISREG(st.st_mode):
+            size += st.st_size
+        mtime_ns = max(mtime_ns, st.st_mtime_ns)
+    return size, mtime_ns, regular
+
+
+def plan(row: Any, path: str, size: int | None, mtime_ns: int, ledger: Ledger,
+         members: bool = False) -> tuple[Plan, Grown | None]:
     """``skip``, ``full``, or ``grown`` (with what the worker needs to check and continue) for one file.
 
     ``row`` is the file's brief ledger row (or ``None``, see :meth:`Ledger.sources_brief`); its saved
-    state is asked of ``ledger`` only in the rare cases it matters here.
+    state is asked of ``ledger`` only in the rare cases it matters here. ``members``: the file is a
+    source with members (``size`` and ``mtime_ns`` from :func:`stat_with_members`); a change of
+    either is continued from the saved state (its offset is the plugin's cursor, no byte is
+    fingerprinted), and a change within :data:`RACY_SECONDS` of the import is assumed.
     """
     if row is None or size is None:
+        return "full", None
+    if members:
+        from rematch_trace.importing.outcome import Grown
+
+        same = size == row["size"] and mtime_ns == row["mtime_ns"]
+        if same and abs(row["imported_at"] - mtime_ns / 1e9) >= RACY_SECONDS:
+            return "skip", None
+        if row["outcome"] in ("imported", "resumed"):
+            return "grown", Grown(row["offset"] or 0)
         return "full", None
     if size == row["size"] and mtime_ns == row["mtime_ns"]:
         racy = abs(row["imported_at"] - mtime_ns / 1e9) < RACY_SECONDS
@@ -122,17 +155,25 @@ class Checked(NamedTuple):
         return _digest(self.data[start - self.start:offset - self.start])
 
 
-def resumable(path: str | os.PathLike[str], grown: Grown | None, size: int | None = None) -> Checked | None:
+def resumable(path: str | os.PathLike[str], grown: Grown | None, size: int | None = None,
+              members: bool = False) -> Checked | None:
     """The saved state to continue ``path`` from, if the part already imported is unchanged.
 
     ``size`` (the file's, as just found): the bytes past the old end, up to :data:`AHEAD`,
     are read with the tail, so that :meth:`Checked.tail_fp` gives the new end's fingerprint
     without reading the file again. A saved state this version cannot read (a damaged
-    ledger) is none: the file is read whole.
+    ledger) is none: the file is read whole. A source with ``members`` has no bytes to check:
+    its saved state is continued as it is (the plugin raises ``RestartImport`` when it cannot).
     """
     if grown is None or not grown.saved:
         return None
     from rematch_trace.store.states import load_saved
+
+    if members:
+        try:
+            return Checked(load_saved(grown.saved), 0, b"")
+        except ValueError:
+            return None
 
     try:
         saved = load_saved(grown.saved)

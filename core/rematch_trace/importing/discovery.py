@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import attrs
@@ -15,13 +15,27 @@ from rematch_trace.importing.fs import is_url, walk_url
 SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
 
 
-def walk(root: str | Path, suffixes: tuple[str, ...] = SUFFIXES) -> Iterator[str]:
-    """Transcript-like files under ``root`` (names ending with one of ``suffixes``), in sorted
-    order, never following links into loops.
+def walk(root: str | Path, suffixes: tuple[str, ...] = SUFFIXES,
+         names: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()) -> Iterator[str]:
+    """Transcript-like files under ``root`` (names ending with one of ``suffixes``, or matching one of
+    ``names``), in sorted order, never following links into loops.
 
+    ``names``: file-name patterns of other sources (the plugins' ``Location.names``), matched
+    too; a function giving them is called at the first file that is not a JSONL one (asking the
+    plugins loads their locating modules: a folder of JSONL files alone never pays for it).
     Paths are plain strings: an archive of 100,000 files held as ``Path``
     objects would cost about 40 MB more.
     """
+    import fnmatch
+
+    patterns: tuple[str, ...] | None = names if isinstance(names, tuple) else None
+
+    def other(name: str) -> bool:
+        nonlocal patterns
+        if patterns is None:
+            patterns = names() if callable(names) else ()
+        return any(fnmatch.fnmatchcase(name, n) for n in patterns)
+
     seen: set[tuple[int, int]] = set()
     stack = [os.fspath(root)]
     while stack:
@@ -43,7 +57,7 @@ def walk(root: str | Path, suffixes: tuple[str, ...] = SUFFIXES) -> Iterator[str
             try:
                 if e.is_dir(follow_symlinks=False):
                     subdirs.append(e.path)
-                elif e.is_file(follow_symlinks=False) and e.name.endswith(suffixes):
+                elif e.is_file(follow_symlinks=False) and (e.name.endswith(suffixes) or other(e.name)):
                     yield e.path
             except OSError:
                 continue
@@ -86,11 +100,12 @@ def discover(
     found: list[tuple[str, str | None]] = []
     seen: set[str] = set()
     suffixes = host.suffixes()
+    names = host.source_names  # asked only when a walk meets a file that is not a JSONL one
 
     def add(root: str | Path, hint: str | None) -> None:
         before = len(found)
         # Under an absolute, normalised root every path scandir gives is one too.
-        for f in walk(os.path.abspath(root), suffixes):
+        for f in walk(os.path.abspath(root), suffixes, names):
             if f not in seen and claimable(host, f, hint):
                 seen.add(f)
                 found.append((f, hint))

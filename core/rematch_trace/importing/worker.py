@@ -142,14 +142,25 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     grown = item.grown
     claims: Claims | None = None
     try:
-        size, mtime_ns, regular = stat_of(item.path)
+        # A source with members (a database, a tree of files): its stamp is its members' too,
+        # and its offset is the plugin's cursor, not bytes to fingerprint.
+        from rematch_trace.importing.discovery import SUFFIXES
+
+        members = None if item.path.endswith(SUFFIXES) else host.members(p)
+        if members is None:
+            size, mtime_ns, regular = stat_of(item.path)
+        else:
+            from rematch_trace.importing.changes import stat_with_members
+
+            size, mtime_ns, regular = stat_with_members(item.path, members)
         if not regular:
             # A FIFO or device named on the command line would block or never end.
             return failed("not a regular file")
-        checked = resumable(item.path, grown, size)
+        checked = resumable(item.path, grown, size, members is not None)
         saved = checked.saved if checked is not None else None
         claims = Claims(data, item.owned_ids)
-        source = kept_source(host, saved, p, item.hint, grown.offset) if saved is not None and grown else None
+        source = (kept_source(host, saved, p, item.hint, grown.offset)
+                  if saved is not None and grown and members is None else None)
         if source is None:
             source = host.detect(p, item.hint)
         if source is None:
@@ -210,7 +221,9 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     # less than changes.AHEAD): no second read of the file.
     tail = checked.tail_fp(result.offset, skip) if checked is not None and known is not None else None
     head = known
-    if source.rewritten:
+    if members is not None:
+        head = tail = None  # nothing of its bytes is kept as they were: the stamp alone says a change
+    elif source.rewritten:
         # Rewritten whole: the fingerprints are of the file as found (its offset is the plugin's own).
         head, tail = fingerprints(p, size, 0)
     elif tail is None:

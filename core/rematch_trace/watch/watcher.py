@@ -189,7 +189,7 @@ class Watcher:
         suffixes = worker_host().suffixes()
         changes_of = watchfiles.watch(
             *(path for path, _ in state),
-            watch_filter=wanted(data_root, suffixes),
+            watch_filter=wanted(data_root, suffixes, bool(worker_host().source_names())),
             debounce=self.settings.debounce_ms,
             step=self.settings.step_ms,
             stop_event=self.stop_event,
@@ -208,7 +208,8 @@ class Watcher:
                     first = False
                     self._import(discover(worker_host(), list(self.paths)), ledger, lag=False)
                     continue
-                found = files_of(((int(c), p) for c, p in changes), roots, data_root, deleted, suffixes)
+                found = files_of(((int(c), p) for c, p in changes), roots, data_root, deleted, suffixes,
+                                 worker_host())
                 found = [(p, h) for p, h in found if claimable(worker_host(), p, h)]
                 if self.polling:
                     found = self._recheck(found, roots, ledger)
