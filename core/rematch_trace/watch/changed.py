@@ -26,8 +26,8 @@ def under(path: str, folder: str) -> bool:
 
 
 def files_of(
-    changes: Iterable[tuple[int, str]], roots: Roots, data_root: str, deleted: int,
-    suffixes: tuple[str, ...] = SUFFIXES, host: Host | None = None,
+    changes: Iterable[tuple[int, str]], roots: Roots, data_root: str, deleted: int, host: Host | None = None,
+    suffixes: tuple[str, ...] = SUFFIXES,
 ) -> list[tuple[str, str | None]]:
     """The transcript files a burst touched (sorted, each once), with their hints.
 

@@ -208,8 +208,8 @@ class Watcher:
                     first = False
                     self._import(discover(worker_host(), list(self.paths)), ledger, lag=False)
                     continue
-                found = files_of(((int(c), p) for c, p in changes), roots, data_root, deleted, suffixes,
-                                 worker_host())
+                found = files_of(((int(c), p) for c, p in changes), roots, data_root, deleted, worker_host(),
+                                 suffixes)
                 found = [(p, h) for p, h in found if claimable(worker_host(), p, h)]
                 if self.polling:
                     found = self._recheck(found, roots, ledger)
