@@ -403,6 +403,10 @@ class SearchIndex:
                 groups.setdefault(r["source_path"], []).append(r)
         known = {r[0]: r for r in self.db.execute("SELECT path, size, mtime_ns, end_off, streams FROM sources")}
         host = None
+        # Sessions whose trace's assistant heads give way to their source's text, dropped after the
+        # reading: an FTS5 delete between inserts flushes its pending terms to a new segment (and the
+        # merges follow), so every delete of the pass is made in one statement at its end.
+        heads: set[str] = set()
         for path, rows in groups.items():
             if only is not None and not any(r["key"] in only for r in rows):
                 continue
@@ -414,10 +418,17 @@ class SearchIndex:
                 from rematch_trace.importing.worker import worker_host
 
                 host = worker_host()
-            self._read_source(host, path, rows, old, stamp, figures)
+            self._read_source(host, path, rows, old, stamp, figures, heads)
+        if heads:
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS said (key TEXT PRIMARY KEY)")
+            self.db.execute("DELETE FROM said")
+            self.db.executemany("INSERT OR IGNORE INTO said VALUES (?)", [(k,) for k in heads])
+            ids = [(r[0],) for r in self.db.execute(
+                "SELECT id FROM spans WHERE src IS NULL AND key IN (SELECT key FROM said)")]
+            self.db.executemany("DELETE FROM text WHERE rowid = ? AND kind = 'assistant'", ids)
 
     def _read_source(self, host: Any, path: str, rows: list[dict[str, Any]], old: tuple[Any, ...] | None,
-                     stamp: tuple[int, int], figures: SyncFigures) -> None:
+                     stamp: tuple[int, int], figures: SyncFigures, heads: set[str]) -> None:
         from rematch_trace.conversation.view import source_items
         from rematch_trace.host.conversation import Returned, Said
         from rematch_trace.host.vocab import Session
@@ -427,12 +438,25 @@ class SearchIndex:
         start = int(old[3]) if old is not None and not compressed and stamp[0] >= old[1] else 0
         streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
         if not start:
-            self.db.execute("DELETE FROM text WHERE rowid IN (SELECT id FROM spans WHERE src = ?)", (path,))
-            self.db.execute("DELETE FROM spans WHERE src = ?", (path,))
+            # Looked up first (spans_by_src): a source read for the first time has nothing to delete,
+            # and an FTS5 delete, even of no row, flushes the terms pending in memory.
+            gone = [(r[0],) for r in self.db.execute("SELECT id FROM spans WHERE src = ?", (path,))]
+            if gone:
+                self.db.executemany("DELETE FROM text WHERE rowid = ?", gone)
+                self.db.execute("DELETE FROM spans WHERE src = ?", (path,))
         by_id = {r["session_id"]: r["key"] for r in rows}
         main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
+        # Each call's seq, by key and call id: one query per source, not one per output.
+        seqs: dict[tuple[str, str], int | None] = {}
+        for r in rows:
+            seqs.update(((r["key"], c), s) for c, s in self.db.execute(
+                "SELECT call_id, seq FROM calls WHERE key = ?", (r["key"],)))
         end = [start]
         redact = default_redactor().redact
+        # The rows are inserted after the reading, in two executemany calls: their ids are known
+        # ahead (the pass holds the write lock from BEGIN IMMEDIATE to COMMIT).
+        found: list[tuple[str, str, int | None, int | None, str]] = []
+        failed = False
         try:
             _, _, items = source_items(host, path, rows[0]["harness"], start, end)
             for it in items or ():
@@ -447,25 +471,28 @@ class SearchIndex:
                     kind, body = "assistant", it.text[:SAID_CHARS]
                 elif isinstance(it, Returned) and it.output.strip():
                     kind, body = "output", it.output[:OUTPUT_CHARS]
-                    got = self.db.execute("SELECT seq FROM calls WHERE key = ? AND call_id = ?",
-                                          (key, it.call_id)).fetchone()
-                    seq = got[0] if got else None
+                    seq = seqs.get((key, it.call_id))
                 else:
                     continue
                 body = redact(body)[0]
                 if not body.strip():
                     continue
-                cur = self.db.execute("INSERT INTO spans (key, off, len, digest, src) VALUES (?,-1,0,x'',?)",
-                                      (key, path))
-                self.db.execute("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
-                                (cur.lastrowid, _valid(body), kind, seq, it.t))
-                figures.records += 1
-                if kind == "assistant" and key not in self._conv:
-                    # From now on this session's assistant text is the source's: the trace's heads go.
-                    self._conv.add(key)
-                    self.db.execute("DELETE FROM text WHERE kind = 'assistant' AND rowid IN "
-                                    "(SELECT id FROM spans WHERE key = ? AND src IS NULL)", (key,))
+                found.append((key, kind, seq, it.t, _valid(body)))
         except Exception:  # a plugin failing on its own file: the trace's text stays searchable
+            failed = True  # what it gave before is kept; the source is not recorded (read again next time)
+        if found:
+            first = int(self.db.execute("SELECT coalesce(max(id), 0) FROM spans").fetchone()[0]) + 1
+            self.db.executemany("INSERT INTO spans (id, key, off, len, digest, src) VALUES (?,?,-1,0,x'',?)",
+                                ((first + i, f[0], path) for i, f in enumerate(found)))
+            self.db.executemany("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
+                                ((first + i, f[4], f[1], f[2], f[3]) for i, f in enumerate(found)))
+            figures.records += len(found)
+            for f in found:
+                if f[1] == "assistant" and f[0] not in self._conv:
+                    # From now on this session's assistant text is the source's: the trace's heads go.
+                    self._conv.add(f[0])
+                    heads.add(f[0])
+        if failed:
             return
         self.db.execute(
             """INSERT INTO sources (path, size, mtime_ns, end_off, streams) VALUES (?,?,?,?,?)
