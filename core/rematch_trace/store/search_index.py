@@ -395,7 +395,7 @@ class SearchIndex:
         groups: dict[str, list[dict[str, Any]]] = {}
         with Ledger(data.ledger, readonly=True) as ledger:
             for row in ledger.db.execute("SELECT harness, session_id, agent_kind, source_path, source_size, "
-                                         "source_mtime_ns, trace_path FROM sessions"):
+                                         "source_mtime_ns, trace_path FROM sessions ORDER BY source_path, trace_path"):
                 r = dict(row)
                 r["key"] = key_of(r)
                 if r["key"] is None or not isinstance(r["source_path"], str) or not r["source_path"]:
