@@ -44,8 +44,9 @@ def import_without_follow(corpus: Path, data_root: Path, jobs: int) -> float:
     real = follow.follow_outputs
     follow.follow_outputs = lambda *a, **k: None  # type: ignore[assignment]
     try:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _cpu()
         run_import([corpus], DataDir(data_root), ImportSettings(jobs=jobs), name_clean=False)
+        IMPORT_CPU.append(_cpu() - c)
         return time.perf_counter() - t
     finally:
         follow.follow_outputs = real
@@ -94,6 +95,8 @@ def follow_split(data_root: Path, jobs: int, pair: bool = False) -> tuple[float,
     return t1 - t, time.perf_counter() - t1, figures
 
 
+#: CPU seconds (the workers' too) of each import_without_follow, in order.
+IMPORT_CPU: list[float] = []
 #: (seconds, figures, CPU seconds with the workers') of each follow_split's source indexing, in order.
 SOURCES: list[tuple[float, object, float]] = []
 #: (seconds, CPU seconds) of the cold source pass in one process, on a copy (``follow_split(pair=True)``).
@@ -188,18 +191,18 @@ def main() -> None:
     gib = size / 2**30
     print(f"archive: {size / 1e6:,.0f} MB, {n_sessions:,} sessions ({a.jobs} jobs; +1% = {added / 1e6:.1f} MB); "
           f"traces {traces / 1e6:,.1f} MB; python {sys.version.split()[0]}")
-    print(f"cold import {cold:.2f}s; + summaries {sum_cold:.2f}s ({sum_cold / cold:.1%}) "
+    print(f"cold import {cold:.2f}s ({IMPORT_CPU[0]:.2f}s CPU); + summaries {sum_cold:.2f}s ({sum_cold / cold:.1%}) "
           f"+ index {idx_cold:.2f}s ({idx_cold / cold:.1%}) [{fig_cold}]")
     print(f"rerun, nothing changed {nothing:.2f}s; + summaries {sum_same:.3f}s + index {idx_same:.3f}s")
     print(f"+1% rerun {grown:.2f}s; + summaries {sum_grow:.2f}s ({sum_grow / grown:.1%}) "
           f"+ index {idx_grow:.2f}s ({idx_grow / grown:.1%}) [{fig_grow}]")
     (src_cold, fsc, cpu_cold), (src_same, _, _), (src_grow, fsg, cpu_grow) = SOURCES
     print(f"of which source text (assistant text, tool outputs; conversation_items; {a.jobs} jobs): cold "
-          f"{src_cold:.2f}s, {cpu_cold:.2f}s CPU ({src_cold / cold:.1%} of the import) [{fsc}]; nothing changed "
+          f"{src_cold:.2f}s, {cpu_cold:.2f}s CPU ({src_cold / cold:.1%} of the import's wall, {cpu_cold / IMPORT_CPU[0]:.1%} of its CPU) [{fsc}]; nothing changed "
           f"{src_same:.3f}s; +1% {src_grow:.2f}s, {cpu_grow:.2f}s CPU ({src_grow / grown:.1%} of the rerun) [{fsg}]")
     ((one_wall, one_cpu),) = PAIR
     print(f"the cold source pass in one process (the same folder, copied): {one_wall:.2f}s, {one_cpu:.2f}s CPU "
-          f"({one_wall / cold:.1%} of the import)")
+          f"({one_wall / cold:.1%} of the import's wall, {one_cpu / IMPORT_CPU[0]:.1%} of its CPU)")
     print(f"index: {idx_bytes / 1e6:.1f} MB = {idx_bytes / size:.1%} of the archive, {idx_bytes / traces:.0%} of the "
           f"traces; about {idx_bytes / 1e6 / gib:.0f} MB per GiB of transcripts")
     print("search (query alone, median of 5): " + ", ".join(f"{q} {t * 1000:.1f} ms" for q, t in lat.items()))

@@ -557,18 +557,25 @@ def _read_all(todo: list[_SourceTask], jobs: int) -> Iterator[_SourceRows]:
     if jobs <= 1 or len(todo) < POOL_MIN:
         yield from map(_source_rows, todo)
         return
+    import gc
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
+
+    from rematch_trace.security.redact import default_redactor
 
     if not _HOST:
         from rematch_trace.importing.worker import worker_host
 
         _HOST.append(worker_host())  # made before the fork: each worker inherits it
+    default_redactor()  # its patterns compiled once, here, not in each worker
     done = 0
     # fork: the workers inherit the loaded plugins (the import's pool forks too); they never
     # touch the parent's SQLite connection. A worker that dies breaks the pool (it does not
     # hang it): what is left is read here.
+    # The parent's objects frozen first: a worker's collector then leaves them alone, so it does
+    # not copy the pages of a parent grown large by the import it just ran.
+    gc.freeze()
     try:
         with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
             for got in pool.map(_source_rows, todo, chunksize=2):
@@ -576,6 +583,8 @@ def _read_all(todo: list[_SourceTask], jobs: int) -> Iterator[_SourceRows]:
                 yield got
     except BrokenProcessPool:
         yield from map(_source_rows, todo[done:])
+    finally:
+        gc.unfreeze()
 
 
 def _valid(text: str) -> str:
