@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import shutil
 import sqlite3
@@ -46,6 +47,8 @@ def import_without_follow(corpus: Path, data_root: Path, jobs: int) -> float:
     try:
         t, c = time.perf_counter(), _cpu()
         run_import([corpus], DataDir(data_root), ImportSettings(jobs=jobs), name_clean=False)
+        # The pool's ended workers reaped now: else their CPU is counted when the next pool reaps them.
+        multiprocessing.active_children()
         IMPORT_CPU.append(_cpu() - c)
         return time.perf_counter() - t
     finally:
