@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import shutil
 import sqlite3
@@ -44,15 +45,30 @@ def import_without_follow(corpus: Path, data_root: Path, jobs: int) -> float:
     real = follow.follow_outputs
     follow.follow_outputs = lambda *a, **k: None  # type: ignore[assignment]
     try:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _cpu()
         run_import([corpus], DataDir(data_root), ImportSettings(jobs=jobs), name_clean=False)
+        # The pool's ended workers reaped now: else their CPU is counted when the next pool reaps them.
+        multiprocessing.active_children()
+        IMPORT_CPU.append(_cpu() - c)
         return time.perf_counter() - t
     finally:
         follow.follow_outputs = real
 
 
-def follow_split(data_root: Path) -> tuple[float, float, object]:
-    """Seconds of storing summaries, then of syncing the index (traces, then sources); the sync's figures."""
+def _cpu() -> float:
+    """CPU seconds of this process and its ended children (the source pass's workers)."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def follow_split(data_root: Path, jobs: int, pair: bool = False) -> tuple[float, float, object]:
+    """Seconds of storing summaries, then of syncing the index (traces, then sources); the sync's figures.
+
+    The source pass runs with ``jobs`` workers, as the import's ``follow_outputs`` runs it. ``pair``:
+    first the same pass with one process on a copy of the folder (the same index state), for the pair.
+    """
     from rematch_trace.report.stored import store_summaries
     from rematch_trace.store.datafolder import DataDir
     from rematch_trace.store.search_index import SearchIndex, index_path
@@ -64,15 +80,30 @@ def follow_split(data_root: Path) -> tuple[float, float, object]:
     with SearchIndex(index_path(data), sources=False) as index:
         figures = index.sync(data)
     t2 = time.perf_counter()
+    if pair:
+        copy = data_root.parent / "pair"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(data_root, copy, symlinks=True)
+        c, w = _cpu(), time.perf_counter()
+        with SearchIndex(index_path(DataDir(copy))) as index:
+            index.sync_sources(DataDir(copy), jobs=1)
+        PAIR.append((time.perf_counter() - w, _cpu() - c))
+        shutil.rmtree(copy)
+        t2 = time.perf_counter()
     # What the conversation hook adds: the assistant's text and tool outputs from each source transcript.
+    c = _cpu()
     with SearchIndex(index_path(data)) as index:
-        figures_src = index.sync_sources(data)
-    SOURCES.append((time.perf_counter() - t2, figures_src))
+        figures_src = index.sync_sources(data, jobs=jobs)
+    SOURCES.append((time.perf_counter() - t2, figures_src, _cpu() - c))
     return t1 - t, time.perf_counter() - t1, figures
 
 
-#: (seconds, figures) of each follow_split's source indexing, in order.
-SOURCES: list[tuple[float, object]] = []
+#: CPU seconds (the workers' too) of each import_without_follow, in order.
+IMPORT_CPU: list[float] = []
+#: (seconds, figures, CPU seconds with the workers') of each follow_split's source indexing, in order.
+SOURCES: list[tuple[float, object, float]] = []
+#: (seconds, CPU seconds) of the cold source pass in one process, on a copy (``follow_split(pair=True)``).
+PAIR: list[tuple[float, float]] = []
 
 
 def cli(*args: str) -> tuple[float, float]:
@@ -123,7 +154,7 @@ def main() -> None:
     size = corpus_size(corpus)
 
     cold = import_without_follow(corpus, data, a.jobs)
-    sum_cold, idx_cold, fig_cold = follow_split(data)
+    sum_cold, idx_cold, fig_cold = follow_split(data, a.jobs, pair=True)
     index = data / "search.sqlite"
     with sqlite3.connect(data / "ledger.sqlite") as db:
         n_sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
@@ -154,24 +185,27 @@ def main() -> None:
     shutil.rmtree(bare)
 
     nothing = import_without_follow(corpus, data, a.jobs)
-    sum_same, idx_same, _ = follow_split(data)
+    sum_same, idx_same, _ = follow_split(data, a.jobs)
     added, _lines = grow(corpus, nxt, a.work / "grown.json")
     grown = import_without_follow(corpus, data, a.jobs)
-    sum_grow, idx_grow, fig_grow = follow_split(data)
+    sum_grow, idx_grow, fig_grow = follow_split(data, a.jobs)
     ungrow(corpus, a.work / "grown.json")
 
     gib = size / 2**30
     print(f"archive: {size / 1e6:,.0f} MB, {n_sessions:,} sessions ({a.jobs} jobs; +1% = {added / 1e6:.1f} MB); "
           f"traces {traces / 1e6:,.1f} MB; python {sys.version.split()[0]}")
-    print(f"cold import {cold:.2f}s; + summaries {sum_cold:.2f}s ({sum_cold / cold:.1%}) "
+    print(f"cold import {cold:.2f}s ({IMPORT_CPU[0]:.2f}s CPU); + summaries {sum_cold:.2f}s ({sum_cold / cold:.1%}) "
           f"+ index {idx_cold:.2f}s ({idx_cold / cold:.1%}) [{fig_cold}]")
     print(f"rerun, nothing changed {nothing:.2f}s; + summaries {sum_same:.3f}s + index {idx_same:.3f}s")
     print(f"+1% rerun {grown:.2f}s; + summaries {sum_grow:.2f}s ({sum_grow / grown:.1%}) "
           f"+ index {idx_grow:.2f}s ({idx_grow / grown:.1%}) [{fig_grow}]")
-    (src_cold, fsc), (src_same, _), (src_grow, fsg) = SOURCES
-    print(f"of which source text (assistant text, tool outputs; conversation_items): cold {src_cold:.2f}s "
-          f"({src_cold / cold:.1%} of the import) [{fsc}]; nothing changed {src_same:.3f}s; "
-          f"+1% {src_grow:.2f}s ({src_grow / grown:.1%} of the rerun) [{fsg}]")
+    (src_cold, fsc, cpu_cold), (src_same, _, _), (src_grow, fsg, cpu_grow) = SOURCES
+    print(f"of which source text (assistant text, tool outputs; conversation_items; {a.jobs} jobs): cold "
+          f"{src_cold:.2f}s, {cpu_cold:.2f}s CPU ({src_cold / cold:.1%} of the import's wall, {cpu_cold / IMPORT_CPU[0]:.1%} of its CPU) [{fsc}]; nothing changed "
+          f"{src_same:.3f}s; +1% {src_grow:.2f}s, {cpu_grow:.2f}s CPU ({src_grow / grown:.1%} of the rerun) [{fsg}]")
+    ((one_wall, one_cpu),) = PAIR
+    print(f"the cold source pass in one process (the same folder, copied): {one_wall:.2f}s, {one_cpu:.2f}s CPU "
+          f"({one_wall / cold:.1%} of the import's wall, {one_cpu / IMPORT_CPU[0]:.1%} of its CPU)")
     print(f"index: {idx_bytes / 1e6:.1f} MB = {idx_bytes / size:.1%} of the archive, {idx_bytes / traces:.0%} of the "
           f"traces; about {idx_bytes / 1e6 / gib:.0f} MB per GiB of transcripts")
     print("search (query alone, median of 5): " + ", ".join(f"{q} {t * 1000:.1f} ms" for q, t in lat.items()))

@@ -237,7 +237,7 @@ def run_import(
             # Stored summaries and the search index follow the traces: only what changed is read.
             from rematch_trace.store.follow import follow_outputs
 
-            follow_outputs(data)
+            follow_outputs(data, jobs=1 if scheduler is not None else settings.jobs)
         handed_out = summary.interrupted is not None or summary.count("unchanged") < sum(summary.counts.values())
         if (settings.jobs > 1 or scheduler is not None) and handed_out:
             # A killed worker's temporaries (a cluster's workers have no parent to sweep them).

@@ -218,7 +218,7 @@ class SearchIndex:
                 self.db.execute("ROLLBACK")
             raise
 
-    def sync(self, data: DataDir, only: set[str] | None = None) -> SyncFigures:
+    def sync(self, data: DataDir, only: set[str] | None = None, jobs: int = 1) -> SyncFigures:
         """Bring the index up to date with the data folder's traces (``only``: just these keys).
 
         An unchanged trace costs one ``stat`` (its inode, size and mtime as indexed): a rerun
@@ -259,7 +259,7 @@ class SearchIndex:
             for key in changed:
                 self._sync_one(data, key, known.get(key), key in raw, figures)
             if self.sources:
-                self._sync_sources(data, only, figures)
+                self._sync_sources(data, only, figures, jobs)
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
@@ -364,14 +364,14 @@ class SearchIndex:
             (key, st.st_ino, st.st_size if off == st.st_size else -1, st.st_mtime_ns, off, started, session_id),
         )
 
-    def sync_sources(self, data: DataDir, only: set[str] | None = None) -> SyncFigures:
+    def sync_sources(self, data: DataDir, only: set[str] | None = None, jobs: int = 1) -> SyncFigures:
         """Index what the sources the import read since the last sync hold (:meth:`sync` does it when a
         trace changed); in a transaction of its own."""
         figures = SyncFigures()
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self._conv = {r[0] for r in self.db.execute("SELECT DISTINCT key FROM spans WHERE src IS NOT NULL")}
-            self._sync_sources(data, only, figures)
+            self._sync_sources(data, only, figures, jobs)
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
@@ -379,7 +379,7 @@ class SearchIndex:
             raise
         return figures
 
-    def _sync_sources(self, data: DataDir, only: set[str] | None, figures: SyncFigures) -> None:
+    def _sync_sources(self, data: DataDir, only: set[str] | None, figures: SyncFigures, jobs: int = 1) -> None:
         """Index the assistant's text and the tool outputs of the sources the import read since the last sync.
 
         Read through the plugin that claims each source (``conversation_items``), redacted by the events'
@@ -395,14 +395,19 @@ class SearchIndex:
         groups: dict[str, list[dict[str, Any]]] = {}
         with Ledger(data.ledger, readonly=True) as ledger:
             for row in ledger.db.execute("SELECT harness, session_id, agent_kind, source_path, source_size, "
-                                         "source_mtime_ns, trace_path FROM sessions"):
+                                         "source_mtime_ns, trace_path FROM sessions ORDER BY source_path, trace_path"):
                 r = dict(row)
                 r["key"] = key_of(r)
                 if r["key"] is None or not isinstance(r["source_path"], str) or not r["source_path"]:
                     continue
                 groups.setdefault(r["source_path"], []).append(r)
         known = {r[0]: r for r in self.db.execute("SELECT path, size, mtime_ns, end_off, streams FROM sources")}
-        host = None
+        # Sessions whose trace's assistant heads give way to their source's text, dropped after the
+        # reading: an FTS5 delete between inserts flushes its pending terms to a new segment (and the
+        # merges follow), so every delete of the pass is made in one statement at its end.
+        heads: set[str] = set()
+        todo: list[_SourceTask] = []
+        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int]]] = []
         for path, rows in groups.items():
             if only is not None and not any(r["key"] in only for r in rows):
                 continue
@@ -410,68 +415,61 @@ class SearchIndex:
             old = known.get(path)
             if old is not None and (old[1], old[2]) == stamp:
                 continue
-            if host is None:
-                from rematch_trace.importing.worker import worker_host
+            compressed = not path.endswith(".jsonl")
+            start = int(old[3]) if old is not None and not compressed and stamp[0] >= old[1] else 0
+            streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
+            by_id = {r["session_id"]: r["key"] for r in rows}
+            main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
+            todo.append((path, rows[0]["harness"], start, streams, by_id, main))
+            plans.append((path, rows, stamp))
+        for (path, rows, stamp), task, got in zip(plans, todo, _read_all(todo, jobs), strict=True):
+            self._store_source(path, rows, stamp, task[2], got, figures, heads)
+        if heads:
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS said (key TEXT PRIMARY KEY)")
+            self.db.execute("DELETE FROM said")
+            self.db.executemany("INSERT OR IGNORE INTO said VALUES (?)", [(k,) for k in heads])
+            ids = [(r[0],) for r in self.db.execute(
+                "SELECT id FROM spans WHERE src IS NULL AND key IN (SELECT key FROM said)")]
+            self.db.executemany("DELETE FROM text WHERE rowid = ? AND kind = 'assistant'", ids)
 
-                host = worker_host()
-            self._read_source(host, path, rows, old, stamp, figures)
-
-    def _read_source(self, host: Any, path: str, rows: list[dict[str, Any]], old: tuple[Any, ...] | None,
-                     stamp: tuple[int, int], figures: SyncFigures) -> None:
-        from rematch_trace.conversation.view import source_items
-        from rematch_trace.host.conversation import Returned, Said
-        from rematch_trace.host.vocab import Session
-        from rematch_trace.security.redact import default_redactor
-
-        compressed = not path.endswith(".jsonl")
-        start = int(old[3]) if old is not None and not compressed and stamp[0] >= old[1] else 0
-        streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
+    def _store_source(self, path: str, rows: list[dict[str, Any]], stamp: tuple[int, int], start: int,
+                      got: _SourceRows, figures: SyncFigures, heads: set[str]) -> None:
+        """Insert what :func:`_source_rows` read from one source, and record the source (unless it failed)."""
+        found, end, streams, failed = got
         if not start:
-            self.db.execute("DELETE FROM text WHERE rowid IN (SELECT id FROM spans WHERE src = ?)", (path,))
-            self.db.execute("DELETE FROM spans WHERE src = ?", (path,))
-        by_id = {r["session_id"]: r["key"] for r in rows}
-        main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
-        end = [start]
-        redact = default_redactor().redact
-        try:
-            _, _, items = source_items(host, path, rows[0]["harness"], start, end)
-            for it in items or ():
-                if isinstance(it, Session):
-                    streams[it.stream] = by_id.get(it.session_id, "")
-                    continue
-                key = streams.get(it.stream, main if it.stream == "" else "")
-                if not key:
-                    continue
-                seq: int | None = None
-                if isinstance(it, Said) and it.role == "assistant":
-                    kind, body = "assistant", it.text[:SAID_CHARS]
-                elif isinstance(it, Returned) and it.output.strip():
-                    kind, body = "output", it.output[:OUTPUT_CHARS]
-                    got = self.db.execute("SELECT seq FROM calls WHERE key = ? AND call_id = ?",
-                                          (key, it.call_id)).fetchone()
-                    seq = got[0] if got else None
-                else:
-                    continue
-                body = redact(body)[0]
-                if not body.strip():
-                    continue
-                cur = self.db.execute("INSERT INTO spans (key, off, len, digest, src) VALUES (?,-1,0,x'',?)",
-                                      (key, path))
-                self.db.execute("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
-                                (cur.lastrowid, _valid(body), kind, seq, it.t))
-                figures.records += 1
-                if kind == "assistant" and key not in self._conv:
+            # Looked up first (spans_by_src): a source read for the first time has nothing to delete,
+            # and an FTS5 delete, even of no row, flushes the terms pending in memory.
+            gone = [(r[0],) for r in self.db.execute("SELECT id FROM spans WHERE src = ?", (path,))]
+            if gone:
+                self.db.executemany("DELETE FROM text WHERE rowid = ?", gone)
+                self.db.execute("DELETE FROM spans WHERE src = ?", (path,))
+        if found:
+            # Each output's call seq, by key and call id: one query per session, not one per output.
+            seqs: dict[tuple[str, str], int | None] = {}
+            for r in rows:
+                seqs.update(((r["key"], c), q) for c, q in self.db.execute(
+                    "SELECT call_id, seq FROM calls WHERE key = ?", (r["key"],)))
+            # Two executemany calls: the ids are known ahead (the pass holds the write lock
+            # from BEGIN IMMEDIATE to COMMIT).
+            first = int(self.db.execute("SELECT coalesce(max(id), 0) FROM spans").fetchone()[0]) + 1
+            self.db.executemany("INSERT INTO spans (id, key, off, len, digest, src) VALUES (?,?,-1,0,x'',?)",
+                                ((first + i, f[0], path) for i, f in enumerate(found)))
+            self.db.executemany("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
+                                ((first + i, f[4], f[1], seqs.get((f[0], f[2])) if f[2] is not None else None,
+                                  f[3]) for i, f in enumerate(found)))
+            figures.records += len(found)
+            for f in found:
+                if f[1] == "assistant" and f[0] not in self._conv:
                     # From now on this session's assistant text is the source's: the trace's heads go.
-                    self._conv.add(key)
-                    self.db.execute("DELETE FROM text WHERE kind = 'assistant' AND rowid IN "
-                                    "(SELECT id FROM spans WHERE key = ? AND src IS NULL)", (key,))
-        except Exception:  # a plugin failing on its own file: the trace's text stays searchable
-            return
+                    self._conv.add(f[0])
+                    heads.add(f[0])
+        if failed:
+            return  # what it gave before failing is kept; the source is not recorded (read again next time)
         self.db.execute(
             """INSERT INTO sources (path, size, mtime_ns, end_off, streams) VALUES (?,?,?,?,?)
                ON CONFLICT(path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns,
                    end_off=excluded.end_off, streams=excluded.streams""",
-            (path, stamp[0], stamp[1], end[0], orjson.dumps(streams).decode()))
+            (path, stamp[0], stamp[1], end, orjson.dumps(streams).decode()))
 
     def started(self) -> dict[str, int | None]:
         """Trace key -> the session's start (ms), as its ``session_start`` record says."""
@@ -497,6 +495,96 @@ class SearchIndex:
         traces = int(self.db.execute("SELECT count(*) FROM traces").fetchone()[0])
         records = int(self.db.execute("SELECT count(*) FROM spans").fetchone()[0])
         return traces, records
+
+
+#: One source to read: its path, harness, start offset, stream -> key map so far, session id -> key, main key.
+_SourceTask = tuple[str, str, int, dict[str, str], dict[str, str], str]
+#: What one source gave: rows ``(key, kind, call_id, t, body)``, the end offset, the streams, whether it failed.
+_SourceRows = tuple[list[tuple[str, str, str | None, int | None, str]], int, dict[str, str], bool]
+#: The plugin host of a process reading sources (made once per process; a forked worker inherits it).
+_HOST: list[Any] = []
+#: Fewer sources than this are read in this process: a pool costs more than it saves.
+POOL_MIN = 8
+
+
+def _source_rows(task: _SourceTask) -> _SourceRows:
+    """Read one source through its plugin's ``conversation_items`` hook: each assistant text and tool
+    output, cut to its bound and redacted by the events' redactor (in a worker, or in this process)."""
+    from rematch_trace.conversation.view import source_items
+    from rematch_trace.host.conversation import Returned, Said
+    from rematch_trace.host.vocab import Session
+    from rematch_trace.security.redact import default_redactor
+
+    path, harness, start, streams, by_id, main = task
+    if not _HOST:
+        from rematch_trace.importing.worker import worker_host
+
+        _HOST.append(worker_host())
+    end = [start]
+    redact = default_redactor().redact
+    found: list[tuple[str, str, str | None, int | None, str]] = []
+    try:
+        _, _, items = source_items(_HOST[0], path, harness, start, end)
+        for it in items or ():
+            if isinstance(it, Session):
+                streams[it.stream] = by_id.get(it.session_id, "")
+                continue
+            key = streams.get(it.stream, main if it.stream == "" else "")
+            if not key:
+                continue
+            call: str | None = None
+            if isinstance(it, Said) and it.role == "assistant":
+                kind, body = "assistant", it.text[:SAID_CHARS]
+            elif isinstance(it, Returned) and it.output.strip():
+                kind, body, call = "output", it.output[:OUTPUT_CHARS], it.call_id
+            else:
+                continue
+            body = redact(body)[0]
+            if not body.strip():
+                continue
+            found.append((key, kind, call, it.t, _valid(body)))
+    except Exception:  # a plugin failing on its own file: the trace's text stays searchable
+        return found, end[0], streams, True
+    return found, end[0], streams, False
+
+
+def _read_all(todo: list[_SourceTask], jobs: int) -> Iterator[_SourceRows]:
+    """:func:`_source_rows` of each task, in order: in ``jobs`` forked workers when there are enough.
+
+    Only the reading and the redaction are parallel; the one writer (the caller) inserts, in the
+    order of ``todo``, so the index is the same whatever ``jobs`` is.
+    """
+    if jobs <= 1 or len(todo) < POOL_MIN:
+        yield from map(_source_rows, todo)
+        return
+    import gc
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from rematch_trace.security.redact import default_redactor
+
+    if not _HOST:
+        from rematch_trace.importing.worker import worker_host
+
+        _HOST.append(worker_host())  # made before the fork: each worker inherits it
+    default_redactor()  # its patterns compiled once, here, not in each worker
+    done = 0
+    # fork: the workers inherit the loaded plugins (the import's pool forks too); they never
+    # touch the parent's SQLite connection. A worker that dies breaks the pool (it does not
+    # hang it): what is left is read here.
+    # The parent's objects frozen first: a worker's collector then leaves them alone, so it does
+    # not copy the pages of a parent grown large by the import it just ran.
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
+            for got in pool.map(_source_rows, todo, chunksize=2):
+                done += 1
+                yield got
+    except BrokenProcessPool:
+        yield from map(_source_rows, todo[done:])
+    finally:
+        gc.unfreeze()
 
 
 def _valid(text: str) -> str:
@@ -541,11 +629,14 @@ def to_query(text: str) -> str:
     return " ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def sync_data(data: DataDir, only: set[str] | None = None) -> SyncFigures | None:
-    """Sync the data folder's index (made if missing); ``None`` when it cannot be written (said by the caller)."""
+def sync_data(data: DataDir, only: set[str] | None = None, jobs: int = 1) -> SyncFigures | None:
+    """Sync the data folder's index (made if missing); ``None`` when it cannot be written (said by the caller).
+
+    ``jobs``: worker processes reading the source transcripts (the import's ``--jobs``).
+    """
     try:
         with SearchIndex(index_path(data)) as index:
-            return index.sync(data, only)
+            return index.sync(data, only, jobs)
     except (OSError, sqlite3.Error):
         return None
 
