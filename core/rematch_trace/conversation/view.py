@@ -105,11 +105,12 @@ def _host() -> Any:
 
 
 def source_items(host: Any, path: str, harness: str, start: int = 0,
-                 end: list[int] | None = None) -> tuple[str, str, Iterator[Any] | None]:
+                 end: list[int] | None = None, kept: Any = None) -> tuple[str, str, Iterator[Any] | None]:
     """``(status, note, items)`` of a source file read from ``start`` through its plugin.
 
     ``end``, when given, holds the offset just past the last whole record read so far (the search
-    index reads a grown file on from there).
+    index reads a grown file on from there). ``kept``: the source as the import claimed it (no
+    plugin is asked to detect it again).
     """
     from rematch_trace.host.source import RawRecord
 
@@ -123,7 +124,7 @@ def source_items(host: Any, path: str, harness: str, start: int = 0,
     p = Path(path)
     if not path or not os.path.isfile(p):
         return "gone", f"the source transcript {path or '(none)'} is gone: only the trace's records are shown", None
-    source = host.detect(p, harness)
+    source = kept if kept is not None else host.detect(p, harness)
     if source is None:
         return "unclaimed", f"no installed plugin reads {path}", None
     items = host.conversation(source, whole(host.read(source, start)))

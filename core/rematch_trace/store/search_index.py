@@ -420,8 +420,13 @@ class SearchIndex:
             streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
             by_id = {r["session_id"]: r["key"] for r in rows}
             main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
-            todo.append((path, rows[0]["harness"], start, streams, by_id, main))
+            todo.append((path, rows[0]["harness"], start, streams, by_id, main, None))
             plans.append((path, rows, stamp))
+        if todo:
+            # The claim the import kept for each source (its saved state): the reading asks no plugin's
+            # detect_source again while what detection saw still holds (importing.worker.kept_source).
+            with Ledger(data.ledger, readonly=True) as ledger:
+                todo = [(*t[:6], ledger.saved_of(t[0])) for t in todo]
         for (path, rows, stamp), task, got in zip(plans, todo, _read_all(todo, jobs), strict=True):
             self._store_source(path, rows, stamp, task[2], got, figures, heads)
         if heads:
@@ -497,14 +502,30 @@ class SearchIndex:
         return traces, records
 
 
-#: One source to read: its path, harness, start offset, stream -> key map so far, session id -> key, main key.
-_SourceTask = tuple[str, str, int, dict[str, str], dict[str, str], str]
+#: One source to read: its path, harness, start offset, stream -> key map so far, session id -> key, main key,
+#: and the import's saved state of it (encoded), if any.
+_SourceTask = tuple[str, str, int, dict[str, str], dict[str, str], str, bytes | None]
 #: What one source gave: rows ``(key, kind, call_id, t, body)``, the end offset, the streams, whether it failed.
 _SourceRows = tuple[list[tuple[str, str, str | None, int | None, str]], int, dict[str, str], bool]
 #: The plugin host of a process reading sources (made once per process; a forked worker inherits it).
 _HOST: list[Any] = []
 #: Fewer sources than this are read in this process: a pool costs more than it saves.
 POOL_MIN = 8
+
+
+def _kept(host: Any, path: str, saved: bytes | None) -> Any:
+    """The source as the import claimed it (its saved state), or ``None`` to detect it again."""
+    if saved is None:
+        return None
+    from rematch_trace.importing.worker import kept_source
+    from rematch_trace.store.states import load_saved
+
+    try:
+        state = load_saved(saved)
+    except ValueError:
+        return None
+    hint = state.detected.hint if state.detected is not None else None
+    return kept_source(host, state, Path(path), hint, state.offset)
 
 
 def _source_rows(task: _SourceTask) -> _SourceRows:
@@ -515,7 +536,7 @@ def _source_rows(task: _SourceTask) -> _SourceRows:
     from rematch_trace.host.vocab import Session
     from rematch_trace.security.redact import default_redactor
 
-    path, harness, start, streams, by_id, main = task
+    path, harness, start, streams, by_id, main, saved = task
     if not _HOST:
         from rematch_trace.importing.worker import worker_host
 
@@ -524,7 +545,7 @@ def _source_rows(task: _SourceTask) -> _SourceRows:
     redact = default_redactor().redact
     found: list[tuple[str, str, str | None, int | None, str]] = []
     try:
-        _, _, items = source_items(_HOST[0], path, harness, start, end)
+        _, _, items = source_items(_HOST[0], path, harness, start, end, kept=_kept(_HOST[0], path, saved))
         for it in items or ():
             if isinstance(it, Session):
                 streams[it.stream] = by_id.get(it.session_id, "")
