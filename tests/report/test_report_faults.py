@@ -160,7 +160,7 @@ def test_repository_filter_uses_the_folder_without_a_remote(site: dict[str, Any]
     assert site["plain"] in values
     assert "github.com/acme/alpha" in values
     page.select_option("#f-r", site["plain"])
-    shown = page.eval_on_selector_all("#sessions tbody tr:not(.hidden-by-filter)", "els => els.map(e => e.dataset.k)")
+    shown = page.eval_on_selector_all("#sessions tbody tr[data-k]:not(.hidden-by-filter)", "els => els.map(e => e.dataset.k)")
     assert len(shown) == 1 and PLAIN_SID in shown[0]
 
 
@@ -174,7 +174,7 @@ def test_one_row_per_model(site: dict[str, Any], page: Any) -> None:
     menu = page.eval_on_selector("#f-m", "s => Array.from(s.options).map(o => o.value)")
     assert [m for m in menu if "sonnet" in m] == ["anthropic/claude-sonnet-4-5"]
     page.select_option("#f-m", "anthropic/claude-sonnet-4-5")
-    assert page.locator("#sessions tbody tr:not(.hidden-by-filter)").count() == 2
+    assert page.locator("#sessions tbody tr[data-k]:not(.hidden-by-filter)").count() == 2
 def test_search_box_finds_a_planted_phrase_from_file_url(site: dict[str, Any], page: Any, artifacts: Path) -> None:
     _open(page, site["index"])
     assert page.url.startswith("file://")
