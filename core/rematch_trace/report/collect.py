@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import attrs
 import orjson
 
 from rematch_trace.report.prices import PriceTable
@@ -101,7 +100,6 @@ def _stamp(row: Mapping[str, Any], trace: list[int], events: list[int], prices: 
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
-@attrs.define
 class Entry:
     """One session as collected: its row, stamp, summary, and whether the summary was recomputed.
 
@@ -110,18 +108,30 @@ class Entry:
     never pays for it.
     """
 
-    key: str
-    raw: dict[str, Any]  # the ledger row as stored (JSON columns as text): decoded only when asked for
-    stamp: str
-    trace_file: str
-    events_file: str
-    fresh: bool
-    cached: dict[str, Any] | None = None  # the summary's JSON as the cache held it (written back as it is)
-    call_ids: set[str] | None = None
-    prices: PriceTable | None = None  # to recompute a cached summary that turns out to be damaged
-    _summary: SessionSummary | None = None
-    _row: dict[str, Any] | None = None
-    ledger_file: str | None = None  # where the rest of the row is, when ``raw`` holds only LISTING
+    # A plain record, not an attrs class: one is made per session on every listing, and attrs would
+    # generate (compile) its methods at import, which ``sessions`` / ``stats`` pay for nothing they use.
+    __slots__ = ("_row", "_summary", "cached", "call_ids", "events_file", "fresh", "key", "ledger_file", "prices",
+                 "raw", "stamp", "trace_file")
+
+    def __init__(self, key: str, raw: dict[str, Any], stamp: str, trace_file: str, events_file: str, fresh: bool,
+                 cached: dict[str, Any] | None = None, call_ids: set[str] | None = None,
+                 prices: PriceTable | None = None, summary: SessionSummary | None = None,
+                 row: dict[str, Any] | None = None, ledger_file: str | None = None) -> None:
+        self.key = key
+        self.raw = raw  # the ledger row as stored (JSON columns as text): decoded only when asked for
+        self.stamp = stamp
+        self.trace_file = trace_file
+        self.events_file = events_file
+        self.fresh = fresh
+        self.cached = cached  # the summary's JSON as the cache held it (written back as it is)
+        self.call_ids = call_ids
+        self.prices = prices  # to recompute a cached summary that turns out to be damaged
+        self._summary = summary
+        self._row = row
+        self.ledger_file = ledger_file  # where the rest of the row is, when ``raw`` holds only LISTING
+
+    def __repr__(self) -> str:
+        return f"Entry(key={self.key!r}, fresh={self.fresh!r}, trace_file={self.trace_file!r})"
 
     @property
     def row(self) -> dict[str, Any]:
@@ -166,13 +176,15 @@ class Entry:
         return self.cached if self.cached is not None else to_json(self.summary)
 
 
-@attrs.define
 class Collected:
     """The sessions of a data folder, newest first, and the one-line problems met."""
 
-    entries: list[Entry]
-    problems: list[str]
-    reused: int
+    __slots__ = ("entries", "problems", "reused")  # a plain record, as :class:`Entry`
+
+    def __init__(self, entries: list[Entry], problems: list[str], reused: int) -> None:
+        self.entries = entries
+        self.problems = problems
+        self.reused = reused
 
 
 def read_cache(path: Path) -> tuple[dict[str, dict[str, Any]], str | None, str | None]:
