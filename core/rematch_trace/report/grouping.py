@@ -118,7 +118,8 @@ def forest(summaries: Sequence[Mapping[str, Any]]) -> list[Node]:
     for i, j in enumerate(up):
         (roots if j is None else nodes[j].children).append(nodes[i])
     for node in nodes:
-        node.children.sort(key=lambda c: (_started(summaries[c.index]), c.index))
+        if len(node.children) > 1:  # most sessions have none: no sort (and no key function) set up for them
+            node.children.sort(key=lambda c: (_started(summaries[c.index]), c.index))
     return roots
 
 
@@ -138,7 +139,9 @@ def projects(summaries: Sequence[Mapping[str, Any]]) -> list[Project]:
     for root in forest(summaries):
         key = project_of(summaries[root.index])
         by_name.setdefault(key, Project(*key)).roots.append(root)
-        t = max(_started(summaries[n.index]) for n, _ in root.walk())
+        # A session alone (most of them) read directly: no walk and no generator per session.
+        t = (max(_started(summaries[n.index]) for n, _ in root.walk()) if root.children
+             else _started(summaries[root.index]))
         newest[key] = max(newest.get(key, t), t)
     return sorted(by_name.values(), key=lambda p: (-newest[(p.name, p.kind)], p.name, p.kind))
 
