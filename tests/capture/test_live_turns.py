@@ -36,8 +36,9 @@ RESULT = {"type": "user", "sessionId": SID, "uuid": "u-r", "message": {"role": "
 LAST = _assistant("msg_2", [{"type": "text", "text": "Done."}], "end_turn", 9)
 
 
-def _session(tmp_path: Path, late: bool) -> list[dict[str, Any]]:
-    """One prompt, a Bash call, a final answer; with ``late`` the answer reaches the transcript after the Stop began."""
+def _session(tmp_path: Path, late: bool, unwritten: bool = False) -> list[dict[str, Any]]:
+    """One prompt, a Bash call, a final answer; with ``late`` the answer reaches the transcript after the Stop
+    began; with ``unwritten`` the transcript file itself is first written then (a new session's file)."""
     project = make_repo(tmp_path / "project")
     transcript = tmp_path / "config" / "projects" / "-project" / f"{SID}.jsonl"
     transcript.parent.mkdir(parents=True)
@@ -54,6 +55,13 @@ def _session(tmp_path: Path, late: bool) -> list[dict[str, Any]]:
             f.write(b"".join(orjson.dumps(x) + b"\n" for x in lines))
 
     send("SessionStart", source="startup")
+    if unwritten:
+        writer = threading.Timer(0.3, write, args=(PROMPT, CALL, RESULT, LAST))  # past the hook's start
+        writer.start()
+        send("Stop", last_assistant_message="Done.")
+        writer.join()
+        send("SessionEnd", reason="other")
+        return read_jsonl(DataDir(data).trace_path(SID))
     write(PROMPT)
     send("UserPromptSubmit", prompt="list it")
     write(CALL)
@@ -88,3 +96,10 @@ def test_each_response_is_a_turn_with_its_model_and_usage(tmp_path: Path) -> Non
 def test_a_stop_before_the_last_response_is_written_waits_for_it(tmp_path: Path) -> None:
     trace = _session(tmp_path, late=True)
     assert _turns(trace) == [(MODEL, 7, "tool_use", ""), (MODEL, 9, "end_turn", "Done.")]
+
+
+def test_a_stop_before_the_transcript_exists_waits_for_it(tmp_path: Path) -> None:
+    # A new session's transcript may first reach the disk after its first Stop began: the Stop waits
+    # for it as for a late answer, and each response is still a turn with its model and usage.
+    trace = _session(tmp_path, late=False, unwritten=True)
+    assert [t[:2] for t in _turns(trace)] == [(MODEL, 7), (MODEL, 9)]

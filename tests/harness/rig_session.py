@@ -393,6 +393,7 @@ class GeminiCliSession(RigSession):
         return self.gemini_home / "tmp"
 
 
+@dataclass
 class OmpSession(PiSession):
     """omp (``omp -p``), pi's fork: the same scripted provider, in ``models.yml``, run by bun.
 
@@ -435,6 +436,7 @@ class OmpSession(PiSession):
                 *more, prompt.text]
 
 
+@dataclass
 class OpencodeSession(RigSession):
     """opencode (``opencode run``) with a custom provider speaking Chat Completions to the scripted server.
 

@@ -218,16 +218,22 @@ def _responses(path: str, last_text: str) -> list[Response] | None:
     else the newest run: looking by text first would take an older run that ended with the same
     answer while the newest was not flushed yet (the rig's usage comparison failed so).
     """
+    if not path:
+        return None
     end = time.monotonic() + FLUSH_WAIT_S
     # The newest run first, until it ends with the payload's text: an older run may end with the same
     # text (a repeated answer), and searching by text before the newest run is flushed would take it.
+    # A file not there yet is waited for too: a new session's transcript may first be written after
+    # its first Stop began (the rig's first turn came out with no model and no usage so, under load).
     while True:
         newest = run_responses(path)
-        if newest is None or run_matches(newest, last_text):
+        if newest is not None and run_matches(newest, last_text):
             return newest
         if time.monotonic() >= end:
             break
         time.sleep(FLUSH_POLL_S)
+    if newest is None:
+        return None
     # Not the newest run: the loop went on before this Stop was read (a blocking Stop hook, the next
     # prompt). The newest run that ends with the payload's text, else the newest.
     found = run_responses(path, last_text)
