@@ -15,13 +15,18 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from rematch_trace.report.prices import PriceTable
-from rematch_trace.report.summary import SUMMARY_VERSION, SessionSummary, from_json, summarize, to_json
+from rematch_trace.report.stored import SUMMARY_VERSION
 from rematch_trace.store.datafolder import DataDir
+
+if TYPE_CHECKING:
+    # Imported where a summary is made or checked: a listing of stored summaries does neither, and these
+    # modules' attrs classes (with attrs itself) are a seventh of its instructions.
+    from rematch_trace.report.prices import PriceTable
+    from rematch_trace.report.summary import SessionSummary
 
 #: What a trace file name (the ledger's ``trace_path``, inside ``traces/``) may look like: a safe name.
 _KEY = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,127}|_[0-9a-f]{40})(?:~\d+)?")
@@ -154,6 +159,8 @@ class Entry:
     def summary(self) -> SessionSummary:
         """The session's summary (from the cache's JSON, or recomputed if that JSON is damaged)."""
         if self._summary is None:
+            from rematch_trace.report.summary import from_json, summarize, to_json
+
             got = from_json(self.cached)
             # Damaged is also what structures but does not give back the same JSON (a field dropped, a
             # default filled in): recomputed from the trace, never shown as it is.
@@ -173,7 +180,11 @@ class Entry:
 
     def json(self) -> dict[str, Any]:
         """The summary as JSON (the cache's own object when it was not recomputed)."""
-        return self.cached if self.cached is not None else to_json(self.summary)
+        if self.cached is not None:
+            return self.cached
+        from rematch_trace.report.summary import to_json
+
+        return to_json(self.summary)
 
 
 class Collected:
@@ -251,8 +262,7 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
     seen: set[str] = set()
     # Plain strings for the paths: thousands of sessions are stat'ed on every run.
     traces, events_dir = str(data.traces), str(data.events)
-    from rematch_trace.report.stored import stored_summary
-    from rematch_trace.report.summary import upgrade
+    from rematch_trace.report.stored import stored_summary, upgrade
 
     # Without stamps only the listing's columns are read: the rest of a row when something asks.
     partial = None if stamps else str(data.ledger)
@@ -283,6 +293,8 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
             entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices,
                                  ledger_file=partial))
             continue
+        from rematch_trace.report.summary import summarize
+
         ids: set[str] = set()
         try:
             summary = summarize(key, _full_row(row, partial), Path(trace), prices, ids)
