@@ -170,8 +170,8 @@ def test_without_a_failure_the_third_party_plugin_imports(tmp_path: Path, site: 
     assert json.loads(res.stdout)["sessions_imported"] == 2 and "failed" not in res.stderr
 
 
-@pytest.mark.parametrize("args", [("plugins",), ("import", "-j", "2"), ("import", "-j", "1"), ("flagged",),
-                                  ("sessions",), ("audit",)])
+@pytest.mark.parametrize("args", [("plugins",), ("import", "-j", "2"), ("import", "-j", "1"), ("audit",),
+                                  ("search", "anything"), ("show", "some-session")])
 def test_a_plugin_that_fails_to_load_is_said_once(tmp_path: Path, site: Path, args: tuple[str, ...]) -> None:
     if args[0] == "import":
         args = (*args, str(_sources(tmp_path)), "--out", str(tmp_path / "d"))
@@ -181,6 +181,18 @@ def test_a_plugin_that_fails_to_load_is_said_once(tmp_path: Path, site: Path, ar
     said = [line for line in res.stderr.splitlines() if "plugin 'unloadable' failed to load" in line]
     assert len(said) == 1, res.stderr
     assert "ImportError: a dependency is missing" in said[0]
+
+
+@pytest.mark.parametrize("command", ["sessions", "stats", "flagged"])
+def test_the_commands_that_read_only_the_data_folder_load_no_plugin(tmp_path: Path, site: Path, command: str) -> None:
+    # They answer from the ledger's stored summaries and call no hook: a plugin that cannot even be
+    # imported is not imported (nor said) by them, and their answer is the same (cli/__init__.py, DATA_ONLY).
+    data = tmp_path / "d"
+    rematch(site, "import", str(_sources(tmp_path)), "--out", str(data), "-j", "1", REMATCH_LOAD_PLUGINS="toy")
+    with_broken = rematch(site, command, "--json", "--out", str(data), REMATCH_LOAD_PLUGINS="toy,broken,unloadable")
+    alone = rematch(site, command, "--json", "--out", str(data), REMATCH_LOAD_PLUGINS="toy")
+    assert "failed to load" not in with_broken.stderr and with_broken.returncode == alone.returncode == 0
+    assert with_broken.stdout == alone.stdout and json.loads(alone.stdout)
 
 
 def test_files_of_an_absent_harness_name_the_plugin_to_install(tmp_path: Path, site: Path) -> None:

@@ -32,3 +32,18 @@ def test_omp_stated_costs_are_exact_decimals_and_tools_are_counted(tmp_path: Pat
     assert "$117.38" in text
     tool_lines = [ln.split() for ln in text.splitlines() if ln.startswith(("tool ", "bash "))]
     assert tool_lines == [["tool", "calls", "sessions", "errors", "error", "rate"], ["bash", "4", "1", "2", "50.0%"]]
+
+
+def test_shipped_price_date_is_known_without_parsing_and_matches_the_parse() -> None:
+    """``stats`` prints the shipped table's date from :data:`SHIPPED_AS_OF` (no YAML parsed): the pair must
+    be the shipped file's digest and the date its parse gives; another text is still parsed for its date."""
+    from rematch_trace.report.prices import SHIPPED_AS_OF, PriceTable, _parse, load, shipped_text
+    from rematch_trace.report.stored import source_key
+
+    table = load()
+    assert table.source == SHIPPED_AS_OF[0], "prices.yml changed: update SHIPPED_AS_OF (its source_key and as_of)"
+    assert table.as_of == SHIPPED_AS_OF[1] == _parse(((shipped_text(), "shipped"),)).as_of
+    assert table._parsed is None  # the date came without the parse
+    other = shipped_text().replace(f'as_of: "{SHIPPED_AS_OF[1]}"', 'as_of: "2001-02-03"')
+    edited = PriceTable(("(shipped)",), source_key([other]), ((other, "edited"),))
+    assert edited.as_of == "2001-02-03"

@@ -38,6 +38,13 @@ COMMANDS: dict[str, str] = {
 }
 
 
+#: Commands that answer from the data folder alone (the ledger and its stored summaries): they call no
+#: plugin hook, so they load no plugin. Loading them (pluggy, attrs, each plugin's modules) was about a
+#: tenth of ``rematch sessions`` on 3,300 sessions (bench/listing.py); a plugin that fails to load is said
+#: by the commands that use plugins (``import``, ``watch``, ``plugins``, ``doctor``, ``show``, ...).
+DATA_ONLY = frozenset({"sessions", "stats", "flagged"})
+
+
 class LazyGroup(click.Group):
     """A click group that imports a command's module only when it is used."""
 
@@ -105,10 +112,13 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rematch-trace", prog_name="rematch")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Import coding-agent transcripts into one trace schema and flag sessions worth reflecting on."""
-    # Every command says, once, which installed plugin failed to load: a reading
-    # command's answer may be missing what that plugin would have imported.
+    if ctx.invoked_subcommand in DATA_ONLY:
+        return
+    # Every other command says, once, which installed plugin failed to load: its answer may be
+    # missing what that plugin would have imported or read.
     from rematch_trace.host.loading import load_plugins
 
     load_plugins()

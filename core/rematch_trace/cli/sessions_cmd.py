@@ -43,8 +43,17 @@ def summaries(data: DataDir, prices: PriceTable) -> list[Entry]:
 
     The cache is only read here; problems are printed as one line each on stderr.
     """
+    import gc
+
     from rematch_trace.report.collect import CACHE_NAME, NothingImported, collect, read_cache
 
+    # The thousands of summaries' dicts hold no cycles, yet set off collections that walk every one of them
+    # for as long as the command runs (grouping and printing too, not only collect: 4% of a listing's
+    # instructions): the collector is paused until the command's context closes.
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and gc.isenabled():
+        gc.disable()
+        ctx.call_on_close(gc.enable)
     try:
         cache = read_cache(data.root / "report" / CACHE_NAME)[0]
         # No report cache to match: the stamps (a digest of each row) are not needed.
@@ -115,11 +124,13 @@ def chosen(entries: list[Entry], harness: str | None, model: str | None, repo: s
 
 def table(rows: list[list[str]], right: set[int]) -> list[str]:
     """Rows of cells as aligned lines; columns in ``right`` are right-aligned, the last is left unpadded."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    # Column by column with C-level loops (``map``, ``str.rjust`` bound once): thousands of rows a listing.
+    widths = [max(map(len, col)) for col in zip(*rows, strict=True)]
+    pads = [(str.rjust if i in right else str.ljust, w) for i, w in enumerate(widths[:-1])]
     lines = []
     for r in rows:
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
-        cells[-1] = r[-1]
+        cells = [pad(c, w) for (pad, w), c in zip(pads, r, strict=False)]  # all but the last, unpadded
+        cells.append(r[-1])
         lines.append("  ".join(cells).rstrip())
     return lines
 

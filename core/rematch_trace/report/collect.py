@@ -15,14 +15,18 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import attrs
 import orjson
 
-from rematch_trace.report.prices import PriceTable
-from rematch_trace.report.summary import SUMMARY_VERSION, SessionSummary, from_json, summarize, to_json
+from rematch_trace.report.stored import SUMMARY_VERSION
 from rematch_trace.store.datafolder import DataDir
+
+if TYPE_CHECKING:
+    # Imported where a summary is made or checked: a listing of stored summaries does neither, and these
+    # modules' attrs classes (with attrs itself) are a seventh of its instructions.
+    from rematch_trace.report.prices import PriceTable
+    from rematch_trace.report.summary import SessionSummary
 
 #: What a trace file name (the ledger's ``trace_path``, inside ``traces/``) may look like: a safe name.
 _KEY = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,127}|_[0-9a-f]{40})(?:~\d+)?")
@@ -101,7 +105,6 @@ def _stamp(row: Mapping[str, Any], trace: list[int], events: list[int], prices: 
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
-@attrs.define
 class Entry:
     """One session as collected: its row, stamp, summary, and whether the summary was recomputed.
 
@@ -110,18 +113,30 @@ class Entry:
     never pays for it.
     """
 
-    key: str
-    raw: dict[str, Any]  # the ledger row as stored (JSON columns as text): decoded only when asked for
-    stamp: str
-    trace_file: str
-    events_file: str
-    fresh: bool
-    cached: dict[str, Any] | None = None  # the summary's JSON as the cache held it (written back as it is)
-    call_ids: set[str] | None = None
-    prices: PriceTable | None = None  # to recompute a cached summary that turns out to be damaged
-    _summary: SessionSummary | None = None
-    _row: dict[str, Any] | None = None
-    ledger_file: str | None = None  # where the rest of the row is, when ``raw`` holds only LISTING
+    # A plain record, not an attrs class: one is made per session on every listing, and attrs would
+    # generate (compile) its methods at import, which ``sessions`` / ``stats`` pay for nothing they use.
+    __slots__ = ("_row", "_summary", "cached", "call_ids", "events_file", "fresh", "key", "ledger_file", "prices",
+                 "raw", "stamp", "trace_file")
+
+    def __init__(self, key: str, raw: dict[str, Any], stamp: str, trace_file: str, events_file: str, fresh: bool,
+                 cached: dict[str, Any] | None = None, call_ids: set[str] | None = None,
+                 prices: PriceTable | None = None, summary: SessionSummary | None = None,
+                 row: dict[str, Any] | None = None, ledger_file: str | None = None) -> None:
+        self.key = key
+        self.raw = raw  # the ledger row as stored (JSON columns as text): decoded only when asked for
+        self.stamp = stamp
+        self.trace_file = trace_file
+        self.events_file = events_file
+        self.fresh = fresh
+        self.cached = cached  # the summary's JSON as the cache held it (written back as it is)
+        self.call_ids = call_ids
+        self.prices = prices  # to recompute a cached summary that turns out to be damaged
+        self._summary = summary
+        self._row = row
+        self.ledger_file = ledger_file  # where the rest of the row is, when ``raw`` holds only LISTING
+
+    def __repr__(self) -> str:
+        return f"Entry(key={self.key!r}, fresh={self.fresh!r}, trace_file={self.trace_file!r})"
 
     @property
     def row(self) -> dict[str, Any]:
@@ -144,6 +159,8 @@ class Entry:
     def summary(self) -> SessionSummary:
         """The session's summary (from the cache's JSON, or recomputed if that JSON is damaged)."""
         if self._summary is None:
+            from rematch_trace.report.summary import from_json, summarize, to_json
+
             got = from_json(self.cached)
             # Damaged is also what structures but does not give back the same JSON (a field dropped, a
             # default filled in): recomputed from the trace, never shown as it is.
@@ -163,16 +180,22 @@ class Entry:
 
     def json(self) -> dict[str, Any]:
         """The summary as JSON (the cache's own object when it was not recomputed)."""
-        return self.cached if self.cached is not None else to_json(self.summary)
+        if self.cached is not None:
+            return self.cached
+        from rematch_trace.report.summary import to_json
+
+        return to_json(self.summary)
 
 
-@attrs.define
 class Collected:
     """The sessions of a data folder, newest first, and the one-line problems met."""
 
-    entries: list[Entry]
-    problems: list[str]
-    reused: int
+    __slots__ = ("entries", "problems", "reused")  # a plain record, as :class:`Entry`
+
+    def __init__(self, entries: list[Entry], problems: list[str], reused: int) -> None:
+        self.entries = entries
+        self.problems = problems
+        self.reused = reused
 
 
 def read_cache(path: Path) -> tuple[dict[str, dict[str, Any]], str | None, str | None]:
@@ -239,8 +262,7 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
     seen: set[str] = set()
     # Plain strings for the paths: thousands of sessions are stat'ed on every run.
     traces, events_dir = str(data.traces), str(data.events)
-    from rematch_trace.report.stored import stored_summary
-    from rematch_trace.report.summary import upgrade
+    from rematch_trace.report.stored import stored_summary, upgrade
 
     # Without stamps only the listing's columns are read: the rest of a row when something asks.
     partial = None if stamps else str(data.ledger)
@@ -271,6 +293,8 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
             entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices,
                                  ledger_file=partial))
             continue
+        from rematch_trace.report.summary import summarize
+
         ids: set[str] = set()
         try:
             summary = summarize(key, _full_row(row, partial), Path(trace), prices, ids)

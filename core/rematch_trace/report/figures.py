@@ -14,32 +14,45 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-import attrs
-
 from rematch_trace.report.model_names import ModelNames
 from rematch_trace.report.prices import PriceTable
 from rematch_trace.report.text import clip, dollars
 
+_ZERO = Decimal(0)
 
-@attrs.define
+
+# Plain records, not attrs classes: ``rematch stats`` makes a few hundred of them, and importing attrs to
+# generate their methods was about a sixth of the command on 3,300 stored summaries (bench/listing.py).
 class Row:
     """One line of a figures table."""
 
-    name: str
-    sessions: int = 0
-    inputs: int = 0
-    redirects: int = 0
-    error_clusters: int = 0
-    tool_errors: int = 0
-    turns: int = 0
-    tokens: int = 0
-    cost: Decimal = Decimal(0)
-    priced_tokens: int = 0
+    #: The fields in the order the JSON gives them.
+    FIELDS = ("name", "sessions", "inputs", "redirects", "error_clusters", "tool_errors", "turns", "tokens", "cost",
+              "priced_tokens")
+    __slots__ = ("cost", "error_clusters", "inputs", "name", "priced_tokens", "redirects", "sessions", "tokens",
+                 "tool_errors", "turns")
+
+    def __init__(self, name: str, sessions: int = 0, inputs: int = 0, redirects: int = 0, error_clusters: int = 0,
+                 tool_errors: int = 0, turns: int = 0, tokens: int = 0, cost: Decimal = _ZERO,
+                 priced_tokens: int = 0) -> None:
+        self.name = name
+        self.sessions = sessions
+        self.inputs = inputs
+        self.redirects = redirects
+        self.error_clusters = error_clusters
+        self.tool_errors = tool_errors
+        self.turns = turns
+        self.tokens = tokens
+        self.cost = cost
+        self.priced_tokens = priced_tokens
+
+    def __repr__(self) -> str:
+        return f"Row({', '.join(f'{n}={getattr(self, n)!r}' for n in self.FIELDS)})"
 
     def as_json(self) -> dict[str, Any]:
         """The row as JSON: the cost as an exact decimal string (``null`` when no token of the row is
         priced), and the priced share of the tokens."""
-        out = attrs.asdict(self)
+        out = {name: getattr(self, name) for name in self.FIELDS}
         out["cost"] = decimal_text(self.cost) if self.priced_tokens or not self.tokens else None
         out["priced_share"] = round(self.priced_tokens / self.tokens, 4) if self.tokens else None
         return out
@@ -53,14 +66,19 @@ def decimal_text(d: Decimal) -> str:
     return text or "0"
 
 
-@attrs.define
 class ToolRow:
     """One tool's calls (tool results) and how many of them failed."""
 
-    name: str
-    calls: int = 0
-    errors: int = 0
-    sessions: int = 0
+    __slots__ = ("calls", "errors", "name", "sessions")
+
+    def __init__(self, name: str, calls: int = 0, errors: int = 0, sessions: int = 0) -> None:
+        self.name = name
+        self.calls = calls
+        self.errors = errors
+        self.sessions = sessions
+
+    def __repr__(self) -> str:
+        return f"ToolRow(name={self.name!r}, calls={self.calls!r}, errors={self.errors!r}, sessions={self.sessions!r})"
 
     @property
     def error_rate(self) -> float:
@@ -73,16 +91,19 @@ class ToolRow:
                 "error_rate": round(self.error_rate, 4)}
 
 
-@attrs.define
 class Figures:
     """Totals, and rows per day (oldest first), per model and per harness (most tokens first), and per
     tool (most calls first)."""
 
-    total: Row
-    days: list[Row]
-    models: list[Row]
-    harnesses: list[Row]
-    tools: list[ToolRow] = attrs.field(factory=list)
+    __slots__ = ("days", "harnesses", "models", "tools", "total")
+
+    def __init__(self, total: Row, days: list[Row], models: list[Row], harnesses: list[Row],
+                 tools: list[ToolRow] | None = None) -> None:
+        self.total = total
+        self.days = days
+        self.models = models
+        self.harnesses = harnesses
+        self.tools = [] if tools is None else tools
 
     def unpriced(self) -> list[tuple[str, int]]:
         """The models with tokens no price covers, and how many, most first."""
@@ -123,18 +144,23 @@ def figures(summaries: Iterable[Mapping[str, Any]], prices: PriceTable | None = 
     harnesses: dict[str, Row] = {}
     tools: dict[str, ToolRow] = {}
 
+    # A row made only when its name is new (``setdefault(name, Row(name))`` made one a lookup: 16,500
+    # throwaway rows for 3,300 sessions).
     def day(name: str) -> Row:
-        return days.setdefault(name, Row(name))
+        row = days.get(name)
+        if row is None:
+            row = days[name] = Row(name)
+        return row
 
     for i, s in enumerate(summaries):
-        h = harnesses.setdefault(s["harness"], Row(s["harness"]))
+        h = harnesses.get(s["harness"]) or harnesses.setdefault(s["harness"], Row(s["harness"]))
         for row in (total, h, day(s.get("day") or "unknown")):
             row.sessions += i not in nested
         counted: set[str] = set()
         per_tool = s.get("tools")
         if isinstance(per_tool, Mapping):
             for name, (calls, errors) in per_tool.items():
-                t = tools.setdefault(name, ToolRow(name))
+                t = tools.get(name) or tools.setdefault(name, ToolRow(name))
                 t.calls += calls
                 t.errors += errors
                 t.sessions += 1
@@ -146,7 +172,7 @@ def figures(summaries: Iterable[Mapping[str, Any]], prices: PriceTable | None = 
                 row.tool_errors += d["tool_errors"]
         for u in s["usage"]:
             name = one(u["model"])
-            m = models.setdefault(name, Row(name))
+            m = models.get(name) or models.setdefault(name, Row(name))
             if name not in counted:
                 counted.add(name)
                 m.sessions += 1

@@ -15,19 +15,31 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-import attrs
-
 #: The project of a session with neither a repository nor a folder.
 NO_PROJECT = "(no folder)"
 
 
-@attrs.define
 class Node:
     """One session in the tree: its index in the input, the sessions it started, whether its parent is missing."""
 
-    index: int
-    children: list[Node] = attrs.field(factory=list)
-    orphan: bool = False
+    # A plain record, not an attrs class: one is made per session on every listing, and attrs would
+    # generate (compile) its methods at import, which a listing pays for nothing it uses.
+    __slots__ = ("children", "index", "orphan")
+
+    def __init__(self, index: int, children: list[Node] | None = None, orphan: bool = False) -> None:
+        self.index = index
+        self.children: list[Node] = [] if children is None else children
+        self.orphan = orphan
+
+    def __repr__(self) -> str:
+        return f"Node(index={self.index!r}, children={self.children!r}, orphan={self.orphan!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Node):
+            return NotImplemented
+        return (self.index, self.children, self.orphan) == (other.index, other.children, other.orphan)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value (as attrs made it)
 
     def walk(self, depth: int = 0) -> list[tuple[Node, int]]:
         """This node and every descendant with its depth (0 for this one), parents before children."""
@@ -42,14 +54,20 @@ class Node:
         return out
 
 
-@attrs.define
 class Project:
     """The top-level sessions of one project (a repository, else a folder), newest first."""
 
-    name: str
-    #: ``repository``, ``folder`` or ``none``.
-    kind: str
-    roots: list[Node] = attrs.field(factory=list)
+    # A plain record, as :class:`Node` (no generated methods compiled at import).
+    __slots__ = ("kind", "name", "roots")
+
+    def __init__(self, name: str, kind: str, roots: list[Node] | None = None) -> None:
+        self.name = name
+        #: ``repository``, ``folder`` or ``none``.
+        self.kind = kind
+        self.roots: list[Node] = [] if roots is None else roots
+
+    def __repr__(self) -> str:
+        return f"Project(name={self.name!r}, kind={self.kind!r}, roots={self.roots!r})"
 
 
 def project_of(s: Mapping[str, Any]) -> tuple[str, str]:
@@ -100,7 +118,8 @@ def forest(summaries: Sequence[Mapping[str, Any]]) -> list[Node]:
     for i, j in enumerate(up):
         (roots if j is None else nodes[j].children).append(nodes[i])
     for node in nodes:
-        node.children.sort(key=lambda c: (_started(summaries[c.index]), c.index))
+        if len(node.children) > 1:  # most sessions have none: no sort (and no key function) set up for them
+            node.children.sort(key=lambda c: (_started(summaries[c.index]), c.index))
     return roots
 
 
@@ -120,7 +139,9 @@ def projects(summaries: Sequence[Mapping[str, Any]]) -> list[Project]:
     for root in forest(summaries):
         key = project_of(summaries[root.index])
         by_name.setdefault(key, Project(*key)).roots.append(root)
-        t = max(_started(summaries[n.index]) for n, _ in root.walk())
+        # A session alone (most of them) read directly: no walk and no generator per session.
+        t = (max(_started(summaries[n.index]) for n, _ in root.walk()) if root.children
+             else _started(summaries[root.index]))
         newest[key] = max(newest.get(key, t), t)
     return sorted(by_name.values(), key=lambda p: (-newest[(p.name, p.kind)], p.name, p.kind))
 

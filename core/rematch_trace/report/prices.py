@@ -19,7 +19,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import attrs
 import orjson
 
 #: The file in a data folder that overrides or extends the shipped table.
@@ -30,22 +29,63 @@ _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 _RATE_KEYS = ("input", "cache_write", "cache_write_1h", "cache_read", "output")
 _MODEL_KEYS = frozenset({*_RATE_KEYS, "source", "aliases", "long_context"})
 _LONG_KEYS = frozenset({*_RATE_KEYS, "above"})
+#: The shipped table's ``as_of`` and the :func:`~rematch_trace.report.stored.source_key` of the text it
+#: was read from: ``rematch stats`` prints the date without importing and running the YAML parser (about
+#: 150 M instructions, an eighth of the command) while the shipped table is this very text. Any other text
+#: (an edited table, a user's layer) is parsed as before; tests/report/test_stats_costs_tools.py says when
+#: this pair no longer matches the shipped file.
+SHIPPED_AS_OF = ("3830eaa101b91ddbc607c2be1c0e3c1a", "2026-11-30")
 
 
 class PriceError(Exception):
     """A price file that cannot be used (the message is one line and names the file)."""
 
 
-@attrs.frozen
-class Rates:
+class _Value:
+    """A small immutable value: fields set once by ``__init__``, compared and hashed by their values.
+
+    Hand-written, not attrs or dataclasses: every command loads a price table, and importing attrs is
+    about a seventh of ``rematch sessions`` on 3,300 stored summaries; generating dataclasses' methods
+    would still cost a listing more than the rest of this module (bench/listing.py).
+    """
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._values()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
+
+
+class Rates(_Value):
     """USD per million tokens of each kind; ``None`` = billed as input."""
 
+    __slots__ = ("cache_read", "cache_write", "cache_write_1h", "input", "output")
     input: Decimal
     output: Decimal
-    cache_read: Decimal | None = None
-    cache_write: Decimal | None = None
+    cache_read: Decimal | None
+    cache_write: Decimal | None
     #: The 1-hour cache write (Anthropic); ``None`` = billed as ``cache_write``.
-    cache_write_1h: Decimal | None = None
+    cache_write_1h: Decimal | None
+
+    def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
+                 cache_write: Decimal | None = None, cache_write_1h: Decimal | None = None) -> None:
+        _set = object.__setattr__
+        _set(self, "input", input)
+        _set(self, "output", output)
+        _set(self, "cache_read", cache_read)
+        _set(self, "cache_write", cache_write)
+        _set(self, "cache_write_1h", cache_write_1h)
 
     def cost(self, inp: int, out: int, cache_read: int, cache_write: int, cache_write_1h: int = 0) -> Decimal:
         """The exact cost of these tokens; ``cache_write_1h`` of the ``cache_write`` tokens were written for an hour."""
@@ -57,14 +97,22 @@ class Rates:
                 + hour * write_1h) / _MILLION
 
 
-@attrs.frozen
-class Price:
+class Price(_Value):
     """One model's prices: the base rates, and the rates of a turn whose prompt is above ``above`` tokens."""
 
+    __slots__ = ("above", "base", "long", "source")
     base: Rates
-    source: str | None = None
-    long: Rates | None = None
-    above: int | None = None
+    source: str | None
+    long: Rates | None
+    above: int | None
+
+    def __init__(self, base: Rates, source: str | None = None, long: Rates | None = None,
+                 above: int | None = None) -> None:
+        _set = object.__setattr__
+        _set(self, "base", base)
+        _set(self, "source", source)
+        _set(self, "long", long)
+        _set(self, "above", above)
 
     def cost(self, inp: int, out: int, cache_read: int, cache_write: int, cache_write_1h: int = 0) -> Decimal:
         """The exact cost of one turn's tokens (a long prompt bills the whole turn at the long rates)."""
@@ -74,14 +122,15 @@ class Price:
         return rates.cost(inp, out, cache_read, cache_write, cache_write_1h)
 
 
-@attrs.define
 class _Parsed:
-    models: dict[str, Price]
-    as_of: str
-    digest: str
+    __slots__ = ("as_of", "digest", "models")
+
+    def __init__(self, models: dict[str, Price], as_of: str, digest: str) -> None:
+        self.models = models
+        self.as_of = as_of
+        self.digest = digest
 
 
-@attrs.define
 class PriceTable:
     """Model name -> :class:`Price`, with where the prices came from and a digest of them all.
 
@@ -90,12 +139,19 @@ class PriceTable:
     loads the YAML parser (a tenth of ``rematch sessions``'s instructions).
     """
 
-    files: tuple[str, ...]
-    #: A digest of the price files' texts, in order (:func:`~rematch_trace.report.stored.source_key`): what a stored summary was
-    #: costed with, checked without parsing any YAML.
-    source: str
-    _texts: tuple[tuple[str, str], ...]  # (text, origin) of each layer, in order
-    _parsed: _Parsed | None = None
+    __slots__ = ("_parsed", "_texts", "files", "source")
+
+    def __init__(self, files: tuple[str, ...], source: str, texts: tuple[tuple[str, str], ...],
+                 parsed: _Parsed | None = None) -> None:
+        self.files = files
+        #: A digest of the price files' texts, in order (:func:`~rematch_trace.report.stored.source_key`):
+        #: what a stored summary was costed with, checked without parsing any YAML.
+        self.source = source
+        self._texts = texts  # (text, origin) of each layer, in order
+        self._parsed = parsed
+
+    def __repr__(self) -> str:
+        return f"PriceTable(files={self.files!r}, source={self.source!r})"
 
     def _table(self) -> _Parsed:
         if self._parsed is None:
@@ -110,6 +166,8 @@ class PriceTable:
     @property
     def as_of(self) -> str:
         """The layers' ``as_of`` dates, joined with `` / ``."""
+        if self._parsed is None and len(self._texts) == 1 and self.source == SHIPPED_AS_OF[0]:
+            return SHIPPED_AS_OF[1]  # the shipped table's own text: its date is known without the parse
         return self._table().as_of
 
     @property

@@ -7,13 +7,14 @@ from typing import Any
 
 import attrs
 
+from rematch_trace.trace.reasons import REASONS as REASONS
+
 #: Inputs with these prelabels are redirects.
 REDIRECT_PRELABELS = frozenset({"interrupt", "revert", "negation", "reprompt"})
 #: An error cluster: at least this many errors...
 CLUSTER_ERRORS = 3
 #: ...among this many consecutive tool_result records.
 CLUSTER_WINDOW = 6
-REASONS = ("redirect", "error_cluster", "mark")
 
 
 @attrs.define(slots=True)
