@@ -15,10 +15,9 @@ they start nothing here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
-
-import json
 
 from rematch_trace.host.conversation import Called, Compacted, Item, Returned, Said, Spawned
 from rematch_trace.host.source import RawRecord, Source
@@ -58,14 +57,14 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
             continue
         if kind not in ("response_item", None) and "payload" in v:
             continue
-        for out in _item(payload, t, rec):
-            yield out
-            if isinstance(out, Called) and _is_spawn(out.name):
-                spawns.add(out.call_id)
-            elif isinstance(out, Returned) and out.call_id in spawns:
-                child = _spawned_thread(out.output)
+        for said in _item(payload, t, rec):
+            yield said
+            if isinstance(said, Called) and _is_spawn(said.name):
+                spawns.add(said.call_id)
+            elif isinstance(said, Returned) and said.call_id in spawns:
+                child = _spawned_thread(said.output)
                 if child is not None:
-                    yield Spawned(STREAM, t, out.call_id, child)
+                    yield Spawned(STREAM, t, said.call_id, child)
 
 
 def _is_spawn(name: str) -> bool:

@@ -11,9 +11,8 @@ result whose file is not (deleted, not yet written) yields none: no call is gues
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from rematch_trace.host.conversation import Called, Compacted, Item, Returned, Said, Spawned
 from rematch_trace.host.source import RawRecord, Source
