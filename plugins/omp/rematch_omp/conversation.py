@@ -2,7 +2,9 @@
 
 A ``task`` call's subagents: omp writes each one's session to ``<artifacts dir>/<id>.jsonl``, the
 artifacts dir being the parent's file name less ``.jsonl``, and names that ``id`` in the call's
-result (``details.results[i].id``). The subagent's session id is its file's header ``id``, so
+result: ``details.results[i].id`` when the call waited for them, ``details.progress[i].id`` when
+it started them in the background (omp 18's default, ``async.enabled``: ``results`` is then
+empty). The subagent's session id is its file's header ``id``, so
 each result whose file is there yields a :class:`~rematch_trace.host.conversation.Spawned`; a
 result whose file is not (deleted, not yet written) yields none: no call is guessed. pi has no
 ``task`` tool.
@@ -87,12 +89,12 @@ def _message(m: dict[str, Any], t: int | None) -> Iterator[Item]:
 def _task_subagents(parent: Path, m: dict[str, Any], t: int | None) -> Iterator[Item]:
     """The subagents a ``task`` call's result names whose session files are beside ``parent``."""
     cid, details = m.get("toolCallId"), m.get("details")
-    results = details.get("results") if isinstance(details, dict) else None
-    if not isinstance(cid, str) or not isinstance(results, list):
+    if not isinstance(cid, str) or not isinstance(details, dict):
         return
+    named = [r for key in ("results", "progress") if isinstance(details.get(key), list) for r in details[key]]
     folder = parent.parent / stem(parent)
     seen: set[str] = set()
-    for r in results:
+    for r in named:
         agent = r.get("id") if isinstance(r, dict) else None
         # An id is a file name omp made in that folder: one that could reach out of it is no subagent's.
         if not isinstance(agent, str) or not agent or agent in seen or agent.startswith(".") \
