@@ -52,6 +52,14 @@ def test_an_omp_task_subagent_is_nested_under_its_task_call(corpus_dir: Path, tm
     assert f"Subagent `{OMP_SUB}`:" in md and "> ### Tool `grep`" in md
     md = ok("show", OMP_SUB, "--data", str(data), "--conversation", "--format", "markdown")
     assert f"Subagent of {OMP_MAIN}, started by call `{OMP_TASK}`" in md
+    # The report's pages: the subagent under the call, linking to its page; its page back to that call.
+    ok("report", "--data", str(data))
+    pages = data / "report" / "sessions"
+    page = (pages / f"{conv['key']}.html").read_text()
+    assert f'<a class="sub-link" href="{sub["key"]}.html">{OMP_SUB}</a>' in page
+    back_page = (pages / f"{sub['key']}.html").read_text()
+    assert f'class="parent-link" href="{conv["key"]}.html#call-{OMP_TASK}"' in back_page
+    assert f'class="family-parent" href="{conv["key"]}.html#call-{OMP_TASK}"' in back_page
 
 
 def test_an_omp_task_result_naming_no_session_file_starts_no_subagent(corpus_dir: Path, tmp_path: Path) -> None:

@@ -245,3 +245,10 @@ def test_the_subagent_is_nested_under_the_spawn_agent_call(asked: Outcome) -> No
     assert f"subagent {sub}: rematch show {sub} --conversation" in show(parent)
     assert f"subagent of {parent}, call {spawn['call_id']}" in show(sub)
     assert f"Subagent `{sub}`:" in show(parent, "--format", "markdown")
+    # The report's pages link the two both ways, the subagent's to the very call.
+    res = asked.session.rematch("report", "--data", str(imported))
+    assert res.returncode == 0, res.stderr
+    pages = imported / "report" / "sessions"
+    assert f'class="sub-link" href="{link["key"]}.html"' in (pages / f"{conv['key']}.html").read_text()
+    assert (f'class="parent-link" href="{conv["key"]}.html#call-{spawn["call_id"]}"'
+            in (pages / f"{link['key']}.html").read_text())
