@@ -215,3 +215,40 @@ def test_a_denied_permission_request_is_honoured(denied: Outcome) -> None:
     sid = live[0]["session_id"]
     calls = [e["source_tool_call_id"] for e in denied.events(denied.session.data, sid) if e["kind"] == "pre_tool_use"]
     assert calls == [blocked["call_id"]]
+
+
+def test_the_subagent_is_nested_under_the_spawn_agent_call(asked: Outcome) -> None:
+    """``rematch show PARENT --conversation`` on the imported rollouts: the subagent's conversation under
+    the ``spawn_agent`` call whose output named its thread, and the subagent's view links back to it."""
+    imported = asked.session.data.parent / "imported"
+    # The two sessions live capture saw (Codex's review, import-only, is a subagent too, of no call).
+    [sub] = [sid for sid, t in asked.live.items() if t[0]["agent"]["kind"] == "sub"]
+    [parent] = [sid for sid in asked.live if sid != sub]
+
+    def show(sid: str, *fmt: str) -> str:
+        res = asked.session.rematch("show", sid, "--data", str(imported), "--conversation", *fmt)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    conv = json.loads(show(parent, "--format", "json"))
+    [spawn] = [e for e in conv["entries"] if e.get("subagent")]
+    assert spawn["tool"] == "multi_agent_v1.spawn_agent"
+    link = spawn["subagent"]
+    assert link["session_id"] == sub and link["key"]
+    nested = link["conversation"]
+    assert any(e["kind"] == "call" and "from-sub" in str(e["input"]) for e in nested["entries"])
+    assert nested["parent"]["call_id"] == spawn["call_id"]
+    # wait_agent names the subagent too, but did not start it: it nests nothing.
+    assert [e["tool"] for e in conv["entries"] if e.get("subagent")] == ["multi_agent_v1.spawn_agent"]
+    back = json.loads(show(sub, "--format", "json"))
+    assert back["parent"] == {"session_id": parent, "key": conv["key"], "call_id": spawn["call_id"]}
+    assert f"subagent {sub}: rematch show {sub} --conversation" in show(parent)
+    assert f"subagent of {parent}, call {spawn['call_id']}" in show(sub)
+    assert f"Subagent `{sub}`:" in show(parent, "--format", "markdown")
+    # The report's pages link the two both ways, the subagent's to the very call.
+    res = asked.session.rematch("report", "--data", str(imported))
+    assert res.returncode == 0, res.stderr
+    pages = imported / "report" / "sessions"
+    assert f'class="sub-link" href="{link["key"]}.html"' in (pages / f"{conv['key']}.html").read_text()
+    assert (f'class="parent-link" href="{conv["key"]}.html#call-{spawn["call_id"]}"'
+            in (pages / f"{link['key']}.html").read_text())

@@ -87,8 +87,8 @@ def entry_lines(e: Entry, indent: str, full: bool) -> Iterator[str]:
             yield from _block(e.output or "(empty)", inner + "  ", full)
         elif not e.blocked:
             yield f"{inner}(no output in the transcript)"
-        if e.subagent is not None:
-            yield from _subagent(e.subagent, inner, full)
+        for link in [e.subagent, *e.other_subagents] if e.subagent is not None else []:
+            yield from _subagent(link, inner, full)
     elif e.kind == "output":
         yield indent + _head(e, "output" + (" (error)" if e.is_error else ""))
         yield from _block(e.output or "(empty)", inner, full)
@@ -179,10 +179,10 @@ def render_markdown(conv: Conversation, full: bool = True, level: int = 2) -> It
                 yield ""
                 yield "Error:" if e.is_error else "Output:"
                 yield _md_fence(str(visible(fold(e.output, full)[0])))
-            if e.subagent is not None:
+            for link in [e.subagent, *e.other_subagents] if e.subagent is not None else []:
                 yield ""
-                yield f"Subagent `{visible(e.subagent['session_id'])}`:"
-                sub = e.subagent.get("conversation")
+                yield f"Subagent `{visible(link['session_id'])}`:"
+                sub = link.get("conversation")
                 if isinstance(sub, Conversation):
                     for line in render_markdown(sub, full, min(level + 1, 6)):
                         yield "> " + line if line else ">"

@@ -60,6 +60,8 @@ class Entry:
     blocked: list[dict[str, Any]] = attrs.field(factory=list)
     trigger: str = ""
     subagent: dict[str, Any] | None = None
+    #: The subagents the call started after the first (omp's ``task`` runs several in one call).
+    other_subagents: list[dict[str, Any]] = attrs.field(factory=list)
 
 
 @attrs.define
@@ -192,7 +194,7 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
     # The stream of this session: the one whose Session has its id, else the file's first.
     entries: list[Entry] = []
     calls: dict[str, Entry] = {}
-    spawned: dict[str, str] = {}
+    spawned: dict[str, list[str]] = {}
     try:
         got = list(items)
     except Exception as err:
@@ -232,23 +234,29 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
                 else:
                     entries.append(Entry("compaction", it.t, red.redact_text(it.summary), trigger=it.trigger))
             elif isinstance(it, Spawned):
-                spawned[it.call_id] = it.session_id
+                started = spawned.setdefault(it.call_id, [])
+                if it.session_id not in started:  # a rollout may say so twice (an event, the call's output)
+                    started.append(it.session_id)
     except (AttributeError, TypeError) as err:  # an item of the wrong shape
         conv.status = "failed"
         conv.note = f"the plugin gave an item rematch cannot read in {conv.source}: {err}"
     _place(entries, calls, recs, why)
-    for cid, sub_id in spawned.items():
+    for cid, sub_ids in spawned.items():
         call = calls.get(cid)
         if call is None:
             continue
-        sub_key = next((k for k, r in rows.items() if r.get("session_id") == sub_id and r.get("harness") == harness),
-                       None)
-        link: dict[str, Any] = {"session_id": sub_id, "key": sub_key, "conversation": None}
-        if sub_key is not None and depth + 1 < NEST_DEPTH:
-            sub = read_conversation(data, sub_key, depth=depth + 1, rows=rows)
-            sub.parent = {"session_id": session_id, "key": key, "call_id": cid}
-            link["conversation"] = sub
-        call.subagent = link
+        for sub_id in sub_ids:
+            sub_key = next((k for k, r in rows.items()
+                            if r.get("session_id") == sub_id and r.get("harness") == harness), None)
+            link: dict[str, Any] = {"session_id": sub_id, "key": sub_key, "conversation": None}
+            if sub_key is not None and depth + 1 < NEST_DEPTH:
+                sub = read_conversation(data, sub_key, depth=depth + 1, rows=rows)
+                sub.parent = {"session_id": session_id, "key": key, "call_id": cid}
+                link["conversation"] = sub
+            if call.subagent is None:
+                call.subagent = link
+            else:
+                call.other_subagents.append(link)
     if conv.parent is not None and conv.parent.get("key"):
         _find_spawner(data, conv, rows)
     conv.entries = entries

@@ -195,7 +195,7 @@ def _entries_and_body(js: list[dict[str, Any]], rows: list[str],
 
 
 def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices: PriceTable,
-                    convs: _Conversations) -> None:
+                    convs: _Conversations, family: dict[str, Any] | None = None) -> None:
     # Imported here: a rerun that writes no page never pays for the risk rules or Jinja2.
     from rematch_trace.report.render import flag_reasons_by_seq, timeline
     from rematch_trace.security.audit import actions, most_severe_first
@@ -213,7 +213,7 @@ def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices:
     _write_stream(target, template.generate(
         root="../", s=e.summary, row=e.row, last_seq=last_seq, seqs=seqs, risky=risky, actions=len(rows),
         unanswered=unanswered, records=timeline(e.trace, why, prices), since=since,
-        **convs.page(e.key),
+        family=family or {"parent": None, "children": []}, **convs.page(e.key),
     ))
 
 
@@ -252,10 +252,14 @@ class _Env:
         return self._env.get_template(name)
 
 
-def _cache_entry(e: Entry, old: dict[str, Any], page: bool, row: str | None, same_build: bool) -> dict[str, Any]:
-    """A session's entry in the new cache: its stamp, summary, whether its page is current, and its index
-    row (the one just rendered, else the old one while it still matches)."""
+def _cache_entry(e: Entry, old: dict[str, Any], page: bool, row: str | None, same_build: bool,
+                 family: str | None = None) -> dict[str, Any]:
+    """A session's entry in the new cache: its stamp, summary, whether its page is current, its index
+    row (the one just rendered, else the old one while it still matches), and the digest of the links
+    its page has to its parent and children (a child imported later makes the parent's page stale)."""
     entry: dict[str, Any] = {"stamp": e.stamp, "summary": e.json(), "page": page}
+    if family is not None:
+        entry["family"] = family
     if row is None and same_build and old.get("stamp") == e.stamp and isinstance(old.get("row"), str):
         row = old["row"]
     if row is not None:
@@ -296,16 +300,21 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
     written = kept = 0
     paged: set[str] = set()
     pages_dir = str(pages)
+    from rematch_trace.report.grouping import families
+
+    fams = with_json(chosen, families)
+    fam_digest = {k: hashlib.sha256(orjson.dumps(v)).hexdigest()[:16] for k, v in fams.items()}
     for e in chosen:
         old = cache.get(e.key) or {}
-        if same_build and old.get("stamp") == e.stamp and old.get("page") and os.path.isfile(
+        if same_build and old.get("stamp") == e.stamp and old.get("page") and old.get("family") == fam_digest.get(
+                e.key) and os.path.isfile(
                 os.path.join(pages_dir, f"{e.key}.html")):
             kept += 1
             paged.add(e.key)
             continue
         target = pages / f"{e.key}.html"
         try:
-            _render_session(env, e, target, since, prices, convs)
+            _render_session(env, e, target, since, prices, convs, fams.get(e.key))
         except OSError as err:
             got.problems.append(f"{target}: {err.strerror or err}; page not written")
             continue
@@ -350,12 +359,14 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
     # A rerun that found nothing new would write the cache back byte for byte: it is not even serialized.
     unchanged = (same_build and index_key == previous_index and not rows and len(cache) == len(got.entries)
                  and all(not e.fresh and e.key in cache and cache[e.key].get("stamp") == e.stamp
-                         and bool(cache[e.key].get("page")) == (e.key in paged) for e in got.entries))
+                         and bool(cache[e.key].get("page")) == (e.key in paged)
+                         and cache[e.key].get("family") == fam_digest.get(e.key) for e in got.entries))
     if not unchanged:
         new_cache = {
             "build": bid,
             "index": index_key,
-            "sessions": {e.key: _cache_entry(e, cache.get(e.key) or {}, e.key in paged, rows.get(e.key), same_build)
+            "sessions": {e.key: _cache_entry(e, cache.get(e.key) or {}, e.key in paged, rows.get(e.key), same_build,
+                                             fam_digest.get(e.key))
                          for e in got.entries},
         }
         _write_if_changed(cache_path, orjson.dumps(new_cache, option=orjson.OPT_SORT_KEYS))

@@ -170,3 +170,27 @@ def rolled_up(summaries: Sequence[Mapping[str, Any]], root: Node) -> dict[str, A
 
     out["cost"] = decimal_text(cost)
     return out
+
+
+def families(summaries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each session's links for its page, by its ``key``: ``parent`` (``{"key", "session_id"}``, the
+    key ``None`` when the parent it names is not among ``summaries``; ``None`` for a main session) and
+    ``children`` (``{"key", "session_id", "agent_kind", "started"}`` of each session it started, oldest
+    first), as :func:`forest` places them (a loop broken, every session once)."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def brief(s: Mapping[str, Any]) -> dict[str, Any]:
+        return {"key": s.get("key"), "session_id": s.get("session_id")}
+
+    for root in forest(summaries):
+        for node, _ in root.walk():
+            s = summaries[node.index]
+            fam = out.setdefault(str(s.get("key")), {"parent": None, "children": []})
+            if node.orphan:
+                fam["parent"] = {"key": None, "session_id": s.get("parent")}
+            for c in node.children:
+                child = summaries[c.index]
+                fam["children"].append({**brief(child), "agent_kind": child.get("agent_kind"),
+                                        "started": child.get("started")})
+                out.setdefault(str(child.get("key")), {"parent": None, "children": []})["parent"] = brief(s)
+    return out

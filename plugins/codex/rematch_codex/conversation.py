@@ -3,14 +3,23 @@
 The rollout's own translator runs alongside, so the session id, and the copied
 history a fork or subagent starts with (not this session's words), are decided
 exactly as for the trace.
+
+A subagent is placed under the call that started it from what the parent's rollout says of it:
+the ``spawn_agent`` call's own output (``{"agent_id": <the child's thread id>, ...}``, which
+Codex writes for every multi-agent version) and the events some versions add (an
+``item_completed`` ``CollabAgentToolCall`` whose ``tool`` is ``spawn_agent``, naming its
+``receiver_thread_ids``; ``collab_agent_spawn_end`` with ``new_thread_id``). The child's thread id
+is its session id. ``wait_agent``, ``send_input`` and the others name a thread they did not start:
+they start nothing here.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
-from rematch_trace.host.conversation import Called, Compacted, Item, Returned, Said
+from rematch_trace.host.conversation import Called, Compacted, Item, Returned, Said, Spawned
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.timestamps import iso_ms
 from rematch_trace.host.vocab import Session
@@ -22,6 +31,7 @@ from .translate import _CALL_ITEMS, _OUTPUT_ITEMS, STREAM, _call_input, _message
 def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
     """The items of ``records``, in file order."""
     tr = _Translator(source, {})
+    spawns: set[str] = set()  # the call ids of the spawn_agent calls read so far
     for rec in records:
         v = rec.value
         if not isinstance(v, dict):
@@ -42,9 +52,54 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
             msg = payload.get("message")
             yield Compacted(STREAM, t, "", msg if isinstance(msg, str) else "")
             continue
+        if kind == "event_msg":
+            yield from _spawn_event(payload, t)
+            continue
         if kind not in ("response_item", None) and "payload" in v:
             continue
-        yield from _item(payload, t, rec)
+        for said in _item(payload, t, rec):
+            yield said
+            if isinstance(said, Called) and _is_spawn(said.name):
+                spawns.add(said.call_id)
+            elif isinstance(said, Returned) and said.call_id in spawns:
+                child = _spawned_thread(said.output)
+                if child is not None:
+                    yield Spawned(STREAM, t, said.call_id, child)
+
+
+def _is_spawn(name: str) -> bool:
+    """Whether a call of this name starts a subagent (``spawn_agent``, in any tool namespace)."""
+    return name == "spawn_agent" or name.endswith((".spawn_agent", "_spawn_agent"))
+
+
+def _spawned_thread(text: str) -> str | None:
+    """The child thread id a ``spawn_agent`` output names (``{"agent_id": ...}``), else ``None``."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    child = doc.get("agent_id") if isinstance(doc, dict) else None
+    return child if isinstance(child, str) and child else None
+
+
+def _spawn_event(p: dict[str, Any], t: int | None) -> Iterator[Item]:
+    """The subagents an ``event_msg`` says a call started (the versions that write these events)."""
+    typ = p.get("type")
+    if typ == "item_completed":
+        item = p.get("item")
+        if not isinstance(item, dict) or item.get("type") != "CollabAgentToolCall" or item.get("tool") != "spawn_agent":
+            return
+        cid, children = item.get("id"), item.get("receiver_thread_ids")
+        if isinstance(cid, str) and cid and isinstance(children, list):
+            for child in children:
+                if isinstance(child, str) and child:
+                    yield Spawned(STREAM, t, cid, child)
+    elif typ == "collab_agent_spawn_end":
+        cid, child = p.get("call_id"), p.get("new_thread_id")
+        if isinstance(cid, str) and cid and isinstance(child, str) and child:
+            yield Spawned(STREAM, t, cid, child)
 
 
 def _item(p: dict[str, Any], t: int | None, rec: RawRecord) -> Iterator[Item]:
