@@ -204,18 +204,52 @@
 
   // The search box over what was said: the site's own index (search/NNNN.js: the redacted text rematch
   // search indexes, see docs/search.md), loaded as scripts on first use (a page opened from file:// cannot
-  // fetch() a file), searched here, within the sessions the filters chose.
+  // fetch() a file), searched here, within the sessions the filters chose. Words are tokens as rematch
+  // search's FTS5 tokenizer makes them (unicode61 remove_diacritics 2: letters and digits, case and Latin
+  // accents folded); hits are ranked by bm25 over the shipped records, as the CLI ranks.
   var find = document.getElementById("s-q"), findStatus = document.getElementById("s-status");
   var findHits = document.getElementById("s-hits");
-  var meta = data.search, corpus = [], pending = -1, timer = null, chosenKeys = null, MAX_HITS = 100;
+  var meta = data.search, pending = -1, timer = null, chosenKeys = null, MAX_HITS = 100;
   var order = {}, byKey = {};
   sessions.forEach(function (s, i) { order[s.k] = i; byKey[s.k] = s; });
+  // The records: docs[i] = {c: its session's entry, r: [seq, kind, time, text], t: its token ids}.
+  // vocab maps a folded token to its id; post[id] lists the records holding it (ascending), freq[id]
+  // how often in each; tokens counts every record's tokens (bm25's average length).
+  var docs = [], vocab = new Map(), post = [], freq = [], tokens = 0;
+  var BM25_K1 = 1.2, BM25_B = 0.75, MAX_PREFIX = 2000;
 
+  // FTS5's unicode61 with remove_diacritics 2: a token is a run of letters, digits and marks (every other
+  // character separates); a Latin letter's accents are dropped, case folded, a final sigma is a sigma.
+  var TOKEN = /[\p{L}\p{N}\p{M}\p{Co}]+/gu;
+  function fold(text) {
+    // Most text is ASCII: normalising it is work for nothing.
+    if (/[^\x00-\x7f]/.test(text)) {
+      text = text.normalize("NFD").replace(/(\p{Script=Latin})\p{M}+/gu, "$1").toLowerCase().replace(/ς/g, "σ");
+    } else {
+      text = text.toLowerCase();
+    }
+    return text;
+  }
+  function words(text) { return fold(text).match(TOKEN) || []; }
+
+  function addDoc(c, r) {
+    var ws = words(String(r[3])), ids = new Int32Array(ws.length), d = docs.length, seen = new Map();
+    for (var i = 0; i < ws.length; i++) {
+      var id = vocab.get(ws[i]);
+      if (id === undefined) { id = post.length; vocab.set(ws[i], id); post.push([]); freq.push([]); }
+      ids[i] = id;
+      seen.set(id, (seen.get(id) || 0) + 1);
+    }
+    seen.forEach(function (n, id) { post[id].push(d); freq[id].push(n); });
+    tokens += ws.length;
+    docs.push({ c: c, r: r, t: ids });
+  }
+
+  // Each file indexes its records as it arrives (the page stays responsive between files).
   window.rematchSearch = function (list) {
     list.forEach(function (x) {
-      // r = [seq, kind, time, text]; r[4] is the text in lower case, made once.
-      x[2].forEach(function (r) { r.push(String(r[3]).toLowerCase()); });
-      corpus.push({ k: x[0], sid: x[1], recs: x[2] });
+      var c = { k: x[0], sid: x[1] };
+      x[2].forEach(function (r) { addDoc(c, r); });
     });
     pending -= 1;
     if (pending === 0) { runSearch(); }
@@ -232,46 +266,129 @@
     });
   }
 
-  // Words and "quoted phrases", in lower case: each must occur in a record's text.
+  // The query's terms, as rematch search reads them: each word, or "quoted phrase", is a phrase of its
+  // tokens, and each must occur in a record. A term with no letter or digit matches nothing, so is left out.
   function terms(q) {
-    var out = [], parts = q.toLowerCase().split('"');
+    var out = [], parts = q.split('"');
     parts.forEach(function (p, i) {
       if (i % 2 === 1 && i < parts.length - 1) {
-        var phrase = p.replace(/\s+/g, " ").trim();
-        if (phrase) { out.push(phrase); }
+        var ws = words(p);
+        if (ws.length) { out.push(ws); }
       } else {
-        p.split(/\s+/).forEach(function (w) { if (w) { out.push(w); } });
+        p.split(/\s+/).forEach(function (w) { var ws = words(w); if (ws.length) { out.push(ws); } });
       }
     });
     return out;
   }
 
-  function snippet(r, ts) {
-    var low = r[4], text = low.length === r[3].length ? r[3] : low;
-    var first = low.length;
-    ts.forEach(function (t) { var i = low.indexOf(t); if (i >= 0 && i < first) { first = i; } });
+  // Token ids a term's token stands for: itself, or with prefix (the fallback) every token it begins.
+  function idsOf(word, prefix) {
+    if (!prefix) { var id = vocab.get(word); return id === undefined ? [] : [id]; }
+    var out = [];
+    for (var entry of vocab) {
+      if (entry[0].lastIndexOf(word, 0) === 0) { out.push(entry[1]); if (out.length >= MAX_PREFIX) { break; } }
+    }
+    return out;
+  }
+
+  // Record -> how often the term occurs in it. A phrase occurs where its tokens follow each other; with
+  // prefix, a phrase's last token (the one being typed) matches any token it begins.
+  function occurrences(term, prefix) {
+    var sets = term.map(function (w, i) { return idsOf(w, prefix && i === term.length - 1); });
+    var out = new Map();
+    if (sets.some(function (s) { return !s.length; })) { return out; }
+    if (term.length === 1) {
+      sets[0].forEach(function (id) {
+        var ds = post[id], fs = freq[id];
+        for (var i = 0; i < ds.length; i++) { out.set(ds[i], (out.get(ds[i]) || 0) + fs[i]); }
+      });
+      return out;
+    }
+    // A phrase: the records holding its first token, each scanned for the whole sequence.
+    var want = sets.map(function (s) { return new Set(s); }), first = sets[0];
+    first.forEach(function (id0) {
+      post[id0].forEach(function (d) {
+        if (out.has(d)) { return; }
+        var t = docs[d].t, n = 0;
+        for (var i = 0; i + term.length <= t.length; i++) {
+          var j = 0;
+          while (j < term.length && want[j].has(t[i + j])) { j++; }
+          if (j === term.length) { n++; }
+        }
+        if (n) { out.set(d, n); }
+      });
+    });
+    return out;
+  }
+
+  // The hits of the terms: records holding every term, in the chosen sessions, each with its bm25 score
+  // (FTS5's: IDF over all shipped records, a term's IDF at least 1e-6), best first; ties newest session
+  // first, then in the order they were said.
+  function ranked(ts, prefix) {
+    var per = ts.map(function (t) { return occurrences(t, prefix); });
+    per.sort(function (a, b) { return a.size - b.size; });
+    var n = docs.length, avg = n ? tokens / n : 1, hits = [];
+    var idf = per.map(function (m) { return Math.max(1e-6, Math.log((n - m.size + 0.5) / (m.size + 0.5))); });
+    if (!per.length) { return hits; }
+    per[0].forEach(function (_, d) {
+      var doc = docs[d];
+      if (chosenKeys && !chosenKeys[doc.c.k]) { return; }
+      var score = 0, norm = BM25_K1 * (1 - BM25_B + BM25_B * doc.t.length / avg);
+      for (var i = 0; i < per.length; i++) {
+        var f = per[i].get(d);
+        if (!f) { return; }
+        score += idf[i] * f * (BM25_K1 + 1) / (f + norm);
+      }
+      hits.push({ d: doc, s: score });
+    });
+    hits.sort(function (a, b) {
+      return (b.s - a.s) || (order[a.d.c.k] - order[b.d.c.k]) || ((a.d.r[0] || 0) - (b.d.r[0] || 0));
+    });
+    return hits;
+  }
+
+  // The matched tokens of a record's text as [start, end) character ranges: a term's tokens where the whole
+  // term occurs (a phrase's tokens in sequence), found again in the text as shown (its own tokens folded).
+  function marks(text, ts, prefix) {
+    // A regex of its own: match() with TOKEN (global) below resets TOKEN's lastIndex.
+    var found = [], m, each = new RegExp(TOKEN.source, "gu");
+    while ((m = each.exec(text)) !== null) {
+      var w = fold(m[0]).match(TOKEN);
+      if (w) { found.push([m.index, m.index + m[0].length, w.join("")]); }
+    }
+    var on = [];
+    function same(tok, w, last) { return prefix && last ? tok.lastIndexOf(w, 0) === 0 : tok === w; }
+    ts.forEach(function (term) {
+      for (var i = 0; i + term.length <= found.length; i++) {
+        var j = 0;
+        while (j < term.length && same(found[i + j][2], term[j], j === term.length - 1)) { j++; }
+        if (j === term.length) { for (j = 0; j < term.length; j++) { on[i + j] = true; } }
+      }
+    });
+    return found.filter(function (_, i) { return on[i]; }).map(function (f) { return [f[0], f[1]]; });
+  }
+
+  function snippet(r, ts, prefix) {
+    var text = String(r[3]), ms = marks(text, ts, prefix);
+    var first = ms.length ? ms[0][0] : 0;
     var start = Math.max(0, first - 60), end = Math.min(text.length, first + 160), pos = start;
     var out = document.createElement("div");
     out.className = "snip";
     if (start > 0) { out.appendChild(document.createTextNode("…")); }
-    while (pos < end) {
-      var best = -1, len = 0;
-      ts.forEach(function (t) {
-        var i = low.indexOf(t, pos);
-        if (i >= 0 && i < end && (best < 0 || i < best || (i === best && t.length > len))) { best = i; len = t.length; }
-      });
-      if (best < 0) { out.appendChild(document.createTextNode(text.slice(pos, end))); break; }
-      if (best > pos) { out.appendChild(document.createTextNode(text.slice(pos, best))); }
-      var m = document.createElement("mark");
-      m.textContent = text.slice(best, Math.min(best + len, end));
-      out.appendChild(m);
-      pos = best + len;
-    }
+    ms.forEach(function (x) {
+      if (x[0] < pos || x[0] >= end) { return; }
+      if (x[0] > pos) { out.appendChild(document.createTextNode(text.slice(pos, x[0]))); }
+      var mk = document.createElement("mark");
+      mk.textContent = text.slice(x[0], Math.min(x[1], end));
+      out.appendChild(mk);
+      pos = Math.min(x[1], end);
+    });
+    if (pos < end) { out.appendChild(document.createTextNode(text.slice(pos, end))); }
     if (end < text.length) { out.appendChild(document.createTextNode("…")); }
     return out;
   }
 
-  function hitItem(c, r, ts) {
+  function hitItem(c, r, ts, prefix) {
     var li = document.createElement("li"), line = document.createElement("div"), a = document.createElement("a");
     var s = byKey[c.k];
     line.className = "meta";
@@ -285,7 +402,7 @@
     kind.textContent = r[1] + (typeof r[0] === "number" ? " #" + r[0] : "");
     line.appendChild(kind);
     li.appendChild(line);
-    li.appendChild(snippet(r, ts));
+    li.appendChild(snippet(r, ts, prefix));
     return li;
   }
 
@@ -302,20 +419,18 @@
       if (pending > 0) { findStatus.textContent = "Loading the search index…"; }
       return;
     }
-    var ts = terms(q), hits = [], hitSessions = {};
-    corpus.forEach(function (c) {
-      if (chosenKeys && !chosenKeys[c.k]) { return; }
-      c.recs.forEach(function (r) {
-        for (var i = 0; i < ts.length; i++) { if (r[4].indexOf(ts[i]) < 0) { return; } }
-        hits.push([c, r]);
-        hitSessions[c.k] = true;
-      });
-    });
-    // Newest session first (the table's order), then in the order it was said.
-    hits.sort(function (a, b) { return (order[a[0].k] - order[b[0].k]) || ((a[1][0] || 0) - (b[1][0] || 0)); });
-    hits.slice(0, MAX_HITS).forEach(function (h) { findHits.appendChild(hitItem(h[0], h[1], ts)); });
+    var ts = terms(q), prefix = false;
+    if (!ts.length) { findStatus.textContent = "No match: search for words (letters or digits)."; return; }
+    var hits = ranked(ts, false);
+    // No record has the whole words: words being typed are taken as the start of longer ones.
+    if (!hits.length) { prefix = true; hits = ranked(ts, true); }
+    var hitSessions = {};
+    hits.forEach(function (h) { hitSessions[h.d.c.k] = true; });
+    hits.slice(0, MAX_HITS).forEach(function (h) { findHits.appendChild(hitItem(h.d.c, h.d.r, ts, prefix)); });
     var n = Object.keys(hitSessions).length;
-    var status = hits.length ? hits.length + " hit(s) in " + n + " session(s)" + (hits.length > MAX_HITS ? ", the first " + MAX_HITS + " shown" : "")
+    var status = hits.length ? hits.length + " hit(s) in " + n + " session(s), best first" +
+      (prefix ? " (no whole-word match: words starting with those typed)" : "") +
+      (hits.length > MAX_HITS ? ", the first " + MAX_HITS + " shown" : "") + "."
       : "No match" + (chosenKeys && Object.keys(chosenKeys).length < sessions.length ? " in the sessions these filters choose" : "") + ".";
     if (meta.sessions < meta.of) { status += " The index covers the newest " + meta.sessions + " of " + meta.of + " sessions."; }
     findStatus.textContent = status;
