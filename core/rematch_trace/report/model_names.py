@@ -13,8 +13,10 @@ dated one had. ``-latest`` is not folded: it names whichever snapshot is newest,
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from rematch_trace.report.prices import PriceTable
+if TYPE_CHECKING:  # only a table passed in is used: `rematch sessions` imports no more than this module
+    from rematch_trace.report.prices import PriceTable
 
 #: A snapshot date at the end of a model id.
 DATED = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
