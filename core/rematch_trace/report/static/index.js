@@ -212,44 +212,34 @@
   var meta = data.search, pending = -1, timer = null, chosenKeys = null, MAX_HITS = 100;
   var order = {}, byKey = {};
   sessions.forEach(function (s, i) { order[s.k] = i; byKey[s.k] = s; });
-  // The records: docs[i] = {c: its session's entry, r: [seq, kind, time, text], t: its token ids}.
-  // vocab maps a folded token to its id; post[id] lists the records holding it (ascending), freq[id]
-  // how often in each; tokens counts every record's tokens (bm25's average length).
-  var docs = [], vocab = new Map(), post = [], freq = [], tokens = 0;
-  var BM25_K1 = 1.2, BM25_B = 0.75, MAX_PREFIX = 2000;
+  // The records: docs[i] = {c: its session's entry, r: [seq, kind, time, text], f: the text folded}.
+  // A query scans the folded texts (indexOf first, a regex only where that finds the term): no index is
+  // built, so the files cost no more to load than to parse and fold (an index of 2M tokens took seconds).
+  // chars counts the folded texts' characters: bm25's lengths are in characters, not tokens.
+  var docs = [], chars = 0;
+  var BM25_K1 = 1.2, BM25_B = 0.75;
 
   // FTS5's unicode61 with remove_diacritics 2: a token is a run of letters, digits and marks (every other
   // character separates); a Latin letter's accents are dropped, case folded, a final sigma is a sigma.
-  var TOKEN = /[\p{L}\p{N}\p{M}\p{Co}]+/gu;
+  var TOKEN_CHAR = "\\p{L}\\p{N}\\p{M}\\p{Co}", TOKEN = new RegExp("[" + TOKEN_CHAR + "]+", "gu");
   function fold(text) {
     // Most text is ASCII: normalising it is work for nothing.
     if (/[^\x00-\x7f]/.test(text)) {
-      text = text.normalize("NFD").replace(/(\p{Script=Latin})\p{M}+/gu, "$1").toLowerCase().replace(/ς/g, "σ");
-    } else {
-      text = text.toLowerCase();
+      return text.normalize("NFD").replace(/(\p{Script=Latin})\p{M}+/gu, "$1").toLowerCase().replace(/ς/g, "σ");
     }
-    return text;
+    return text.toLowerCase();
   }
   function words(text) { return fold(text).match(TOKEN) || []; }
 
-  function addDoc(c, r) {
-    var ws = words(String(r[3])), ids = new Int32Array(ws.length), d = docs.length, seen = new Map();
-    for (var i = 0; i < ws.length; i++) {
-      var id = vocab.get(ws[i]);
-      if (id === undefined) { id = post.length; vocab.set(ws[i], id); post.push([]); freq.push([]); }
-      ids[i] = id;
-      seen.set(id, (seen.get(id) || 0) + 1);
-    }
-    seen.forEach(function (n, id) { post[id].push(d); freq[id].push(n); });
-    tokens += ws.length;
-    docs.push({ c: c, r: r, t: ids });
-  }
-
-  // Each file indexes its records as it arrives (the page stays responsive between files).
+  // Each file's records are folded as it arrives (the page stays responsive between files).
   window.rematchSearch = function (list) {
     list.forEach(function (x) {
       var c = { k: x[0], sid: x[1] };
-      x[2].forEach(function (r) { addDoc(c, r); });
+      x[2].forEach(function (r) {
+        var f = fold(String(r[3]));
+        chars += f.length;
+        docs.push({ c: c, r: r, f: f });
+      });
     });
     pending -= 1;
     if (pending === 0) { runSearch(); }
@@ -281,59 +271,77 @@
     return out;
   }
 
-  // Token ids a term's token stands for: itself, or with prefix (the fallback) every token it begins.
-  function idsOf(word, prefix) {
-    if (!prefix) { var id = vocab.get(word); return id === undefined ? [] : [id]; }
-    var out = [];
-    for (var entry of vocab) {
-      if (entry[0].lastIndexOf(word, 0) === 0) { out.push(entry[1]); if (out.length >= MAX_PREFIX) { break; } }
-    }
-    return out;
+  // Whether the character at i (the one ending at i - 1, with before) is a token character.
+  var ONE = new RegExp("[" + TOKEN_CHAR + "]", "u");
+  function tokenChar(f, i, before) {
+    if (before ? i <= 0 : i >= f.length) { return false; }
+    var c = f.charCodeAt(before ? i - 1 : i);
+    if (c < 128) { return (c >= 48 && c <= 57) || (c >= 97 && c <= 122) || (c >= 65 && c <= 90); }
+    if (before && c >= 0xdc00 && c <= 0xdfff && i >= 2) { return ONE.test(String.fromCodePoint(f.codePointAt(i - 2))); }
+    return ONE.test(String.fromCodePoint(f.codePointAt(before ? i - 1 : i)));
   }
 
-  // Record -> how often the term occurs in it. A phrase occurs where its tokens follow each other; with
-  // prefix, a phrase's last token (the one being typed) matches any token it begins.
-  function occurrences(term, prefix) {
-    var sets = term.map(function (w, i) { return idsOf(w, prefix && i === term.length - 1); });
-    var out = new Map();
-    if (sets.some(function (s) { return !s.length; })) { return out; }
-    if (term.length === 1) {
-      sets[0].forEach(function (id) {
-        var ds = post[id], fs = freq[id];
-        for (var i = 0; i < ds.length; i++) { out.set(ds[i], (out.get(ds[i]) || 0) + fs[i]); }
-      });
-      return out;
+  // How often a term occurs in a folded text: its tokens whole, in order, with anything but token
+  // characters between them; with prefix (the fallback), its last token may begin a longer one. The
+  // match starts with a literal (fast to find); the word boundaries are checked after.
+  function count(f, term, between, prefix) {
+    var n = 0, at = 0, m;
+    for (;;) {
+      var start, end;
+      if (between === null) {
+        start = f.indexOf(term[0], at);
+        if (start < 0) { return n; }
+        end = start + term[0].length;
+      } else {
+        between.lastIndex = at;
+        m = between.exec(f);
+        if (m === null) { return n; }
+        start = m.index;
+        end = start + m[0].length;
+      }
+      if (!tokenChar(f, start, true) && (prefix || !tokenChar(f, end, false))) { n++; at = end; } else { at = start + 1; }
     }
-    // A phrase: the records holding its first token, each scanned for the whole sequence.
-    var want = sets.map(function (s) { return new Set(s); }), first = sets[0];
-    first.forEach(function (id0) {
-      post[id0].forEach(function (d) {
-        if (out.has(d)) { return; }
-        var t = docs[d].t, n = 0;
-        for (var i = 0; i + term.length <= t.length; i++) {
-          var j = 0;
-          while (j < term.length && want[j].has(t[i + j])) { j++; }
-          if (j === term.length) { n++; }
-        }
-        if (n) { out.set(d, n); }
-      });
-    });
+  }
+
+  // Record -> how often the term occurs in it, over every shipped record (bm25's document frequencies
+  // are the whole index's, as FTS5's are the table's). The last terms' are kept: typing a query word by
+  // word scans only the word typed last (a few: a common word's map holds most records).
+  var seenTerms = new Map(), KEEP_TERMS = 16;
+  function occurrences(term, prefix) {
+    var key = (prefix ? "*" : "=") + term.join(" "), got = seenTerms.get(key);
+    if (got === undefined) {
+      got = scan(term, prefix);
+      if (seenTerms.size >= KEEP_TERMS) { seenTerms.delete(seenTerms.keys().next().value); }
+    } else {
+      seenTerms.delete(key);  // kept as the newest
+    }
+    seenTerms.set(key, got);
+    return got;
+  }
+
+  function scan(term, prefix) {
+    var out = new Map(), probe = term.reduce(function (a, b) { return b.length > a.length ? b : a; });
+    var between = term.length > 1 ? new RegExp(term.join("[^" + TOKEN_CHAR + "]+"), "gu") : null;
+    for (var d = 0; d < docs.length; d++) {
+      var f = docs[d].f;
+      if (f.indexOf(probe) < 0) { continue; }
+      var n = count(f, term, between, prefix);
+      if (n) { out.set(d, n); }
+    }
     return out;
   }
 
   // The hits of the terms: records holding every term, in the chosen sessions, each with its bm25 score
-  // (FTS5's: IDF over all shipped records, a term's IDF at least 1e-6), best first; ties newest session
+  // (FTS5's k1 and b; IDF over all shipped records, at least 1e-6), best first; ties newest session
   // first, then in the order they were said.
   function ranked(ts, prefix) {
-    var per = ts.map(function (t) { return occurrences(t, prefix); });
-    per.sort(function (a, b) { return a.size - b.size; });
-    var n = docs.length, avg = n ? tokens / n : 1, hits = [];
+    var per = ts.map(function (t) { return occurrences(t, prefix); }).sort(function (a, b) { return a.size - b.size; });
+    var n = docs.length, avg = n ? chars / n : 1, hits = [];
     var idf = per.map(function (m) { return Math.max(1e-6, Math.log((n - m.size + 0.5) / (m.size + 0.5))); });
-    if (!per.length) { return hits; }
     per[0].forEach(function (_, d) {
       var doc = docs[d];
       if (chosenKeys && !chosenKeys[doc.c.k]) { return; }
-      var score = 0, norm = BM25_K1 * (1 - BM25_B + BM25_B * doc.t.length / avg);
+      var score = 0, norm = BM25_K1 * (1 - BM25_B + BM25_B * doc.f.length / avg);
       for (var i = 0; i < per.length; i++) {
         var f = per[i].get(d);
         if (!f) { return; }
