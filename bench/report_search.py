@@ -51,7 +51,7 @@ def tree_bytes(root: Path) -> int:
 
 #: Queries typed after the first search (files loaded): words, a common word, a phrase, a word being typed
 #: (no whole-word match: the prefix fallback), accents.
-QUERIES = ("git status a", "error", '"git status"', "deplo", "café résumé", "import json os path")
+QUERIES = ("git status a", "error", '"git status"', "statu", "café résumé", "import json os path")
 
 
 def browser_search(index: Path, query: str) -> dict[str, Any] | None:

@@ -335,8 +335,15 @@
   // (FTS5's k1 and b; IDF over all shipped records, at least 1e-6), best first; ties newest session
   // first, then in the order they were said.
   function ranked(ts, prefix) {
-    var per = ts.map(function (t) { return occurrences(t, prefix); }).sort(function (a, b) { return a.size - b.size; });
-    var n = docs.length, avg = n ? chars / n : 1, hits = [];
+    // The terms with the longest words first (likely the rarest): one found nowhere ends the scan.
+    var per = [], hits = [], longest = function (t) { return Math.max.apply(null, t.map(function (w) { return w.length; })); };
+    var byLength = ts.slice().sort(function (a, b) { return longest(b) - longest(a); });
+    for (var t = 0; t < byLength.length; t++) {
+      per.push(occurrences(byLength[t], prefix));
+      if (!per[t].size) { return hits; }
+    }
+    per.sort(function (a, b) { return a.size - b.size; });
+    var n = docs.length, avg = n ? chars / n : 1;
     var idf = per.map(function (m) { return Math.max(1e-6, Math.log((n - m.size + 0.5) / (m.size + 0.5))); });
     per[0].forEach(function (_, d) {
       var doc = docs[d];
