@@ -3,7 +3,7 @@ session with everything it started), and the listing shows them by project (repo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 from rematch_trace.report.collect import Entry
@@ -67,9 +67,9 @@ def in_project(entries: list[Entry], part: str | None) -> list[Entry]:
     return [e for i, e in enumerate(entries) if i in keep]
 
 
-def grouped_lines(entries: list[Entry], one: Callable[[str], str] = str) -> list[str]:
+def grouped_lines(entries: list[Entry], one: Mapping[str, str]) -> list[str]:
     """The sessions by project, each main session followed by the sessions under it, indented; each
-    session's model by its one name ``one`` (:class:`~rematch_trace.report.model_names.ModelNames`)."""
+    session's model by its one name, ``one[model]`` (:class:`~rematch_trace.report.model_names.ModelNames`)."""
     from rematch_trace.cli.sessions_cmd import table
     from rematch_trace.report.text import clip, one_line, when
 
@@ -95,7 +95,7 @@ def grouped_lines(entries: list[Entry], one: Callable[[str], str] = str) -> list
                 elif not depth and node.children:
                     sid += f" (+{len(members) - 1} under it)"
                 rows.append([when(s("started"), "%Y-%m-%d %H:%M"), clip(s("harness"), 40), clip(sid, 200),
-                             clip(one(str(s("model"))) if s("model") else "-", 40), str(s("inputs")),
+                             clip(one[m] if (m := s("model")) else "-", 40), str(s("inputs")),
                              str(s("tool_errors")), str(s("redirects")), clip(s("repo") or s("cwd") or "-", 80)])
     lines = table(rows, {4, 5, 6})
     out = ["  " + lines[0]]

@@ -151,7 +151,7 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
         from rematch_trace.report.collect import with_json
 
         # `model` stays the trace's id; `model_folded` is the name the table shows.
-        echo_json(with_json(entries, lambda js: [dict(j, model_folded=one(str(j["model"])) if j.get("model") else None)
+        echo_json(with_json(entries, lambda js: [dict(j, model_folded=one[j["model"]] if j.get("model") else None)
                                                  for j in with_links(entries)]))
         return
     if not entries:
@@ -167,6 +167,6 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
         s = e.json().get  # the summary's JSON as stored: no summary structured per session
         sid = str(s("session_id")) + (" (sub)" if s("agent_kind") == "sub" else "")
         rows.append([when(s("started"), "%Y-%m-%d %H:%M"), clip(s("harness"), 40), clip(sid, 200),
-                     clip(one(str(s("model"))) if s("model") else "-", 40), str(s("inputs")), str(s("tool_errors")), str(s("redirects")),
+                     clip(one[m] if (m := s("model")) else "-", 40), str(s("inputs")), str(s("tool_errors")), str(s("redirects")),
                      clip(s("repo") or s("cwd") or "-", 80)])
     click.echo("\n".join([*table(rows, {4, 5, 6}), f"{len(entries)} session(s)"]))
