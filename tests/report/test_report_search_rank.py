@@ -133,11 +133,14 @@ def test_a_word_matches_whole_words_and_its_start_only_when_nothing_else_does(pa
     hits = _search(page, "cat")
     assert _sessions(hits) == [PHRASE]
     assert hits[0]["marked"] == ["cat"]
-    # No word "harmon": the words starting with it are found, and the box says so.
+    # No word "harmon": the last word typed is taken as the start of longer ones, and the box says so.
     hits = _search(page, "harmon")
     assert _sessions(hits) == [PHRASE]
     assert hits[0]["marked"] == ["harmonica"]
-    assert "starting with" in page.inner_text("#s-status")
+    assert "start of longer" in page.inner_text("#s-status")
+    hits = _search(page, "sunrise harmon")
+    assert _sessions(hits) == [PHRASE] and hits[0]["marked"] == ["harmonica", "sunrise"]
+    assert _search(page, "harmon sunrise") == []  # only the word being typed (the last) is a prefix
 
 
 def test_a_phrase_is_its_words_in_order(page: Any) -> None:

@@ -217,7 +217,7 @@
   // finds it): no index is built, so the files cost little more to load than to parse and fold (a token
   // index of the 256 MB bench's 2M tokens took 2.3 s to build).
   // chars counts the folded texts' characters: bm25's lengths are in characters, not tokens.
-  var docs = [], chars = 0;
+  var docs = [], chars = 0, absent = false;
   var BM25_K1 = 1.2, BM25_B = 0.75;
 
   // FTS5's unicode61 with remove_diacritics 2: a token is a run of letters, digits and marks (every other
@@ -320,12 +320,16 @@
     return got;
   }
 
+  // out.absent: the term's longest word is in no record even as part of a word (then neither is a
+  // longer word it begins: the prefix fallback has nothing to find).
   function scan(term, prefix) {
     var out = new Map(), probe = term.reduce(function (a, b) { return b.length > a.length ? b : a; });
+    out.absent = true;
     var between = term.length > 1 ? new RegExp(term.join("[^" + TOKEN_CHAR + "]+"), "gu") : null;
     for (var d = 0; d < docs.length; d++) {
       var f = docs[d].f;
       if (f.indexOf(probe) < 0) { continue; }
+      out.absent = false;
       var n = count(f, term, between, prefix);
       if (n) { out.set(d, n); }
     }
@@ -339,9 +343,12 @@
     // The terms with the longest words first (likely the rarest): one found nowhere ends the scan.
     var per = [], hits = [], longest = function (t) { return Math.max.apply(null, t.map(function (w) { return w.length; })); };
     var byLength = ts.slice().sort(function (a, b) { return longest(b) - longest(a); });
+    var typing = ts[ts.length - 1];
+    absent = false;
     for (var t = 0; t < byLength.length; t++) {
-      per.push(occurrences(byLength[t], prefix));
-      if (!per[t].size) { return hits; }
+      // With prefix, only the query's last term (the one being typed) may end in a longer word.
+      per.push(occurrences(byLength[t], prefix && byLength[t] === typing));
+      if (!per[t].size) { absent = per[t].absent; return hits; }
     }
     per.sort(function (a, b) { return a.size - b.size; });
     var n = docs.length, avg = n ? chars / n : 1;
@@ -373,11 +380,12 @@
       if (w) { found.push([m.index, m.index + m[0].length, w.join("")]); }
     }
     var on = [];
-    function same(tok, w, last) { return prefix && last ? tok.lastIndexOf(w, 0) === 0 : tok === w; }
-    ts.forEach(function (term) {
+    function same(tok, w, last) { return last ? tok.lastIndexOf(w, 0) === 0 : tok === w; }
+    ts.forEach(function (term, t) {
+      var open = prefix && t === ts.length - 1;  // the word being typed may begin a longer one
       for (var i = 0; i + term.length <= found.length; i++) {
         var j = 0;
-        while (j < term.length && same(found[i + j][2], term[j], j === term.length - 1)) { j++; }
+        while (j < term.length && same(found[i + j][2], term[j], open && j === term.length - 1)) { j++; }
         if (j === term.length) { for (j = 0; j < term.length; j++) { on[i + j] = true; } }
       }
     });
@@ -438,14 +446,14 @@
     var ts = terms(q), prefix = false;
     if (!ts.length) { findStatus.textContent = "No match: search for words (letters or digits)."; return; }
     var hits = ranked(ts, false);
-    // No record has the whole words: words being typed are taken as the start of longer ones.
-    if (!hits.length) { prefix = true; hits = ranked(ts, true); }
+    // No record has the whole words: the word being typed (the last) is taken as the start of a longer one.
+    if (!hits.length && !absent) { prefix = true; hits = ranked(ts, true); }
     var hitSessions = {};
     hits.forEach(function (h) { hitSessions[h.d.c.k] = true; });
     hits.slice(0, MAX_HITS).forEach(function (h) { findHits.appendChild(hitItem(h.d.c, h.d.r, ts, prefix)); });
     var n = Object.keys(hitSessions).length;
     var status = hits.length ? hits.length + " hit(s) in " + n + " session(s), best first" +
-      (prefix ? " (no whole-word match: words starting with those typed)" : "") +
+      (prefix ? " (no whole-word match: the last word as the start of longer ones)" : "") +
       (hits.length > MAX_HITS ? ", the first " + MAX_HITS + " shown" : "") + "."
       : "No match" + (chosenKeys && Object.keys(chosenKeys).length < sessions.length ? " in the sessions these filters choose" : "") + ".";
     if (meta.sessions < meta.of) { status += " The index covers the newest " + meta.sessions + " of " + meta.of + " sessions."; }
