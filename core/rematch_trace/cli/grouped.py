@@ -36,10 +36,11 @@ def _children(js: list[dict[str, Any]], roots: list[Node]) -> dict[int, tuple[li
     return out
 
 
-def with_links(entries: list[Entry]) -> list[dict[str, Any]]:
+def with_links(entries: list[Entry], one: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Each session's summary JSON (newest first) with ``children`` (the ids directly under it),
-    ``orphan`` (its parent is named but not here), ``project`` and, for a top-level one,
-    ``rolled_up`` (its figures with everything under it)."""
+    ``orphan`` (its parent is named but not here), ``project``, for a top-level one ``rolled_up`` (its
+    figures with everything under it) and, given ``one``, ``model_folded`` (``one[model]``, the name the
+    table shows; ``model`` stays the trace's)."""
     js = [e.json() for e in entries]
     roots = forest(js)
     links = _children(js, roots)
@@ -48,6 +49,8 @@ def with_links(entries: list[Entry]) -> list[dict[str, Any]]:
     for i, (j, e) in enumerate(zip(js, entries, strict=True)):
         children, orphan, project = links[i]
         extra: dict[str, Any] = {"trace": e.trace_file, "children": children, "orphan": orphan, "project": project}
+        if one is not None:
+            extra["model_folded"] = one[m] if (m := j.get("model")) else None
         if i in tops:
             extra["rolled_up"] = tops[i]
         out.append(dict(j, **extra))

@@ -151,8 +151,7 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
         from rematch_trace.report.collect import with_json
 
         # `model` stays the trace's id; `model_folded` is the name the table shows.
-        echo_json(with_json(entries, lambda js: [dict(j, model_folded=one[j["model"]] if j.get("model") else None)
-                                                 for j in with_links(entries)]))
+        echo_json(with_json(entries, lambda js: with_links(entries, one)))
         return
     if not entries:
         filtered = any((harness, model, repo, domain, flag, since, project))
