@@ -9,8 +9,9 @@ Builds (or reuses) an archive with bench/real_copies.py's builder in bench/out/r
   and as a refresh that finds every session's entry in the files already written);
 - the search files' bytes, capped (as shipped) and uncapped (every session), per GiB of transcripts,
   beside search.sqlite's;
-- in Chromium (if installed): the page opened from file://, the first search (the files loaded) and
-  a second one.
+- in Chromium (if installed): the page opened from file://, the first search (the files loaded and
+  indexed), then each of a few queries, and the tab's JS heap; with ``--at-cap``, the same on a copy
+  of the page whose search files repeat its sessions up to the 48 MB cap.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -47,8 +49,14 @@ def tree_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-def browser_search(index: Path, query: str) -> dict[str, float] | None:
-    """Milliseconds to load the page, to the first search's hits (files loaded) and to a second one."""
+#: Queries typed after the first search (files loaded): words, a common word, a phrase, a word being typed
+#: (no whole-word match: the prefix fallback), accents.
+QUERIES = ("git status a", "error", '"git status"', "statu", "café résumé", "import json os path")
+
+
+def browser_search(index: Path, query: str) -> dict[str, Any] | None:
+    """Milliseconds to load the page, to the first search's hits (files loaded and indexed) and to each of
+    :data:`QUERIES` after it (typing to hits shown, with the box's 120 ms pause), and the tab's JS heap."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -56,22 +64,72 @@ def browser_search(index: Path, query: str) -> dict[str, float] | None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         return None
+    done = "() => /hit|No match/.test(document.getElementById('s-status').textContent)"
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--enable-precise-memory-info"])
         page = b.new_page()
         t = time.perf_counter()
         page.goto(index.resolve().as_uri())
         page.wait_for_load_state("load")
         load = time.perf_counter() - t
-        out: dict[str, float] = {"load_ms": round(load * 1000)}
-        for name, q in (("first_search_ms", query), ("second_search_ms", query + " a")):
+        out: dict[str, Any] = {"load_ms": round(load * 1000)}
+        per: dict[str, Any] = {}
+        for i, q in enumerate((query, *QUERIES)):
             t = time.perf_counter()
             page.fill("#s-q", q)
-            page.wait_for_function("() => /hit|No match/.test(document.getElementById('s-status').textContent)")
-            out[name] = round((time.perf_counter() - t) * 1000)
+            page.wait_for_function(done, timeout=120_000)
+            ms = round((time.perf_counter() - t) * 1000)
+            status = page.inner_text("#s-status")
+            if i == 0:
+                out["first_search_ms"] = ms
+                out["heap_mb"] = round(page.evaluate("performance.memory.usedJSHeapSize") / 1e6, 1)
+            else:
+                per[q] = {"ms": ms, "status": status[:80]}
+            if i == 1:
+                out["second_search_ms"] = ms
             page.fill("#s-q", "")
+        out["queries"] = per
         b.close()
     return out
+
+
+def at_cap(site: Path, work: Path, cap: int) -> Path:
+    """A copy of ``site``'s index page whose search files hold its sessions' entries over and over up to
+    ``cap`` bytes (the most a report ships): the page's cost at the cap, from an archive below it."""
+    from rematch_trace.report.search_site import SHARD_BYTES
+
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(site / "assets", work / "assets")
+    blobs = []
+    for p in sorted((site / "search").glob("*.js")):
+        text = p.read_bytes()
+        blobs += [json.dumps(e).encode() for e in json.loads(b"[" + text[len(b"rematchSearch(["):-len(b"]);\n")] + b"]")]
+    (work / "search").mkdir()
+    names: list[str] = []
+    shard: list[bytes] = []
+    total = size = 0
+    while total < cap:
+        for b in blobs:
+            if size + len(b) > SHARD_BYTES and shard:
+                names.append(f"{len(names):04d}.js")
+                (work / "search" / names[-1]).write_bytes(b"rematchSearch([" + b",".join(shard) + b"]);\n")
+                shard, size = [], 0
+            shard.append(b)
+            size += len(b)
+            total += len(b)
+            if total >= cap:
+                break
+    if shard:
+        names.append(f"{len(names):04d}.js")
+        (work / "search" / names[-1]).write_bytes(b"rematchSearch([" + b",".join(shard) + b"]);\n")
+    page = (site / "index.html").read_text()
+    found = re.search(r'(<script type="application/json" id="report-data">)(.*?)(</script>)', page, re.S)
+    assert found is not None
+    meta = json.loads(found.group(2))
+    meta["search"]["files"] = names
+    blob = json.dumps(meta).replace("</", "<\\/")
+    (work / "index.html").write_text(page[:found.start(2)] + blob + page[found.end(2):])
+    return work / "index.html"
 
 
 def main() -> None:
@@ -82,6 +140,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=HERE / "out" / "report-search")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=32)
+    ap.add_argument("--at-cap", action="store_true",
+                    help="also measure the page with its search files repeated up to the 48 MB cap")
     a = ap.parse_args()
 
     corpus, stamp = a.work / "corpus", a.work / "corpus.json"
@@ -137,6 +197,10 @@ def main() -> None:
         "search_sqlite_mb_per_gib": round(sqlite_bytes / 1e6 * GIB / size, 1),
         "browser": browser_search(site / "index.html", "git status"),
     }
+    if a.at_cap:
+        from rematch_trace.report.search_site import CAP_BYTES
+
+        out["browser_at_cap"] = browser_search(at_cap(site, a.work / "at-cap", CAP_BYTES), "git status")
     print(json.dumps(out, indent=2))
 
 

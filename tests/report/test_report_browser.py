@@ -331,7 +331,8 @@ def check_search_per_harness(page: Any, report: Path, sessions: list[dict[str, A
     count: Counter[str] = Counter()
     for key, _sid, recs, _stamp in entries:
         for r in recs:
-            for w in set(re.findall(r"[a-z]{7,}", r[3].lower())):
+            # Whole words as the box's tokenizer makes them (letters and digits; "_" separates).
+            for w in {t for t in re.findall(r"[^\W_]+", r[3].lower()) if re.fullmatch(r"[a-z]{7,}", t)}:
                 count[w] += 1
                 words.setdefault(w, set()).add(key)
     for h in sorted(set(harness.values())):

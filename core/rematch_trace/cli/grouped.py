@@ -3,6 +3,7 @@ session with everything it started), and the listing shows them by project (repo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rematch_trace.report.collect import Entry
@@ -35,10 +36,11 @@ def _children(js: list[dict[str, Any]], roots: list[Node]) -> dict[int, tuple[li
     return out
 
 
-def with_links(entries: list[Entry]) -> list[dict[str, Any]]:
+def with_links(entries: list[Entry], one: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Each session's summary JSON (newest first) with ``children`` (the ids directly under it),
-    ``orphan`` (its parent is named but not here), ``project`` and, for a top-level one,
-    ``rolled_up`` (its figures with everything under it)."""
+    ``orphan`` (its parent is named but not here), ``project``, for a top-level one ``rolled_up`` (its
+    figures with everything under it) and, given ``one``, ``model_folded`` (``one[model]``, the name the
+    table shows; ``model`` stays the trace's)."""
     js = [e.json() for e in entries]
     roots = forest(js)
     links = _children(js, roots)
@@ -47,6 +49,8 @@ def with_links(entries: list[Entry]) -> list[dict[str, Any]]:
     for i, (j, e) in enumerate(zip(js, entries, strict=True)):
         children, orphan, project = links[i]
         extra: dict[str, Any] = {"trace": e.trace_file, "children": children, "orphan": orphan, "project": project}
+        if one is not None:
+            extra["model_folded"] = one[m] if (m := j.get("model")) else None
         if i in tops:
             extra["rolled_up"] = tops[i]
         out.append(dict(j, **extra))
@@ -66,8 +70,9 @@ def in_project(entries: list[Entry], part: str | None) -> list[Entry]:
     return [e for i, e in enumerate(entries) if i in keep]
 
 
-def grouped_lines(entries: list[Entry]) -> list[str]:
-    """The sessions by project, each main session followed by the sessions under it, indented."""
+def grouped_lines(entries: list[Entry], one: Mapping[str, str]) -> list[str]:
+    """The sessions by project, each main session followed by the sessions under it, indented; each
+    session's model by its one name, ``one[model]`` (:class:`~rematch_trace.report.model_names.ModelNames`)."""
     from rematch_trace.cli.sessions_cmd import table
     from rematch_trace.report.text import clip, one_line, when
 
@@ -93,8 +98,8 @@ def grouped_lines(entries: list[Entry]) -> list[str]:
                 elif not depth and node.children:
                     sid += f" (+{len(members) - 1} under it)"
                 rows.append([when(s("started"), "%Y-%m-%d %H:%M"), clip(s("harness"), 40), clip(sid, 200),
-                             clip(s("model") or "-", 40), str(s("inputs")), str(s("tool_errors")),
-                             str(s("redirects")), clip(s("repo") or s("cwd") or "-", 80)])
+                             clip(one[m] if (m := s("model")) else "-", 40), str(s("inputs")),
+                             str(s("tool_errors")), str(s("redirects")), clip(s("repo") or s("cwd") or "-", 80)])
     lines = table(rows, {4, 5, 6})
     out = ["  " + lines[0]]
     for i, line in enumerate(lines[1:], start=1):

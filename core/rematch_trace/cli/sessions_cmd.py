@@ -148,23 +148,28 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
     """List every session (not only flagged ones) by project, each main session with its subagents,
     sidechains and compaction runs under it, newest first, with its counts."""
     from rematch_trace.cli.grouped import grouped_lines, in_project, whole, with_links
+    from rematch_trace.report.model_names import ModelNames
     from rematch_trace.report.text import clip, when
 
     data = readable(out)
-    every = summaries(data, price_table(data, prices_file))
+    prices = price_table(data, prices_file)
+    # A model's one name, as the report and stats name it (a dated id folded): memoised, one lookup a model.
+    one = ModelNames(prices)
+    every = summaries(data, prices)
     # A filter selects whole sessions: a main session with what it started (cli/grouped.py).
     entries = in_project(whole(every, chosen(every, harness, model, repo, domain, flag, since)), project)
     if as_json:
         from rematch_trace.report.collect import with_json
 
-        echo_json(with_json(entries, lambda js: with_links(entries)))
+        # `model` stays the trace's id; `model_folded` is the name the table shows.
+        echo_json(with_json(entries, lambda js: with_links(entries, one)))
         return
     if not entries:
         filtered = any((harness, model, repo, domain, flag, since, project))
         click.echo("no sessions match" if filtered else "no sessions")
         return
     if not flat:
-        click.echo("\n".join(grouped_lines(entries)))
+        click.echo("\n".join(grouped_lines(entries, one)))
         return
     rows = [["started (UTC)", "harness", "session", "model", "inputs", "tool err", "redirects", "repository / folder",
              ]]
@@ -172,6 +177,6 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
         s = e.json().get  # the summary's JSON as stored: no summary structured per session
         sid = str(s("session_id")) + (" (sub)" if s("agent_kind") == "sub" else "")
         rows.append([when(s("started"), "%Y-%m-%d %H:%M"), clip(s("harness"), 40), clip(sid, 200),
-                     clip(s("model") or "-", 40), str(s("inputs")), str(s("tool_errors")), str(s("redirects")),
+                     clip(one[m] if (m := s("model")) else "-", 40), str(s("inputs")), str(s("tool_errors")), str(s("redirects")),
                      clip(s("repo") or s("cwd") or "-", 80)])
     click.echo("\n".join([*table(rows, {4, 5, 6}), f"{len(entries)} session(s)"]))

@@ -13,8 +13,10 @@ dated one had. ``-latest`` is not folded: it names whichever snapshot is newest,
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from rematch_trace.report.prices import PriceTable
+if TYPE_CHECKING:  # only a table passed in is used: `rematch sessions` imports no more than this module
+    from rematch_trace.report.prices import PriceTable
 
 #: A snapshot date at the end of a model id.
 DATED = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
@@ -33,16 +35,19 @@ def one_model(name: str, prices: PriceTable | None = None) -> str:
     return undated
 
 
-class ModelNames:
-    """:func:`one_model` with a memo: a figures pass names the same few models thousands of times."""
+class ModelNames(dict[str, str]):
+    """:func:`one_model` with a memo: a figures pass names the same few models thousands of times, and
+    ``rematch sessions`` once a session. A dict of the names met so far: ``names[name]`` is one C-level
+    lookup for a name seen before; a new one is folded once (``__missing__``)."""
 
     def __init__(self, prices: PriceTable | None = None) -> None:
+        super().__init__()
         self._prices = prices
-        self._memo: dict[str, str] = {}
+
+    def __missing__(self, name: str) -> str:
+        got = self[name] = one_model(name, self._prices)
+        return got
 
     def __call__(self, name: str) -> str:
         """The folded name of ``name``."""
-        got = self._memo.get(name)
-        if got is None:
-            got = self._memo[name] = one_model(name, self._prices)
-        return got
+        return self[name]

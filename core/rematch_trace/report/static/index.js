@@ -204,18 +204,43 @@
 
   // The search box over what was said: the site's own index (search/NNNN.js: the redacted text rematch
   // search indexes, see docs/search.md), loaded as scripts on first use (a page opened from file:// cannot
-  // fetch() a file), searched here, within the sessions the filters chose.
+  // fetch() a file), searched here, within the sessions the filters chose. Words are tokens as rematch
+  // search's FTS5 tokenizer makes them (unicode61 remove_diacritics 2: letters and digits, case and Latin
+  // accents folded); hits are ranked by bm25 over the shipped records, as the CLI ranks.
   var find = document.getElementById("s-q"), findStatus = document.getElementById("s-status");
   var findHits = document.getElementById("s-hits");
-  var meta = data.search, corpus = [], pending = -1, timer = null, chosenKeys = null, MAX_HITS = 100;
+  var meta = data.search, pending = -1, timer = null, chosenKeys = null, MAX_HITS = 100;
   var order = {}, byKey = {};
   sessions.forEach(function (s, i) { order[s.k] = i; byKey[s.k] = s; });
+  // The records: docs[i] = {c: its session's entry, r: [seq, kind, time, text], f: the text folded}.
+  // A query scans the folded texts (indexOf of a term's longest word, then its word boundaries where that
+  // finds it): no index is built, so the files cost little more to load than to parse and fold (a token
+  // index of the 256 MB bench's 2M tokens took 2.3 s to build).
+  // chars counts the folded texts' characters: bm25's lengths are in characters, not tokens.
+  var docs = [], chars = 0, absent = false;
+  var BM25_K1 = 1.2, BM25_B = 0.75;
 
+  // FTS5's unicode61 with remove_diacritics 2: a token is a run of letters, digits and marks (every other
+  // character separates); a Latin letter's accents are dropped, case folded, a final sigma is a sigma.
+  var TOKEN_CHAR = "\\p{L}\\p{N}\\p{M}\\p{Co}", TOKEN = new RegExp("[" + TOKEN_CHAR + "]+", "gu");
+  function fold(text) {
+    // Most text is ASCII: normalising it is work for nothing.
+    if (/[^\x00-\x7f]/.test(text)) {
+      return text.normalize("NFD").replace(/(\p{Script=Latin})\p{M}+/gu, "$1").toLowerCase().replace(/ς/g, "σ");
+    }
+    return text.toLowerCase();
+  }
+  function words(text) { return fold(text).match(TOKEN) || []; }
+
+  // Each file's records are folded as it arrives (the page stays responsive between files).
   window.rematchSearch = function (list) {
     list.forEach(function (x) {
-      // r = [seq, kind, time, text]; r[4] is the text in lower case, made once.
-      x[2].forEach(function (r) { r.push(String(r[3]).toLowerCase()); });
-      corpus.push({ k: x[0], sid: x[1], recs: x[2] });
+      var c = { k: x[0], sid: x[1] };
+      x[2].forEach(function (r) {
+        var f = fold(String(r[3]));
+        chars += f.length;
+        docs.push({ c: c, r: r, f: f });
+      });
     });
     pending -= 1;
     if (pending === 0) { runSearch(); }
@@ -232,46 +257,162 @@
     });
   }
 
-  // Words and "quoted phrases", in lower case: each must occur in a record's text.
+  // The query's terms, as rematch search reads them: each word, or "quoted phrase", is a phrase of its
+  // tokens, and each must occur in a record. A term with no letter or digit matches nothing, so is left out.
   function terms(q) {
-    var out = [], parts = q.toLowerCase().split('"');
+    var out = [], parts = q.split('"');
     parts.forEach(function (p, i) {
       if (i % 2 === 1 && i < parts.length - 1) {
-        var phrase = p.replace(/\s+/g, " ").trim();
-        if (phrase) { out.push(phrase); }
+        var ws = words(p);
+        if (ws.length) { out.push(ws); }
       } else {
-        p.split(/\s+/).forEach(function (w) { if (w) { out.push(w); } });
+        p.split(/\s+/).forEach(function (w) { var ws = words(w); if (ws.length) { out.push(ws); } });
       }
     });
     return out;
   }
 
-  function snippet(r, ts) {
-    var low = r[4], text = low.length === r[3].length ? r[3] : low;
-    var first = low.length;
-    ts.forEach(function (t) { var i = low.indexOf(t); if (i >= 0 && i < first) { first = i; } });
+  // Whether the character at i (the one ending at i - 1, with before) is a token character.
+  var ONE = new RegExp("[" + TOKEN_CHAR + "]", "u");
+  function tokenChar(f, i, before) {
+    if (before ? i <= 0 : i >= f.length) { return false; }
+    var c = f.charCodeAt(before ? i - 1 : i);
+    if (c < 128) { return (c >= 48 && c <= 57) || (c >= 97 && c <= 122) || (c >= 65 && c <= 90); }
+    if (before && c >= 0xdc00 && c <= 0xdfff && i >= 2) { return ONE.test(String.fromCodePoint(f.codePointAt(i - 2))); }
+    return ONE.test(String.fromCodePoint(f.codePointAt(before ? i - 1 : i)));
+  }
+
+  // How often a term occurs in a folded text: its tokens whole, in order, with anything but token
+  // characters between them; with prefix (the fallback), its last token may begin a longer one. The
+  // match starts with a literal (fast to find); the word boundaries are checked after.
+  function count(f, term, between, prefix) {
+    var n = 0, at = 0, m;
+    for (;;) {
+      var start, end;
+      if (between === null) {
+        start = f.indexOf(term[0], at);
+        if (start < 0) { return n; }
+        end = start + term[0].length;
+      } else {
+        between.lastIndex = at;
+        m = between.exec(f);
+        if (m === null) { return n; }
+        start = m.index;
+        end = start + m[0].length;
+      }
+      if (!tokenChar(f, start, true) && (prefix || !tokenChar(f, end, false))) { n++; at = end; } else { at = start + 1; }
+    }
+  }
+
+  // Record -> how often the term occurs in it, over every shipped record (bm25's document frequencies
+  // are the whole index's, as FTS5's are the table's). The last terms' are kept: typing a query word by
+  // word scans only the word typed last (a few: a common word's map holds most records).
+  var seenTerms = new Map(), KEEP_TERMS = 16;
+  function occurrences(term, prefix) {
+    var key = (prefix ? "*" : "=") + term.join(" "), got = seenTerms.get(key);
+    if (got === undefined) {
+      got = scan(term, prefix);
+      if (seenTerms.size >= KEEP_TERMS) { seenTerms.delete(seenTerms.keys().next().value); }
+    } else {
+      seenTerms.delete(key);  // kept as the newest
+    }
+    seenTerms.set(key, got);
+    return got;
+  }
+
+  // out.absent: the term's longest word is in no record even as part of a word (then neither is a
+  // longer word it begins: the prefix fallback has nothing to find).
+  function scan(term, prefix) {
+    var out = new Map(), probe = term.reduce(function (a, b) { return b.length > a.length ? b : a; });
+    out.absent = true;
+    var between = term.length > 1 ? new RegExp(term.join("[^" + TOKEN_CHAR + "]+"), "gu") : null;
+    for (var d = 0; d < docs.length; d++) {
+      var f = docs[d].f;
+      if (f.indexOf(probe) < 0) { continue; }
+      out.absent = false;
+      var n = count(f, term, between, prefix);
+      if (n) { out.set(d, n); }
+    }
+    return out;
+  }
+
+  // The hits of the terms: records holding every term, in the chosen sessions, each with its bm25 score
+  // (FTS5's k1 and b; IDF over all shipped records, at least 1e-6), best first; ties newest session
+  // first, then in the order they were said.
+  function ranked(ts, prefix) {
+    // The terms with the longest words first (likely the rarest): one found nowhere ends the scan.
+    var per = [], hits = [], longest = function (t) { return Math.max.apply(null, t.map(function (w) { return w.length; })); };
+    var byLength = ts.slice().sort(function (a, b) { return longest(b) - longest(a); });
+    var typing = ts[ts.length - 1];
+    absent = false;
+    for (var t = 0; t < byLength.length; t++) {
+      // With prefix, only the query's last term (the one being typed) may end in a longer word.
+      per.push(occurrences(byLength[t], prefix && byLength[t] === typing));
+      if (!per[t].size) { absent = per[t].absent; return hits; }
+    }
+    per.sort(function (a, b) { return a.size - b.size; });
+    var n = docs.length, avg = n ? chars / n : 1;
+    var idf = per.map(function (m) { return Math.max(1e-6, Math.log((n - m.size + 0.5) / (m.size + 0.5))); });
+    per[0].forEach(function (_, d) {
+      var doc = docs[d];
+      if (chosenKeys && !chosenKeys[doc.c.k]) { return; }
+      var score = 0, norm = BM25_K1 * (1 - BM25_B + BM25_B * doc.f.length / avg);
+      for (var i = 0; i < per.length; i++) {
+        var f = per[i].get(d);
+        if (!f) { return; }
+        score += idf[i] * f * (BM25_K1 + 1) / (f + norm);
+      }
+      hits.push({ d: doc, s: score });
+    });
+    hits.sort(function (a, b) {
+      return (b.s - a.s) || (order[a.d.c.k] - order[b.d.c.k]) || ((a.d.r[0] || 0) - (b.d.r[0] || 0));
+    });
+    return hits;
+  }
+
+  // The matched tokens of a record's text as [start, end) character ranges: a term's tokens where the whole
+  // term occurs (a phrase's tokens in sequence), found again in the text as shown (its own tokens folded).
+  function marks(text, ts, prefix) {
+    // A regex of its own: match() with TOKEN (global) below resets TOKEN's lastIndex.
+    var found = [], m, each = new RegExp(TOKEN.source, "gu");
+    while ((m = each.exec(text)) !== null) {
+      var w = fold(m[0]).match(TOKEN);
+      if (w) { found.push([m.index, m.index + m[0].length, w.join("")]); }
+    }
+    var on = [];
+    function same(tok, w, last) { return last ? tok.lastIndexOf(w, 0) === 0 : tok === w; }
+    ts.forEach(function (term, t) {
+      var open = prefix && t === ts.length - 1;  // the word being typed may begin a longer one
+      for (var i = 0; i + term.length <= found.length; i++) {
+        var j = 0;
+        while (j < term.length && same(found[i + j][2], term[j], open && j === term.length - 1)) { j++; }
+        if (j === term.length) { for (j = 0; j < term.length; j++) { on[i + j] = true; } }
+      }
+    });
+    return found.filter(function (_, i) { return on[i]; }).map(function (f) { return [f[0], f[1]]; });
+  }
+
+  function snippet(r, ts, prefix) {
+    var text = String(r[3]), ms = marks(text, ts, prefix);
+    var first = ms.length ? ms[0][0] : 0;
     var start = Math.max(0, first - 60), end = Math.min(text.length, first + 160), pos = start;
     var out = document.createElement("div");
     out.className = "snip";
     if (start > 0) { out.appendChild(document.createTextNode("…")); }
-    while (pos < end) {
-      var best = -1, len = 0;
-      ts.forEach(function (t) {
-        var i = low.indexOf(t, pos);
-        if (i >= 0 && i < end && (best < 0 || i < best || (i === best && t.length > len))) { best = i; len = t.length; }
-      });
-      if (best < 0) { out.appendChild(document.createTextNode(text.slice(pos, end))); break; }
-      if (best > pos) { out.appendChild(document.createTextNode(text.slice(pos, best))); }
-      var m = document.createElement("mark");
-      m.textContent = text.slice(best, Math.min(best + len, end));
-      out.appendChild(m);
-      pos = best + len;
-    }
+    ms.forEach(function (x) {
+      if (x[0] < pos || x[0] >= end) { return; }
+      if (x[0] > pos) { out.appendChild(document.createTextNode(text.slice(pos, x[0]))); }
+      var mk = document.createElement("mark");
+      mk.textContent = text.slice(x[0], Math.min(x[1], end));
+      out.appendChild(mk);
+      pos = Math.min(x[1], end);
+    });
+    if (pos < end) { out.appendChild(document.createTextNode(text.slice(pos, end))); }
     if (end < text.length) { out.appendChild(document.createTextNode("…")); }
     return out;
   }
 
-  function hitItem(c, r, ts) {
+  function hitItem(c, r, ts, prefix) {
     var li = document.createElement("li"), line = document.createElement("div"), a = document.createElement("a");
     var s = byKey[c.k];
     line.className = "meta";
@@ -285,7 +426,7 @@
     kind.textContent = r[1] + (typeof r[0] === "number" ? " #" + r[0] : "");
     line.appendChild(kind);
     li.appendChild(line);
-    li.appendChild(snippet(r, ts));
+    li.appendChild(snippet(r, ts, prefix));
     return li;
   }
 
@@ -302,20 +443,18 @@
       if (pending > 0) { findStatus.textContent = "Loading the search index…"; }
       return;
     }
-    var ts = terms(q), hits = [], hitSessions = {};
-    corpus.forEach(function (c) {
-      if (chosenKeys && !chosenKeys[c.k]) { return; }
-      c.recs.forEach(function (r) {
-        for (var i = 0; i < ts.length; i++) { if (r[4].indexOf(ts[i]) < 0) { return; } }
-        hits.push([c, r]);
-        hitSessions[c.k] = true;
-      });
-    });
-    // Newest session first (the table's order), then in the order it was said.
-    hits.sort(function (a, b) { return (order[a[0].k] - order[b[0].k]) || ((a[1][0] || 0) - (b[1][0] || 0)); });
-    hits.slice(0, MAX_HITS).forEach(function (h) { findHits.appendChild(hitItem(h[0], h[1], ts)); });
+    var ts = terms(q), prefix = false;
+    if (!ts.length) { findStatus.textContent = "No match: search for words (letters or digits)."; return; }
+    var hits = ranked(ts, false);
+    // No record has the whole words: the word being typed (the last) is taken as the start of a longer one.
+    if (!hits.length && !absent) { prefix = true; hits = ranked(ts, true); }
+    var hitSessions = {};
+    hits.forEach(function (h) { hitSessions[h.d.c.k] = true; });
+    hits.slice(0, MAX_HITS).forEach(function (h) { findHits.appendChild(hitItem(h.d.c, h.d.r, ts, prefix)); });
     var n = Object.keys(hitSessions).length;
-    var status = hits.length ? hits.length + " hit(s) in " + n + " session(s)" + (hits.length > MAX_HITS ? ", the first " + MAX_HITS + " shown" : "")
+    var status = hits.length ? hits.length + " hit(s) in " + n + " session(s), best first" +
+      (prefix ? " (no whole-word match: the last word as the start of longer ones)" : "") +
+      (hits.length > MAX_HITS ? ", the first " + MAX_HITS + " shown" : "") + "."
       : "No match" + (chosenKeys && Object.keys(chosenKeys).length < sessions.length ? " in the sessions these filters choose" : "") + ".";
     if (meta.sessions < meta.of) { status += " The index covers the newest " + meta.sessions + " of " + meta.of + " sessions."; }
     findStatus.textContent = status;
