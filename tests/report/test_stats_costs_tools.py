@@ -47,3 +47,22 @@ def test_shipped_price_date_is_known_without_parsing_and_matches_the_parse() -> 
     other = shipped_text().replace(f'as_of: "{SHIPPED_AS_OF[1]}"', 'as_of: "2001-02-03"')
     edited = PriceTable(("(shipped)",), source_key([other]), ((other, "edited"),))
     assert edited.as_of == "2001-02-03"
+
+
+def test_shipped_dated_names_are_known_without_parsing_and_match_the_parse() -> None:
+    """``sessions`` folds a dated model id by asking whether the table names it apart: for the shipped
+    table that comes from :data:`SHIPPED_DATED` (no YAML parsed), which must be what the parse gives."""
+    from rematch_trace.report.model_names import DATED, one_model
+    from rematch_trace.report.prices import SHIPPED_DATED, PriceTable, _parse, load, shipped_text
+    from rematch_trace.report.stored import source_key
+
+    parsed = _parse(((shipped_text(), "shipped"),))
+    assert SHIPPED_DATED == {k for k in parsed.models if DATED.search(k)}, "prices.yml changed: update SHIPPED_DATED"
+    table = load()
+    assert one_model("anthropic/claude-sonnet-4-5-20250929", table) == "anthropic/claude-sonnet-4-5"
+    assert table._parsed is None  # folded without the parse
+    # Another text that names a dated id at its own price is parsed, and keeps the two apart.
+    other = shipped_text() + '\n  claude-sonnet-4-5-20250929: {input: 1, output: 2}\n'
+    edited = PriceTable(("(shipped)",), source_key([other]), ((other, "edited"),))
+    assert edited.names_dated("claude-sonnet-4-5-20250929")
+    assert one_model("anthropic/claude-sonnet-4-5-20250929", edited) == "anthropic/claude-sonnet-4-5-20250929"

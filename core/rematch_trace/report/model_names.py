@@ -30,7 +30,7 @@ def one_model(name: str, prices: PriceTable | None = None) -> str:
     if prices is not None:
         # Only a table that names the dated id itself (not through the suffix rule) can tell them apart.
         tail = name.strip().lower().rsplit("/", 1)[-1]
-        if tail in prices.models and prices.lookup(undated) != prices.models[tail]:
+        if prices.names_dated(tail) and prices.lookup(undated) != prices.models[tail]:
             return name
     return undated
 

@@ -35,6 +35,10 @@ _LONG_KEYS = frozenset({*_RATE_KEYS, "above"})
 #: (an edited table, a user's layer) is parsed as before; tests/report/test_stats_costs_tools.py says when
 #: this pair no longer matches the shipped file.
 SHIPPED_AS_OF = ("3830eaa101b91ddbc607c2be1c0e3c1a", "2026-11-30")
+#: The shipped table's model names and aliases (lower case) that end in a snapshot date, for the same text
+#: as :data:`SHIPPED_AS_OF`: folding a dated model id asks whether the table names it apart
+#: (report/model_names.py), which ``rematch sessions`` answers without the YAML parse. The same test keeps it.
+SHIPPED_DATED: frozenset[str] = frozenset()
 
 
 class PriceError(Exception):
@@ -174,6 +178,12 @@ class PriceTable:
     def digest(self) -> str:
         """A digest of every price in the table."""
         return self._table().digest
+
+    def names_dated(self, name: str) -> bool:
+        """Whether the table has an entry (or alias) of the dated model name ``name`` (lower case) itself."""
+        if self._parsed is None and len(self._texts) == 1 and self.source == SHIPPED_AS_OF[0]:
+            return name in SHIPPED_DATED  # the shipped table's own text: known without the parse
+        return name in self.models
 
     def lookup(self, model: str) -> Price | None:
         """The price of a trace's model name (``provider/id`` or ``id``), or ``None`` if unknown.
