@@ -57,7 +57,7 @@ def test_shipped_dated_names_are_known_without_parsing_and_match_the_parse() -> 
     from rematch_trace.report.stored import source_key
 
     parsed = _parse(((shipped_text(), "shipped"),))
-    assert SHIPPED_DATED == {k for k in parsed.models if DATED.search(k)}, "prices.yml changed: update SHIPPED_DATED"
+    assert {k for k in parsed.models if DATED.search(k)} == SHIPPED_DATED, "prices.yml changed: update SHIPPED_DATED"
     table = load()
     assert one_model("anthropic/claude-sonnet-4-5-20250929", table) == "anthropic/claude-sonnet-4-5"
     assert table._parsed is None  # folded without the parse
