@@ -215,8 +215,10 @@ def read_cache(path: Path) -> tuple[dict[str, dict[str, Any]], str | None, str |
 
 
 def _order(e: Entry) -> tuple[int, str, str]:
-    started = e.facet("started")
-    return (-(started if type(started) is int else 0), str(e.facet("harness")), str(e.facet("session_id")))
+    # The stored JSON read directly when there is no summary object (the listing's case: one per session).
+    get = e.cached.get if e._summary is None and e.cached is not None else e.facet
+    started = get("started")
+    return (-(started if type(started) is int else 0), str(get("harness")), str(get("session_id")))
 
 
 def newest_first(entries: list[Entry]) -> None:
@@ -281,7 +283,7 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
         # Each file stat'ed once: for the stamp and for the stored summary's basis.
         t_st, e_st = _stat(trace), _stat(events)
         st = _stamp(row, t_st, e_st, prices.digest) if stamps else ""
-        cached = cache.get(key)
+        cached = cache.get(key) if cache else None
         if cached and cached.get("stamp") == st and _usable(cached.get("summary")):
             reused += 1
             entries.append(Entry(key, row, st, trace, events, fresh=False, cached=cached["summary"], prices=prices))
@@ -290,8 +292,8 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
         led = upgrade(stored_summary(stored, [*t_st, *e_st, prices.source]), row)
         if led is not None and _usable(led):
             # Made when the session's outputs were: new to a report's cache, but no trace is read.
-            entries.append(Entry(key, row, st, trace, events, fresh=True, cached=led, prices=prices,
-                                 ledger_file=partial))
+            # Positional: this is the call made once a session on every listing.
+            entries.append(Entry(key, row, st, trace, events, True, led, None, prices, None, None, partial))
             continue
         from rematch_trace.report.summary import summarize
 

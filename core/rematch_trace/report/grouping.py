@@ -138,7 +138,10 @@ def projects(summaries: Sequence[Mapping[str, Any]]) -> list[Project]:
     newest: dict[tuple[str, str], int] = {}
     for root in forest(summaries):
         key = project_of(summaries[root.index])
-        by_name.setdefault(key, Project(*key)).roots.append(root)
+        project = by_name.get(key)
+        if project is None:  # a Project made only for a new one (``setdefault`` would make one a session)
+            project = by_name[key] = Project(*key)
+        project.roots.append(root)
         # A session alone (most of them) read directly: no walk and no generator per session.
         t = (max(_started(summaries[n.index]) for n, _ in root.walk()) if root.children
              else _started(summaries[root.index]))
