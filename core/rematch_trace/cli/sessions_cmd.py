@@ -86,9 +86,12 @@ def filter_options(f: F) -> F:
 def chosen(entries: list[Entry], harness: str | None, model: str | None, repo: str | None, domain: str | None,
            flag: str | None, since: str | None) -> list[Entry]:
     """The entries the filters let through (a text filter matches case-insensitively)."""
-    from rematch_trace.cli.report_cmd import since_day
+    if since is None:
+        day = None
+    else:  # the report command's module (its options, its checks) is loaded only for ``--since``
+        from rematch_trace.cli.report_cmd import since_day
 
-    day = since_day(since)
+        day = since_day(since)
 
     def has(text: str | None, part: str | None) -> bool:
         return part is None or (text is not None and part.lower() in text.lower())
