@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 #: How long ledger writes may wait to be committed together.
 COMMIT_SECONDS = 0.5
+#: Whether :func:`run_import`'s workers hand the search index their rows (bench/search.py's A/B turns it off).
+HAND_OVER = True
 
 
 #: Up to this many files are looked up in the ledger one by one; more, and its rows are read in one pass.
@@ -221,7 +223,7 @@ def run_import(
         host = worker_host()
         searched: list[Searched] = []
         handed = None
-        if scheduler is None:
+        if scheduler is None and HAND_OVER:
             # The workers hand the search index the rows of what they read (its source pass reads
             # no transcript again); a cluster's workers do not (the pass reads them here, as before).
             from rematch_trace.store.search_handover import HandedRows
