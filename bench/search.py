@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -178,7 +179,7 @@ def child(mode: str, corpus: Path, data_root: Path, jobs: int) -> None:
 
 
 def run_child(code: Path, mode: str, corpus: Path, data_root: Path, jobs: int,
-              callgrind: Path | None = None) -> dict[str, object]:
+              callgrind: Path | None = None) -> dict[str, Any]:
     """:func:`child` in a process of its own with ``code`` (a checkout) first on the path; with ``callgrind``
     (a folder), under valgrind's callgrind, the instructions of every process of it summed."""
     paths = [code / "core", *(code / "plugins" / p for p in ("claude_code", "codex", "omp", "gemini_cli", "opencode"))]
@@ -193,7 +194,7 @@ def run_child(code: Path, mode: str, corpus: Path, data_root: Path, jobs: int,
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if res.returncode != 0:
         raise SystemExit(f"child {mode} of {code} failed:\n{res.stderr[-3000:]}")
-    got: dict[str, object] = json.loads(res.stdout.strip().splitlines()[-1])
+    got: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
     if callgrind is not None:
         total = 0
         for f in callgrind.glob("cg.*"):
@@ -219,8 +220,8 @@ def ab(a: argparse.Namespace, corpus: Path, nxt: Path) -> None:
     runs = [("main", "on"), ("branch", "on"), ("branch", "off")]
     if a.off_each:
         runs.append(("main", "off"))
-    cold: dict[tuple[str, str], dict[str, object]] = {}
-    rerun: dict[tuple[str, str], dict[str, object]] = {}
+    cold: dict[tuple[str, str], dict[str, Any]] = {}
+    rerun: dict[tuple[str, str], dict[str, Any]] = {}
     folders = {r: a.work / f"ab-{r[0]}-{r[1]}" for r in runs}
     for r in runs:
         shutil.rmtree(folders[r], ignore_errors=True)
@@ -241,17 +242,17 @@ def ab(a: argparse.Namespace, corpus: Path, nxt: Path) -> None:
         ungrow(corpus, a.work / "grown.json")
     size = corpus_size(corpus)
     print(f"archive {size / 1e6:,.0f} MB, +1% = {added / 1e6:.1f} MB, {a.jobs} jobs")
-    for name, got in (("cold", cold), ("+1% rerun", rerun)):
-        off = got[("main", "off")] if ("main", "off") in got else got[("branch", "off")]
+    for name, table in (("cold", cold), ("+1% rerun", rerun)):
+        off = table[("main", "off")] if ("main", "off") in table else table[("branch", "off")]
         for side in ("main", "branch"):
-            on = got[(side, "on")]
-            own_off = got.get((side, "off"), off)
-            w, c = float(on["wall"]) - float(own_off["wall"]), float(on["cpu"]) - float(own_off["cpu"])  # type: ignore[arg-type]
-            line = (f"{name}: {side} adds {w:.2f}s wall ({w / float(own_off['wall']):.1%}), {c:.2f}s CPU "  # type: ignore[arg-type]
-                    f"({c / float(own_off['cpu']):.1%}) for the source text")  # type: ignore[arg-type]
+            on = table[(side, "on")]
+            own_off = table.get((side, "off"), off)
+            w, c = float(on["wall"]) - float(own_off["wall"]), float(on["cpu"]) - float(own_off["cpu"])
+            line = (f"{name}: {side} adds {w:.2f}s wall ({w / float(own_off['wall']):.1%}), {c:.2f}s CPU "
+                    f"({c / float(own_off['cpu']):.1%}) for the source text")
             if "instructions" in on and "instructions" in own_off:
-                n = int(on["instructions"]) - int(own_off["instructions"])  # type: ignore[call-overload]
-                line += f", {n / 1e9:.2f} G instructions ({n / int(own_off['instructions']):.1%})"  # type: ignore[call-overload]
+                n = int(on["instructions"]) - int(own_off["instructions"])
+                line += f", {n / 1e9:.2f} G instructions ({n / int(own_off['instructions']):.1%})"
             print(line)
     idx = {side: sum(p.stat().st_size for p in folders[(side, "on")].glob("search.sqlite*")) for side in ("main", "branch")}
     gib = size / 2**30
@@ -276,11 +277,11 @@ def ab(a: argparse.Namespace, corpus: Path, nxt: Path) -> None:
     print(f"rematch --version (start-up alone, best of 4): {floor[0]:.2f}s wall, {floor[1]:.2f}s CPU")
 
 
-def _fmt(got: dict[str, object]) -> str:
+def _fmt(got: dict[str, Any]) -> str:
     s = (f"{got['wall']:.2f}s wall, {got['cpu']:.2f}s CPU (follow {got['follow_wall']:.2f}s, "
          f"{got['follow_cpu']:.2f}s CPU), load {got['load']}, maxrss {got['maxrss_mb']:.0f} MB")
     if "instructions" in got:
-        s += f", {int(got['instructions']) / 1e9:.2f} G instructions"  # type: ignore[call-overload]
+        s += f", {int(got['instructions']) / 1e9:.2f} G instructions"
     return s
 
 
