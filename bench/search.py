@@ -174,6 +174,7 @@ def child(mode: str, corpus: Path, data_root: Path, jobs: int) -> None:
     me = resource.getrusage(resource.RUSAGE_SELF)
     out = {"wall": time.perf_counter() - t, "cpu": _cpu() - c, "follow_wall": spent[0], "follow_cpu": spent[1],
            "load": [load0, os.getloadavg()[0]], "maxrss_mb": me.ru_maxrss / 1024,
+           "children_maxrss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
            "code": str(Path(rematch_trace.__file__).parents[2]), "counts": dict(summary.counts)}
     sys.stdout.write(json.dumps(out) + "\n")
 

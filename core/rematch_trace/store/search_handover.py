@@ -30,6 +30,8 @@ class HandedRows:
         """Hold rows for a sync of the data folder at ``folder`` (where the spool file goes, if needed)."""
         self.folder = folder
         self._held: dict[str, bytes] = {}
+        #: Each path's offset read from: what the sync checks before it takes the rows.
+        self._start: dict[str, int] = {}
         self._spooled: dict[str, tuple[int, int]] = {}
         self._bytes = 0
         self._file: IO[bytes] | None = None
@@ -40,6 +42,7 @@ class HandedRows:
         data = pickle.dumps(handed, protocol=pickle.HIGHEST_PROTOCOL)
         self._held.pop(path, None)
         self._spooled.pop(path, None)
+        self._start[path] = handed[0]
         if self._bytes + len(data) <= MEMORY_BYTES:
             self._held[path] = data
             self._bytes += len(data)
@@ -51,8 +54,13 @@ class HandedRows:
         self._spooled[path] = (self._file.tell(), len(data))
         self._file.write(data)
 
+    def start_of(self, path: str) -> int | None:
+        """The offset the rows kept for ``path`` were read from, or ``None`` (none kept)."""
+        return self._start.get(path)
+
     def take(self, path: str) -> Handed | None:
-        """The rows kept for ``path`` (forgotten here), or ``None``."""
+        """The rows kept for ``path`` (forgotten here), or ``None``; one source's at a time in memory."""
+        self._start.pop(path, None)
         data = self._held.pop(path, None)
         if data is None:
             at = self._spooled.pop(path, None)
@@ -73,6 +81,7 @@ class HandedRows:
         """Drop every row still held, and the spool file."""
         self._held.clear()
         self._spooled.clear()
+        self._start.clear()
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -418,7 +418,7 @@ class SearchIndex:
         # merges follow), so every delete of the pass is made in one statement at its end.
         heads: set[str] = set()
         todo: list[_SourceTask] = []
-        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int], _SourceTask, Handed | None]] = []
+        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int], _SourceTask, bool]] = []
         for path, rows in groups.items():
             if only is not None and not any(r["key"] in only for r in rows):
                 continue
@@ -432,12 +432,10 @@ class SearchIndex:
             by_id = {r["session_id"]: r["key"] for r in rows}
             main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
             task: _SourceTask = (path, rows[0]["harness"], start, streams, by_id, main, None)
-            given = handed.take(path) if handed is not None else None
-            if given is not None and given[0] != start:
-                # The import read it from elsewhere than where the index stopped (a continuation the
-                # import restarted whole, an index made anew): the source is read here, as before.
-                given = None
-            if given is None:
+            # Rows the import read from where the index stopped are taken; one it read from elsewhere
+            # (a continuation the import restarted whole, an index made anew) is read here, as before.
+            given = handed is not None and handed.start_of(path) == start
+            if not given:
                 todo.append(task)
             plans.append((path, rows, stamp, task, given))
         if todo:
@@ -447,11 +445,13 @@ class SearchIndex:
                 todo = [(*t[:6], ledger.saved_of(t[0])) for t in todo]
         read = _read_all(todo, jobs)
         for path, rows, stamp, task, given in plans:
-            if given is None:
+            taken = handed.take(path) if given and handed is not None else None
+            if taken is None:
                 got = next(read)
             else:
-                # The import's own reading: its rows keyed here, as _source_rows keys what it reads.
-                got = (_keyed(given[2], task[3], task[4], task[5]), given[1], task[3], given[3])
+                # The import's own reading: its rows keyed here, as _source_rows keys what it reads
+                # (taken one source at a time: an archive's rows are never all in memory).
+                got = (_keyed(taken[2], task[3], task[4], task[5]), taken[1], task[3], taken[3])
             self._store_source(path, rows, stamp, task[2], got, figures, heads)
         for _ in read:
             raise AssertionError("a source read and not stored")
