@@ -124,3 +124,39 @@ def test_a_continued_import_hands_over_only_the_new_records(corpus_dir: Path, tm
     got, anew = index_rows(data), rebuilt(data, tmp_path / "rebuilt")
     assert got["sources"] == anew["sources"] and got["traces"] == anew["traces"]
     assert sorted(r[1:] for r in got["text"]) == sorted(r[1:] for r in anew["text"])
+
+
+def test_a_file_too_large_to_hold_is_read_by_the_source_pass_as_before(
+        corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker holds at most KEEP_RECORDS_BYTES of a file's records: past them it hands nothing over, and
+    # the index's source pass reads that file itself (a second reading), with the same index.
+    import rematch_claude_code
+    import rematch_claude_code.reader as reader
+    from rematch_trace.importing import source_import
+    from rematch_trace.importing.batch import run_import
+    from rematch_trace.importing.settings import ImportSettings
+    from rematch_trace.importing.worker import use_host
+    from rematch_trace.store import search_index
+    from rematch_trace.store.datafolder import DataDir
+    from rematch_trace.testing import make_host
+
+    rel = CORPUS_FILES["claude_code"]
+    src = tmp_path / "src"
+    copy = src / rel
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(corpus_dir / rel, copy)
+    reads: list[int] = []
+    real = reader.read
+    monkeypatch.setattr(reader, "read", lambda source, start: (reads.append(start), real(source, start))[1])
+    monkeypatch.setattr(source_import, "KEEP_RECORDS_BYTES", copy.stat().st_size // 2)
+    monkeypatch.setattr(search_index, "_HOST", [])  # the pass's host: this test's
+    data = tmp_path / "data"
+    try:
+        summary = run_import([src], DataDir(data), ImportSettings(jobs=1), host=make_host([rematch_claude_code]))
+    finally:
+        use_host(None)
+    assert [f.outcome for f in summary.files] == ["imported"]
+    assert reads == [0, 0]  # the import's reading, then the source pass's
+    with sqlite3.connect(data / "search.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM text WHERE kind = 'output'").fetchone()[0] > 0
+    assert index_rows(data) == rebuilt(data, tmp_path / "rebuilt")
