@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -128,6 +129,163 @@ def tree_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
+def child(mode: str, corpus: Path, data_root: Path, jobs: int) -> None:
+    """One import as ``rematch import`` runs it, in this process (``--child``), its figures as JSON on stdout.
+
+    ``mode`` ``on``: with the search index's source text (on a branch that has it, the workers hand the
+    index their rows); ``off``: the stored summaries and the traces' index only (no source text, nothing
+    handed over). Run with the checkout under test first on ``PYTHONPATH`` (``--ab``).
+    """
+    import resource
+
+    import rematch_trace
+    import rematch_trace.importing.batch as batch
+    import rematch_trace.store.follow as follow
+    from rematch_trace.host.loading import load_plugins
+    from rematch_trace.importing.batch import run_import
+    from rematch_trace.importing.settings import ImportSettings
+    from rematch_trace.store.datafolder import DataDir
+
+    load_plugins()
+    real = follow.follow_outputs
+    spent = [0.0, 0.0]
+
+    def timed(data: DataDir, only: set[str] | None = None, jobs: int = 1, **kw: object) -> None:
+        multiprocessing.active_children()  # the import's ended workers reaped first: their CPU is the import's
+        w, c = time.perf_counter(), _cpu()
+        if mode == "on":
+            real(data, only, jobs, **kw)  # type: ignore[arg-type]
+        else:
+            from rematch_trace.report.stored import store_summaries
+            from rematch_trace.store.search_index import SearchIndex, index_path
+
+            store_summaries(data)
+            with SearchIndex(index_path(data), sources=False) as index:
+                index.sync(data, only)
+        multiprocessing.active_children()
+        spent[0], spent[1] = time.perf_counter() - w, _cpu() - c
+
+    follow.follow_outputs = timed  # type: ignore[assignment]
+    batch.HAND_OVER = mode == "on"  # type: ignore[attr-defined]
+    load0 = os.getloadavg()[0]
+    t, c = time.perf_counter(), _cpu()
+    summary = run_import([corpus], DataDir(data_root), ImportSettings(jobs=jobs), name_clean=False)
+    multiprocessing.active_children()
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    out = {"wall": time.perf_counter() - t, "cpu": _cpu() - c, "follow_wall": spent[0], "follow_cpu": spent[1],
+           "load": [load0, os.getloadavg()[0]], "maxrss_mb": me.ru_maxrss / 1024,
+           "children_maxrss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+           "code": str(Path(rematch_trace.__file__).parents[2]), "counts": dict(summary.counts)}
+    sys.stdout.write(json.dumps(out) + "\n")
+
+
+def run_child(code: Path, mode: str, corpus: Path, data_root: Path, jobs: int,
+              callgrind: Path | None = None) -> dict[str, Any]:
+    """:func:`child` in a process of its own with ``code`` (a checkout) first on the path; with ``callgrind``
+    (a folder), under valgrind's callgrind, the instructions of every process of it summed."""
+    paths = [code / "core", *(code / "plugins" / p for p in ("claude_code", "codex", "omp", "gemini_cli", "opencode"))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", mode, "--corpus", str(corpus),
+           "--data", str(data_root), "--jobs", str(jobs)]
+    if callgrind is not None:
+        shutil.rmtree(callgrind, ignore_errors=True)
+        callgrind.mkdir(parents=True)
+        cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-instr=no",
+               f"--callgrind-out-file={callgrind}/cg.%p", *cmd]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"child {mode} of {code} failed:\n{res.stderr[-3000:]}")
+    got: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    if callgrind is not None:
+        total = 0
+        for f in callgrind.glob("cg.*"):
+            for line in f.read_text(errors="replace").splitlines():
+                if line.startswith(("summary:", "totals:")):
+                    total += int(line.split()[1])
+                    break
+        got["instructions"] = total
+    return got
+
+
+def ab(a: argparse.Namespace, corpus: Path, nxt: Path) -> None:
+    """Paired A/B: ``--ab`` (main's checkout) against this checkout, on the same archive, in one run.
+
+    For each side a cold import with the source text in the index (``on``) and one without (``off``: the
+    summaries and the traces' index alone; nothing handed over, so it is the same work on both sides and
+    is run once, with this checkout, unless ``--off-each``), each on a fresh data folder; then +1%
+    appended and each folder's rerun. The source text's added cost is ``on`` less ``off``, in wall
+    and CPU seconds (the workers' too), and with ``--callgrind`` in instructions (every process of it).
+    """
+    here = HERE.parent
+    sides = {"main": a.ab.resolve(), "branch": here}
+    runs = [("main", "on"), ("branch", "on"), ("branch", "off")]
+    if a.off_each:
+        runs.append(("main", "off"))
+    cold: dict[tuple[str, str], dict[str, Any]] = {}
+    rerun: dict[tuple[str, str], dict[str, Any]] = {}
+    folders = {r: a.work / f"ab-{r[0]}-{r[1]}" for r in runs}
+    for r in runs:
+        shutil.rmtree(folders[r], ignore_errors=True)
+    for rnd in range(a.rounds):
+        for r in (runs if rnd % 2 == 0 else runs[::-1]):
+            shutil.rmtree(folders[r], ignore_errors=True)
+            cg = a.work / f"cg-{r[0]}-{r[1]}" if a.callgrind else None
+            got = run_child(sides[r[0]], r[1], corpus, folders[r], a.jobs, cg)
+            cold.setdefault(r, got) if rnd == 0 else cold[r].setdefault("again", got)
+            print(f"cold {r[0]:6} {r[1]:3}: {_fmt(got)}", flush=True)
+    added, _lines = grow(corpus, nxt, a.work / "grown.json")
+    try:
+        for r in runs:
+            got = run_child(sides[r[0]], r[1], corpus, folders[r], a.jobs)
+            rerun[r] = got
+            print(f"+1%  {r[0]:6} {r[1]:3}: {_fmt(got)}", flush=True)
+    finally:
+        ungrow(corpus, a.work / "grown.json")
+    size = corpus_size(corpus)
+    print(f"archive {size / 1e6:,.0f} MB, +1% = {added / 1e6:.1f} MB, {a.jobs} jobs")
+    for name, table in (("cold", cold), ("+1% rerun", rerun)):
+        off = table[("main", "off")] if ("main", "off") in table else table[("branch", "off")]
+        for side in ("main", "branch"):
+            on = table[(side, "on")]
+            own_off = table.get((side, "off"), off)
+            w, c = float(on["wall"]) - float(own_off["wall"]), float(on["cpu"]) - float(own_off["cpu"])
+            line = (f"{name}: {side} adds {w:.2f}s wall ({w / float(own_off['wall']):.1%}), {c:.2f}s CPU "
+                    f"({c / float(own_off['cpu']):.1%}) for the source text")
+            if "instructions" in on and "instructions" in own_off:
+                n = int(on["instructions"]) - int(own_off["instructions"])
+                line += f", {n / 1e9:.2f} G instructions ({n / int(own_off['instructions']):.1%})"
+            print(line)
+    idx = {side: sum(p.stat().st_size for p in folders[(side, "on")].glob("search.sqlite*")) for side in ("main", "branch")}
+    gib = size / 2**30
+    print("index: " + ", ".join(f"{s} {b / 1e6:.1f} MB ({b / 1e6 / gib:.0f} MB per GiB)" for s, b in idx.items()))
+    from rematch_trace.store.search_index import SearchIndex, to_query
+
+    data = folders[("branch", "on")]
+    lat = {}
+    with SearchIndex(data / "search.sqlite", readonly=True) as ix:
+        for q in QUERIES:
+            times = []
+            for _ in range(5):
+                t = time.perf_counter()
+                ix.search(to_query(q), limit=20)
+                times.append(time.perf_counter() - t)
+            lat[q] = statistics.median(times)
+    print("search (query alone, median of 5): " + ", ".join(f"{q} {t * 1000:.1f} ms" for q, t in lat.items()))
+    for q in ("zzzznotthere", '"cannot find module"', "error"):
+        w, c = cli("search", "--data", str(data), q)
+        print(f"rematch search {q} (the command, best of 4): {w:.2f}s wall, {c:.2f}s CPU")
+    floor = cli("--version")
+    print(f"rematch --version (start-up alone, best of 4): {floor[0]:.2f}s wall, {floor[1]:.2f}s CPU")
+
+
+def _fmt(got: dict[str, Any]) -> str:
+    s = (f"{got['wall']:.2f}s wall, {got['cpu']:.2f}s CPU (follow {got['follow_wall']:.2f}s, "
+         f"{got['follow_cpu']:.2f}s CPU), load {got['load']}, maxrss {got['maxrss_mb']:.0f} MB")
+    if "instructions" in got:
+        s += f", {int(got['instructions']) / 1e9:.2f} G instructions"
+    return s
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mb", type=int, default=128)
@@ -136,7 +294,17 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=HERE / "out" / "search")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=32)
+    ap.add_argument("--ab", type=Path, help="main's checkout: paired A/B of the source text's added cost (see ab)")
+    ap.add_argument("--off-each", action="store_true", help="with --ab: the import without source text on each side")
+    ap.add_argument("--rounds", type=int, default=1, help="with --ab: cold imports per side (alternating order)")
+    ap.add_argument("--callgrind", action="store_true", help="with --ab: instructions of each cold import (slow)")
+    ap.add_argument("--child", choices=("on", "off"), help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.child:
+        child(a.child, a.corpus, a.data, a.jobs)
+        return
 
     from rematch_trace.host.loading import load_plugins
 
@@ -149,6 +317,9 @@ def main() -> None:
         build(corpus, nxt, sessions_of(a.source), a.size_mb, a.median_kb, a.seed)
         stamp.write_text(json.dumps(wanted))
     ungrow(corpus, a.work / "grown.json")
+    if a.ab:
+        ab(a, corpus, nxt)
+        return
     data = a.work / "data"
     shutil.rmtree(data, ignore_errors=True)
     size = corpus_size(corpus)

@@ -59,6 +59,7 @@ def _full_outcome(item: WorkItem) -> FileOutcome:
         kept_live=["live-1"], problems=["line 3: bad"], problem_count=2, skipped_lines=1, malformed=1, offset=123,
         head_fp="a" * 64, tail_fp="b" * 64, saved=b'{"offset":123}', size=456, mtime_ns=789, plugin_failures=["p: x"],
         conflicts=[Conflict(sid, "theirs", 5, 7)], stamps={sid: (1, 2, 3)},
+        said=(0, 10, [("", "session", sid, None, ""), ("", "output", "c1", 5, "text")], False),
     )
 
 

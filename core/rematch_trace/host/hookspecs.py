@@ -257,6 +257,8 @@ def conversation_items(source: Source, records: Iterator[RawRecord]) -> Iterator
 
     :param source: a source you claimed (called for the claiming plugin only).
     :param records: the raw records your ``read_transcript`` gave, from byte 0
-        (the view) or from where the index stopped (search).
+        (the view) or from where the index stopped (search). During an import they
+        are the very records your ``to_trace_records`` was just given (the import's
+        worker hands them on, not reading the file again): neither hook may change them.
     :return: an iterator of items, or ``None`` (no conversation).
     """

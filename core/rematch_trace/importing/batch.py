@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import orjson
 
 from rematch_trace.errors import NothingFound, RematchError
@@ -41,9 +42,12 @@ from rematch_trace.store.ledger import Ledger, as_stored
 
 if TYPE_CHECKING:
     from rematch_trace.importing.outcome import FileOutcome, WorkItem
+    from rematch_trace.store.search_handover import HandedRows
 
 #: How long ledger writes may wait to be committed together.
 COMMIT_SECONDS = 0.5
+#: Whether :func:`run_import`'s workers hand the search index their rows (bench/search.py's A/B turns it off).
+HAND_OVER = True
 
 
 #: Up to this many files are looked up in the ledger one by one; more, and its rows are read in one pass.
@@ -214,12 +218,21 @@ def run_import(
     if paths and not any(exists(p) for p in paths):
         raise NothingFound(f"no such file or folder: {', '.join(str(p) for p in paths)}")
     data.ensure()
-    with ImportLock(data.lock):
+    with ImportLock(data.lock), contextlib.ExitStack() as rows:
         clean_outputs(data)
         host = worker_host()
         searched: list[Searched] = []
+        handed = None
+        if scheduler is None and HAND_OVER:
+            # The workers hand the search index the rows of what they read (its source pass reads
+            # no transcript again); a cluster's workers do not (the pass reads them here, as before).
+            from rematch_trace.store.search_handover import HandedRows
+
+            handed = HandedRows(data.root)
+            rows.callback(handed.close)
+            settings = attrs.evolve(settings, search_rows=True)
         summary = import_locked(lambda: discover(host, paths, searched), data, settings, progress=progress,
-                                executor=executor, scheduler=scheduler, name_clean=name_clean)
+                                executor=executor, scheduler=scheduler, name_clean=name_clean, handed=handed)
         summary.searched = searched
         for place in searched:
             if paths and place.exists and not place.found:
@@ -237,7 +250,7 @@ def run_import(
             # Stored summaries and the search index follow the traces: only what changed is read.
             from rematch_trace.store.follow import follow_outputs
 
-            follow_outputs(data, jobs=1 if scheduler is not None else settings.jobs)
+            follow_outputs(data, jobs=1 if scheduler is not None else settings.jobs, handed=handed)
         handed_out = summary.interrupted is not None or summary.count("unchanged") < sum(summary.counts.values())
         if (settings.jobs > 1 or scheduler is not None) and handed_out:
             # A killed worker's temporaries (a cluster's workers have no parent to sweep them).
@@ -265,6 +278,7 @@ def import_locked(
     ledger: Ledger | None = None,
     scheduler: str | None = None,
     name_clean: bool = True,
+    handed: HandedRows | None = None,
 ) -> Summary:
     """Import the ``found`` files (each with its harness hint) into ``data``, whose lock the caller holds.
 
@@ -276,6 +290,7 @@ def import_locked(
     that discovers them: it is then called once local workers are forked, so
     they do not start with an archive's paths in their memory. Whatever
     happens, the executor's workers are gone when this returns or raises.
+    ``handed`` keeps the search index's rows each outcome carries (``settings.search_rows``).
     """
     summary = Summary(name_clean=name_clean)
     host = worker_host()  # loaded before any worker is forked: workers start with the plugins
@@ -324,7 +339,7 @@ def import_locked(
             removals: list[tuple[str, str]] = []
             conflicts = Conflicts(data)
             try:
-                _record_all(book, data, executor.run(todo, prepare), summary, removals, conflicts)
+                _record_all(book, data, executor.run(todo, prepare), summary, removals, conflicts, handed)
             except Interrupted:
                 pass
         finally:
@@ -354,9 +369,9 @@ def import_locked(
 
 def _record_all(
     ledger: Ledger, data: DataDir, results: Iterator[tuple[WorkItem, FileOutcome]], summary: Summary,
-    removals: list[tuple[str, str]], conflicts: Conflicts,
+    removals: list[tuple[str, str]], conflicts: Conflicts, handed: HandedRows | None = None,
 ) -> None:
-    """Record each outcome as it arrives, committing a batch at a time.
+    """Record each outcome as it arrives, committing a batch at a time (its search rows kept in ``handed``).
 
     A commit per file costs more than the record. A kill loses at most the batch,
     whose resumes the journal then rolls back: the next run redoes them. Outputs
@@ -366,6 +381,8 @@ def _record_all(
     for item, outcome in results:
         ledger.begin()
         removals.extend(_record(ledger, item, outcome, summary, conflicts))
+        if outcome.said is not None and handed is not None and outcome.ok:
+            handed.put(as_stored(item.path), outcome.said)
         if time.monotonic() - committed_at > COMMIT_SECONDS:
             _commit(ledger, data, removals)
             committed_at = time.monotonic()

@@ -49,6 +49,9 @@ class FileOutcome:
     conflicts: list[Conflict] = attrs.field(factory=list)
     #: Session id -> the identity of the trace this import committed (inode, size, mtime).
     stamps: dict[str, tuple[int, int, int]] = attrs.field(factory=dict)
+    #: The search index's rows of what this import read of the file (``ImportSettings.search_rows``):
+    #: (offset read from, offset past the last record, rows, plugin failed); see store/search_index.py.
+    said: tuple[int, int, list[tuple[str, str, str | None, int | None, str]], bool] | None = None
 
     @property
     def ok(self) -> bool:

@@ -27,6 +27,11 @@ class ImportSettings:
     fsync: bool = False
     #: Redo every file asked, changed or not (``rematch import --force``).
     force: bool = False
+    #: Each worker also runs the records it read through the plugin's ``conversation_items`` and hands the
+    #: search index's rows back with the file's outcome (:attr:`FileOutcome.said`). Set by
+    #: :func:`~rematch_trace.importing.batch.run_import`, whose own index sync takes them; not an output
+    #: setting (the outputs are the same either way).
+    search_rows: bool = False
 
     @property
     def outputs_key(self) -> str:

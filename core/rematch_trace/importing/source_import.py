@@ -48,6 +48,9 @@ from rematch_trace.trace.synth import Synthesizer
 
 #: Problems kept per source for reporting (all are counted).
 MAX_PROBLEMS_KEPT = 200
+#: Bytes of a source's records kept for the search index (``keep_records``): past them none is kept (the
+#: index's source pass reads that file itself), so a worker never holds a huge file's records at once.
+KEEP_RECORDS_BYTES = 32 * 1024 * 1024
 #: The fields of a session record, in the order :func:`attrs.asdict` gives them.
 _SESSION_FIELDS = tuple(f.name for f in attrs.fields(vocab.Session))
 
@@ -110,6 +113,10 @@ class SourceOutcome:
     conflicts: list[Conflict] = attrs.field(factory=list)
     #: Whether a session was left to another file's copy (this file's copy of it was not written).
     dropped: bool = False
+    #: The raw records read, from :attr:`start` (``keep_records``; ``None`` when not kept or too many).
+    records: list[RawRecord] | None = None
+    #: The offset the reading started at.
+    start: int = 0
 
     @property
     def saved(self) -> SavedState | None:
@@ -281,6 +288,7 @@ class SourceImport:
         claims: Claims | None = None,
         detected: Detected | None = None,
         own_saved: bool = False,
+        keep_records: bool = False,
     ) -> None:
         self.host = host
         #: How the source was claimed, kept in the state so a continuation need not detect it again.
@@ -299,6 +307,10 @@ class SourceImport:
         self.snapshot: bytes | None = None
         self.generation: str | None = None
         self.offset = saved.offset if saved is not None else 0
+        self.result.start = self.offset
+        #: The records read, for the search index (``keep_records``): what the translation has parsed.
+        self.kept: list[RawRecord] | None = [] if keep_records else None
+        self._kept_bytes = 0
         #: The last raw record handed to the plugin's translation, to say where it failed.
         self.last: RawRecord | None = None
         # The plugin changes its state in place: a copy, so a caller's saved state stays as it was
@@ -318,6 +330,12 @@ class SourceImport:
                 continue
             self.offset = item.end
             self.last = item
+            if self.kept is not None:
+                self._kept_bytes += item.end - item.offset
+                if self._kept_bytes > KEEP_RECORDS_BYTES:
+                    self.kept = None  # too large to hold: the index reads this one itself
+                else:
+                    self.kept.append(item)
             yield item
         self._take_snapshot()
 
@@ -436,6 +454,7 @@ class SourceImport:
             raise
         self.result.offset = self.offset
         self.result.saved_blob = self.snapshot or b""
+        self.result.records = self.kept
         return self.result
 
     def _undo(self, entry: dict[str, Any] | None) -> None:
@@ -559,6 +578,7 @@ def import_source(
     claims: Claims | None = None,
     detected: Detected | None = None,
     own_saved: bool = False,
+    keep_records: bool = False,
 ) -> SourceOutcome:
     """Import one source; with ``saved``, continue a grown file (falling back to a full import).
 
@@ -567,15 +587,17 @@ def import_source(
     trace another file's copy holds is written only if this copy holds at least
     as much (see :mod:`rematch_trace.store.claims`). ``detected`` (how the file was
     claimed) is kept in the saved state, so that continuing it can skip detection. With
-    ``own_saved``, ``saved`` was loaded for this import alone and is continued in place.
+    ``own_saved``, ``saved`` was loaded for this import alone and is continued in place. With
+    ``keep_records``, the outcome holds the raw records read (:attr:`SourceOutcome.records`).
     """
     if saved is not None:
         try:
             return SourceImport(host, source, data, settings, saved=saved, claims=claims, detected=detected,
-                                own_saved=own_saved).run()
+                                own_saved=own_saved, keep_records=keep_records).run()
         except RestartImport:
             pass
-    return SourceImport(host, source, data, settings, claims=claims, detected=detected).run()
+    return SourceImport(host, source, data, settings, claims=claims, detected=detected,
+                        keep_records=keep_records).run()
 
 
 def remove_outputs(data: DataDir, session_id: str) -> None:

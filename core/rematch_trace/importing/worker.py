@@ -174,7 +174,16 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             claims=claims,
             detected=_detected(source, item.hint),
             own_saved=True,  # loaded just now, for this import alone
+            keep_records=settings.search_rows,
         )
+        said = None
+        if result.records is not None:
+            # The search index's rows from the records this import just parsed: the index does not
+            # read the file again (store/search_handover.py).
+            from rematch_trace.store.search_index import conversation_rows
+
+            said = conversation_rows(host, source, result.records, result.start)
+            result.records = None
     except FileNotFoundError as err:
         if err.filename in (None, item.path):
             return failed("no such file or folder")
@@ -245,4 +254,5 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         mtime_ns=mtime_ns,
         conflicts=result.conflicts,
         stamps={s.session_id: s.stamp for s in result.sessions if s.stamp is not None},
+        said=said,
     )

@@ -24,14 +24,17 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
 from rematch_trace.store.datafolder import DataDir
+
+if TYPE_CHECKING:
+    from rematch_trace.store.search_handover import HandedRows
 
 #: The index's file name inside the data folder.
 INDEX_NAME = "search.sqlite"
@@ -218,8 +221,12 @@ class SearchIndex:
                 self.db.execute("ROLLBACK")
             raise
 
-    def sync(self, data: DataDir, only: set[str] | None = None, jobs: int = 1) -> SyncFigures:
+    def sync(self, data: DataDir, only: set[str] | None = None, jobs: int = 1,
+             handed: HandedRows | None = None) -> SyncFigures:
         """Bring the index up to date with the data folder's traces (``only``: just these keys).
+
+        ``handed``: the rows the import's workers read with the sources (``rematch import``); a source
+        they cover is not read again (:meth:`sync_sources`).
 
         An unchanged trace costs one ``stat`` (its inode, size and mtime as indexed): a rerun
         that changed nothing reads no trace.
@@ -259,7 +266,7 @@ class SearchIndex:
             for key in changed:
                 self._sync_one(data, key, known.get(key), key in raw, figures)
             if self.sources:
-                self._sync_sources(data, only, figures, jobs)
+                self._sync_sources(data, only, figures, jobs, handed)
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
@@ -364,14 +371,15 @@ class SearchIndex:
             (key, st.st_ino, st.st_size if off == st.st_size else -1, st.st_mtime_ns, off, started, session_id),
         )
 
-    def sync_sources(self, data: DataDir, only: set[str] | None = None, jobs: int = 1) -> SyncFigures:
+    def sync_sources(self, data: DataDir, only: set[str] | None = None, jobs: int = 1,
+                     handed: HandedRows | None = None) -> SyncFigures:
         """Index what the sources the import read since the last sync hold (:meth:`sync` does it when a
-        trace changed); in a transaction of its own."""
+        trace changed); in a transaction of its own. ``handed``: as :meth:`sync`'s."""
         figures = SyncFigures()
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self._conv = {r[0] for r in self.db.execute("SELECT DISTINCT key FROM spans WHERE src IS NOT NULL")}
-            self._sync_sources(data, only, figures, jobs)
+            self._sync_sources(data, only, figures, jobs, handed)
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
@@ -379,13 +387,16 @@ class SearchIndex:
             raise
         return figures
 
-    def _sync_sources(self, data: DataDir, only: set[str] | None, figures: SyncFigures, jobs: int = 1) -> None:
+    def _sync_sources(self, data: DataDir, only: set[str] | None, figures: SyncFigures, jobs: int = 1,
+                      handed: HandedRows | None = None) -> None:
         """Index the assistant's text and the tool outputs of the sources the import read since the last sync.
 
         Read through the plugin that claims each source (``conversation_items``), redacted by the events'
         redactor whatever the import's settings. A source whose recorded size grew is read on from where
         the last sync stopped (complete lines only); one that shrank or was rewritten is read again whole.
-        Prompts and tool inputs come from the traces (above), with their seqs.
+        Prompts and tool inputs come from the traces (above), with their seqs. A source whose rows the
+        import's workers ``handed`` over, read from where the index stopped, is not read again: its rows
+        are keyed and inserted in its place in the order, so the index is the one the reading makes.
         """
         from rematch_trace.report.collect import key_of
         from rematch_trace.store.ledger import Ledger
@@ -407,7 +418,7 @@ class SearchIndex:
         # merges follow), so every delete of the pass is made in one statement at its end.
         heads: set[str] = set()
         todo: list[_SourceTask] = []
-        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int]]] = []
+        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int], _SourceTask, bool]] = []
         for path, rows in groups.items():
             if only is not None and not any(r["key"] in only for r in rows):
                 continue
@@ -420,15 +431,30 @@ class SearchIndex:
             streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
             by_id = {r["session_id"]: r["key"] for r in rows}
             main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
-            todo.append((path, rows[0]["harness"], start, streams, by_id, main, None))
-            plans.append((path, rows, stamp))
+            task: _SourceTask = (path, rows[0]["harness"], start, streams, by_id, main, None)
+            # Rows the import read from where the index stopped are taken; one it read from elsewhere
+            # (a continuation the import restarted whole, an index made anew) is read here, as before.
+            given = handed is not None and handed.start_of(path) == start
+            if not given:
+                todo.append(task)
+            plans.append((path, rows, stamp, task, given))
         if todo:
             # The claim the import kept for each source (its saved state): the reading asks no plugin's
             # detect_source again while what detection saw still holds (importing.worker.kept_source).
             with Ledger(data.ledger, readonly=True) as ledger:
                 todo = [(*t[:6], ledger.saved_of(t[0])) for t in todo]
-        for (path, rows, stamp), task, got in zip(plans, todo, _read_all(todo, jobs), strict=True):
+        read = _read_all(todo, jobs)
+        for path, rows, stamp, task, given in plans:
+            taken = handed.take(path) if given and handed is not None else None
+            if taken is None:
+                got = next(read)
+            else:
+                # The import's own reading: its rows keyed here, as _source_rows keys what it reads
+                # (taken one source at a time: an archive's rows are never all in memory).
+                got = (_keyed(taken[2], task[3], task[4], task[5]), taken[1], task[3], taken[3])
             self._store_source(path, rows, stamp, task[2], got, figures, heads)
+        for _ in read:
+            raise AssertionError("a source read and not stored")
         if heads:
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS said (key TEXT PRIMARY KEY)")
             self.db.execute("DELETE FROM said")
@@ -507,6 +533,12 @@ class SearchIndex:
 _SourceTask = tuple[str, str, int, dict[str, str], dict[str, str], str, bytes | None]
 #: What one source gave: rows ``(key, kind, call_id, t, body)``, the end offset, the streams, whether it failed.
 _SourceRows = tuple[list[tuple[str, str, str | None, int | None, str]], int, dict[str, str], bool]
+#: One conversation row before its stream is a trace key: ``(stream, kind, call_id, t, body)``; a stream's
+#: opening is ``(stream, "session", session_id, None, "")``.
+SaidRow = tuple[str, str, str | None, int | None, str]
+#: What the import's reading of one source gives the index (:func:`conversation_rows`): the offset it read
+#: from, the offset past the last whole record the plugin's hook took, the rows, whether the plugin failed.
+Handed = tuple[int, int, list[SaidRow], bool]
 #: The plugin host of a process reading sources (made once per process; a forked worker inherits it).
 _HOST: list[Any] = []
 #: Fewer sources than this are read in this process: a pool costs more than it saves.
@@ -528,13 +560,72 @@ def _kept(host: Any, path: str, saved: bytes | None) -> Any:
     return kept_source(host, state, Path(path), hint, state.offset)
 
 
+def said_rows(items: Iterable[Any], out: list[SaidRow]) -> None:
+    """Append to ``out`` the rows of a source's conversation items: each stream's opening, and each assistant
+    text and tool output cut to its bound and redacted by the events' redactor (raises what the plugin raises)."""
+    from rematch_trace.host.conversation import Returned, Said
+    from rematch_trace.host.vocab import Session
+    from rematch_trace.security.redact import default_redactor
+
+    redact = default_redactor().redact
+    for it in items:
+        if isinstance(it, Session):
+            out.append((it.stream, "session", it.session_id, None, ""))
+            continue
+        call: str | None = None
+        if isinstance(it, Said) and it.role == "assistant":
+            kind, body = "assistant", it.text[:SAID_CHARS]
+        elif isinstance(it, Returned) and it.output.strip():
+            kind, body, call = "output", it.output[:OUTPUT_CHARS], it.call_id
+        else:
+            continue
+        body = redact(body)[0]
+        if not body.strip():
+            continue
+        out.append((it.stream, kind, call, it.t, _valid(body)))
+
+
+def _keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str],
+           main: str) -> list[tuple[str, str, str | None, int | None, str]]:
+    """``said``'s rows with each stream's trace key in place of the stream (``streams`` updated as they open);
+    rows of a stream that names no session of the ledger's are left out."""
+    found: list[tuple[str, str, str | None, int | None, str]] = []
+    for stream, kind, call, t, body in said:
+        if kind == "session":
+            streams[stream] = by_id.get(call or "", "")
+            continue
+        key = streams.get(stream, main if stream == "" else "")
+        if key:
+            found.append((key, kind, call, t, body))
+    return found
+
+
+def _tracked(records: Iterable[Any], end: list[int]) -> Iterator[Any]:
+    """``records`` (the raw records of a reading), ``end[0]`` kept just past the last one taken."""
+    for r in records:
+        if r.end > end[0]:
+            end[0] = r.end
+        yield r
+
+
+def conversation_rows(host: Any, source: Any, records: list[Any], start: int) -> Handed:
+    """What the import's reading of a source gives the index (in the import's worker, once it has imported
+    the file): its raw ``records`` from ``start`` through the plugin's ``conversation_items``, as
+    :func:`_source_rows` reads them from the file. Nothing is read or parsed again."""
+    end = [start]
+    said: list[SaidRow] = []
+    try:
+        items = host.conversation(source, _tracked(records, end))
+        said_rows(items or (), said)
+    except Exception:  # a plugin failing on its own file: what it gave so far is kept, the source read again
+        return start, end[0], said, True
+    return start, end[0], said, False
+
+
 def _source_rows(task: _SourceTask) -> _SourceRows:
     """Read one source through its plugin's ``conversation_items`` hook: each assistant text and tool
     output, cut to its bound and redacted by the events' redactor (in a worker, or in this process)."""
     from rematch_trace.conversation.view import source_items
-    from rematch_trace.host.conversation import Returned, Said
-    from rematch_trace.host.vocab import Session
-    from rematch_trace.security.redact import default_redactor
 
     path, harness, start, streams, by_id, main, saved = task
     if not _HOST:
@@ -542,31 +633,14 @@ def _source_rows(task: _SourceTask) -> _SourceRows:
 
         _HOST.append(worker_host())
     end = [start]
-    redact = default_redactor().redact
-    found: list[tuple[str, str, str | None, int | None, str]] = []
+    said: list[SaidRow] = []
+    failed = False
     try:
         _, _, items = source_items(_HOST[0], path, harness, start, end, kept=_kept(_HOST[0], path, saved))
-        for it in items or ():
-            if isinstance(it, Session):
-                streams[it.stream] = by_id.get(it.session_id, "")
-                continue
-            key = streams.get(it.stream, main if it.stream == "" else "")
-            if not key:
-                continue
-            call: str | None = None
-            if isinstance(it, Said) and it.role == "assistant":
-                kind, body = "assistant", it.text[:SAID_CHARS]
-            elif isinstance(it, Returned) and it.output.strip():
-                kind, body, call = "output", it.output[:OUTPUT_CHARS], it.call_id
-            else:
-                continue
-            body = redact(body)[0]
-            if not body.strip():
-                continue
-            found.append((key, kind, call, it.t, _valid(body)))
+        said_rows(items or (), said)
     except Exception:  # a plugin failing on its own file: the trace's text stays searchable
-        return found, end[0], streams, True
-    return found, end[0], streams, False
+        failed = True
+    return _keyed(said, streams, by_id, main), end[0], streams, failed
 
 
 def _read_all(todo: list[_SourceTask], jobs: int) -> Iterator[_SourceRows]:
@@ -650,14 +724,16 @@ def to_query(text: str) -> str:
     return " ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def sync_data(data: DataDir, only: set[str] | None = None, jobs: int = 1) -> SyncFigures | None:
+def sync_data(data: DataDir, only: set[str] | None = None, jobs: int = 1,
+              handed: HandedRows | None = None) -> SyncFigures | None:
     """Sync the data folder's index (made if missing); ``None`` when it cannot be written (said by the caller).
 
-    ``jobs``: worker processes reading the source transcripts (the import's ``--jobs``).
+    ``jobs``: worker processes reading the source transcripts (the import's ``--jobs``); ``handed``: the
+    rows the import's workers read with them (:meth:`SearchIndex.sync`).
     """
     try:
         with SearchIndex(index_path(data)) as index:
-            return index.sync(data, only, jobs)
+            return index.sync(data, only, jobs, handed)
     except (OSError, sqlite3.Error):
         return None
 
