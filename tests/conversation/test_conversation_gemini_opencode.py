@@ -186,3 +186,34 @@ def test_search_finds_assistant_text_and_tool_output_never_a_planted_secret(harn
         bodies = "\n".join(r[0] for r in db.execute("SELECT body FROM text"))
     for secret in SECRETS:
         assert all(secret not in v for v in views) and secret not in bodies
+
+
+def test_a_grown_gemini_log_resumed_indexes_no_answer_twice(tmp_path: Path) -> None:
+    """A resume restates the whole history in a ``$set`` of messages: the search index, reading the grown
+    log on from where it stopped, indexes only what is new (each answer once), and finds the new answer."""
+    lines = LOG.read_text().splitlines(keepends=True)
+    records = [orjson.loads(line) for line in lines]
+    history = {r["id"]: r for r in records if isinstance(r.get("id"), str)}
+    resume = [orjson.dumps(records[0]).decode() + "\n",
+              orjson.dumps({"$set": {"messages": list(history.values())}}).decode() + "\n"]
+    later = [orjson.dumps({"id": "u-next", "timestamp": "2026-12-01T18:40:00.000Z", "type": "user",
+                           "content": [{"text": "Next."}]}).decode() + "\n",
+             orjson.dumps({"id": "g-next", "timestamp": "2026-12-01T18:40:01.000Z", "type": "gemini",
+                           "content": "Finished the flamingo.", "tokens": {"input": 9, "output": 2, "total": 11},
+                           "model": "gemini-2.5-flash"}).decode() + "\n"]
+    src = tmp_path / "src"
+    src.mkdir()
+    path = src / LOG.name
+    path.write_text("".join(lines))
+    data = tmp_path / "data"
+    ok("import", str(src), "--data", str(data), "-q")
+    path.write_text("".join(lines + resume + later))
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    ok("import", str(src), "--data", str(data), "-q")
+    assert [h["kind"] for h in search(data, '"Tools done"')] == ["assistant"]
+    assert [h["kind"] for h in search(data, "flamingo")] == ["assistant"]
+    assert len([h for h in search(data, '"No such file or directory"') if h["kind"] == "output"]) == 1
+    conv = conversation(data, GEMINI_IDS[LOG.name])
+    assert [e["text"] for e in conv["entries"] if e["kind"] == "assistant"] == ["Tools done.",
+                                                                                "Finished the flamingo."]

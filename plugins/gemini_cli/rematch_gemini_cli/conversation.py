@@ -5,7 +5,8 @@ which statement of a message rewritten by id is the message, which user messages
 person typed (not the injected context), which calls are new in a restated message,
 and when the session opens. Its neutral records are turned into items here; the one
 thing the trace cuts (a call's output, kept as a head) is taken whole from where the
-translator read it.
+translator read it. A subagent's call names the session it started (``agentId``, 0.61.0):
+a :class:`Spawned`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 
 from rematch_trace.host.conversation import Called, Item, Returned, Said, Spawned
 from rematch_trace.host.source import RawRecord, Source
-from rematch_trace.host.vocab import AssistantMessage, Session, ToolResult, UserMessage
+from rematch_trace.host.text import clean
+from rematch_trace.host.vocab import AssistantMessage, Neutral, Session, ToolResult, UserMessage
 
 from .translate import _Translator
 
@@ -27,6 +29,15 @@ class _Reader(_Translator):
         super().__init__(source, {})
         #: Call id -> its whole output or error text, until its item is given.
         self.whole: dict[str, str] = {}
+        #: Call id -> the subagent session it started (a finished call's ``agentId``), until given.
+        self.agents: dict[str, str] = {}
+
+    def _calls(self, m: dict[str, Any], first: bool = False, model: Any = None) -> Iterator[Neutral]:
+        listed = m.get("toolCalls")
+        for tc in listed if isinstance(listed, list) else ():
+            if isinstance(tc, dict) and isinstance(tc.get("id"), str) and isinstance(tc.get("agentId"), str):
+                self.agents[tc["id"]] = tc["agentId"]
+        return super()._calls(m, first, model)
 
     def _result(self, t: int | None, cid: str, out: str, is_error: bool | None, tool: str | None) -> ToolResult:
         self.whole[cid] = out
@@ -35,14 +46,21 @@ class _Reader(_Translator):
 
 def _part_way(records: Iterator[RawRecord], reader: _Reader) -> Iterator[RawRecord]:
     """``records``; when they start past the session's metadata (the search index reading a grown
-    log on), the session counts as opened already: its items belong to the session opened before."""
+    log on), the session counts as opened already (its items belong to the session opened before),
+    and a ``$set`` of messages (a resume restating the history) is passed over: every message it
+    restates was written earlier, before where the reading starts or on a line read since."""
+    part_way = False
     first = True
     for rec in records:
         if first:
             first = False
             if rec.offset > 0 and not reader.document:
+                part_way = True
                 reader.state["meta"] = ["", None, "", False, None]
                 reader.state["open"] = 1
+        v = rec.value
+        if part_way and isinstance(v, dict) and isinstance(v.get("$set"), dict) and "messages" in v["$set"]:
+            continue
         yield rec
 
 
@@ -63,15 +81,11 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
         elif isinstance(rec, ToolResult):
             out = reader.whole.pop(rec.call_id, rec.output_head or "")
             yield Returned(rec.stream, rec.t, rec.call_id, out, rec.is_error)
-            spawned = _spawned(out)
-            if spawned:
-                yield Spawned(rec.stream, rec.t, rec.call_id, spawned)
+            agent = reader.agents.pop(rec.call_id, "")
+            if agent:
+                yield Spawned(rec.stream, rec.t, rec.call_id, clean(agent))
 
 
 def _input(value: Any) -> Any:
     return value if value is not None else {}
 
-
-def _spawned(out: str) -> str:
-    """The subagent session a call's output names (none: Gemini CLI's output does not say)."""
-    return ""

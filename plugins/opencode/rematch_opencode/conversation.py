@@ -42,7 +42,8 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
         msg, parts = value.get("message"), value.get("parts")
         if not isinstance(msg, dict) or not isinstance(parts, list):
             continue
-        sid = msg.get("sessionID") if isinstance(msg.get("sessionID"), str) else current
+        own = msg.get("sessionID")
+        sid = own if isinstance(own, str) else current
         yield from _message(sid if database else "", msg, [p for p in parts if isinstance(p, dict)])
 
 
