@@ -217,3 +217,46 @@ def test_a_grown_gemini_log_resumed_indexes_no_answer_twice(tmp_path: Path) -> N
     conv = conversation(data, GEMINI_IDS[LOG.name])
     assert [e["text"] for e in conv["entries"] if e["kind"] == "assistant"] == ["Tools done.",
                                                                                 "Finished the flamingo."]
+
+
+def test_an_opencode_call_whose_permission_was_rejected_shows_as_denied_with_its_text(tmp_path: Path) -> None:
+    """opencode records a permission the user rejected as the tool part's ``error`` state: the call is shown
+    with that text, an error of class ``rejected`` (the trace's), at its seq."""
+    src = _opencode_tree(tmp_path / "src")
+    part = src / "storage" / "part" / "msg_0a0000002001" / "prt_0a0000002008.json"
+    doc = orjson.loads(part.read_bytes())
+    doc["state"]["error"] = "The user rejected permission to use this specific tool call."
+    part.write_bytes(orjson.dumps(doc))
+    data = tmp_path / "data"
+    ok("import", str(src), "--data", str(data), "-q")
+    read = _calls(conversation(data, OC_MAIN))[2]
+    assert read["tool"] == "read" and read["input"] == {"filePath": "/work/demo/missing.txt"}
+    assert read["is_error"] and read["error_class"] == "rejected" and isinstance(read["seq"], int)
+    assert read["output"] == "The user rejected permission to use this specific tool call."
+    assert "rejected permission" in ok("show", OC_MAIN, "--data", str(data), "--conversation")
+
+
+def test_a_gemini_call_the_user_denied_shows_with_its_text(tmp_path: Path) -> None:
+    """Gemini CLI 0.61.0 records a call the user denied as ``status: "cancelled"`` with the error
+    ``[Operation Cancelled] Reason: User denied execution.`` (its scheduler's words): shown as an error of
+    class ``rejected``, with that text, at its seq."""
+    text = LOG.read_text()
+    old = ('"result":[{"functionResponse":{"id":"write_file__write_file_1796150109766_0","name":"write_file",'
+           '"response":{"output":"Successfully created and wrote to new file: /work/demo/notes.txt. Here is the '
+           'updated code:\\nalpha\\nbeta\\n"}}}],"status":"success"')
+    assert text.count(old) == 1
+    denied = "[Operation Cancelled] Reason: User denied execution."
+    text = text.replace(old, '"result":[{"functionResponse":{"id":"write_file__write_file_1796150109766_0",'
+                             f'"name":"write_file","response":{{"error":"{denied}"}}}}}}],"status":"cancelled"')
+    lines = [line for line in text.splitlines(keepends=True) if '"functionResponse":{"id":"write_file__' not in line
+             or '"type":"gemini"' in line]  # the denied call has no result message of its own
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / LOG.name).write_text("".join(lines))
+    data = tmp_path / "data"
+    ok("import", str(src), "--data", str(data), "-q")
+    write = _calls(conversation(data, GEMINI_IDS[LOG.name]))[2]
+    assert write["tool"] == "write_file" and write["input"]["file_path"] == "/work/demo/notes.txt"
+    assert write["output"] == denied and write["is_error"] and write["error_class"] == "rejected"
+    assert isinstance(write["seq"], int)
+    assert "User denied execution." in ok("show", GEMINI_IDS[LOG.name], "--data", str(data), "--format", "markdown")
