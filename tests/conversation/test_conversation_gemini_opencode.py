@@ -163,12 +163,14 @@ def _plant_opencode(src: Path) -> None:
     part.write_bytes(orjson.dumps(doc))
 
 
+@pytest.mark.parametrize("redact", [True, False], ids=["redacted-import", "no-redact-import"])
 @pytest.mark.parametrize("harness", ["gemini_cli", "opencode"])
-def test_search_finds_assistant_text_and_tool_output_never_a_planted_secret(harness: str, tmp_path: Path) -> None:
+def test_search_finds_assistant_text_and_tool_output_never_a_planted_secret(harness: str, redact: bool,
+                                                                             tmp_path: Path) -> None:
     src = tmp_path / "src"
     (_plant_gemini if harness == "gemini_cli" else _plant_opencode)(src)
     data = tmp_path / "data"
-    ok("import", str(src), "--data", str(data), "-q")
+    ok("import", str(src), "--data", str(data), "-q", *(() if redact else ("--no-redact",)))
     said = search(data, SAID)
     assert said and {h["kind"] for h in said} == {"assistant"} and {h["harness"] for h in said} == {harness}
     shown = search(data, SHOWN)
@@ -182,6 +184,13 @@ def test_search_finds_assistant_text_and_tool_output_never_a_planted_secret(harn
              ok("show", sid, "--data", str(data), "--format", "markdown"),
              ok("show", sid, "--data", str(data), "--conversation")]
     assert SHOWN in views[0] and SHOWN in views[1]
+    report = tmp_path / "report"
+    ok("report", "--data", str(data), "--out", str(report))
+    page = (report / "sessions" / f"{sid}.html").read_text()
+    # The report's conversation section (the timeline shows the trace as the import kept it).
+    section = page[page.index('<section class="conversation"'):page.index('<section class="timeline"')]
+    assert SHOWN in section
+    views.append(section if not redact else page)
     with sqlite3.connect(data / "search.sqlite") as db:
         bodies = "\n".join(r[0] for r in db.execute("SELECT body FROM text"))
     for secret in SECRETS:
