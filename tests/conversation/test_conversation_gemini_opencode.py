@@ -269,3 +269,42 @@ def test_a_gemini_call_the_user_denied_shows_with_its_text(tmp_path: Path) -> No
     assert write["output"] == denied and write["is_error"] and write["error_class"] == "rejected"
     assert isinstance(write["seq"], int)
     assert "User denied execution." in ok("show", GEMINI_IDS[LOG.name], "--data", str(data), "--format", "markdown")
+
+
+#: ``rematch report`` in a process of its own, printing how many times the opencode database was read.
+_COUNTED_REPORT = """
+import sys
+import rematch_opencode.store as store
+from rematch_trace.cli import main
+reads = [0]
+read_database = store.read_database
+def counted(*args, **kwargs):
+    reads[0] += 1
+    return read_database(*args, **kwargs)
+store.read_database = counted
+sys.argv = ["rematch", "report", "--data", sys.argv[1], "--out", sys.argv[2]]
+try:
+    main()
+finally:
+    sys.stderr.write(f"\\nREADS={reads[0]}\\n")
+"""
+
+
+def test_a_report_reads_an_opencode_database_once_for_all_its_session_pages(tmp_path: Path) -> None:
+    """Each session page shows its conversation, read from the database that holds every session: the
+    report reads it once, not once per page (a database of 300 sessions took 175 s, now 2 s: bench)."""
+    tree = _opencode_tree(tmp_path / "tree")
+    (tmp_path / "db").mkdir()
+    database_from_tree(tree, tmp_path / "db" / "opencode.db").close()
+    data, report = tmp_path / "data", tmp_path / "report"
+    ok("import", str(tmp_path / "db"), "--data", str(data), "-q")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "PYTEST_"))}
+    env["REMATCH_LOAD_PLUGINS"] = "gemini_cli,opencode"
+    res = subprocess.run([sys.executable, "-c", _COUNTED_REPORT, str(data), str(report)], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stderr.rstrip().endswith("READS=1"), res.stderr[-500:]
+    main = (report / "sessions" / f"{OC_MAIN}.html").read_text()
+    sub = (report / "sessions" / f"{OC_SUB}.html").read_text()
+    assert "No rule to make target" in main and "a.txt" in main  # the subagent's output nested on the page
+    assert "a.txt" in sub and "toolu_02" in sub  # and its own page names the call that started it
