@@ -15,7 +15,9 @@ import pytest
 
 import rematch_claude_code
 import rematch_codex
+import rematch_gemini_cli
 import rematch_omp
+import rematch_opencode
 import rematch_toy
 from rematch_trace import hookimpl
 from rematch_trace.host.conversation import Called, Returned, Said
@@ -42,6 +44,29 @@ def test_each_plugin_holds_to_the_conversation_contract(harness: str, corpus_dir
     calls = {i.call_id for i in items if isinstance(i, Called)}
     assert calls and {i.call_id for i in items if isinstance(i, Returned)} <= calls
     assert {s.session_id for s in sessions} >= {i.session_id for i in items if type(i).__name__ == "Session"}
+
+
+#: The two newest plugins' fixtures (no corpus of theirs): Gemini CLI's log and document, opencode's tree sessions.
+FIXTURES = {
+    "gemini_cli": (rematch_gemini_cli, ["gemini_cli/fixtures/session-2026-12-01T18-35-c0445b57.jsonl",
+                                        "gemini_cli/fixtures/session-2025-06-30T10-02-5f0c2a7e.json"]),
+    "opencode": (rematch_opencode, [
+        "opencode/fixtures/tree/storage/session/a1b2c3d4e5f6/ses_0a0000000001AAAAAAAAAAAAAA.json",
+        "opencode/fixtures/tree/storage/session/a1b2c3d4e5f6/ses_0a0000000002BBBBBBBBBBBBBB.json"]),
+}
+
+
+@pytest.mark.parametrize("harness", sorted(FIXTURES))
+def test_gemini_cli_and_opencode_hold_to_the_conversation_contract(harness: str, tmp_path: Path) -> None:
+    plugin, rels = FIXTURES[harness]
+    paths = [ROOT / "tests" / rel for rel in rels]
+    check_plugin(plugin, paths, out=tmp_path)
+    for path in paths:
+        items = conversation_of(path, [plugin])
+        assert items is not None
+        assert {"Session", "Said", "Called", "Returned"} <= {type(i).__name__ for i in items}
+        calls = {i.call_id for i in items if isinstance(i, Called)}
+        assert calls and {i.call_id for i in items if isinstance(i, Returned)} == calls
 
 
 def test_a_plugin_without_the_hook_passes_and_its_sessions_say_so(tmp_path: Path) -> None:

@@ -191,3 +191,44 @@ def test_security_stream_search_and_doctor(gemini_outcome: GeminiOutcome) -> Non
     assert found.returncode == 0 and "rig:again" in found.stdout, found.stdout + found.stderr
     doctor = s.rematch("doctor", "--data", str(s.data))
     assert f"looks in (gemini_cli): {s.transcripts()}\n" in doctor.stdout, doctor.stdout + doctor.stderr
+
+
+def _show(s: GeminiCliSession, sid: str, *args: str) -> str:
+    res = s.rematch("show", sid, "--data", str(s.data), *args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res.stdout
+
+
+def test_conversation_shows_each_output_and_nests_the_subagent(gemini_outcome: GeminiOutcome) -> None:
+    """``rematch show --conversation`` (JSON, Markdown) of the real logs: the prompts, each call with its
+    whole output (the failed ls an error), the answers; the ``invoke_agent`` call has the subagent's
+    conversation nested (its ``agentId``), whose page links back to that call; ``search`` finds a phrase
+    of the answers and one only in a shell output."""
+    s = gemini_outcome.session
+    main = _main(gemini_outcome, gemini_outcome.traces)
+    [sub] = [t for t in gemini_outcome.traces if t[0]["agent"]["kind"] == "sub"]
+    sid, sub_id = main[0]["session_id"], sub[0]["session_id"]
+    conv = json.loads(_show(s, sid, "--conversation", "--format", "json"))
+    assert conv["status"] == "ok" and conv["note"] == "", conv["note"]
+    entries = conv["entries"]
+    assert [e["text"] for e in entries if e["kind"] == "prompt"] == INPUTS
+    calls = [e for e in entries if e["kind"] == "call"]
+    assert [c["tool"] for c in calls] == TOOLS
+    assert all(c["output"] and isinstance(c["seq"], int) for c in calls), calls
+    assert calls[1]["is_error"] and "No such file or directory" in calls[1]["output"]
+    assert [e["text"] for e in entries if e["kind"] == "assistant"] == ["Tools done.", "Again done.", "Sub done.",
+                                                                        "Hello there."]
+    invoke = calls[-1]
+    assert invoke["subagent"]["session_id"] == sub_id and invoke["subagent"]["key"]
+    nested = invoke["subagent"]["conversation"]["entries"]
+    assert [e["tool"] for e in nested if e["kind"] == "call"] == ["run_shell_command", "complete_task"]
+    assert "sub-ok" in next(e for e in nested if e["kind"] == "call")["output"]
+    back = json.loads(_show(s, sub_id, "--conversation", "--format", "json"))
+    assert back["parent"]["session_id"] == sid and back["parent"]["call_id"] == invoke["call_id"]
+    md = _show(s, sid, "--format", "markdown")
+    assert "## Tool `invoke_agent`" in md and "Process Group PGID" in md and "Sub done." in md
+    for phrase, kind in (('"Again done"', "assistant"), ('"Process Group PGID"', "output")):
+        res = s.rematch("search", phrase, "--data", str(s.data), "--json")
+        assert res.returncode == 0, res.stderr
+        hits = json.loads(res.stdout)
+        assert hits and kind in {h["kind"] for h in hits} and {h["harness"] for h in hits} == {"gemini_cli"}, hits

@@ -86,3 +86,28 @@ def test_document_imports_and_continues_by_records(doc_outcome: DocOutcome) -> N
     assert [r["text"] for r in trace if r["ev"] == "input"] == ["Use the tools. [rig:tools]", "Once more. [rig:again]"]
     assert len(prompts) == 2
     assert trace[0]["cwd"] == str(doc_outcome.session.project)
+
+
+def test_document_shows_its_conversation_and_is_searched(doc_outcome: DocOutcome) -> None:
+    """``rematch show --conversation`` of the 0.30.0 document: its prompts, its answers and each call with
+    its whole output (the failed ls an error); ``search`` finds an answer and a phrase only in an output."""
+    s = doc_outcome.session
+    [trace] = doc_outcome.traces
+    sid = trace[0]["session_id"]
+    res = s.rematch("show", sid, "--data", str(s.data), "--conversation", "--format", "json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    conv = json.loads(res.stdout)
+    assert conv["status"] == "ok" and conv["note"] == "", conv["note"]
+    entries = conv["entries"]
+    assert [e["text"] for e in entries if e["kind"] == "prompt"] == ["Use the tools. [rig:tools]",
+                                                                     "Once more. [rig:again]"]
+    assert [e["text"] for e in entries if e["kind"] == "assistant"] == ["Tools done.", "Again done."]
+    calls = [e for e in entries if e["kind"] == "call"]
+    assert [c["call_id"] for c in calls] == [r["call_id"] for r in trace if r["ev"] == "tool_result"]
+    assert all(c["output"] for c in calls) and calls[1]["is_error"]
+    assert "alpha\ngamma" in calls[-1]["output"]
+    for phrase, kind in (('"Again done"', "assistant"), ('"Process Group PGID"', "output")):
+        found = s.rematch("search", phrase, "--data", str(s.data), "--json")
+        assert found.returncode == 0, found.stderr
+        hits = json.loads(found.stdout)
+        assert hits and kind in {h["kind"] for h in hits}, (phrase, hits)

@@ -180,3 +180,43 @@ def test_transcript_imports_with_no_skipped_line_then_continues(oc: OpencodeOutc
     assert evs.count("input") == 3 and "[rig:later]" in [r for r in main if r["ev"] == "input"][-1]["text"]
     assert evs.count("turn_end") == [r["ev"] for r in old_main].count("turn_end") + 1
     assert main[-1]["ev"] == "session_shutdown" and [r["seq"] for r in main] == list(range(len(main)))
+
+
+def test_conversation_shows_each_output_and_nests_the_task_subagent(oc: OpencodeOutcome) -> None:
+    """``rematch show --conversation`` (JSON, Markdown) of the real database: the prompts, each call with
+    its whole output (the failed ls an error), the answers; the ``task`` call has the subagent's
+    conversation nested (its ``metadata.sessionId``), whose page links back to that call; ``search``
+    finds a phrase of an answer and one only in a tool output."""
+    [main] = [t for t in oc.traces.values() if t[0]["agent"]["kind"] == "main"]
+    [sub] = [t for t in oc.traces.values() if t[0]["agent"]["kind"] == "sub"]
+    sid, sub_id = main[0]["session_id"], sub[0]["session_id"]
+
+    def show(of: str, *args: str) -> str:
+        res = oc.session.rematch("show", of, "--data", str(oc.imported), *args)
+        assert res.returncode == 0, res.stdout + res.stderr
+        return res.stdout
+
+    conv = json.loads(show(sid, "--conversation", "--format", "json"))
+    assert conv["status"] == "ok" and conv["note"] == "", conv["note"]
+    entries = conv["entries"]
+    calls = [e for e in entries if e["kind"] == "call"]
+    assert [c["tool"] for c in calls][:7] == ["bash", "bash", "write", "read", "edit", "task", "bash"]
+    assert all(c["output"] is not None and isinstance(c["seq"], int) for c in calls), calls
+    assert calls[0]["output"] == "rig-ok\n" and not calls[0]["is_error"]
+    assert calls[1]["is_error"] and "No such file or directory" in calls[1]["output"]
+    said = [e["text"] for e in entries if e["kind"] == "assistant"]
+    assert said[:2] == ["Tools done.", "Again done."]
+    task = calls[5]
+    assert task["subagent"]["session_id"] == sub_id and task["subagent"]["key"]
+    nested = task["subagent"]["conversation"]["entries"]
+    assert [e["kind"] for e in nested] == ["prompt", "call", "assistant"]
+    assert nested[0]["text"] == SUB and nested[1]["input"]["command"] == "ls | wc -l" and nested[1]["output"]
+    back = json.loads(show(sub_id, "--conversation", "--format", "json"))
+    assert back["parent"]["session_id"] == sid and back["parent"]["call_id"] == task["call_id"]
+    md = show(sid, "--format", "markdown")
+    assert "## Tool `task`" in md and "cannot access" in md and "Again done." in md
+    for phrase, kind in (('"Again done"', "assistant"), ('"cannot access"', "output")):
+        res = oc.session.rematch("search", phrase, "--data", str(oc.imported), "--json")
+        assert res.returncode == 0, res.stderr
+        hits = json.loads(res.stdout)
+        assert hits and kind in {h["kind"] for h in hits} and {h["harness"] for h in hits} == {"opencode"}, hits

@@ -154,9 +154,40 @@ def _trace(path: Path) -> tuple[list[dict[str, Any]], dict[int, list[str]], dict
     return recs, why, {k: list(v) for k, v in seqs.items()}
 
 
+#: A source of several sessions, read once for all of them: its path -> (status, note, items).
+Shared = dict[str, tuple[str, str, list[Any] | None]]
+
+
+def _read_items(path: str, harness: str, shared: Shared | None) -> tuple[str, str, list[Any] | None]:
+    """``(status, note, items)`` of a source, every item read; a source of more than one session is kept in
+    ``shared`` (the last such one only), so a report's pages of one database's sessions read it once."""
+    from rematch_trace.host.vocab import Session
+
+    if shared is not None and path in shared:
+        return shared[path]
+    try:
+        status, note, items = source_items(_host(), path, harness)
+    except Exception as err:  # a plugin that fails: said, never fatal to the page
+        return "failed", f"the plugin failed reading {path}: {type(err).__name__}: {err}", None
+    if items is None:
+        return status, note, None
+    try:
+        got = list(items)
+    except Exception as err:
+        return "failed", f"the plugin failed reading {path}: {type(err).__name__}: {err}", []
+    if shared is not None and len({it.stream for it in got if isinstance(it, Session)}) > 1:
+        shared.clear()
+        shared[path] = (status, note, got)
+    return status, note, got
+
+
 def read_conversation(data: DataDir, key: str, *, depth: int = 0,
-                      rows: dict[str, dict[str, Any]] | None = None) -> Conversation:
-    """The conversation of the session whose trace is ``traces/<key>.jsonl``."""
+                      rows: dict[str, dict[str, Any]] | None = None, shared: Shared | None = None) -> Conversation:
+    """The conversation of the session whose trace is ``traces/<key>.jsonl``.
+
+    ``shared``: a dict the caller keeps across the sessions it reads (a report's build), in which a
+    source of several sessions (an opencode database) is kept once read.
+    """
     from rematch_trace.host.conversation import Called, Compacted, Returned, Said, Spawned
     from rematch_trace.host.vocab import Session
     from rematch_trace.security.redact import default_redactor
@@ -181,11 +212,7 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
         conv.entries = _trace_only(recs, why)
         return conv
     conv.note = ""
-    try:
-        host = _host()
-        status, note, items = source_items(host, conv.source, harness)
-    except Exception as err:  # a plugin that fails: said, never fatal to the page
-        status, note, items = "failed", f"the plugin failed reading {conv.source}: {type(err).__name__}: {err}", None
+    status, note, items = _read_items(conv.source, harness, shared)
     conv.status, conv.note = status, note
     if items is None:
         conv.entries = _trace_only(recs, why)
@@ -195,12 +222,7 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
     entries: list[Entry] = []
     calls: dict[str, Entry] = {}
     spawned: dict[str, list[str]] = {}
-    try:
-        got = list(items)
-    except Exception as err:
-        got = []
-        conv.status = "failed"
-        conv.note = f"the plugin failed reading {conv.source}: {type(err).__name__}: {err}"
+    got = items
     # This session's stream: the one its Session names, else the file's main one.
     mine = next((it for it in got if isinstance(it, Session) and it.session_id == session_id), None)
     own = mine.stream if mine is not None else ""
@@ -250,7 +272,7 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
                             if r.get("session_id") == sub_id and r.get("harness") == harness), None)
             link: dict[str, Any] = {"session_id": sub_id, "key": sub_key, "conversation": None}
             if sub_key is not None and depth + 1 < NEST_DEPTH:
-                sub = read_conversation(data, sub_key, depth=depth + 1, rows=rows)
+                sub = read_conversation(data, sub_key, depth=depth + 1, rows=rows, shared=shared)
                 sub.parent = {"session_id": session_id, "key": key, "call_id": cid}
                 link["conversation"] = sub
             if call.subagent is None:
@@ -258,7 +280,7 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
             else:
                 call.other_subagents.append(link)
     if conv.parent is not None and conv.parent.get("key"):
-        _find_spawner(data, conv, rows)
+        _find_spawner(data, conv, rows, shared)
     conv.entries = entries
     return conv
 
@@ -268,13 +290,19 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
 _SPAWNERS: dict[tuple[str, int, int], dict[str, str]] = {}
 
 
-def _find_spawner(data: DataDir, conv: Conversation, rows: dict[str, dict[str, Any]]) -> None:
+def _find_spawner(data: DataDir, conv: Conversation, rows: dict[str, dict[str, Any]],
+                  shared: Shared | None = None) -> None:
     """The parent's call that started this subagent (its ``Spawned`` item), for the link back."""
     from rematch_trace.host.conversation import Spawned
 
     assert conv.parent is not None
     prow = rows.get(str(conv.parent["key"])) or {}
     path = str(prow.get("source_path") or "")
+    kept = shared.get(path) if shared is not None else None
+    if kept is not None:  # the parent's source is the one already read (an opencode database)
+        conv.parent["call_id"] = next((it.call_id for it in kept[2] or () if isinstance(it, Spawned)
+                                       and it.session_id == conv.session_id), None)
+        return
     try:
         st = os.stat(path)
     except OSError:

@@ -224,6 +224,8 @@ class _Conversations:
     def __init__(self, data: DataDir) -> None:
         self.data = data
         self.rows: dict[str, dict[str, Any]] | None = None
+        #: A source of several sessions (an opencode database), read once for all their pages.
+        self.shared: dict[str, Any] = {}
 
     def page(self, key: str) -> dict[str, Any]:
         """What the session template needs of the conversation of ``key``: it, and how long texts fold."""
@@ -232,7 +234,7 @@ class _Conversations:
 
         if self.rows is None:
             self.rows = ledger_rows(self.data)
-        return {"conv": read_conversation(self.data, key, rows=self.rows), "FOLD_CHARS": FOLD_CHARS // 2,
+        return {"conv": read_conversation(self.data, key, rows=self.rows, shared=self.shared), "FOLD_CHARS": FOLD_CHARS // 2,
                 "FOLD_LINES": FOLD_LINES, "PAGE_CHARS": PAGE_CHARS, "INPUT": input_text}
 
 

@@ -19,6 +19,7 @@ from rematch_trace.host.hookspecs import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
 
 if TYPE_CHECKING:
+    from rematch_trace.host.conversation import Item
     from rematch_trace.host.vocab import Neutral
 
 # The submodules are imported by the hooks that use them: every command imports every plugin.
@@ -71,3 +72,12 @@ def classify_action(tool: str) -> str:
     from . import actions
 
     return actions.classify(tool)
+
+
+@hookimpl
+def conversation_items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
+    """What was said and shown in a session, for the conversation view and search; see
+    :mod:`rematch_gemini_cli.conversation`."""
+    from . import conversation
+
+    return conversation.items(source, records)

@@ -23,6 +23,7 @@ from rematch_trace.host.hookspecs import hookimpl
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
 
 if TYPE_CHECKING:
+    from rematch_trace.host.conversation import Item
     from rematch_trace.host.vocab import Neutral
 
 __version__ = "0.1.0"
@@ -75,6 +76,15 @@ def to_trace_records(source: Source, records: Iterator[RawRecord], state: dict[s
     from . import translate
 
     return translate.translate(source, records, state)
+
+
+@hookimpl
+def conversation_items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
+    """What was said and shown in a database's or a tree's sessions, for the conversation view and search;
+    see :mod:`rematch_opencode.conversation`."""
+    from . import conversation
+
+    return conversation.items(source, records)
 
 
 @hookimpl

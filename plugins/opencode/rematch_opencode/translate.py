@@ -83,26 +83,37 @@ def unfinished(msg: dict[str, Any], parts: list[Any]) -> bool:
     return False
 
 
-def _result(stream: str, part: dict[str, Any]) -> vocab.ToolResult | None:
-    """The result of a finished tool part (``completed`` or ``error``), else ``None``."""
+def tool_outcome(part: dict[str, Any]) -> tuple[str, bool, str | None, int | None] | None:
+    """A finished tool part's (``completed`` or ``error``) whole output or error text, whether it failed,
+    its error class and its end time; ``None`` while it has not finished."""
     st = _obj(part.get("state"))
     status = st.get("status")
     if status not in ("completed", "error"):
         return None
-    t = _obj(st.get("time"))
+    end = _ms(_obj(st.get("time")).get("end"))
     if status == "completed":
         output = _str(st.get("output"))
-        meta = _obj(st.get("metadata"))
-        code = meta.get("exit")
+        code = _obj(st.get("metadata")).get("exit")
         failed = isinstance(code, int) and not isinstance(code, bool) and code != 0
-        return vocab.ToolResult(stream, _ms(t.get("end")), _str(part.get("callID")), utf8_len(output),
-                                output[:vocab.OUTPUT_HEAD_CHARS], is_error=failed,
-                                error_class="exit_nonzero" if failed else None, tool=_str(part.get("tool")) or None)
+        return output, failed, "exit_nonzero" if failed else None, end
     error = _str(st.get("error"))
     rejected = "rejected" in error.lower() and "permission" in error.lower()
-    return vocab.ToolResult(stream, _ms(t.get("end")), _str(part.get("callID")), utf8_len(error),
-                            error[:vocab.OUTPUT_HEAD_CHARS], is_error=True,
-                            error_class="rejected" if rejected else None, tool=_str(part.get("tool")) or None)
+    return error, True, "rejected" if rejected else None, end
+
+
+def _result(stream: str, part: dict[str, Any]) -> vocab.ToolResult | None:
+    """The result of a finished tool part, else ``None``."""
+    done = tool_outcome(part)
+    if done is None:
+        return None
+    text, failed, error_class, end = done
+    return vocab.ToolResult(stream, end, _str(part.get("callID")), utf8_len(text), text[:vocab.OUTPUT_HEAD_CHARS],
+                            is_error=failed, error_class=error_class, tool=_str(part.get("tool")) or None)
+
+
+def said(part: dict[str, Any]) -> bool:
+    """Whether an assistant message's part is text the model wrote (not one opencode injected)."""
+    return part.get("type") == "text" and not part.get("synthetic")
 
 
 def assistant_records(stream: str, msg: dict[str, Any], parts: list[Any]) -> Iterator[vocab.Neutral]:
@@ -133,7 +144,7 @@ def assistant_records(stream: str, msg: dict[str, Any], parts: list[Any]) -> Ite
             stop = _str(msg.get("finish")) or (_str(finish.get("reason")) if finish else "") or None
         if error is not None and last and not aborted:
             stop = stop or "error"
-        text = "".join(_str(p.get("text")) for p in step if p.get("type") == "text" and not p.get("synthetic"))
+        text = "".join(_str(p.get("text")) for p in step if said(p))
         tools = [p for p in step if p.get("type") == "tool" and isinstance(p.get("callID"), str)]
         calls = tuple(vocab.ToolCall(p["callID"], _str(p.get("tool")), _obj(p.get("state")).get("input"))
                       for p in tools)
@@ -148,6 +159,12 @@ def assistant_records(stream: str, msg: dict[str, Any], parts: list[Any]) -> Ite
                 yield res
 
 
+def user_text(parts: list[Any]) -> str:
+    """A user message's typed text: its text parts that opencode did not inject, joined."""
+    return "\n".join(_str(p.get("text")) for p in parts if isinstance(p, dict) and p.get("type") == "text"
+                     and not p.get("synthetic") and not p.get("ignored"))
+
+
 def message_records(stream: str, msg: dict[str, Any], parts: list[Any]) -> Iterator[vocab.Neutral]:
     """The neutral records of one message."""
     role = msg.get("role")
@@ -157,8 +174,7 @@ def message_records(stream: str, msg: dict[str, Any], parts: list[Any]) -> Itera
         for p in parts:
             if isinstance(p, dict) and p.get("type") == "compaction":
                 yield vocab.Compaction(stream, t, trigger="auto" if p.get("auto") else "manual")
-        text = "\n".join(_str(p.get("text")) for p in parts if isinstance(p, dict) and p.get("type") == "text"
-                         and not p.get("synthetic") and not p.get("ignored"))
+        text = user_text(parts)
         if text:
             yield vocab.UserMessage(stream, t, text)
     elif role == "assistant":
