@@ -25,6 +25,7 @@ import hashlib
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -210,16 +211,26 @@ class SearchIndex:
         self.db.execute("DELETE FROM spans WHERE key = ? AND src IS NULL", (key,))
         self.db.execute("DELETE FROM calls WHERE key = ?", (key,))
 
-    def forget(self, key: str) -> None:
-        """Remove one trace's entries now (``rematch forget``)."""
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write transaction, taken at once (``BEGIN IMMEDIATE``): committed, or rolled back on any exit."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            self.drop(key)
+            yield
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise
+
+    def _source_keys(self) -> set[str]:
+        """The traces whose sources gave rows (read at the start of each write transaction)."""
+        return {r[0] for r in self.db.execute("SELECT DISTINCT key FROM spans WHERE src IS NOT NULL")}
+
+    def forget(self, key: str) -> None:
+        """Remove one trace's entries now (``rematch forget``)."""
+        with self._writing():
+            self.drop(key)
 
     def sync(self, data: DataDir, only: set[str] | None = None, jobs: int = 1,
              handed: HandedRows | None = None) -> SyncFigures:
@@ -257,9 +268,8 @@ class SearchIndex:
         if not gone and not changed:
             return figures
         raw = _raw_keys(data)
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            self._conv = {r[0] for r in self.db.execute("SELECT DISTINCT key FROM spans WHERE src IS NOT NULL")}
+        with self._writing():
+            self._conv = self._source_keys()
             for key in sorted(gone):
                 self.drop(key)
                 figures.dropped += 1
@@ -267,11 +277,6 @@ class SearchIndex:
                 self._sync_one(data, key, known.get(key), key in raw, figures)
             if self.sources:
                 self._sync_sources(data, only, figures, jobs, handed)
-            self.db.execute("COMMIT")
-        except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise
         return figures
 
     def _sync_one(self, data: DataDir, key: str, known: tuple[Any, ...] | None, raw: bool,
@@ -376,15 +381,9 @@ class SearchIndex:
         """Index what the sources the import read since the last sync hold (:meth:`sync` does it when a
         trace changed); in a transaction of its own. ``handed``: as :meth:`sync`'s."""
         figures = SyncFigures()
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            self._conv = {r[0] for r in self.db.execute("SELECT DISTINCT key FROM spans WHERE src IS NOT NULL")}
+        with self._writing():
+            self._conv = self._source_keys()
             self._sync_sources(data, only, figures, jobs, handed)
-            self.db.execute("COMMIT")
-        except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise
         return figures
 
     def _sync_sources(self, data: DataDir, only: set[str] | None, figures: SyncFigures, jobs: int = 1,
