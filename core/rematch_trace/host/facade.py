@@ -163,31 +163,25 @@ class Host:
 
     # -- the hooks -------------------------------------------------------------------------
 
+    def _listed(self, hook: str) -> Iterator[list[Any]]:
+        """Each plugin's answer to a list hook, read whole; a plugin whose answer raises while it is read
+        (a generator pluggy returned before it ran) is reported and left out."""
+        for answer in self._isolated(hook):
+            try:
+                yield list(answer or [])
+            except Exception as err:
+                self.isolated.append(PluginFailure(self._culprit(hook, err) or "?", hook, err))
+
     def locations(self) -> list[Location]:
         """Every plugin's default transcript folders (a plugin that raises is left out)."""
-        out: list[Location] = []
-        for answer in self._isolated("default_locations"):
-            try:
-                found = list(answer or [])
-            except Exception as err:  # a generator that raised after pluggy returned it
-                failure = PluginFailure(self._culprit("default_locations", err) or "?", "default_locations", err)
-                self.isolated.append(failure)
-                continue
-            out.extend(loc for loc in found if isinstance(loc, Location))
-        return out
+        return [loc for found in self._listed("default_locations") for loc in found if isinstance(loc, Location)]
 
     def suffixes(self) -> tuple[str, ...]:
         """The file endings transcripts may have: the core's own, then those plugins name (each once)."""
         from rematch_trace.importing.discovery import SUFFIXES
 
         out = list(SUFFIXES)
-        for answer in self._isolated("transcript_suffixes"):
-            try:
-                found = list(answer or [])
-            except Exception as err:  # a generator that raised after pluggy returned it
-                failure = PluginFailure(self._culprit("transcript_suffixes", err) or "?", "transcript_suffixes", err)
-                self.isolated.append(failure)
-                continue
+        for found in self._listed("transcript_suffixes"):
             out.extend(s for s in found if isinstance(s, str) and s.startswith(".") and len(s) > 1 and s not in out)
         return tuple(out)
 
