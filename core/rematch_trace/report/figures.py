@@ -29,8 +29,7 @@ class Row:
     #: The fields in the order the JSON gives them.
     FIELDS = ("name", "sessions", "inputs", "redirects", "error_clusters", "tool_errors", "turns", "tokens", "cost",
               "priced_tokens")
-    __slots__ = ("cost", "error_clusters", "inputs", "name", "priced_tokens", "redirects", "sessions", "tokens",
-                 "tool_errors", "turns")
+    __slots__ = FIELDS
 
     def __init__(self, name: str, sessions: int = 0, inputs: int = 0, redirects: int = 0, error_clusters: int = 0,
                  tool_errors: int = 0, turns: int = 0, tokens: int = 0, cost: Decimal = _ZERO,

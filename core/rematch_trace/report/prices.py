@@ -162,6 +162,11 @@ class PriceTable:
             self._parsed = _parse(self._texts)
         return self._parsed
 
+    def _shipped_unparsed(self) -> bool:
+        """Whether the shipped table's own text is the only layer and is not parsed yet (what it would
+        give is then known from :data:`SHIPPED_AS_OF` and :data:`SHIPPED_DATED`)."""
+        return self._parsed is None and len(self._texts) == 1 and self.source == SHIPPED_AS_OF[0]
+
     @property
     def models(self) -> Mapping[str, Price]:
         """Lower-cased model name (and alias) -> its price."""
@@ -170,7 +175,7 @@ class PriceTable:
     @property
     def as_of(self) -> str:
         """The layers' ``as_of`` dates, joined with `` / ``."""
-        if self._parsed is None and len(self._texts) == 1 and self.source == SHIPPED_AS_OF[0]:
+        if self._shipped_unparsed():
             return SHIPPED_AS_OF[1]  # the shipped table's own text: its date is known without the parse
         return self._table().as_of
 
@@ -181,7 +186,7 @@ class PriceTable:
 
     def names_dated(self, name: str) -> bool:
         """Whether the table has an entry (or alias) of the dated model name ``name`` (lower case) itself."""
-        if self._parsed is None and len(self._texts) == 1 and self.source == SHIPPED_AS_OF[0]:
+        if self._shipped_unparsed():
             return name in SHIPPED_DATED  # the shipped table's own text: known without the parse
         return name in self.models
 
