@@ -151,6 +151,7 @@ def test_one_ctrl_c_stops_soon_and_keeps_what_finished(tmp_path: Path, corpus: t
     proc = start(out, src)
     workers = workers_of(proc.pid)
     wait_for_traces(out, len(clean) // 3, proc)
+    before = sum(1 for _ in (out / "traces").glob("*.jsonl"))
     started = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
     code = proc.wait(timeout=20)
@@ -162,7 +163,11 @@ def test_one_ctrl_c_stops_soon_and_keeps_what_finished(tmp_path: Path, corpus: t
     recorded = recorded_sources(out)
     written = sum(1 for _ in (out / "traces").glob("*.jsonl"))
     # Every finished file is recorded: only the files the workers were on when stopped are not.
-    assert recorded >= len(clean) // 3 and written - recorded <= 4, (written, recorded)
+    # A trace is written a moment before its file is recorded, so the traces seen before the
+    # signal include up to one file per job (and one result per job on its way to the parent)
+    # that the stop may rightly leave unrecorded.
+    in_flight = 4
+    assert recorded >= before - in_flight and written - recorded <= in_flight, (before, written, recorded)
     files = finish_and_compare(out, src, clean)
     assert files["unchanged"] == recorded
     assert files["imported"] + files["resumed"] == len(clean) - recorded
