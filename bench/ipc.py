@@ -171,13 +171,7 @@ def bench_adversarial(n: int = 5) -> list[str]:
 
 def bench_hook_reply(n: int = 20000) -> str:
     """What the Claude Code hook client's strict reply check (issue 28) costs per reply, in-process."""
-    import importlib.util
-
-    path = HERE.parent / "plugins" / "claude_code" / "rematch_claude_code" / "claude_plugin" / "bin" / "rematch_hook.py"
-    spec = importlib.util.spec_from_file_location("rematch_hook_bench", path)
-    assert spec is not None and spec.loader is not None
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
+    from rematch_trace.live import rematch_hook as hook
     from rematch_trace.live.ipc.codec import encode_payload
     from rematch_trace.live.ipc.messages import make_reply
 
@@ -266,7 +260,7 @@ for th in threads: th.start()
 for th in threads: th.join()
 print(json.dumps(got))
 """
-HOOK_CLIENT = HERE.parent / "plugins/claude_code/rematch_claude_code/claude_plugin/bin/rematch_hook.py"
+HOOK_CLIENT = HERE.parent / "core/rematch_trace/live/rematch_hook.py"
 
 
 def burst(data: Path, mode: str, n: int, procs: int) -> str:

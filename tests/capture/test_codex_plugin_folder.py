@@ -18,17 +18,18 @@ import orjson
 from capture_helpers import hook_env, read_jsonl
 from test_live_codex import DENIED, SID, TURN
 
-from rematch_trace.live.install import CODEX_EVENTS, HOLD_SECONDS, JUDGED_EVENTS, hold_budget
+from rematch_trace.live.install import CODEX_EVENTS, HOLD_SECONDS, JUDGED_EVENTS, hold_budget, hook_client
 
 
-def folder() -> Path:
+def folder(data: Path) -> Path:
+    """The Codex plugin folder, made whole in the data folder ``data``."""
     from rematch_codex.folder import plugin_folder
 
-    return plugin_folder()
+    return plugin_folder(data)
 
 
-def test_the_folder_is_a_codex_plugin_and_its_own_marketplace() -> None:
-    root = folder()
+def test_the_folder_is_a_codex_plugin_and_its_own_marketplace(tmp_path: Path) -> None:
+    root = folder(tmp_path / "data")
     manifest = json.loads((root / ".codex-plugin" / "plugin.json").read_text())
     assert manifest["name"] == "rematch" and manifest["version"]
     # Only the manifest in .codex-plugin/; hooks at the plugin root (Codex's plugin layout).
@@ -38,9 +39,9 @@ def test_the_folder_is_a_codex_plugin_and_its_own_marketplace() -> None:
     assert os.access(root / "bin" / "rematch-hook", os.X_OK)
 
 
-def test_the_bundled_hooks_are_what_hooks_install_writes() -> None:
+def test_the_bundled_hooks_are_what_hooks_install_writes(tmp_path: Path) -> None:
     """Every Codex event rematch installs, one command each; the judged ones wait for a hold."""
-    doc = json.loads((folder() / "hooks" / "hooks.json").read_text())
+    doc = json.loads((folder(tmp_path / "data") / "hooks" / "hooks.json").read_text())
     assert set(doc) == {"description", "hooks"}  # Codex refuses any other root key
     assert list(doc["hooks"]) == [e for e, _a, _m in CODEX_EVENTS]
     budget, timeout = hold_budget(HOLD_SECONDS)
@@ -55,19 +56,48 @@ def test_the_bundled_hooks_are_what_hooks_install_writes() -> None:
             assert handler == {"type": "command", "command": command}, event
 
 
-def test_the_bundled_client_is_the_claude_code_plugins() -> None:
-    """Codex drops symbolic links when it copies a plugin: the folder carries a copy, kept identical."""
-    import rematch_claude_code
+def test_the_bundled_client_is_the_cores_and_follows_an_upgrade(tmp_path: Path) -> None:
+    """Codex drops symbolic links when it copies a plugin: the folder carries a copy of the core's
+    client, made anew when it differs (an upgrade), by a swap that leaves no stray folder behind."""
+    data = tmp_path / "data"
+    root = folder(data)
+    assert [oct(p.stat().st_mode & 0o777) for p in (data, root.parent, root)] == [oct(0o700)] * 3
+    client = root / "bin" / "rematch_hook.py"
+    assert client.read_bytes() == hook_client().read_bytes()
+    assert (root / "bin" / "rematch-hook").stat().st_mode & 0o777 == 0o700
+    assert client.stat().st_mode & 0o777 == 0o600
+    made = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    client.write_bytes(b"# an older rematch's client\n")
+    (root / "bin" / "stale.txt").write_bytes(b"left by an older layout")
+    assert folder(data) == root
+    assert {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()} == made
+    assert sorted(p.name for p in root.parent.iterdir()) == ["codex"]  # nothing half-made beside it
+    before = client.stat().st_mtime_ns
+    assert folder(data) == root and client.stat().st_mtime_ns == before  # whole already: not rewritten
 
-    theirs = Path(rematch_claude_code.__file__).parent / "claude_plugin" / "bin" / "rematch_hook.py"
-    assert (folder() / "bin" / "rematch_hook.py").read_bytes() == theirs.read_bytes()
+
+def test_no_template_carries_a_client_and_a_stale_one_is_never_handed_on(tmp_path: Path) -> None:
+    """One client, the core's: the plugins' templates hold none, and a template that still does (an
+    installation built over an older one) gets the core's in its folder all the same."""
+    import rematch_claude_code
+    import rematch_codex
+    from rematch_trace.live.harness_folder import made_whole
+
+    for package, name in ((rematch_claude_code, "claude_plugin"), (rematch_codex, "codex_plugin")):
+        template = Path(package.__file__).parent / name
+        assert (template / "bin" / "rematch-hook").is_file() and not (template / "bin" / "rematch_hook.py").exists()
+    template = tmp_path / "template"
+    (template / "bin").mkdir(parents=True)
+    (template / "bin" / "rematch_hook.py").write_text("# an older rematch's client\n")
+    made = made_whole(template, "x", tmp_path / "data")
+    assert (made / "bin" / "rematch_hook.py").read_bytes() == hook_client().read_bytes()
 
 
 def test_the_bundled_command_denies_as_codex_reads_it(tmp_path: Path) -> None:
     """The folder copied as Codex copies it, its PreToolUse command run through ``sh -c``: a call
     the policy denies gets Codex's deny; the session's trace records it blocked."""
     root = tmp_path / "cache" / "rematch" / "0.1.0"
-    shutil.copytree(folder(), root)
+    shutil.copytree(folder(tmp_path / "made"), root)
     env = hook_env(tmp_path / "home", tmp_path / "data")
     # python3 on PATH is one with rematch installed (for the capture without a service).
     env.update(PLUGIN_ROOT=str(root), PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}")

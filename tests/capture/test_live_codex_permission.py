@@ -204,7 +204,7 @@ def test_a_permission_request_held_and_denied_by_a_person_is_denied(session: Any
 def test_the_deny_shape_follows_the_payloads_own_event() -> None:
     """A PreToolUse whose tool input holds a nested ``hook_event_name: PermissionRequest`` (the
     agent's text) is still denied in the PreToolUse shape: the event is read from the top level."""
-    from rematch_claude_code.hook_client import _client
+    from rematch_trace.live import rematch_hook as _client
 
     verdict = {"decision": "deny", "reason": "policy:x", "explanation": "no"}
     nested = {"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "mcp",

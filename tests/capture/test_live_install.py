@@ -13,9 +13,11 @@ import orjson
 from capture_helpers import REMATCH, hook_env, make_repo, read_jsonl
 
 import rematch_claude_code
-from rematch_trace.live.install import EVENTS, HOLD_SECONDS, hold_budget
+from rematch_claude_code.folder import plugin_folder
+from rematch_trace.live.install import EVENTS, HOLD_SECONDS, hold_budget, hook_client
 from rematch_trace.store.datafolder import DataDir
 
+#: The plugin's template, as the package ships it (its folder made whole adds the core's hook client).
 PLUGIN = Path(rematch_claude_code.__file__).parent / "claude_plugin"
 USER_SETTINGS = b"""{
   "model": "opus",
@@ -53,12 +55,12 @@ def test_install_is_idempotent_keeps_user_hooks_and_uninstall_restores_exactly(t
     assert doc["hooks"]["PostToolUse"][-1]["hooks"][0]["async"] is True
     assert sorted(doc["hooks"]) == sorted(e for e, _a, _m in EVENTS)
     command = doc["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    # The fast client, with absolute paths: this environment's python without site, the plugin's script.
+    # The fast client, with absolute paths: this environment's python without site, the core's script.
     # exec: the shell Claude Code runs it with gives way to the client (its parent is the harness).
     exec_word, *words = shlex.split(command)
     assert exec_word == "exec"
     assert Path(words[0]).is_absolute() and words[1:3] == ["-S", "-I"] and words[4] == "claude_code"
-    assert Path(words[3]) == (PLUGIN / "bin" / "rematch_hook.py").resolve()
+    assert Path(words[3]) == hook_client() and hook_client().parent.name == "live"
     assert (cfg / "settings.json.rematch-backup").read_bytes() == USER_SETTINGS
     assert oct(settings.stat().st_mode & 0o777) == oct(0o640)
     status = _rematch(env, "status", "--json")
@@ -151,7 +153,7 @@ def test_plugin_hook_script_runs_as_claude_code_runs_it(tmp_path: Path) -> None:
     """The hooks.json command, with ${CLAUDE_PLUGIN_ROOT} substituted and exported, through a shell."""
     data = tmp_path / "data"
     env = hook_env(tmp_path, data, "pl-1")
-    env["CLAUDE_PLUGIN_ROOT"] = str(PLUGIN)
+    env["CLAUDE_PLUGIN_ROOT"] = str(plugin_folder(data))
     env["PATH"] = f"{Path(REMATCH).parent}:{env.get('PATH', '')}"
     repo = make_repo(tmp_path / "repo")
     command = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]
@@ -170,7 +172,7 @@ def test_plugin_hook_script_runs_as_claude_code_runs_it(tmp_path: Path) -> None:
 
 def test_plugin_hook_script_execs_the_client_and_still_exits_0(tmp_path: Path) -> None:
     """``bin/rematch-hook`` execs python3 (its parent is the harness); what exec could break exits 0 still."""
-    script = PLUGIN / "bin" / "rematch-hook"
+    script = plugin_folder(tmp_path / "data") / "bin" / "rematch-hook"
     env = {**hook_env(tmp_path, tmp_path / "data"), "PATH": "/usr/bin:/bin"}
     proc = subprocess.Popen([str(script), "claude_code"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -114,9 +113,6 @@ def test_with_every_name_taken_the_service_refuses_and_says_where_it_looked(
 
 
 def test_the_hook_and_the_core_try_the_same_number_of_names() -> None:
-    sys.path.insert(0, str(Path(HOOK_ARGV[-2]).parent))
-    try:
-        import rematch_hook
-    finally:
-        sys.path.pop(0)
+    from rematch_trace.live import rematch_hook
+
     assert rematch_hook.RUN_CANDIDATES == paths.CANDIDATES

@@ -43,7 +43,7 @@ class PluginCodex(CodexSession):
         super().install_hooks()
         self.live = True
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "CODEX_HOME": str(self.codex_home)}
-        for argv in (["plugin", "marketplace", "add", str(plugin_folder())], ["plugin", "add", "rematch@rematch"]):
+        for argv in (["plugin", "marketplace", "add", str(plugin_folder(self.data))], ["plugin", "add", "rematch@rematch"]):
             res = subprocess.run([str(self.exe), *argv], env=env, capture_output=True, text=True, timeout=120)
             if res.returncode != 0:
                 raise RuntimeError(f"codex {' '.join(argv)}: {res.stdout} {res.stderr}")

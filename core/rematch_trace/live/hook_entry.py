@@ -150,7 +150,7 @@ def capture_local(harness: str, raw: bytes, t: int, root: Path, cause: str = "",
                   tell: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Capture one payload in this process, failing open: any error is one line in ``live/errors.log``.
 
-    What the fast hook client (the Claude Code plugin's ``bin/rematch_hook.py``)
+    What the fast hook client (:mod:`rematch_trace.live.rematch_hook`)
     runs when no service took the event; ``t`` is when the hook started. With
     ``tell``, a ``PreToolUse`` is judged here first (:func:`judge_and_capture`;
     ``cause`` says why the service did not answer) and a deny handed to ``tell``.

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import stat
 import sys
 from pathlib import Path
@@ -37,7 +36,7 @@ import attrs
 
 #: The hook command's executable name (the slower entry point, and what older installs ran).
 HOOK_EXE = "rematch-hook"
-#: The fast hook client's file name, in the Claude Code plugin's ``claude_plugin/bin``.
+#: The fast hook client's file name (beside this module; ``bin/`` in a harness plugin folder).
 HOOK_CLIENT = "rematch_hook.py"
 #: Events captured, and how: synchronous where order matters (a prompt, a stop, the
 #: start and the end) and where rematch may deny (a call, before it runs), asynchronous
@@ -126,44 +125,26 @@ def settings_path(explicit: str | os.PathLike[str] | None = None, harness: str =
     return root / "settings.json"
 
 
-def hook_client() -> Path | None:
-    """The fast hook client that the installed ``rematch-claude-code`` ships, or ``None``.
+def hook_client() -> Path:
+    """The fast hook client: ``rematch_hook.py`` beside this module, standard library only.
 
-    Found without importing the plugin (its module imports the core).
+    One file serves every harness: ``rematch hooks install`` points at it, and the plugin
+    folders handed to harnesses carry a copy of it (:mod:`rematch_trace.live.harness_folder`).
     """
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("rematch_claude_code")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin:
-        return None
-    path = Path(spec.origin).resolve().parent / "claude_plugin" / "bin" / HOOK_CLIENT
-    return path if path.is_file() else None
+    return Path(__file__).resolve().with_name(HOOK_CLIENT)
 
 
-def hook_command(out: str | None = None, exe: str | None = None, harness: str = "claude_code") -> str:
+def hook_command(out: str | None = None, harness: str = "claude_code") -> str:
     """The command line installed (absolute paths, so Claude Code's ``PATH`` does not matter).
 
     ``exec <this python> -S -I <rematch_hook.py> <harness>``: the fast client,
     which starts Python without ``site`` and imports no rematch code (see
-    docs/live-capture.md). ``exe`` (or a build without the Claude Code plugin)
-    installs ``exec rematch-hook <harness>`` instead. ``out`` is written as
-    ``--out``, absolute. ``exec``: Claude Code runs the command with a shell, and
-    the client's parent must be Claude Code itself, not that shell (the service
-    takes it for the harness whose approvals it refuses; docs/threat-model.md).
+    docs/live-capture.md). ``out`` is written as ``--out``, absolute. ``exec``:
+    Claude Code runs the command with a shell, and the client's parent must be
+    Claude Code itself, not that shell (the service takes it for the harness
+    whose approvals it refuses; docs/threat-model.md).
     """
-    client = None if exe else hook_client()
-    if client is not None:
-        cmd = f"exec {shlex.quote(sys.executable)} -S -I {shlex.quote(str(client))} {shlex.quote(harness)}"
-        if out:
-            cmd += f" --out {shlex.quote(str(Path(out).expanduser().resolve()))}"
-        return cmd
-    beside = Path(sys.executable).with_name(HOOK_EXE)
-    # This environment's own script first: Claude Code runs hooks with its PATH, not the venv's.
-    path = exe or (str(beside) if beside.exists() else shutil.which(HOOK_EXE) or HOOK_EXE)
-    cmd = f"exec {shlex.quote(path)} {shlex.quote(harness)}"
+    cmd = f"exec {shlex.quote(sys.executable)} -S -I {shlex.quote(str(hook_client()))} {shlex.quote(harness)}"
     if out:
         cmd += f" --out {shlex.quote(str(Path(out).expanduser().resolve()))}"
     return cmd

@@ -106,6 +106,6 @@ def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] |
 @hookimpl
 def hook_denial(harness: str, verdict: dict[str, Any]) -> bytes | None:
     """Claude Code's documented ``PreToolUse`` deny output, as the fast hook client prints it."""
-    from . import hook_client
+    from rematch_trace.live.rematch_hook import deny_output
 
-    return hook_client.deny_output(verdict, harness)
+    return deny_output(verdict, harness)

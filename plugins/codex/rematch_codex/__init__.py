@@ -112,11 +112,11 @@ def live_records(event: dict[str, Any], t: int) -> list[Neutral]:
 
 @hookimpl
 def hook_denial(verdict: dict[str, Any]) -> bytes | None:
-    """Codex's documented ``PreToolUse`` deny output, as the fast hook client prints it.
-
-    The client ships in ``rematch-claude-code`` (``claude_plugin/bin/rematch_hook.py``);
-    without it, ``None``: the hook prints nothing, and the call is already recorded blocked.
+    """Codex's deny of the event the verdict answers (its ``hook_event_name``), as the fast hook
+    client prints it: a ``PreToolUse``'s (``hookSpecificOutput.permissionDecision: "deny"`` and the
+    reason), a ``PermissionRequest``'s (``hookSpecificOutput.decision: {"behavior": "deny", ...}``).
     """
-    from . import deny
+    from rematch_trace.live.rematch_hook import deny_output
 
-    return deny.output(verdict)
+    event = verdict.get("hook_event_name")
+    return deny_output(verdict, HARNESS, event if type(event) is str else "PreToolUse")

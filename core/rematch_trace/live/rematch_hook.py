@@ -1,8 +1,9 @@
 """rematch's hook client for Claude Code and Codex: what every hook event runs, in a few milliseconds.
 
 Run as ``<python> -S -I <this file> [HARNESS] [--data DIR]`` (``rematch hooks
-install`` writes that command with absolute paths; the Claude Code plugin's
-``bin/rematch-hook`` runs it with ``python3`` from ``PATH``). Without ``site``
+install`` writes that command with absolute paths; the Claude Code and Codex
+plugin folders carry a copy of this file, which their ``bin/rematch-hook`` runs
+with ``python3`` from ``PATH``: :mod:`rematch_trace.live.harness_folder`). Without ``site``
 and with nothing but built-in modules imported, the interpreter starts in
 about the time of a bare ``python -S``: this file imports no rematch code,
 no ``json`` package, not even ``socket`` (its ``enum`` import alone costs
