@@ -100,3 +100,91 @@ def test_an_omp_task_running_two_subagents_nests_both(corpus_dir: Path, tmp_path
     assert all(f"subagent {s['session_id']}:" in text for s in subs)
     back = conversation(data, "0198d27b-b9c1-7e44-8a0f-00000000beef")
     assert back["parent"]["call_id"] == OMP_TASK
+
+
+CC_DEMO = "claude_code/projects/-path-to-Demo/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+CC_MAIN = "fe5e1c67-53e7-4862-81ae-d0e013e3270b"
+
+
+def test_a_claude_code_1_0_sidechain_is_nested_under_the_task_call_whose_prompt_opens_it(
+        corpus_dir: Path, tmp_path: Path) -> None:
+    """A 1.0 file keeps each agent inline as a sidechain that names no call; its first line is the
+    Task call's prompt word for word. The corpus's Demo session: five Task calls, five sidechains,
+    written in another order than the calls were made."""
+    from test_conversation import copy_corpus
+
+    src = tmp_path / "src"
+    path = copy_corpus(corpus_dir, CC_DEMO, src)
+    prompts: dict[str, str] = {}  # the Task calls' prompts, from the file
+    opening: dict[int, str] = {}  # sidechain number -> the text that opens it
+    for line in path.read_bytes().splitlines():
+        v = json.loads(line)
+        content = (v.get("message") or {}).get("content")
+        if v.get("isSidechain") is False and isinstance(content, list):
+            prompts.update({b["id"]: b["input"]["prompt"] for b in content
+                            if b.get("type") == "tool_use" and b.get("name") == "Task"})
+        if v.get("isSidechain") is True and v.get("parentUuid") is None:
+            opening[len(opening) + 1] = content
+    assert len(prompts) == len(opening) == 5
+    data = tmp_path / "data"
+    ok("import", str(src), "--data", str(data), "-q")
+    conv = conversation(data, CC_MAIN)
+    tasks = [e for e in conv["entries"] if e["kind"] == "call" and e["tool"] == "Task"]
+    assert [e["call_id"] for e in tasks] == list(prompts)
+    for task in tasks:
+        sub = task["subagent"]
+        n = int(sub["session_id"].rsplit("-", 1)[1])
+        assert sub["session_id"] == f"{CC_MAIN}.sidechain-{n}" and sub["key"]
+        assert opening[n] == prompts[task["call_id"]]  # the link is the prompt, and nothing else
+        assert sub["conversation"]["parent"]["call_id"] == task["call_id"]
+        back = conversation(data, sub["session_id"])
+        assert back["parent"] == {"session_id": CC_MAIN, "key": conv["key"], "call_id": task["call_id"]}
+    # The calls were made in another order than their sidechains were written.
+    assert [int(t["subagent"]["session_id"].rsplit("-", 1)[1]) for t in tasks] != sorted(range(1, 6))
+    # The report's pages: each sidechain under its call, and its page back to that call.
+    ok("report", "--data", str(data))
+    pages = data / "report" / "sessions"
+    page = (pages / f"{conv['key']}.html").read_text()
+    for task in tasks:
+        sub = task["subagent"]
+        assert f'<a class="sub-link" href="{sub["key"]}.html">{sub["session_id"]}</a>' in page
+        back_page = (pages / f"{sub['key']}.html").read_text()
+        assert f'class="family-parent" href="{conv["key"]}.html#call-{task["call_id"]}"' in back_page
+
+
+def test_two_task_calls_with_one_prompt_link_in_order_and_an_unmatched_sidechain_stands_alone(
+        tmp_path: Path) -> None:
+    """Two calls with the same prompt: the earlier call gets the earlier sidechain. A sidechain whose
+    opening text is no call's prompt is linked to its session only (no call guessed)."""
+    sid = "0c0c0c0c-1111-4222-8333-444444444444"
+
+    def line(uuid: str, parent: str | None, typ: str, content: object, side: bool, ts: str) -> str:
+        return json.dumps({"type": typ, "uuid": uuid, "parentUuid": parent, "isSidechain": side,
+                           "sessionId": sid, "cwd": "/w", "version": "1.0.98", "timestamp": ts,
+                           "message": {"role": typ, "content": content}})
+
+    def task(call: str) -> list[dict[str, object]]:
+        return [{"type": "tool_use", "id": call, "name": "Task", "input": {"prompt": "Count the files.",
+                                                                          "description": "count"}}]
+
+    rows = [
+        line("u1", None, "user", "Go.", False, "2025-09-03T00:00:01.000Z"),
+        line("a1", "u1", "assistant", task("toolu_first"), False, "2025-09-03T00:00:02.000Z"),
+        line("a2", "a1", "assistant", task("toolu_second"), False, "2025-09-03T00:00:03.000Z"),
+        line("s1", None, "user", "Count the files.", True, "2025-09-03T00:00:04.000Z"),
+        line("s2", "s1", "assistant", [{"type": "text", "text": "One."}], True, "2025-09-03T00:00:05.000Z"),
+        line("t1", None, "user", "Count the files.", True, "2025-09-03T00:00:06.000Z"),
+        line("t2", "t1", "assistant", [{"type": "text", "text": "Two."}], True, "2025-09-03T00:00:07.000Z"),
+        line("w1", None, "user", "Something no call asked.", True, "2025-09-03T00:00:08.000Z"),
+        line("w2", "w1", "assistant", [{"type": "text", "text": "Three."}], True, "2025-09-03T00:00:09.000Z"),
+    ]
+    src = tmp_path / "src" / "-w"
+    src.mkdir(parents=True)
+    (src / f"{sid}.jsonl").write_text("\n".join(rows) + "\n")
+    data = tmp_path / "data"
+    ok("import", str(tmp_path / "src"), "--data", str(data), "-q")
+    conv = conversation(data, sid)
+    linked = {e["call_id"]: e["subagent"]["session_id"] for e in conv["entries"] if e.get("subagent")}
+    assert linked == {"toolu_first": f"{sid}.sidechain-1", "toolu_second": f"{sid}.sidechain-2"}
+    alone = conversation(data, f"{sid}.sidechain-3")
+    assert alone["parent"]["session_id"] == sid and alone["parent"]["call_id"] is None

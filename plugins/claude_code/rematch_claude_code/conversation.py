@@ -5,6 +5,12 @@ sidechains) and the session ids, and the lines left out are the trace's (a
 resumed session's copies of another session's lines, repeated lines). A message split over lines (one content block each)
 gives its pieces in file order, so the assistant's text stays between the
 calls it was written between.
+
+A subagent is started by a ``Task`` (later ``Agent``) call. Since 1.0's successors the call's
+result names the agent's file (``toolUseResult.agentId``); a 1.0 file keeps the agent inline as a
+sidechain whose first line is a user message holding the call's ``prompt`` word for word, and no
+id of the call. That text is the link: a sidechain opening with the prompt of a call not yet
+linked is that call's (two calls with the same prompt: the earlier call, the earlier sidechain).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from .usertext import classify, strip_context
 
 #: Message ids whose blocks were already given, per stream (a message is sometimes written again whole).
 _MAX_SEEN = 4096
+#: The tools that start a subagent (``Task`` until 2.1, ``Agent`` since).
+SPAWNING = ("Task", "Agent")
 
 
 def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
@@ -33,6 +41,8 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
     opened: set[str] = set()
     seen: dict[tuple[str, str], None] = {}
     uuids: dict[str, None] = {}
+    # A main-stream Task call's prompt -> its calls not yet linked to a sidechain, oldest first.
+    prompts: dict[str, list[str]] = {}
     for rec in records:
         v = rec.value
         if type(v) is not dict:
@@ -62,9 +72,18 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
         t = iso_ms(v.get("timestamp"))
         if key not in opened:
             opened.add(key)
-            yield tr._session(key, t)
+            session = tr._session(key, t)
+            yield session
+            call = _spawner(prompts, v) if key and typ == "user" else None
+            if call is not None:
+                yield Spawned("", t, call, session.session_id)
         if typ == "assistant":
-            yield from _assistant(key, t, v, seen)
+            for item in _assistant(key, t, v, seen):
+                if not key and isinstance(item, Called) and item.name in SPAWNING and type(item.input) is dict:
+                    prompt = item.input.get("prompt")
+                    if type(prompt) is str and len(prompts) < _MAX_SEEN:
+                        prompts.setdefault(prompt, []).append(item.call_id)
+                yield item
         elif typ == "user":
             yield from _user(key, t, v, tr)
         elif typ == "system" and v.get("subtype") == "compact_boundary":
@@ -81,6 +100,27 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
             del seen[next(iter(seen))]
     if "" not in opened:
         yield tr._session("", None)
+
+
+def _spawner(prompts: dict[str, list[str]], v: dict[str, Any]) -> str | None:
+    """The Task call whose prompt is the text of ``v``, the user line that opens a sidechain (and is
+    then linked), or ``None``."""
+    msg = v.get("message")
+    content = msg.get("content") if type(msg) is dict else None
+    if type(content) is str:
+        text = content
+    elif type(content) is list:
+        text = "\n".join(b["text"] for b in content
+                         if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str)
+    else:
+        return None
+    calls = prompts.get(text)
+    if not calls:
+        return None
+    call = calls.pop(0)
+    if not calls:
+        del prompts[text]
+    return call
 
 
 def _assistant(key: str, t: int | None, v: dict[str, Any], seen: dict[tuple[str, str], None]) -> Iterator[Item]:
