@@ -164,6 +164,8 @@ EXIT_TABLE: list[tuple[str, int, str]] = [
     ("approve abc --data {none}", 1, "no live service"),
     ("deny abc --data {none}", 1, "no live service"),
     ("doctor --data {data} --settings {home}/s.json", 0, "no problems found"),
+    ("policy show --policy {missing}.yml", 2, "cannot read"),
+    ("policy show", 0, "built-in"),
     ("nosuchcommand", 2, "No such command"),
 ]
 

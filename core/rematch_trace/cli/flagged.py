@@ -37,6 +37,9 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
         severe = {str(r.get("session")) for r in audit(data.root) if int(r.get("severity") or 0) >= min_severity}
         entries = [e for e in entries if e.facet("session_id") in severe]
     if as_json:
+        from rematch_trace.report.collect import load_rows
+
+        load_rows(entries)  # the rows' seqs and paths: one ledger open for all of them
         echo_json(
             [
                 {

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from rematch_trace.cli.common import echo_json
+from rematch_trace.cli.common import Fatal, echo_json
 
 
 @click.group("policy")
@@ -38,7 +38,8 @@ def show_cmd(policy: str | None, as_json: bool) -> None:
     try:
         p = load_policy(policy)
     except PolicyError as err:
-        raise click.ClickException(str(err)) from None
+        # A policy file missing or with mistakes is a configuration file with mistakes: exit 2, as `serve` refuses it.
+        raise Fatal(str(err)) from None
     rules: list[dict[str, Any]] = [
         {
             "id": r.id,

@@ -13,7 +13,7 @@ import gc
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     # modules' attrs classes (with attrs itself) are a seventh of its instructions.
     from rematch_trace.report.prices import PriceTable
     from rematch_trace.report.summary import SessionSummary
+    from rematch_trace.store.ledger import Ledger
 
 #: What a trace file name (the ledger's ``trace_path``, inside ``traces/``) may look like: a safe name.
 _KEY = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,127}|_[0-9a-f]{40})(?:~\d+)?")
@@ -68,20 +69,40 @@ def key_of(row: Mapping[str, Any]) -> str | None:
 
 
 def _full_row(raw: dict[str, Any], ledger_file: str | None) -> dict[str, Any]:
-    """``raw`` decoded; when it holds only some columns (``ledger_file`` given), the whole row read first.
-
-    A row gone meanwhile (``rematch forget``) is what ``raw`` holds, decoded as far as it goes.
-    """
+    """``raw`` decoded; when it holds only some columns (``ledger_file`` given), the whole row read first."""
     from rematch_trace.store.ledger import Ledger, decoded
 
-    if ledger_file is not None:
+    if ledger_file is None:
+        return decoded(raw)
+    with Ledger(Path(ledger_file), readonly=True) as ledger:
+        return _row_in(ledger, raw)
+
+
+def _row_in(ledger: Ledger, raw: dict[str, Any]) -> dict[str, Any]:
+    """The whole row of ``raw``'s session, decoded. A row gone meanwhile (``rematch forget``) is what
+    ``raw`` holds, decoded as far as it goes."""
+    from rematch_trace.store.ledger import decoded
+
+    got = ledger.sessions_row_raw(raw["harness"], raw["session_id"])
+    if got is not None:
+        return decoded(got)
+    return decoded({**raw, "counts": None, "reasons": None, "redirect_seqs": None, "error_cluster_seqs": None,
+                    "mark_seqs": None, "seqs": None})
+
+
+def load_rows(entries: Sequence[Entry]) -> None:
+    """Give each entry its whole ledger row, reading each ledger once (``Entry.row`` opens it per entry:
+    ``flagged --json`` of a thousand sessions would open it a thousand times)."""
+    from rematch_trace.store.ledger import Ledger
+
+    wanting: dict[str, list[Entry]] = {}
+    for e in entries:
+        if e._row is None and e.ledger_file is not None:
+            wanting.setdefault(e.ledger_file, []).append(e)
+    for ledger_file, group in wanting.items():
         with Ledger(Path(ledger_file), readonly=True) as ledger:
-            got = ledger.sessions_row_raw(raw["harness"], raw["session_id"])
-        if got is not None:
-            return decoded(got)
-        raw = {**raw, "counts": None, "reasons": None, "redirect_seqs": None, "error_cluster_seqs": None,
-               "mark_seqs": None, "seqs": None}
-    return decoded(raw)
+            for e in group:
+                e._row = _row_in(ledger, e.raw)
 
 
 def _stat(path: str) -> list[int]:
