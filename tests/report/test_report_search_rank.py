@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from hostile_gen import lines_for, path_for, run_import, sid_for, write
-from report_gen import TOKEN, run
+from report_gen import TOKEN, rematch, run
 
 MANY = sid_for("claude_code", 21)  # every query word, many times
 ONCE = sid_for("claude_code", 22)  # every query word once, in a longer text, newest
@@ -170,3 +170,41 @@ def test_no_planted_secret_in_any_file_of_the_site(site: Path) -> None:
         b = p.read_bytes()
         assert TOKEN.encode() not in b, p
         assert re.search(rb"ghp_[A-Za-z0-9]{20}", b) is None, p
+
+
+def _cli_sessions(site: Path, *query: str) -> set[str]:
+    """The planted sessions ``rematch search`` finds for ``query`` in the data folder the report was built from."""
+    import json
+
+    res = rematch("search", "--data", str(site.parent), "--json", "--limit", "1000", "--", *query)
+    assert res.returncode in (0, 1), res.stderr
+    hits = json.loads(res.stdout) if res.returncode == 0 else []
+    return {s for s in PROMPTS for h in hits if h["session_id"] == s}
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("wombat -codex", {MANY, ONCE}),
+    ("wombat -\"codex wombat\"", {MANY, ONCE}),
+    ("harmonica OR wombat", {PHRASE, MANY, ONCE, CODEX}),
+    ("cafe OR \"sunrise harmonica\"", {ACCENT}),  # the phrase's words are not in that order
+    ("cafe OR \"harmonica sunrise\"", {ACCENT, PHRASE}),
+    ("harmon*", {PHRASE}),
+    ("concat* -cafe", set()),
+    ("wombat burrow -garden", {MANY, CODEX}),
+])
+def test_the_query_forms_find_what_rematch_search_finds(page: Any, site: Path, query: str,
+                                                        expected: set[str]) -> None:
+    """``word*``, ``OR`` and ``-word`` in the box, as the command reads them: the same sessions."""
+    hits = _search(page, query)
+    assert set(_sessions(hits)) == expected, hits
+    assert _cli_sessions(site, *query.split()) == expected
+    if expected:
+        assert "start of longer" not in page.inner_text("#s-status")  # a star is asked for, not a fallback
+        assert all(m.lower() not in ("codex", "garden", "cafe") for h in hits for m in h["marked"])
+
+
+def test_an_explicit_prefix_marks_the_longer_word_and_words_left_out_alone_find_nothing(page: Any) -> None:
+    hits = _search(page, "harmon* sunrise")
+    assert _sessions(hits) == [PHRASE] and sorted(hits[0]["marked"]) == ["harmonica", "sunrise"]
+    assert _search(page, "-wombat") == []
+    assert "not only what to leave out" in page.inner_text("#s-status")

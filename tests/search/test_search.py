@@ -49,6 +49,14 @@ def imported(src: Path, data: Path, *extra: str) -> None:
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+def corpus_copy(corpus_dir: Path, src: Path) -> Path:
+    """The three :data:`CORPUS_FILES` copied under ``src``, laid out as in the corpus; ``src``."""
+    for rel in CORPUS_FILES.values():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(corpus_dir / rel, src / rel)
+    return src
+
+
 def first_prompt_word(data: Path) -> str:
     """The longest word (5+ letters) of the first prompt of the one trace in ``data``."""
     trace = next((data / "traces").glob("*.jsonl"))
@@ -169,10 +177,7 @@ def test_a_grown_trace_indexes_only_its_new_records_and_forget_drops_them(corpus
 
 
 def test_rebuild_and_a_deleted_index_come_back_whole(corpus_dir: Path, tmp_path: Path) -> None:
-    src = tmp_path / "src"
-    for rel in CORPUS_FILES.values():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(corpus_dir / rel, src / rel)
+    src = corpus_copy(corpus_dir, tmp_path / "src")
     data = tmp_path / "data"
     imported(src, data)
     first = search(data, "the")

@@ -59,7 +59,9 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
                flag: str | None, limit: int, rebuild: bool, as_json: bool) -> None:
     """Find QUERY in prompts, assistant text, tool calls' inputs and outputs, blocked calls and marks, best first.
 
-    Every word must occur (in any order); "a quoted phrase" must occur as it is. The index
+    Every word must occur (in any order); "a quoted phrase" must occur as it is; word* matches
+    the words it begins; a OR b matches either; -word leaves out the records that hold it (after
+    --, or inside one quoted argument, so that it is not read as an option). The index
     (search.sqlite in the data folder) holds redacted text only and is brought up to date
     first; --rebuild builds it again from every trace.
     """
@@ -67,11 +69,14 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     from rematch_trace.report.collect import key_of
     from rematch_trace.report.text import one_line, when
     from rematch_trace.store.ledger import Ledger
-    from rematch_trace.store.search_index import SearchIndex, hits_iter, index_path, to_query
+    from rematch_trace.store.search_index import QueryError, SearchIndex, hits_iter, index_path, to_query
 
     day = since_day(since)
     words = " ".join(query)
-    fts = to_query(words)
+    try:
+        fts = to_query(words)
+    except QueryError as err:
+        raise click.UsageError(str(err)) from None
     if not fts and not rebuild:
         raise click.UsageError("say what to search for: rematch search WORDS")
     data = readable(out)

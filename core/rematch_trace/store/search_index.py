@@ -705,22 +705,81 @@ def _raw_keys(data: DataDir) -> set[str]:
     return out
 
 
+class QueryError(ValueError):
+    """A query that asks for nothing to be found (only words to leave out)."""
+
+
+def _terms(text: str) -> list[tuple[str, bool, bool, bool]]:
+    """``text`` cut into terms: (text, quoted, left out with ``-``, a prefix with ``*``)."""
+    out: list[tuple[str, bool, bool, bool]] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+            continue
+        minus = text[i] == "-" and i + 1 < n and not text[i + 1].isspace()
+        j = i + 1 if minus else i
+        if text[j] == '"':
+            end = text.find('"', j + 1)
+            end = n if end < 0 else end  # an unclosed quote runs to the end
+            phrase = text[j + 1:end]
+            i = end + 1
+            star = i < n and text[i] == "*"
+            i += star
+            if phrase.strip():
+                out.append((phrase, True, minus, star))
+            continue
+        end = j
+        while end < n and not text[end].isspace() and text[end] != '"':
+            end += 1
+        word = text[j:end]
+        i = end
+        if minus and not word:
+            continue
+        star = len(word) > 1 and word.endswith("*")
+        out.append((word[:-1] if star else word, False, minus, star))
+    return out
+
+
 def to_query(text: str) -> str:
     """A user's words as an FTS5 query: each word, or each ``"quoted phrase"``, must occur (any order).
 
-    Every term is quoted, so FTS5 operators and punctuation in what a user types are text, not syntax.
+    What a user types is never FTS5 syntax: every term is quoted, so FTS5's operators and punctuation are
+    text. Three forms are read, and written as FTS5's own: ``word*`` (and ``"a phrase"*``) matches words
+    that begin so; ``OR`` (upper case, between two terms) matches either; ``-word`` (and ``-"a phrase"``)
+    leaves out the records that hold it. ``OR`` anywhere else is the word itself. A query of nothing but
+    terms left out raises :class:`QueryError`.
     """
-    terms: list[str] = []
-    rest = text
-    while rest:
-        head, quote, tail = rest.partition('"')
-        terms.extend(head.split())
-        if not quote:
-            break
-        phrase, _, rest = tail.partition('"')
-        if phrase.strip():
-            terms.append(phrase)
-    return " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    # A term without a letter or digit is no token to FTS5's tokenizer (an empty phrase, which FTS5
+    # refuses beside a parenthesised group): it asks for nothing, so it is dropped.
+    terms = [t for t in _terms(text) if any(c.isalnum() for c in t[0])]
+    groups: list[list[str]] = []  # OR-ed alternatives, each group ANDed with the next
+    left_out: list[str] = []
+    joined = False  # the last term was OR, between two terms
+    for k, (term, quoted, minus, star) in enumerate(terms):
+        fts = '"' + term.replace('"', '""') + '"' + ("*" if star else "")
+        if minus:
+            left_out.append(fts)
+            joined = False
+            continue
+        is_or = term == "OR" and not quoted and not star
+        if is_or and groups and not joined and k + 1 < len(terms) and not terms[k + 1][2]:
+            joined = True
+            continue
+        if joined:
+            groups[-1].append(fts)
+        else:
+            groups.append([fts])
+        joined = False
+    if not groups:
+        if left_out:
+            raise QueryError("say what to find, not only what to leave out (-word)")
+        return ""
+    # AND spelt out: FTS5 reads juxtaposition as AND between phrases, not beside a parenthesised group.
+    query = " AND ".join(g[0] if len(g) == 1 else "(" + " OR ".join(g) + ")" for g in groups)
+    if left_out:
+        query = f"({query}) NOT " + (left_out[0] if len(left_out) == 1 else "(" + " OR ".join(left_out) + ")")
+    return query
 
 
 def sync_data(data: DataDir, only: set[str] | None = None, jobs: int = 1,

@@ -257,19 +257,47 @@
     });
   }
 
-  // The query's terms, as rematch search reads them: each word, or "quoted phrase", is a phrase of its
-  // tokens, and each must occur in a record. A term with no letter or digit matches nothing, so is left out.
-  function terms(q) {
-    var out = [], parts = q.split('"');
-    parts.forEach(function (p, i) {
-      if (i % 2 === 1 && i < parts.length - 1) {
-        var ws = words(p);
-        if (ws.length) { out.push(ws); }
+  // The query as rematch search reads it (docs/search.md): each word, or "quoted phrase", is a phrase of
+  // its tokens that must occur in a record; word* (or "a phrase"*) also matches the longer words it begins;
+  // OR in capitals between two terms matches either; -word (or -"a phrase") leaves out the records that
+  // hold it. A term with no letter or digit asks for nothing, so is left out. Terms are {w: tokens, star,
+  // minus}; the result: {groups: the positive terms as groups of alternatives (each group must match),
+  // all: the positive terms in the order typed, out: the terms left out}.
+  function parse(q) {
+    var raw = [], i = 0, n = q.length, space = /\s/;
+    while (i < n) {
+      if (space.test(q[i])) { i++; continue; }
+      var minus = q[i] === "-" && i + 1 < n && !space.test(q[i + 1]);
+      var j = minus ? i + 1 : i, text, quoted = false, star = false;
+      if (q[j] === '"') {
+        var close = q.indexOf('"', j + 1);
+        if (close < 0) { close = n; }  // an unclosed quote runs to the end
+        text = q.slice(j + 1, close);
+        quoted = true;
+        i = close + 1;
+        if (i < n && q[i] === "*") { star = true; i++; }
       } else {
-        p.split(/\s+/).forEach(function (w) { var ws = words(w); if (ws.length) { out.push(ws); } });
+        var end = j;
+        while (end < n && !space.test(q[end]) && q[end] !== '"') { end++; }
+        text = q.slice(j, end);
+        i = end;
+        if (text.length > 1 && text[text.length - 1] === "*") { star = true; text = text.slice(0, -1); }
       }
+      var ws = words(text);
+      if (ws.length) { raw.push({ text: text, w: ws, quoted: quoted, star: star, minus: minus }); }
+    }
+    var groups = [], all = [], out = [], joined = false;
+    raw.forEach(function (t, k) {
+      if (t.minus) { out.push(t); joined = false; return; }
+      if (t.text === "OR" && !t.quoted && !t.star && groups.length && !joined && k + 1 < raw.length && !raw[k + 1].minus) {
+        joined = true;
+        return;
+      }
+      if (joined) { groups[groups.length - 1].push(t); } else { groups.push([t]); }
+      all.push(t);
+      joined = false;
     });
-    return out;
+    return { groups: groups, all: all, out: out };
   }
 
   // Whether the character at i (the one ending at i - 1, with before) is a token character.
@@ -336,31 +364,45 @@
     return out;
   }
 
-  // The hits of the terms: records holding every term, in the chosen sessions, each with its bm25 score
-  // (FTS5's k1 and b; IDF over all shipped records, at least 1e-6), best first; ties newest session
-  // first, then in the order they were said.
-  function ranked(ts, prefix) {
-    // The terms with the longest words first (likely the rarest): one found nowhere ends the scan.
-    var per = [], hits = [], longest = function (t) { return Math.max.apply(null, t.map(function (w) { return w.length; })); };
-    var byLength = ts.slice().sort(function (a, b) { return longest(b) - longest(a); });
-    var typing = ts[ts.length - 1];
+  // Whether a term may end in a longer word: its own star, or (the fallback) the word being typed last.
+  function endsOpen(t, query, prefix) { return t.star || (prefix && t === query.all[query.all.length - 1]); }
+
+  // The hits of the query: records where each group has a term, holding none of the terms left out, in
+  // the chosen sessions, each with its bm25 score summed over every positive term it holds (FTS5's k1 and
+  // b; IDF over all shipped records, at least 1e-6), best first; ties newest session first, then in the
+  // order they were said.
+  function ranked(query, prefix) {
+    // The groups whose longest word is longest first (likely the rarest): one found nowhere ends the scan.
+    var longest = function (g) {
+      return Math.max.apply(null, g.map(function (t) { return Math.max.apply(null, t.w.map(function (w) { return w.length; })); }));
+    };
+    var groups = query.groups.slice().sort(function (a, b) { return longest(b) - longest(a); });
+    var per = [], terms = [], hits = [];
     absent = false;
-    for (var t = 0; t < byLength.length; t++) {
-      // With prefix, only the query's last term (the one being typed) may end in a longer word.
-      per.push(occurrences(byLength[t], prefix && byLength[t] === typing));
-      if (!per[t].size) { absent = per[t].absent; return hits; }
+    for (var g = 0; g < groups.length; g++) {
+      var union = new Map(), gone = true;
+      groups[g].forEach(function (t) {
+        var m = occurrences(t.w, endsOpen(t, query, prefix));
+        terms.push(m);
+        gone = gone && m.absent;
+        m.forEach(function (_, d) { union.set(d, true); });
+      });
+      if (!union.size) { absent = gone; return hits; }
+      per.push(union);
     }
     per.sort(function (a, b) { return a.size - b.size; });
+    var left = query.out.map(function (t) { return occurrences(t.w, t.star); });
     var n = docs.length, avg = n ? chars / n : 1;
-    var idf = per.map(function (m) { return Math.max(1e-6, Math.log((n - m.size + 0.5) / (m.size + 0.5))); });
+    var idf = terms.map(function (m) { return Math.max(1e-6, Math.log((n - m.size + 0.5) / (m.size + 0.5))); });
     per[0].forEach(function (_, d) {
       var doc = docs[d];
       if (chosenKeys && !chosenKeys[doc.c.k]) { return; }
+      for (var i = 1; i < per.length; i++) { if (!per[i].has(d)) { return; } }
+      for (i = 0; i < left.length; i++) { if (left[i].has(d)) { return; } }
       var score = 0, norm = BM25_K1 * (1 - BM25_B + BM25_B * doc.f.length / avg);
-      for (var i = 0; i < per.length; i++) {
-        var f = per[i].get(d);
-        if (!f) { return; }
-        score += idf[i] * f * (BM25_K1 + 1) / (f + norm);
+      for (i = 0; i < terms.length; i++) {
+        var f = terms[i].get(d);
+        if (f) { score += idf[i] * f * (BM25_K1 + 1) / (f + norm); }
       }
       hits.push({ d: doc, s: score });
     });
@@ -372,7 +414,7 @@
 
   // The matched tokens of a record's text as [start, end) character ranges: a term's tokens where the whole
   // term occurs (a phrase's tokens in sequence), found again in the text as shown (its own tokens folded).
-  function marks(text, ts, prefix) {
+  function marks(text, query, prefix) {
     // A regex of its own: match() with TOKEN (global) below resets TOKEN's lastIndex.
     var found = [], m, each = new RegExp(TOKEN.source, "gu");
     while ((m = each.exec(text)) !== null) {
@@ -381,19 +423,19 @@
     }
     var on = [];
     function same(tok, w, last) { return last ? tok.lastIndexOf(w, 0) === 0 : tok === w; }
-    ts.forEach(function (term, t) {
-      var open = prefix && t === ts.length - 1;  // the word being typed may begin a longer one
+    query.all.forEach(function (t) {
+      var term = t.w, longer = endsOpen(t, query, prefix);  // its last word may begin a longer one
       for (var i = 0; i + term.length <= found.length; i++) {
         var j = 0;
-        while (j < term.length && same(found[i + j][2], term[j], open && j === term.length - 1)) { j++; }
+        while (j < term.length && same(found[i + j][2], term[j], longer && j === term.length - 1)) { j++; }
         if (j === term.length) { for (j = 0; j < term.length; j++) { on[i + j] = true; } }
       }
     });
     return found.filter(function (_, i) { return on[i]; }).map(function (f) { return [f[0], f[1]]; });
   }
 
-  function snippet(r, ts, prefix) {
-    var text = String(r[3]), ms = marks(text, ts, prefix);
+  function snippet(r, query, prefix) {
+    var text = String(r[3]), ms = marks(text, query, prefix);
     var first = ms.length ? ms[0][0] : 0;
     var start = Math.max(0, first - 60), end = Math.min(text.length, first + 160), pos = start;
     var out = document.createElement("div");
@@ -412,7 +454,7 @@
     return out;
   }
 
-  function hitItem(c, r, ts, prefix) {
+  function hitItem(c, r, query, prefix) {
     var li = document.createElement("li"), line = document.createElement("div"), a = document.createElement("a");
     var s = byKey[c.k];
     line.className = "meta";
@@ -426,7 +468,7 @@
     kind.textContent = r[1] + (typeof r[0] === "number" ? " #" + r[0] : "");
     line.appendChild(kind);
     li.appendChild(line);
-    li.appendChild(snippet(r, ts, prefix));
+    li.appendChild(snippet(r, query, prefix));
     return li;
   }
 
@@ -443,14 +485,18 @@
       if (pending > 0) { findStatus.textContent = "Loading the search index…"; }
       return;
     }
-    var ts = terms(q), prefix = false;
-    if (!ts.length) { findStatus.textContent = "No match: search for words (letters or digits)."; return; }
-    var hits = ranked(ts, false);
+    var query = parse(q), prefix = false;
+    if (!query.all.length) {
+      findStatus.textContent = query.out.length ? "No match: say what to find, not only what to leave out (-word)."
+        : "No match: search for words (letters or digits).";
+      return;
+    }
+    var hits = ranked(query, false);
     // No record has the whole words: the word being typed (the last) is taken as the start of a longer one.
-    if (!hits.length && !absent) { prefix = true; hits = ranked(ts, true); }
+    if (!hits.length && !absent && !query.all[query.all.length - 1].star) { prefix = true; hits = ranked(query, true); }
     var hitSessions = {};
     hits.forEach(function (h) { hitSessions[h.d.c.k] = true; });
-    hits.slice(0, MAX_HITS).forEach(function (h) { findHits.appendChild(hitItem(h.d.c, h.d.r, ts, prefix)); });
+    hits.slice(0, MAX_HITS).forEach(function (h) { findHits.appendChild(hitItem(h.d.c, h.d.r, query, prefix)); });
     var n = Object.keys(hitSessions).length;
     var status = hits.length ? hits.length + " hit(s) in " + n + " session(s), best first" +
       (prefix ? " (no whole-word match: the last word as the start of longer ones)" : "") +
