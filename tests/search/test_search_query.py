@@ -99,3 +99,20 @@ def test_the_forms_through_the_command(corpus_dir: Path, tmp_path: Path) -> None
     assert n("use*") >= n("user") + 1 and n("use*") >= n("users")  # user, users, ...
     res = rematch("search", "--data", str(data), "--", "-the")
     assert res.returncode == 2 and "not only what to leave out" in res.stderr
+
+
+def test_kind_keeps_the_hits_of_the_kinds_named(corpus_dir: Path, tmp_path: Path) -> None:
+    """``--kind`` (again for several) keeps the hits of those kinds: together the kinds give every hit."""
+    from rematch_trace.store.search_index import KINDS
+
+    data = tmp_path / "data"
+    imported(corpus_copy(corpus_dir, tmp_path / "src"), data)
+    every = search(data, "the")
+    by_kind = {k: search(data, "--kind", k, "the") if k in {h["kind"] for h in every} else [] for k in KINDS}
+    assert all(h["kind"] == k for k, hits in by_kind.items() for h in hits)
+    assert sum(len(hits) for hits in by_kind.values()) == len(every)
+    assert len({h["kind"] for h in every}) >= 2  # the control: more than one kind to tell apart
+    two = sorted({h["kind"] for h in every})[:2]
+    assert len(search(data, "--kind", two[0], "--kind", two[1], "the")) == len(by_kind[two[0]]) + len(by_kind[two[1]])
+    res = rematch("search", "--data", str(data), "--kind", "answer", "the")
+    assert res.returncode == 2 and "'answer' is not one of" in res.stderr

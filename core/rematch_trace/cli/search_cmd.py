@@ -11,6 +11,7 @@ import click
 
 from rematch_trace.cli.common import Fatal, NothingToRead, data_option, echo_json, readable, writable
 from rematch_trace.cli.sessions_cmd import FLAG_CHOICES
+from rematch_trace.store.search_index import KINDS
 
 #: Where FTS5's snippet() marks a match (control characters no indexed text keeps: escaped on output).
 _OPEN, _CLOSE = "\x02", "\x03"
@@ -52,11 +53,14 @@ def _snippet(text: str, open_: str, close: str) -> str:
 @click.option("--repo", help="Only sessions whose repository or folder contains this text.")
 @click.option("--flag", "flag", type=click.Choice(FLAG_CHOICES),
               help="Only flagged sessions with this reason; 'flagged' for every flagged one, 'none' for the others.")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS),
+              help="Only records of this kind (again for several): prompt, assistant, tool (a call's input), "
+                   "output (its output or error), blocked, mark.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="Hits shown at most.")
 @click.option("--rebuild", is_flag=True, help="Build the index again from every trace first.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, since: str | None, repo: str | None,
-               flag: str | None, limit: int, rebuild: bool, as_json: bool) -> None:
+               flag: str | None, kinds: tuple[str, ...], limit: int, rebuild: bool, as_json: bool) -> None:
     """Find QUERY in prompts, assistant text, tool calls' inputs and outputs, blocked calls and marks, best first.
 
     Every word must occur (in any order); "a quoted phrase" must occur as it is; word* matches
@@ -121,7 +125,7 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
                         continue
                     keys.add(key)
             try:
-                hits = list(hits_iter(index, fts, keys, limit))
+                hits = list(hits_iter(index, fts, keys, limit, kinds or None))
             except ValueError as err:
                 raise click.UsageError(f"not a query SQLite can search for: {err}") from None
     except sqlite3.Error as err:

@@ -505,8 +505,10 @@ class SearchIndex:
         """Trace key -> the session's start (ms), as its ``session_start`` record says."""
         return {r[0]: r[1] for r in self.db.execute("SELECT key, started FROM traces")}
 
-    def search(self, query: str, *, keys: set[str] | None = None, limit: int = 20) -> list[Hit]:
-        """The best ``limit`` hits of an FTS5 ``query`` (bm25 order), in the traces ``keys`` if given."""
+    def search(self, query: str, *, keys: set[str] | None = None, kinds: Iterable[str] | None = None,
+               limit: int = 20) -> list[Hit]:
+        """The best ``limit`` hits of an FTS5 ``query`` (bm25 order), in the traces ``keys`` and of the
+        :data:`KINDS` ``kinds`` if given."""
         sql = ("SELECT s.key, tr.session_id, x.seq, x.kind, x.t, snippet(text, 0, char(2), char(3), '…', 16), "
                "bm25(text) FROM text x JOIN spans s ON s.id = x.rowid LEFT JOIN traces tr ON tr.key = s.key "
                "WHERE text MATCH ?")
@@ -516,6 +518,10 @@ class SearchIndex:
             self.db.execute("DELETE FROM chosen")
             self.db.executemany("INSERT OR IGNORE INTO chosen VALUES (?)", [(k,) for k in keys])
             sql += " AND s.key IN (SELECT key FROM chosen)"
+        if kinds is not None:
+            chosen = sorted(set(kinds))
+            sql += f" AND x.kind IN ({','.join('?' * len(chosen))})"
+            params.extend(chosen)
         sql += " ORDER BY bm25(text) LIMIT ?"
         params.append(limit)
         return [Hit(r[0], r[1], r[2], r[3], r[4], r[5] or "", float(r[6])) for r in self.db.execute(sql, params)]
@@ -796,9 +802,10 @@ def sync_data(data: DataDir, only: set[str] | None = None, jobs: int = 1,
         return None
 
 
-def hits_iter(index: SearchIndex, query: str, keys: set[str] | None, limit: int) -> Iterator[Hit]:
+def hits_iter(index: SearchIndex, query: str, keys: set[str] | None, limit: int,
+              kinds: Iterable[str] | None = None) -> Iterator[Hit]:
     """:meth:`SearchIndex.search`, a bad query (FTS5 syntax) raising ``ValueError`` with SQLite's words."""
     try:
-        yield from index.search(query, keys=keys, limit=limit)
+        yield from index.search(query, keys=keys, kinds=kinds, limit=limit)
     except sqlite3.OperationalError as err:
         raise ValueError(str(err)) from None
