@@ -117,3 +117,24 @@ def test_the_bundled_command_denies_as_codex_reads_it(tmp_path: Path) -> None:
                    capture_output=True, timeout=120)
     trace = read_jsonl(tmp_path / "data" / "traces" / f"{SID}.jsonl")
     assert [r["call_id"] for r in trace if r["ev"] == "tool_blocked"] == ["call_x"]
+
+
+def test_rematch_hooks_folder_prints_each_harness_folder(tmp_path: Path) -> None:
+    """``rematch hooks folder`` (Claude Code) and ``--harness codex``: the folder made whole where the
+    hooks write (``$REMATCH_HOME``), its path alone on stdout, absolute; a harness without one, exit 1."""
+    from rematch_claude_code.folder import plugin_folder as claude_folder
+
+    rematch = str(Path(sys.executable).parent / "rematch")
+    env = {**hook_env(tmp_path / "home", Path("data")), "REMATCH_HOME": "data"}  # relative: printed absolute
+    for args, name, made in (([], "claude_code", claude_folder(tmp_path / "ref")),
+                             (["--harness", "codex"], "codex", folder(tmp_path / "ref"))):
+        res = subprocess.run([rematch, "hooks", "folder", *args], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 0 and res.stderr == "", res.stderr
+        printed = Path(res.stdout.strip())
+        assert res.stdout == f"{printed}\n" and printed == tmp_path / "data" / "harness-plugins" / name
+        assert {p.relative_to(printed): p.read_bytes() for p in printed.rglob("*") if p.is_file()} == {
+            p.relative_to(made): p.read_bytes() for p in made.rglob("*") if p.is_file()}
+    res = subprocess.run([rematch, "hooks", "folder", "--harness", "pi"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and "no plugin folder for pi" in res.stderr and res.stdout == ""

@@ -463,6 +463,50 @@ def test_hook_hook_denial() -> None:
     assert host.denial("omp", verdict) is None
 
 
+def test_hook_harness_plugin_template(tmp_path: Path) -> None:
+    """A harness's plugin-folder template, asked of the plugin that owns the harness alone: the Claude
+    Code and Codex plugins give theirs; a folder that is not there is none; a plugin raising is named."""
+    import rematch_claude_code
+    import rematch_codex
+    import rematch_omp
+
+    asked: list[str] = []
+
+    class Line:
+        __name__ = "Line"
+
+        @hookimpl
+        def default_locations(self) -> list[Location]:
+            return [Location("line", tmp_path / "nowhere")]
+
+        @hookimpl
+        def harness_plugin_template(self, harness: str) -> Path:
+            asked.append(harness)
+            return tmp_path / "template"  # not made yet
+
+    host = make_host([Line(), rematch_claude_code, rematch_codex, rematch_omp])
+    assert host.plugin_template("line") is None  # a folder that is not there is no template
+    (tmp_path / "template").mkdir()
+    assert host.plugin_template("line") == tmp_path / "template"
+    for harness, package, name in (("claude_code", rematch_claude_code, "claude_plugin"),
+                                   ("codex", rematch_codex, "codex_plugin")):
+        template = host.plugin_template(harness)
+        assert template == Path(package.__file__).resolve().parent / name
+        assert (template / "bin" / "rematch-hook").is_file() and (template / "hooks" / "hooks.json").is_file()
+    assert host.plugin_template("omp") is None  # omp takes an extension, not a plugin folder
+    assert asked == ["line", "line"]  # never asked about another plugin's harness
+
+    class Broken(Line):
+        __name__ = "Broken"
+
+        @hookimpl
+        def harness_plugin_template(self, harness: str) -> Path:
+            raise RuntimeError("no template today")
+
+    with pytest.raises(PluginFailure, match=r"Broken.*harness_plugin_template.*no template today"):
+        make_host([Broken()]).plugin_template("line")
+
+
 def test_live_hooks_go_to_the_plugin_that_owns_the_harness() -> None:
     """With every harness plugin registered (none guards its live hooks), each payload reaches its owner only."""
     import rematch_claude_code

@@ -11,6 +11,7 @@ rollout, and a call the policy denies is denied by Codex itself.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -36,14 +37,19 @@ class PluginCodex(CodexSession):
     said: str = ""
 
     def install_hooks(self) -> None:
-        """The configuration only, then ``codex plugin marketplace add`` and ``codex plugin add``."""
-        from rematch_codex.folder import plugin_folder
-
+        """The configuration only, then ``codex plugin marketplace add "$(rematch hooks folder --harness
+        codex)"`` and ``codex plugin add``."""
         self.live = False
         super().install_hooks()
         self.live = True
+        made = subprocess.run([str(Path(sys.executable).parent / "rematch"), "hooks", "folder", "--harness", "codex"],
+                              env={**os.environ, "REMATCH_HOME": str(self.data)}, capture_output=True, text=True,
+                              timeout=120)
+        if made.returncode != 0:
+            raise RuntimeError(f"rematch hooks folder: {made.stderr}")
+        folder = made.stdout.strip()
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "CODEX_HOME": str(self.codex_home)}
-        for argv in (["plugin", "marketplace", "add", str(plugin_folder(self.data))], ["plugin", "add", "rematch@rematch"]):
+        for argv in (["plugin", "marketplace", "add", folder], ["plugin", "add", "rematch@rematch"]):
             res = subprocess.run([str(self.exe), *argv], env=env, capture_output=True, text=True, timeout=120)
             if res.returncode != 0:
                 raise RuntimeError(f"codex {' '.join(argv)}: {res.stdout} {res.stderr}")

@@ -1,4 +1,4 @@
-"""``rematch hooks install|uninstall|status``: live capture from Claude Code's or Codex's hooks, or pi/omp's extension."""
+"""``rematch hooks install|uninstall|status|folder``: live capture from Claude Code's or Codex's hooks, or pi/omp's extension."""
 
 from __future__ import annotations
 
@@ -86,6 +86,33 @@ def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None,
         return
     path, command = settings_path(settings, harness), hook_command(out, harness=harness)
     _edit(lambda: install(path, command, hold, HARNESS_HOOKS[harness]), CODEX_TRUST if harness == "codex" else "")
+
+
+@hooks_cmd.command("folder")
+@_HARNESS
+def folder_cmd(harness: str) -> None:
+    """Print the harness's plugin folder with rematch's hooks, made (or brought up to date) in the data folder.
+
+    For Claude Code (claude --plugin-dir "$(rematch hooks folder)") and Codex (codex plugin
+    marketplace add "$(rematch hooks folder --harness codex)", then codex plugin add rematch@rematch).
+    Its hooks write to $REMATCH_HOME, else the platform's data folder: the folder is made there.
+    """
+    from rematch_trace.cli.common import Fatal, NothingToRead
+    from rematch_trace.host.facade import PluginFailure
+    from rematch_trace.importing.worker import worker_host
+    from rematch_trace.live.harness_folder import made_whole
+
+    try:
+        template = worker_host().plugin_template(harness)
+    except PluginFailure as err:
+        raise Fatal(str(err)) from None
+    if template is None:
+        raise NothingToRead(f"no plugin folder for {harness}: its plugin gives none (rematch hooks install "
+                            f"--harness {harness} installs rematch's hooks)")
+    try:
+        click.echo(str(made_whole(template, harness)))
+    except OSError as err:
+        raise Fatal(f"the plugin folder cannot be written: {err}") from None
 
 
 @hooks_cmd.command("uninstall")

@@ -358,6 +358,18 @@ class Host:
         text = route(harness=harness, verdict=verdict)
         return text if isinstance(text, bytes) and text else None
 
+    def plugin_template(self, harness: str) -> Path | None:
+        """The template of ``harness``'s plugin folder (``harness_plugin_template`` of the plugin that owns
+        it), or ``None`` when its plugin gives none (or names a folder that is not there)."""
+        plugin = self._location_owner(harness, "harness_plugin_template")
+        route = self._route("harness_plugin_template", plugin) if plugin else self._unowned("harness_plugin_template")
+        try:
+            got = route(harness=harness)
+        except Exception as err:
+            raise PluginFailure(self._culprit("harness_plugin_template", err) or plugin or "?",
+                                "harness_plugin_template", err) from err
+        return got if isinstance(got, Path) and got.is_dir() else None
+
     def live(self, harness: str, event: dict[str, Any], t: int) -> list[Neutral]:
         """The neutral records of one live hook payload (``[]`` when no plugin translates it)."""
         try:

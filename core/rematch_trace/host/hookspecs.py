@@ -233,6 +233,23 @@ def hook_denial(harness: str, verdict: dict[str, Any]) -> bytes | None:
 
 
 @hookspec(firstresult=True)
+def harness_plugin_template(harness: str) -> Path | None:
+    """Give the template of your harness's own plugin folder, for a harness that takes hooks that way.
+
+    Optional. Claude Code and Codex install hooks from a plugin folder (a manifest,
+    ``hooks/hooks.json``, ``bin/``). A template is such a folder whose hook commands run
+    ``bin/rematch-hook <harness>``, a launcher that runs ``bin/rematch_hook.py`` beside it, without
+    that file: ``rematch hooks folder --harness NAME`` writes the template with the core's one
+    hook client there into ``<data>/harness-plugins/<harness>/`` and prints the path, for the
+    harness's own plugin commands. Ship the template as package data.
+
+    :param harness: the harness asked about (asked of the plugin that owns it, as ``live_records``).
+    :return: the template folder, or ``None`` when your harness takes no plugin folder or
+        ``harness`` is not yours. First result wins.
+    """
+
+
+@hookspec(firstresult=True)
 def conversation_items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item] | None:
     """Read what was said and shown in a source you claimed: the conversation view's and search's text.
 

@@ -38,7 +38,8 @@ def made_whole(template: Path, name: str, data: Path | None = None) -> Path:
 
     ``data`` defaults to the folder the hooks write to (``$REMATCH_HOME``, else the platform's).
     """
-    folder = data if data is not None else data_dir()
+    # Absolute: the path is handed to a harness, which may resolve it from another folder.
+    folder = (data if data is not None else data_dir()).expanduser().absolute()
     root = folder / FOLDERS
     target = root / name
     wanted = _wanted(template)

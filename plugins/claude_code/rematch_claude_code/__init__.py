@@ -104,6 +104,14 @@ def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] |
 
 
 @hookimpl
+def harness_plugin_template() -> Path:
+    """The template of Claude Code's plugin folder this package ships (``rematch hooks folder`` makes it whole)."""
+    from . import folder
+
+    return folder.template()
+
+
+@hookimpl
 def hook_denial(harness: str, verdict: dict[str, Any]) -> bytes | None:
     """Claude Code's documented ``PreToolUse`` deny output, as the fast hook client prints it."""
     from rematch_trace.live.rematch_hook import deny_output

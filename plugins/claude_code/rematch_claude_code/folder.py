@@ -1,10 +1,11 @@
 """The Claude Code plugin ``rematch-claude-code`` ships: rematch's live hooks and its ``/rematch-mark`` command.
 
 ``claude_plugin/`` is the template of a Claude Code plugin (``.claude-plugin/plugin.json``,
-``hooks/hooks.json``, ``commands/`` and ``bin/rematch-hook``, the launcher). :func:`plugin_folder`
-makes it whole in the data folder, with the core's hook client beside the launcher::
+``hooks/hooks.json``, ``commands/`` and ``bin/rematch-hook``, the launcher). ``rematch hooks folder``
+(:func:`plugin_folder` from Python) makes it whole in the data folder, with the core's hook client
+beside the launcher::
 
-    claude --plugin-dir "$(python3 -c 'import rematch_claude_code.folder as f; print(f.plugin_folder())')"
+    claude --plugin-dir "$(rematch hooks folder)"
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ from pathlib import Path
 FOLDER = "claude_plugin"
 
 
+def template() -> Path:
+    """The template folder as the package ships it (everything but the hook client)."""
+    return Path(__file__).resolve().parent / FOLDER
+
+
 def plugin_folder(data: Path | None = None) -> Path:
     """The Claude Code plugin folder, made whole in ``data`` (by default
     the data folder its hooks write to: ``$REMATCH_HOME``, else the platform's)."""
     from rematch_trace.live.harness_folder import made_whole
 
-    return made_whole(Path(__file__).resolve().parent / FOLDER, "claude_code", data)
+    return made_whole(template(), "claude_code", data)

@@ -111,6 +111,14 @@ def live_records(event: dict[str, Any], t: int) -> list[Neutral]:
 
 
 @hookimpl
+def harness_plugin_template() -> Path:
+    """The template of Codex's plugin folder this package ships (``rematch hooks folder`` makes it whole)."""
+    from . import folder
+
+    return folder.template()
+
+
+@hookimpl
 def hook_denial(verdict: dict[str, Any]) -> bytes | None:
     """Codex's deny of the event the verdict answers (its ``hook_event_name``), as the fast hook
     client prints it: a ``PreToolUse``'s (``hookSpecificOutput.permissionDecision: "deny"`` and the

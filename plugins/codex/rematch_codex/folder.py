@@ -2,11 +2,11 @@
 
 ``codex_plugin/`` is the template of a Codex plugin (``.codex-plugin/plugin.json``,
 ``hooks/hooks.json``, and ``bin/rematch-hook``, the launcher) and of a local marketplace of that
-one plugin (``.agents/plugins/marketplace.json``, source ``./``). :func:`plugin_folder` makes it
-whole in the data folder, with the core's hook client beside the launcher, and Codex installs it
-with::
+one plugin (``.agents/plugins/marketplace.json``, source ``./``). ``rematch hooks folder
+--harness codex`` (:func:`plugin_folder` from Python) makes it whole in the data folder, with the
+core's hook client beside the launcher, and Codex installs it with::
 
-    codex plugin marketplace add "$(python3 -c 'import rematch_codex.folder as f; print(f.plugin_folder())')"
+    codex plugin marketplace add "$(rematch hooks folder --harness codex)"
     codex plugin add rematch@rematch
 
 Codex copies the folder into its plugin cache (``$CODEX_HOME/plugins/cache/...``) and gives each
@@ -21,9 +21,14 @@ from pathlib import Path
 FOLDER = "codex_plugin"
 
 
+def template() -> Path:
+    """The template folder as the package ships it (everything but the hook client)."""
+    return Path(__file__).resolve().parent / FOLDER
+
+
 def plugin_folder(data: Path | None = None) -> Path:
     """The Codex plugin folder (and marketplace root), made whole in ``data`` (by default
     the data folder its hooks write to: ``$REMATCH_HOME``, else the platform's)."""
     from rematch_trace.live.harness_folder import made_whole
 
-    return made_whole(Path(__file__).resolve().parent / FOLDER, "codex", data)
+    return made_whole(template(), "codex", data)
