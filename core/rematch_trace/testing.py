@@ -246,10 +246,13 @@ def check_plugin(
     holds to the trace schema; and, when the plugin implements the optional
     ``conversation_items``, that its items have their declared types, open each
     stream with a ``Session`` whose id is one of the file's trace sessions (so the
-    conversation view finds them). Raises :class:`ContractError` listing each failure.
+    conversation view finds them); and, for the optional ``harness_plugin_template``,
+    that each harness it names gets ``None`` or a folder with ``hooks/hooks.json`` (a
+    JSON object) and an executable ``bin/rematch-hook``, and no ``bin/rematch_hook.py``
+    (the core supplies it). Raises :class:`ContractError` listing each failure.
     """
     _schema_validator()  # a missing jsonschema fails first, before any fixture
-    problems = _check_locations(plugin)
+    problems = _check_locations(plugin) + _check_template(plugin)
     sessions: list[SynthesizedSession] = []
     for path in paths:
         problems.extend(_check_members(plugin, Path(path)))
@@ -290,6 +293,44 @@ def _check_locations(plugin: Any) -> list[str]:
     return [f"default_locations gave {loc!r:.80}, not a Location(harness, path, names)" for loc in found
             if not (isinstance(loc, Location) and isinstance(loc.harness, str) and isinstance(loc.path, Path)
                     and isinstance(loc.names, tuple) and all(isinstance(n, str) and n for n in loc.names))]
+
+
+def _check_template(plugin: Any) -> list[str]:
+    """What is wrong with the plugin's ``harness_plugin_template`` answers, for each harness it names."""
+    import json
+    import os
+
+    host = make_host([plugin])
+    if not host.pm.hook.harness_plugin_template.get_hookimpls():
+        return []
+    try:
+        harnesses = sorted({loc.harness for answer in host.pm.hook.default_locations() for loc in answer or []
+                            if isinstance(loc, Location)})
+    except Exception:
+        return []  # said by _check_locations
+    problems = []
+    for harness in harnesses:
+        try:
+            got = host.pm.hook.harness_plugin_template(harness=harness)
+        except Exception as err:
+            problems.append(f"harness_plugin_template({harness!r}) raised {type(err).__name__}: {err}")
+            continue
+        if got is None:
+            continue
+        if not isinstance(got, Path) or not got.is_dir():
+            problems.append(f"harness_plugin_template({harness!r}) gave {got!r:.80}, not a folder")
+            continue
+        launcher, hooks = got / "bin" / "rematch-hook", got / "hooks" / "hooks.json"
+        if not (launcher.is_file() and os.access(launcher, os.X_OK)):
+            problems.append(f"harness_plugin_template({harness!r}): {launcher} is not an executable file")
+        try:
+            if not isinstance(json.loads(hooks.read_text()), dict):
+                problems.append(f"harness_plugin_template({harness!r}): {hooks} is not a JSON object")
+        except (OSError, ValueError) as err:
+            problems.append(f"harness_plugin_template({harness!r}): {hooks}: {err}")
+        if (got / "bin" / "rematch_hook.py").exists():
+            problems.append(f"harness_plugin_template({harness!r}): holds bin/rematch_hook.py; the core supplies it")
+    return problems
 
 
 def _check_members(plugin: Any, path: Path) -> list[str]:
