@@ -58,7 +58,7 @@ def hook_argv(harness: str = "claude_code") -> list[str]:
     return words[1:] if words[:1] == ["exec"] else words  # the shell's exec: argv is what follows
 
 
-#: A payload's key (stripped before it is sent) naming the rollout lines written before its hook runs.
+#: A payload's key (stripped before it is sent) naming the transcript (rollout) lines written before its hook runs.
 APPEND = "__rollout_lines__"
 
 
@@ -123,21 +123,50 @@ def sent(payload: dict[str, Any]) -> bytes:
 
 
 def payloads(sid: str, cwd: str, turns: int, calls: int) -> list[dict[str, Any]]:
-    """A session's hook payloads: start, then per turn a prompt, calls (pre and post) and a stop, then the end."""
-    base = {"session_id": sid, "transcript_path": f"{cwd}/transcript.jsonl", "cwd": cwd}
+    """A session's hook payloads: start, then per turn a prompt, calls (pre and post) and a stop, then the end;
+    each with the transcript lines Claude Code writes before it (``APPEND``), so a ``Stop`` reads the run's
+    responses and usage from the transcript's end as it does in a real session (2.1.328 writes the last
+    response before the ``Stop`` hook here; when it is later, the hook waits for it, up to 0.5 s)."""
+    base = {"session_id": sid, "transcript_path": f"{cwd}/{sid}.jsonl", "cwd": cwd}
+    stamp = "2026-12-01T16:12:41.891Z"
+    parent: list[str | None] = [None]
+
+    def line(kind: str, message: dict[str, Any], **extra: Any) -> bytes:
+        uuid = f"00000000-0000-4000-8000-{len(parent):012d}"
+        rec = {"type": kind, "uuid": uuid, "parentUuid": parent[-1], "sessionId": sid, "cwd": cwd,
+               "version": "2.1.328", "timestamp": stamp, "message": message, **extra}
+        parent.append(uuid)
+        return orjson.dumps(rec)
+
+    def response(n: int, content: list[dict[str, Any]], stop: str) -> bytes:
+        usage = {"input_tokens": 4, "cache_creation_input_tokens": 300, "cache_read_input_tokens": 9000 + n,
+                 "output_tokens": 120}
+        return line("assistant", {"id": f"msg_{n:05d}", "type": "message", "role": "assistant",
+                                  "model": "claude-opus-4-6", "content": content, "stop_reason": stop,
+                                  "usage": usage}, requestId=f"req_{n:05d}")
+
     out: list[dict[str, Any]] = [{**base, "hook_event_name": "SessionStart", "source": "startup",
                                   "model": "claude-opus-4-6"}]
     n = 0
     for turn in range(turns):
-        out.append({**base, "hook_event_name": "UserPromptSubmit", "prompt": f"step {turn}: edit cli.py and run tests"})
+        prompt = f"step {turn}: edit cli.py and run tests"
+        out.append({**base, "hook_event_name": "UserPromptSubmit", "prompt": prompt,
+                    APPEND: [line("user", {"role": "user", "content": prompt})]})
         for _ in range(calls):
             n += 1
             call = {"tool_name": "Bash", "tool_use_id": f"toolu_{n:05d}",
                     "tool_input": {"command": f"pytest -q tests/test_{n}.py", "description": "run tests"}}
-            out.append({**base, "hook_event_name": "PreToolUse", **call})
+            use = {"type": "tool_use", "id": call["tool_use_id"], "name": "Bash", "input": call["tool_input"]}
+            out.append({**base, "hook_event_name": "PreToolUse", **call, APPEND: [response(n, [use], "tool_use")]})
+            stdout = "." * 200 + "\n1 passed"
+            result = {"type": "tool_result", "tool_use_id": call["tool_use_id"], "content": stdout, "is_error": False}
             out.append({**base, "hook_event_name": "PostToolUse", **call,
-                        "tool_response": {"stdout": "." * 200 + "\n1 passed", "stderr": "", "interrupted": False}})
-        out.append({**base, "hook_event_name": "Stop", "last_assistant_message": f"Step {turn} done."})
+                        "tool_response": {"stdout": stdout, "stderr": "", "interrupted": False},
+                        APPEND: [line("user", {"role": "user", "content": [result]})]})
+        last = f"Step {turn} done."
+        n += 1
+        out.append({**base, "hook_event_name": "Stop", "last_assistant_message": last,
+                    APPEND: [response(n, [{"type": "text", "text": last}], "end_turn")]})
     out.append({**base, "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
     return out
 
@@ -222,8 +251,8 @@ def main() -> None:
         env["REMATCH_HOME"] = str(work / "data")
         env["REMATCH_LIVE_SERVICE"] = "0"
         served = replay_served(events, work, repo, args.harness)
-        if args.harness == "codex":  # the same session again, into another folder, from a fresh rollout
-            (repo / "rollout-bench-session.jsonl").unlink()
+        # The same session again, into another folder, from a fresh transcript (rollout).
+        Path(events[0]["transcript_path"]).unlink()
         every, bare = time_hooks(events, env, args.harness)
         by_event: dict[str, list[float]] = {}
         for payload, ms in zip(events, every, strict=True):
