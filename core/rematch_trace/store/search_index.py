@@ -740,8 +740,6 @@ def _terms(text: str) -> list[tuple[str, bool, bool, bool]]:
             end += 1
         word = text[j:end]
         i = end
-        if minus and not word:
-            continue
         star = len(word) > 1 and word.endswith("*")
         out.append((word[:-1] if star else word, False, minus, star))
     return out
