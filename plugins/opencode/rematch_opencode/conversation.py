@@ -21,30 +21,19 @@ from rematch_trace.host.conversation import Called, Compacted, Item, Returned, S
 from rematch_trace.host.source import RawRecord, Source
 
 from . import where
-from .translate import _ms, _obj, _str, _time, said, session_record, tool_outcome, user_text
+from .translate import _ms, _obj, _str, _time, entries, said, session_record, tool_outcome, user_text
 
 
 def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
     """The items of a database (one stream per session, its id) or of one tree session (stream ``""``)."""
     database = where.is_database(source.path)
-    current = ""
-    for rec in records:
-        value = rec.value
-        kind = value.get("kind") if isinstance(value, dict) else None
-        if kind == "session":
-            doc = value.get("session")
-            if isinstance(doc, dict) and isinstance(doc.get("id"), str):
-                current = doc["id"]
-                yield session_record(current if database else "", doc)
-            continue
-        if kind != "message":
-            continue
-        msg, parts = value.get("message"), value.get("parts")
-        if not isinstance(msg, dict) or not isinstance(parts, list):
-            continue
-        own = msg.get("sessionID")
-        sid = own if isinstance(own, str) else current
-        yield from _message(sid if database else "", msg, [p for p in parts if isinstance(p, dict)])
+    for sid, doc, parts in entries(records):
+        if sid is None or doc is None:
+            continue  # a session record that names no session
+        if parts is None:
+            yield session_record(sid if database else "", doc)
+        else:
+            yield from _message(sid if database else "", doc, [p for p in parts if isinstance(p, dict)])
 
 
 def _compacted(stream: str, t: int | None, part: dict[str, Any]) -> Compacted:

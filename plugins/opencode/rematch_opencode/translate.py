@@ -181,33 +181,41 @@ def message_records(stream: str, msg: dict[str, Any], parts: list[Any]) -> Itera
         yield from assistant_records(stream, msg, parts)
 
 
-def translate(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[vocab.Neutral]:
-    """Neutral records of a database (one stream per session, its id) or of one tree session (stream ``""``)."""
-    database = where.is_database(source.path)
-    sessions: dict[str, dict[str, Any]] = state.setdefault("sessions", {})
-    # A session's last message, held back while unfinished: (session, message, parts).
-    held: tuple[str, dict[str, Any], list[Any]] | None = None
+def entries(records: Iterator[RawRecord]) -> Iterator[tuple[str | None, dict[str, Any] | None, list[Any] | None]]:
+    """:mod:`.store`'s records as ``(session id, document, None)`` for a session record (``(None, None,
+    None)`` for one that names no id) and ``(session id, message, parts)`` for a message: its own
+    ``sessionID``, else the session the records last opened. Anything else is passed over."""
     current = ""
     for rec in records:
         value = rec.value
         kind = value.get("kind") if isinstance(value, dict) else None
         if kind == "session":
             doc = value.get("session")
+            if isinstance(doc, dict) and isinstance(doc.get("id"), str):
+                current = doc["id"]
+                yield current, doc, None
+            else:
+                yield None, None, None
+        elif kind == "message":
+            msg, parts = value.get("message"), value.get("parts")
+            if isinstance(msg, dict) and isinstance(parts, list):
+                yield msg["sessionID"] if isinstance(msg.get("sessionID"), str) else current, msg, parts
+
+
+def translate(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[vocab.Neutral]:
+    """Neutral records of a database (one stream per session, its id) or of one tree session (stream ``""``)."""
+    database = where.is_database(source.path)
+    sessions: dict[str, dict[str, Any]] = state.setdefault("sessions", {})
+    # A session's last message, held back while unfinished: (session, message, parts).
+    held: tuple[str, dict[str, Any], list[Any]] | None = None
+    for sid, msg, parts in entries(records):
+        if parts is None:  # a session record
             held = None  # the last message of the session before, unfinished: it waits for the next read
-            if not isinstance(doc, dict) or not isinstance(doc.get("id"), str):
-                continue
-            current = doc["id"]
-            if current not in sessions:
-                sessions[current] = {"last": ""}
-                yield session_record(current if database else "", doc)
+            if sid is not None and msg is not None and sid not in sessions:
+                sessions[sid] = {"last": ""}
+                yield session_record(sid if database else "", msg)
             continue
-        if kind != "message":
-            continue
-        msg, parts = value.get("message"), value.get("parts")
-        if not isinstance(msg, dict) or not isinstance(parts, list):
-            continue
-        sid = msg.get("sessionID") if isinstance(msg.get("sessionID"), str) else current
-        if sid not in sessions or _str(msg.get("id")) <= sessions[sid]["last"]:
+        if sid is None or msg is None or sid not in sessions or _str(msg.get("id")) <= sessions[sid]["last"]:
             continue
         if held is not None:
             yield from _give(sessions, database, *held)
