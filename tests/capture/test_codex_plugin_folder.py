@@ -23,9 +23,10 @@ from rematch_trace.live.install import CODEX_EVENTS, HOLD_SECONDS, JUDGED_EVENTS
 
 def folder(data: Path) -> Path:
     """The Codex plugin folder, made whole in the data folder ``data``."""
-    from rematch_codex.folder import plugin_folder
+    from rematch_codex.folder import template
+    from rematch_trace.live.harness_folder import made_whole
 
-    return plugin_folder(data)
+    return made_whole(template(), "codex", data)
 
 
 def test_the_folder_is_a_codex_plugin_and_its_own_marketplace(tmp_path: Path) -> None:
@@ -122,11 +123,12 @@ def test_the_bundled_command_denies_as_codex_reads_it(tmp_path: Path) -> None:
 def test_rematch_hooks_folder_prints_each_harness_folder(tmp_path: Path) -> None:
     """``rematch hooks folder`` (Claude Code) and ``--harness codex``: the folder made whole where the
     hooks write (``$REMATCH_HOME``), its path alone on stdout, absolute; a harness without one, exit 1."""
-    from rematch_claude_code.folder import plugin_folder as claude_folder
+    from rematch_claude_code.folder import template as claude_template
+    from rematch_trace.live.harness_folder import made_whole
 
     rematch = str(Path(sys.executable).parent / "rematch")
     env = {**hook_env(tmp_path / "home", Path("data")), "REMATCH_HOME": "data"}  # relative: printed absolute
-    for args, name, made in (([], "claude_code", claude_folder(tmp_path / "ref")),
+    for args, name, made in (([], "claude_code", made_whole(claude_template(), "claude_code", tmp_path / "ref")),
                              (["--harness", "codex"], "codex", folder(tmp_path / "ref"))):
         res = subprocess.run([rematch, "hooks", "folder", *args], cwd=tmp_path, env=env, capture_output=True,
                              text=True, timeout=120)

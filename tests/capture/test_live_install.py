@@ -13,7 +13,8 @@ import orjson
 from capture_helpers import REMATCH, hook_env, make_repo, read_jsonl
 
 import rematch_claude_code
-from rematch_claude_code.folder import plugin_folder
+from rematch_claude_code.folder import template
+from rematch_trace.live.harness_folder import made_whole
 from rematch_trace.live.install import EVENTS, HOLD_SECONDS, hold_budget, hook_client
 from rematch_trace.store.datafolder import DataDir
 
@@ -153,7 +154,7 @@ def test_plugin_hook_script_runs_as_claude_code_runs_it(tmp_path: Path) -> None:
     """The hooks.json command, with ${CLAUDE_PLUGIN_ROOT} substituted and exported, through a shell."""
     data = tmp_path / "data"
     env = hook_env(tmp_path, data, "pl-1")
-    env["CLAUDE_PLUGIN_ROOT"] = str(plugin_folder(data))
+    env["CLAUDE_PLUGIN_ROOT"] = str(made_whole(template(), "claude_code", data))
     env["PATH"] = f"{Path(REMATCH).parent}:{env.get('PATH', '')}"
     repo = make_repo(tmp_path / "repo")
     command = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]
@@ -172,7 +173,7 @@ def test_plugin_hook_script_runs_as_claude_code_runs_it(tmp_path: Path) -> None:
 
 def test_plugin_hook_script_execs_the_client_and_still_exits_0(tmp_path: Path) -> None:
     """``bin/rematch-hook`` execs python3 (its parent is the harness); what exec could break exits 0 still."""
-    script = plugin_folder(tmp_path / "data") / "bin" / "rematch-hook"
+    script = made_whole(template(), "claude_code", tmp_path / "data") / "bin" / "rematch-hook"
     env = {**hook_env(tmp_path, tmp_path / "data"), "PATH": "/usr/bin:/bin"}
     proc = subprocess.Popen([str(script), "claude_code"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env)

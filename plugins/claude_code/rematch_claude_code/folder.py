@@ -2,8 +2,8 @@
 
 ``claude_plugin/`` is the template of a Claude Code plugin (``.claude-plugin/plugin.json``,
 ``hooks/hooks.json``, ``commands/`` and ``bin/rematch-hook``, the launcher). ``rematch hooks folder``
-(:func:`plugin_folder` from Python) makes it whole in the data folder, with the core's hook client
-beside the launcher::
+(:func:`rematch_trace.live.harness_folder.made_whole`) makes it whole in the data folder, with the
+core's hook client beside the launcher::
 
     claude --plugin-dir "$(rematch hooks folder)"
 """
@@ -19,11 +19,3 @@ FOLDER = "claude_plugin"
 def template() -> Path:
     """The template folder as the package ships it (everything but the hook client)."""
     return Path(__file__).resolve().parent / FOLDER
-
-
-def plugin_folder(data: Path | None = None) -> Path:
-    """The Claude Code plugin folder, made whole in ``data`` (by default
-    the data folder its hooks write to: ``$REMATCH_HOME``, else the platform's)."""
-    from rematch_trace.live.harness_folder import made_whole
-
-    return made_whole(template(), "claude_code", data)

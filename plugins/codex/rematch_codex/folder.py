@@ -3,8 +3,8 @@
 ``codex_plugin/`` is the template of a Codex plugin (``.codex-plugin/plugin.json``,
 ``hooks/hooks.json``, and ``bin/rematch-hook``, the launcher) and of a local marketplace of that
 one plugin (``.agents/plugins/marketplace.json``, source ``./``). ``rematch hooks folder
---harness codex`` (:func:`plugin_folder` from Python) makes it whole in the data folder, with the
-core's hook client beside the launcher, and Codex installs it with::
+--harness codex`` (:func:`rematch_trace.live.harness_folder.made_whole`) makes it whole in the data
+folder, with the core's hook client beside the launcher, and Codex installs it with::
 
     codex plugin marketplace add "$(rematch hooks folder --harness codex)"
     codex plugin add rematch@rematch
@@ -24,11 +24,3 @@ FOLDER = "codex_plugin"
 def template() -> Path:
     """The template folder as the package ships it (everything but the hook client)."""
     return Path(__file__).resolve().parent / FOLDER
-
-
-def plugin_folder(data: Path | None = None) -> Path:
-    """The Codex plugin folder (and marketplace root), made whole in ``data`` (by default
-    the data folder its hooks write to: ``$REMATCH_HOME``, else the platform's)."""
-    from rematch_trace.live.harness_folder import made_whole
-
-    return made_whole(template(), "codex", data)
