@@ -124,6 +124,22 @@ def cli(*args: str) -> tuple[float, float]:
     return best
 
 
+def latencies(index: Path) -> dict[str, float]:
+    """Each of :data:`QUERIES` run on the index in process: the median of 5 runs, in seconds."""
+    from rematch_trace.store.search_index import SearchIndex, to_query
+
+    lat = {}
+    with SearchIndex(index, readonly=True) as ix:
+        for q in QUERIES:
+            times = []
+            for _ in range(5):
+                t = time.perf_counter()
+                ix.search(to_query(q), limit=20)
+                times.append(time.perf_counter() - t)
+            lat[q] = statistics.median(times)
+    return lat
+
+
 def tree_bytes(root: Path) -> int:
     """Bytes of the files under ``root``."""
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
@@ -258,18 +274,8 @@ def ab(a: argparse.Namespace, corpus: Path, nxt: Path) -> None:
     idx = {side: sum(p.stat().st_size for p in folders[(side, "on")].glob("search.sqlite*")) for side in ("main", "branch")}
     gib = size / 2**30
     print("index: " + ", ".join(f"{s} {b / 1e6:.1f} MB ({b / 1e6 / gib:.0f} MB per GiB)" for s, b in idx.items()))
-    from rematch_trace.store.search_index import SearchIndex, to_query
-
     data = folders[("branch", "on")]
-    lat = {}
-    with SearchIndex(data / "search.sqlite", readonly=True) as ix:
-        for q in QUERIES:
-            times = []
-            for _ in range(5):
-                t = time.perf_counter()
-                ix.search(to_query(q), limit=20)
-                times.append(time.perf_counter() - t)
-            lat[q] = statistics.median(times)
+    lat = latencies(data / "search.sqlite")
     print("search (query alone, median of 5): " + ", ".join(f"{q} {t * 1000:.1f} ms" for q, t in lat.items()))
     for q in ("zzzznotthere", '"cannot find module"', "error"):
         w, c = cli("search", "--data", str(data), q)
@@ -332,17 +338,7 @@ def main() -> None:
     idx_bytes = sum(p.stat().st_size for p in data.glob("search.sqlite*"))
     traces = tree_bytes(data / "traces")
 
-    from rematch_trace.store.search_index import SearchIndex, to_query
-
-    lat = {}
-    with SearchIndex(index, readonly=True) as ix:
-        for q in QUERIES:
-            times = []
-            for _ in range(5):
-                t = time.perf_counter()
-                ix.search(to_query(q), limit=20)
-                times.append(time.perf_counter() - t)
-            lat[q] = statistics.median(times)
+    lat = latencies(index)
     cli_search = cli("search", "--data", str(data), "git status")
 
     reads = {c: cli(c, "--data", str(data)) for c in ("sessions", "stats", "flagged")}

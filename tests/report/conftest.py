@@ -14,6 +14,7 @@ import pytest
 # The hostile suite's builders (transcripts of each harness, the CLI runner) are shared, not copied.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
 
+from page_check import Watched
 from report_gen import build_hostile
 
 #: Where screenshots are kept (outside the package; CI may collect the folder).
@@ -68,3 +69,13 @@ def artifacts() -> Path:
     d = ARTIFACTS / "report"
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+@pytest.fixture
+def watched(browser: Any) -> Iterator[Watched]:
+    """A page whose dialogs, page errors and console errors are recorded, closed after the test."""
+    w = Watched(browser)
+    try:
+        yield w
+    finally:
+        w.page.close()

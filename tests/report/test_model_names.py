@@ -35,19 +35,6 @@ def test_a_price_table_that_tells_a_dated_id_apart_keeps_both(tmp_path: Path) ->
     assert one_model("anthropic/claude-opus-4-5-20251101", prices) == "anthropic/claude-opus-4-5"
 
 
-def test_stats_shows_one_row_per_model(tmp_path: Path) -> None:
-    src = tmp_path / "src"
-    write(path_for(src, "claude_code", sid_for("claude_code", 1)), lines_for("claude_code", sid_for("claude_code", 1)))
-    undated = json.loads(json.dumps(lines_for("claude_code", sid_for("claude_code", 2))).replace(
-        "claude-sonnet-4-5-20250929", "claude-sonnet-4-5"))
-    write(path_for(src, "claude_code", sid_for("claude_code", 2)), undated)
-    assert run_import(tmp_path / "data", src).returncode == 0
-    got = json.loads(run("stats", "--data", str(tmp_path / "data"), "--json").stdout)
-    names = [m["name"] for m in got["models"]]
-    assert names == ["anthropic/claude-sonnet-4-5"], names
-    assert got["models"][0]["sessions"] == 2
-
-
 def _two_namings(tmp_path: Path) -> Path:
     """Two Claude Code sessions, one naming its model with the snapshot date and one without, imported."""
     src = tmp_path / "src"
@@ -57,6 +44,13 @@ def _two_namings(tmp_path: Path) -> Path:
     write(path_for(src, "claude_code", sid_for("claude_code", 2)), undated)
     assert run_import(tmp_path / "data", src).returncode == 0
     return tmp_path / "data"
+
+
+def test_stats_shows_one_row_per_model(tmp_path: Path) -> None:
+    got = json.loads(run("stats", "--data", str(_two_namings(tmp_path)), "--json").stdout)
+    names = [m["name"] for m in got["models"]]
+    assert names == ["anthropic/claude-sonnet-4-5"], names
+    assert got["models"][0]["sessions"] == 2
 
 
 def test_sessions_shows_one_name_per_model(tmp_path: Path) -> None:

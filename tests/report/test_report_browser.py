@@ -7,49 +7,13 @@ script proves the dialog watch sees one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hostile_gen import lines_for, make, path_for, run_import, sid_for, write
-from page_check import embedded, parse
+from page_check import Watched, embedded, parse
 from report_gen import NAMES, run
-
-
-class Watched:
-    """A page whose dialogs, page errors and console errors are recorded."""
-
-    def __init__(self, browser: Any) -> None:
-        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        self.dialogs: list[str] = []
-        self.errors: list[str] = []
-        self.page.on("dialog", self._dialog)
-        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-        self.page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-
-    def _dialog(self, d: Any) -> None:
-        self.dialogs.append(d.message)
-        d.dismiss()
-
-    def open(self, path: Path) -> Any:
-        self.page.goto(path.resolve().as_uri())
-        self.page.wait_for_load_state("load")
-        self.page.wait_for_timeout(300)  # let a deferred payload (an onload, an image error) fire if it can
-        return self.page
-
-    def clean(self) -> None:
-        assert self.dialogs == [], f"transcript script ran: {self.dialogs}"
-        assert self.errors == []
-
-
-@pytest.fixture
-def watched(browser: Any) -> Iterator[Watched]:
-    w = Watched(browser)
-    try:
-        yield w
-    finally:
-        w.page.close()
 
 
 def test_the_dialog_watch_sees_an_injected_alert(watched: Watched, tmp_path: Path) -> None:

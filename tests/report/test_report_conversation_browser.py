@@ -4,28 +4,16 @@ corpus: a Claude Code session with a compaction, an error cluster and a subagent
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
+from page_check import Watched
 from report_gen import rematch, run
-from test_report_browser import Watched
 
 MAIN = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
 REL = f"claude_code/projects/-Users-USER-handgemacht/{MAIN}.jsonl"
 SUB = f"claude_code/projects/-Users-USER-handgemacht/{MAIN}/subagents/agent-a7be2f0.jsonl"
-
-
-@pytest.fixture
-def watched(browser: Any) -> Iterator[Watched]:
-    """A page whose dialogs, page errors and console errors are recorded (test_report_browser's watch)."""
-    w = Watched(browser)
-    try:
-        yield w
-    finally:
-        w.page.close()
 
 
 def test_the_conversation_section_reads_folds_flags_and_links(corpus_dir: Path, tmp_path: Path, watched: Watched,

@@ -6,13 +6,10 @@ report), and refreshed on a parent's page when a child is imported after it."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
+from page_check import Watched
 from report_gen import run
-from test_report_browser import Watched
 
 MAIN = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
 DIR = "claude_code/projects/-Users-USER-handgemacht"
@@ -22,16 +19,6 @@ COMPACT = f"{MAIN}.agent-acompact-f46190"
 CODEX_SUB = "019d924b-53f5-78f1-a0d4-69aa13191f54"
 CODEX_PARENT = "019d9249-e0ee-7020-a305-b6369cd02251"
 CODEX_REL = f"codex/sessions/2026/04/15/rollout-2026-04-15T11-58-23-{CODEX_SUB}.jsonl"
-
-
-@pytest.fixture
-def watched(browser: Any) -> Iterator[Watched]:
-    """A page whose dialogs, page errors and console errors are recorded (test_report_browser's watch)."""
-    w = Watched(browser)
-    try:
-        yield w
-    finally:
-        w.page.close()
 
 
 def _copy(corpus_dir: Path, rel: str, src: Path) -> None:
