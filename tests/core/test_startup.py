@@ -148,3 +148,14 @@ def test_listing_stored_summaries_loads_no_yaml_and_no_cattrs(tmp_path: Path) ->
     (tmp_path / "data" / "prices.yml").write_text("models: [not, a, mapping\n")
     probe, res = probe_command(tmp_path, "sessions", "--data", out)
     assert probe["code"] == 1 and "prices.yml: not YAML" in res.stderr
+
+
+def test_the_command_list_loads_no_command_s_machinery() -> None:
+    """``rematch --help`` imports every command's module for its one-line help: those modules keep their
+    heavy imports inside the commands (the search index and attrs, for ``search --kind``'s choices)."""
+    probe = ("import sys\nsys.argv = ['rematch', '--help']\nfrom rematch_trace.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\nprint(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert "search" in res.stdout  # the control: the search command is listed
+    loaded = set(res.stderr.split())
+    assert not loaded & {"rematch_trace.store.search_index", "attr", "attrs", *FILE_IMPORT_ONLY}

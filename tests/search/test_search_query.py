@@ -103,7 +103,7 @@ def test_the_forms_through_the_command(corpus_dir: Path, tmp_path: Path) -> None
 
 def test_kind_keeps_the_hits_of_the_kinds_named(corpus_dir: Path, tmp_path: Path) -> None:
     """``--kind`` (again for several) keeps the hits of those kinds: together the kinds give every hit."""
-    from rematch_trace.store.search_index import KINDS
+    from rematch_trace.store.search_kinds import KINDS
 
     data = tmp_path / "data"
     imported(corpus_copy(corpus_dir, tmp_path / "src"), data)

@@ -11,7 +11,7 @@ import click
 
 from rematch_trace.cli.common import Fatal, NothingToRead, data_option, echo_json, readable, writable
 from rematch_trace.cli.sessions_cmd import FLAG_CHOICES
-from rematch_trace.store.search_index import KINDS
+from rematch_trace.store.search_kinds import KINDS
 
 #: Where FTS5's snippet() marks a match (control characters no indexed text keeps: escaped on output).
 _OPEN, _CLOSE = "\x02", "\x03"

@@ -43,8 +43,6 @@ INDEX_NAME = "search.sqlite"
 INDEX_VERSION = 2
 #: How many of a session's newest indexed records are checked for the point a grown trace continues from.
 WALK_BACK = 64
-#: The kinds a hit may have, as ``rematch search --json`` names them.
-KINDS = ("prompt", "assistant", "tool", "output", "blocked", "mark")
 #: Characters of one tool output indexed (as the trace bounds a tool input); the rest is not searchable.
 OUTPUT_CHARS = 8 * 1024
 #: Characters of one piece of the assistant's text indexed.
@@ -508,7 +506,7 @@ class SearchIndex:
     def search(self, query: str, *, keys: set[str] | None = None, kinds: Iterable[str] | None = None,
                limit: int = 20) -> list[Hit]:
         """The best ``limit`` hits of an FTS5 ``query`` (bm25 order), in the traces ``keys`` and of the
-        :data:`KINDS` ``kinds`` if given."""
+        :data:`~rematch_trace.store.search_kinds.KINDS` ``kinds`` if given."""
         sql = ("SELECT s.key, tr.session_id, x.seq, x.kind, x.t, snippet(text, 0, char(2), char(3), '…', 16), "
                "bm25(text) FROM text x JOIN spans s ON s.id = x.rowid LEFT JOIN traces tr ON tr.key = s.key "
                "WHERE text MATCH ?")
