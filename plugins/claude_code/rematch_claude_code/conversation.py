@@ -15,6 +15,7 @@ linked is that call's (two calls with the same prompt: the earlier call, the ear
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,8 +42,9 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
     opened: set[str] = set()
     seen: dict[tuple[str, str], None] = {}
     uuids: dict[str, None] = {}
-    # A main-stream Task call's prompt -> its calls not yet linked to a sidechain, oldest first.
-    prompts: dict[str, list[str]] = {}
+    # A main-stream Task call's prompt (its digest: a prompt may be megabytes) -> its calls not yet
+    # linked to a sidechain, oldest first.
+    prompts: dict[bytes, list[str]] = {}
     for rec in records:
         v = rec.value
         if type(v) is not dict:
@@ -82,7 +84,7 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
                 if not key and isinstance(item, Called) and item.name in SPAWNING and type(item.input) is dict:
                     prompt = item.input.get("prompt")
                     if type(prompt) is str and len(prompts) < _MAX_SEEN:
-                        prompts.setdefault(prompt, []).append(item.call_id)
+                        prompts.setdefault(_digest(prompt), []).append(item.call_id)
                 yield item
         elif typ == "user":
             yield from _user(key, t, v, tr)
@@ -102,7 +104,12 @@ def items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
         yield tr._session("", None)
 
 
-def _spawner(prompts: dict[str, list[str]], v: dict[str, Any]) -> str | None:
+def _digest(text: str) -> bytes:
+    """What a prompt is known by while it waits for its sidechain (lone surrogates kept as they are)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _spawner(prompts: dict[bytes, list[str]], v: dict[str, Any]) -> str | None:
     """The Task call whose prompt is the text of ``v``, the user line that opens a sidechain (and is
     then linked), or ``None``."""
     msg = v.get("message")
@@ -114,12 +121,13 @@ def _spawner(prompts: dict[str, list[str]], v: dict[str, Any]) -> str | None:
                          if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str)
     else:
         return None
-    calls = prompts.get(text)
+    key = _digest(text)
+    calls = prompts.get(key)
     if not calls:
         return None
     call = calls.pop(0)
     if not calls:
-        del prompts[text]
+        del prompts[key]
     return call
 
 
