@@ -94,9 +94,11 @@ def binary(h: Harness) -> Path:
             raise InstallError(f"npm install {h.package}@{h.version} failed: {res.stderr[-2000:]}")
         ver = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60,
                              env={**os.environ, "PATH": path_of(h, os.environ.get("PATH", ""))})
-        if ver.returncode != 0 or h.version not in ver.stdout:
+        # pi 0.73.1 prints its version on stderr (with its dependencies as npm resolves them today).
+        reported = ver.stdout.strip() or ver.stderr.strip()
+        if ver.returncode != 0 or h.version not in reported:
             raise InstallError(f"{exe} --version gave {ver.returncode}: {ver.stdout[-300:]} {ver.stderr[-300:]}")
-        done.write_text(ver.stdout)
+        done.write_text(reported + "\n")
     return exe
 
 
