@@ -39,7 +39,7 @@ def audit_cmd(session: str | None, out: str | None, since: str | None, harness: 
             raise NothingToRead(f"no security events in {data.events} "
                                 "(nothing imported, or imported with --no-events)")
         where = f"{read} session{'s' if read != 1 else ''}"
-    from rematch_trace.cli.report_cmd import since_day
+    from rematch_trace.cli.listing import since_day
 
     day = since_day(since)
     rows = [r for r in audit(data.root, stem)

@@ -19,7 +19,7 @@ from rematch_trace.cli.common import data_option, echo_json, readable
 def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_severity: int | None,
                 as_json: bool) -> None:
     """List flagged sessions, newest first, with their date, folder, counts and reasons."""
-    from rematch_trace.cli.sessions_cmd import chosen, summaries, table
+    from rematch_trace.cli.listing import chosen, summaries, table
     from rematch_trace.report.prices import PriceError, load
     from rematch_trace.report.stored import reason_seqs
     from rematch_trace.report.text import clip, when

@@ -73,7 +73,7 @@ def in_project(entries: list[Entry], part: str | None) -> list[Entry]:
 def grouped_lines(entries: list[Entry], one: Mapping[str, str]) -> list[str]:
     """The sessions by project, each main session followed by the sessions under it, indented; each
     session's model by its one name, ``one[model]`` (:class:`~rematch_trace.report.model_names.ModelNames`)."""
-    from rematch_trace.cli.sessions_cmd import table
+    from rematch_trace.cli.listing import table
     from rematch_trace.report.text import clip, one_line, when
 
     js = [e.json() for e in entries]

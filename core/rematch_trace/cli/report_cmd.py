@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import sqlite3
 import time
 from pathlib import Path
@@ -10,17 +9,7 @@ from pathlib import Path
 import click
 
 from rematch_trace.cli.common import Fatal, readable
-from rematch_trace.cli.sessions_cmd import prices_option
-
-
-def since_day(value: str | None) -> str | None:
-    """``--since`` checked as a ``YYYY-MM-DD`` day (a click error otherwise)."""
-    if value is None:
-        return None
-    try:
-        return dt.date.fromisoformat(value[:10]).isoformat()
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD)", param_hint="--since") from None
+from rematch_trace.cli.listing import price_table, prices_option, since_day
 
 
 @click.command("report")
@@ -36,7 +25,6 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     if importlib.util.find_spec("jinja2") is None:  # found, not imported: a rerun may render nothing
         raise Fatal("rematch report needs the Python package Jinja2: install rematch again from its "
                     "checkout (pip install ./), or pip install jinja2")
-    from rematch_trace.cli.sessions_cmd import price_table
     from rematch_trace.report.build import build
     from rematch_trace.report.collect import NothingImported
 
@@ -77,7 +65,7 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
 def open_in_browser(index: Path) -> bool:
     """Open ``index`` as a ``file://`` URL in a browser (``$BROWSER``, else the system's); when none can be
     opened, say so in one line, with the URL to open by hand, and return ``False``."""
-    import webbrowser  # here: flagged and audit share --since's check with this module, not the browser
+    import webbrowser  # here: only --open needs it
 
     uri = index.resolve().as_uri()
     reason = "no browser could be started"

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from rematch_trace.cli.common import Fatal, NothingToRead, data_option, echo_json, readable, writable
-from rematch_trace.cli.sessions_cmd import FLAG_CHOICES
+from rematch_trace.cli.listing import FLAG_CHOICES
 from rematch_trace.store.search_kinds import KINDS
 
 #: Where FTS5's snippet() marks a match (control characters no indexed text keeps: escaped on output).
@@ -69,7 +69,7 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     (search.sqlite in the data folder) holds redacted text only and is brought up to date
     first; --rebuild builds it again from every trace.
     """
-    from rematch_trace.cli.report_cmd import since_day
+    from rematch_trace.cli.listing import since_day
     from rematch_trace.report.collect import key_of
     from rematch_trace.report.text import one_line, when
     from rematch_trace.store.ledger import Ledger

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rematch_trace.cli.common import data_option, echo_json, readable
-from rematch_trace.cli.sessions_cmd import filter_options, prices_option
+from rematch_trace.cli.listing import filter_options, prices_option
 
 
 @click.command("stats")
@@ -20,7 +20,7 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
     Cost: what the trace states (omp), else each turn's tokens at the price table's prices, exact; a
     model without a price is named and its cost is n/a.
     """
-    from rematch_trace.cli.sessions_cmd import chosen, price_table, summaries
+    from rematch_trace.cli.listing import chosen, price_table, summaries
     from rematch_trace.report.collect import with_json
     from rematch_trace.report.figures import figures, format_figures
 
