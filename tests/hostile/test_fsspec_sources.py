@@ -22,9 +22,9 @@ from hostile_gen import HARNESSES, cli_env, dump, lines_for, path_for, report, r
 import rematch_claude_code
 import rematch_codex
 import rematch_omp
+from rematch_trace.host.fs import local_path, open_raw, stat_of, url_of
 from rematch_trace.importing.batch import ImportSettings
 from rematch_trace.importing.batch import run_import as run_in_process
-from rematch_trace.importing.fs import local_path, open_raw, stat_of, url_of
 from rematch_trace.importing.worker import use_host
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import make_host

@@ -98,10 +98,10 @@ def named_folder(out: str | None) -> DataDir:
     """The data folder named by ``--data``/``--out``, else ``$REMATCH_HOME``, else the platform's (nothing settled).
 
     A ``file://`` URL is its local path; any other URL is refused with the reason
-    (see :func:`~rematch_trace.importing.fs.local_data_folder`).
+    (see :func:`~rematch_trace.host.fs.local_data_folder`).
     """
     from rematch_trace.errors import RematchError
-    from rematch_trace.importing.fs import local_data_folder
+    from rematch_trace.host.fs import local_data_folder
 
     named = out or os.environ.get("REMATCH_HOME")
     try:

@@ -54,8 +54,8 @@ def import_cmd(
     A rerun skips unchanged files without opening them, and redoes (saying so) the ones whose
     outputs were made with other settings: --no-redact, --no-events, older rules.
     """
+    from rematch_trace.host.fs import is_url, local_path
     from rematch_trace.importing.batch import ImportSettings, Interrupted, print_problems, run_import
-    from rematch_trace.importing.fs import is_url, local_path
 
     if any(is_url(p) for p in paths):
         require("urls", "reading transcripts at URLs")

@@ -178,7 +178,7 @@ class Host:
 
     def suffixes(self) -> tuple[str, ...]:
         """The file endings transcripts may have: the core's own, then those plugins name (each once)."""
-        from rematch_trace.importing.discovery import SUFFIXES
+        from rematch_trace.host.fs import SUFFIXES
 
         out = list(SUFFIXES)
         for found in self._listed("transcript_suffixes"):
@@ -210,7 +210,7 @@ class Host:
 
         The source names the plugin that claimed it (:attr:`Source.plugin`).
         """
-        from rematch_trace.importing.fs import read_spans
+        from rematch_trace.host.fs import read_spans
 
         head = read_spans(path, [(0, HEAD_BYTES)])[0]
         result = self._isolated("detect_source", path=path, head=head, hint=hint)

@@ -27,11 +27,11 @@ import orjson
 
 from rematch_trace.errors import NothingFound, RematchError
 from rematch_trace.host.facade import Host
+from rematch_trace.host.fs import SUFFIXES, exists, stat_of
 from rematch_trace.importing.changes import plan, stat_with_members
 from rematch_trace.importing.conflicts import Conflicts
-from rematch_trace.importing.discovery import SUFFIXES, Searched, discover, walk
+from rematch_trace.importing.discovery import Searched, discover, walk
 from rematch_trace.importing.executor import Executor, Interrupted
-from rematch_trace.importing.fs import exists, stat_of
 from rematch_trace.importing.lock import ImportLock
 from rematch_trace.importing.settings import ImportSettings, Progress
 from rematch_trace.importing.summary import FileResult, Summary, print_problems
@@ -202,7 +202,7 @@ def run_import(
 ) -> Summary:
     """Import every source under ``paths`` (or the default locations) into ``data``.
 
-    ``paths`` are local paths, or fsspec URLs as strings (see :mod:`rematch_trace.importing.fs`);
+    ``paths`` are local paths, or fsspec URLs as strings (see :mod:`rematch_trace.host.fs`);
     ``scheduler`` runs the per-file work on a Dask cluster (see :mod:`rematch_trace.importing.cluster`).
     Without ``name_clean``, :attr:`Summary.files` lists only the files worth naming (failed,
     skipped, with problems): what the command prints, in memory that does not grow per clean file.

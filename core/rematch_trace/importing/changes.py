@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from rematch_trace.errors import RematchError
-from rematch_trace.importing.fs import read_spans
+from rematch_trace.host.fs import read_spans
 
 if TYPE_CHECKING:
     # Loaded where they are used: a rerun that finds every file unchanged needs neither.
@@ -66,7 +66,7 @@ def stat_with_members(path: str, members: list[str]) -> tuple[int, int, bool]:
     time alone: a file added to it changes it). A member that does not exist counts for nothing."""
     import stat as stat_mod
 
-    from rematch_trace.importing.fs import stat_of
+    from rematch_trace.host.fs import stat_of
 
     size, mtime_ns, regular = stat_of(path)
     for m in members:

@@ -9,10 +9,7 @@ from pathlib import Path
 import attrs
 
 from rematch_trace.host.facade import Host
-from rematch_trace.importing.fs import is_url, walk_url
-
-#: File names a transcript may have (plain, zstd or gzip).
-SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
+from rematch_trace.host.fs import SUFFIXES, is_url, walk_url
 
 
 def walk(root: str | Path, suffixes: tuple[str, ...] = SUFFIXES,
@@ -93,7 +90,7 @@ def discover(
 ) -> list[tuple[str, str | None]]:
     """The candidate files (absolute paths, each once), each with the harness its location hints at.
 
-    A URL (``s3://...``, see :mod:`rematch_trace.importing.fs`) is listed on its
+    A URL (``s3://...``, see :mod:`rematch_trace.host.fs`) is listed on its
     file system, and its files are given as URLs. ``searched``, when given, gets
     one entry per folder looked in (named or default).
     """

@@ -332,11 +332,11 @@ def _read_big(
 def open_source(source: Source) -> IO[bytes]:
     """A claimed file's decompressed bytes (plain, ``gz`` or ``zst`` as ``source.compression`` says).
 
-    The file may be local or at an fsspec URL (:mod:`rematch_trace.importing.fs`).
+    The file may be local or at an fsspec URL (:mod:`rematch_trace.host.fs`).
     Raises :class:`OSError` when the file cannot be opened, and :class:`RematchError`
     for a ``.zst`` file without the ``zstandard`` package or a URL without its file system.
     """
-    from rematch_trace.importing.fs import open_gzip, open_raw
+    from rematch_trace.host.fs import open_gzip, open_raw
 
     if source.compression == "gz":
         return open_gzip(source.path)
@@ -396,7 +396,7 @@ def read_source(
 def _read_source(
     source: Source, start: int, skip: Callable[[bytes], bool] | None
 ) -> Iterator[RawRecord | Problem]:
-    from rematch_trace.importing.fs import source_name
+    from rematch_trace.host.fs import source_name
 
     name = source_name(source.path)  # a URL's, not the Path's folded form
     try:

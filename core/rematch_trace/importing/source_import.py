@@ -24,9 +24,9 @@ import orjson
 from rematch_trace.errors import RestartImport
 from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host, PluginFailure
+from rematch_trace.host.fs import source_name
 from rematch_trace.host.source import Problem, RawRecord, Source
 from rematch_trace.host.text import clean
-from rematch_trace.importing.fs import source_name
 from rematch_trace.importing.settings import BARE, ImportSettings
 from rematch_trace.live.folder import is_live
 from rematch_trace.security.sink_state import SinkState

@@ -16,8 +16,8 @@ import attrs
 
 from rematch_trace.errors import RematchError
 from rematch_trace.host.facade import HEAD_BYTES, Host, PluginFailure
+from rematch_trace.host.fs import stat_of
 from rematch_trace.host.source import Source
-from rematch_trace.importing.fs import stat_of
 from rematch_trace.importing.settings import ImportSettings
 from rematch_trace.store.datafolder import DataDir
 
@@ -144,7 +144,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     try:
         # A source with members (a database, a tree of files): its stamp is its members' too,
         # and its offset is the plugin's cursor, not bytes to fingerprint.
-        from rematch_trace.importing.discovery import SUFFIXES
+        from rematch_trace.host.fs import SUFFIXES
 
         members = None if item.path.endswith(SUFFIXES) else host.members(p)
         if members is None:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rematch_trace.importing.discovery import SUFFIXES, walk
+from rematch_trace.host.fs import SUFFIXES
+from rematch_trace.importing.discovery import walk
 from rematch_trace.watch.roots import Roots
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from typing import Literal
 
 import zstandard
 
+from rematch_trace.host.fs import open_raw
 from rematch_trace.host.source import Location, Problem, RawRecord, Source
-from rematch_trace.importing.fs import open_raw
 from rematch_trace.importing.reader import read_source
 
 HARNESS = "codex"

@@ -777,7 +777,7 @@ def _items_at(source: Source, spans: list[list[int]]) -> dict[tuple[int, int], d
     A plain file's spans are read at once (``pread``: the reader's large buffer would
     read a MiB per line); a compressed one is decompressed up to each.
     """
-    from rematch_trace.importing.fs import read_spans
+    from rematch_trace.host.fs import read_spans
     from rematch_trace.importing.reader import read_jsonl, read_source
 
     keys = sorted({(at[0], at[1]) for at in spans})

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rematch_trace.errors import RestartImport
+from rematch_trace.host.fs import open_raw
 from rematch_trace.host.sealed import Sealed, value_digest
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.text import clean, utf8_len
@@ -40,7 +41,6 @@ from rematch_trace.host.vocab import (
     Usage,
     UserMessage,
 )
-from rematch_trace.importing.fs import open_raw
 from rematch_trace.importing.reader import read_source
 
 #: The statuses of a finished tool call.

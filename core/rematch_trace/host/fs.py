@@ -33,6 +33,9 @@ _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
 _FOLDED = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):/(?!/)(.*)$", re.DOTALL)
 # A large buffer: with the default 8 KiB, readline re-joins every longer line from pieces.
 _READ_BUFFER = 1024 * 1024
+#: The file endings of the transcripts the core reads itself (plain, zstd and gzip JSONL); plugins add
+#: theirs (``transcript_suffixes``).
+SUFFIXES = (".jsonl", ".jsonl.zst", ".jsonl.gz")
 
 
 def is_url(text: str | os.PathLike[str]) -> bool:
