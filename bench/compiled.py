@@ -74,7 +74,7 @@ MODULES = [
     "rematch_trace/trace/prelabel.py",
     "rematch_trace/trace/truncate.py",
     "rematch_trace/trace/canonical.py",
-    "rematch_trace/trace/exactnum.py",
+    "rematch_trace/host/exactnum.py",
     "rematch_trace/trace/flags.py",
     "rematch_trace/security/events.py",
     "rematch_trace/security/redact.py",

@@ -17,11 +17,11 @@ import rfc8785
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from rematch_trace.host.exactnum import ExactNumber, exact_text, json_default, may_be_inexact
 from rematch_trace.importing.reader import BIG_LINE, read_jsonl
 from rematch_trace.security.fingerprint import action_fingerprint
 from rematch_trace.store.states import state_dumps, state_loads
 from rematch_trace.trace.canonical import args_hash, canonical_json
-from rematch_trace.trace.exactnum import ExactNumber, exact_text, json_default, may_be_inexact
 from rematch_trace.trace.truncate import truncate_input
 
 

@@ -14,10 +14,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rematch_trace.host.exactnum import ExactNumber
 from rematch_trace.security.redact import _ASSIGN_TRIGGERS, _joined, default_redactor
 from rematch_trace.security.risk import strings_of
 from rematch_trace.security.strings import InputStrings, input_strings
-from rematch_trace.trace.exactnum import ExactNumber
 
 R = default_redactor()
 

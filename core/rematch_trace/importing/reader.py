@@ -29,11 +29,11 @@ import ijson
 import orjson
 
 from rematch_trace.errors import RematchError
-from rematch_trace.host.source import Problem, RawRecord, Source
-from rematch_trace.trace.exactnum import exactify, parse_exact, parsed_exactly
-from rematch_trace.trace.exactnum import (
+from rematch_trace.host.exactnum import exactify, parse_exact, parsed_exactly
+from rematch_trace.host.exactnum import (
     loads_exact as loads_exact,  # for plugins: the exact parse of embedded JSON
 )
+from rematch_trace.host.source import Problem, RawRecord, Source
 
 #: ijson's buffer for a line too long to read whole (and the least such line).
 BIG_LINE = 4 * 1024 * 1024
@@ -72,7 +72,7 @@ def loads(data: bytes) -> Any:
     """Parse one JSON document: orjson, then :mod:`json` for what orjson refuses.
 
     The :mod:`json` fallback keeps numbers exact
-    (:func:`~rematch_trace.trace.exactnum.parse_exact`); :func:`read_jsonl`
+    (:func:`~rematch_trace.host.exactnum.parse_exact`); :func:`read_jsonl`
     also re-parses exactly the orjson lines whose numbers could be inexact.
     Raises :class:`ValueError` (with a short reason) when neither accepts it.
     """

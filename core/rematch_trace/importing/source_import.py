@@ -23,6 +23,7 @@ import orjson
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host import vocab
+from rematch_trace.host.exactnum import json_default
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.fs import source_name
 from rematch_trace.host.source import Problem, RawRecord, Source
@@ -43,7 +44,6 @@ from rematch_trace.store.states import (
     state_dumps,
     state_loads,
 )
-from rematch_trace.trace.exactnum import json_default
 from rematch_trace.trace.synth import Synthesizer
 
 #: Problems kept per source for reporting (all are counted).

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from rematch_trace.errors import NonExactNumber
 from rematch_trace.host import vocab
+from rematch_trace.host.exactnum import ExactNumber
 from rematch_trace.host.facade import Host
 from rematch_trace.host.source import Source
 from rematch_trace.security.fingerprint import SessionFingerprints
@@ -34,7 +35,6 @@ from rematch_trace.security.redact import PLACEHOLDER, Redactor
 from rematch_trace.security.risk import command_text, file_paths, risk_features
 from rematch_trace.security.sink_state import SinkState
 from rematch_trace.security.strings import TEXT_LIMIT, input_strings
-from rematch_trace.trace.exactnum import ExactNumber
 
 SCHEMA_VERSION = 1
 #: The longest ``args_summary``, in characters.

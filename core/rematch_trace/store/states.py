@@ -10,22 +10,20 @@ default). The parts that are JSON by nature (held trace records, the plugin's
 own state) pass through as they are: restoring a state costs its parse, not a
 walk over every value.
 
-:func:`state_dumps` and :func:`state_loads` are the JSON itself: what orjson
-refuses (lone surrogates) still round-trips, and exact numbers stay exact.
+:func:`state_dumps` and :func:`state_loads` (from :mod:`rematch_trace.host.sealed`) are the JSON
+itself: what orjson refuses (lone surrogates) still round-trips, and exact numbers stay exact.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import typing
 from typing import Any, TypeVar
 
 import attrs
-import orjson
 
+from rematch_trace.host.sealed import state_dumps, state_loads
 from rematch_trace.security.sink_state import SinkState
-from rematch_trace.trace.exactnum import json_default, parse_exact, parsed_exactly
 from rematch_trace.trace.flags import FlagTracker
 from rematch_trace.trace.synth_state import SynthState
 
@@ -197,34 +195,6 @@ def dump_saved(state: SavedState) -> bytes:
 def load_saved(data: bytes) -> SavedState:
     """The :class:`SavedState` of :func:`dump_saved`'s bytes; :class:`ValueError` when it is none."""
     return structure(state_loads(data), SavedState)
-
-
-def state_dumps(value: Any) -> bytes:
-    """JSON of a saved state; lone surrogates (which orjson refuses) are escaped.
-
-    Exact numbers (a tool input shown in a held-back record) are written exactly.
-    """
-    try:
-        return orjson.dumps(value, default=json_default)
-    except orjson.JSONEncodeError:
-        # (an exact number is written as its text here, as the record writer does)
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=_fallback).encode()
-
-
-def _fallback(value: Any) -> Any:
-    """plain json's ``default=``: a Sealed value as its reference, anything else as its text."""
-    from rematch_trace.host.sealed import Sealed
-
-    return value.saved() if isinstance(value, Sealed) else str(value)
-
-
-def state_loads(data: bytes) -> Any:
-    """Read back :func:`state_dumps`, exact numbers exactly (so a resumed import writes them alike)."""
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return parse_exact(data)
-    return value if parsed_exactly(data, value) else parse_exact(data)
 
 
 __all__ = ["Detected", "SavedState", "StreamState", "converter", "dump_saved", "load_saved", "state_dumps", "state_loads",

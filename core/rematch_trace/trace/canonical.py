@@ -11,7 +11,7 @@ import orjson
 import rfc8785
 
 from rematch_trace.errors import NonExactNumber
-from rematch_trace.trace.exactnum import ExactNumber, big_int_text, exact_text
+from rematch_trace.host.exactnum import ExactNumber, big_int_text, exact_text
 
 _MAX_SAFE = 2**53 - 1
 
@@ -78,7 +78,7 @@ def _exact(value: Any) -> Any:
     """Check every number is a finite binary64 one; turn exact Decimals into floats.
 
     Raises :class:`_NeedsExactPath` for an integer beyond ±(2^53-1), an
-    :class:`~rematch_trace.trace.exactnum.ExactNumber` or a Decimal no float
+    :class:`~rematch_trace.host.exactnum.ExactNumber` or a Decimal no float
     holds exactly.
     """
     t = type(value)
@@ -109,10 +109,10 @@ def _exact(value: Any) -> Any:
 
 
 def _exact_json(value: Any) -> bytes:
-    """RFC 8785 extended to exact numbers (see :mod:`rematch_trace.trace.exactnum`).
+    """RFC 8785 extended to exact numbers (see :mod:`rematch_trace.host.exactnum`).
 
     Every number is written by ECMAScript's layout with all its significant
-    digits (:func:`~rematch_trace.trace.exactnum.exact_text`): the RFC 8785
+    digits (:func:`~rematch_trace.host.exactnum.exact_text`): the RFC 8785
     form for a number a double holds, the exact value for any other, so no two
     different values share a text. Non-standard ``NaN``/``Infinity`` literals
     read from a transcript are written as those bare words, which no JSON
@@ -218,7 +218,7 @@ def canonical_json(value: Any) -> bytes:
     """The RFC 8785 canonical JSON of ``value``.
 
     A number RFC 8785 cannot write exactly (an integer beyond ±(2^53-1), an
-    :class:`~rematch_trace.trace.exactnum.ExactNumber`, a Decimal no double
+    :class:`~rematch_trace.host.exactnum.ExactNumber`, a Decimal no double
     holds) is written with its exact value (:func:`_exact_json`), so two
     different originals never canonicalise alike. Raises
     :class:`~rematch_trace.errors.NonExactNumber` for a non-finite float or

@@ -37,10 +37,10 @@ import orjson
 
 from rematch_trace.errors import NonExactNumber, RestartImport
 from rematch_trace.host import vocab
+from rematch_trace.host.exactnum import loads_exact
 from rematch_trace.host.text import clean
 from rematch_trace.place.identity import Place
 from rematch_trace.trace.canonical import args_hash
-from rematch_trace.trace.exactnum import loads_exact
 from rematch_trace.trace.flags import FlagTracker
 from rematch_trace.trace.prelabel import (
     MARK_RE,

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from rematch_trace.trace.exactnum import ExactNumber, json_default
+from rematch_trace.host.exactnum import ExactNumber, json_default
 
 #: ``input.text`` limit.
 TEXT_LIMIT = 16 * 1024

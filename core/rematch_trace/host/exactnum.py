@@ -286,7 +286,8 @@ def big_int_text(v: int) -> str:
 def json_default(value: Any) -> Any:
     """orjson's ``default=``: an :class:`ExactNumber` written as its exact number.
 
-    A :class:`~rematch_trace.host.sealed.Sealed` value is written as its reference.
+    (A plugin state's :class:`~rematch_trace.host.sealed.Sealed` values are written by
+    :func:`~rematch_trace.host.sealed.state_dumps`, which knows them.)
 
     ``null`` for one beyond the binary64 range (``1e400``) or not finite, as a
     float's overflow always showed: orjson, which reads traces back, refuses
@@ -294,11 +295,6 @@ def json_default(value: Any) -> Any:
     """
     if isinstance(value, ExactNumber):
         return orjson.Fragment(value.text) if value.finite and float(value.text) - float(value.text) == 0 else None
-    # A plugin state's Sealed value (rematch_trace.host.sealed): saved as its reference only.
-    from rematch_trace.host.sealed import Sealed
-
-    if isinstance(value, Sealed):
-        return value.saved()
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
