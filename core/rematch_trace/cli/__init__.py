@@ -89,12 +89,12 @@ class LazyGroup(click.Group):
         """Run the command; its one-line error reaches the terminal with hidden characters escaped.
 
         Errors name paths and ids a transcript or a user chose: a newline or an escape sequence in one
-        must not forge a line or drive the terminal (:func:`~rematch_trace.report.text.one_line`).
+        must not forge a line or drive the terminal (:func:`~rematch_trace.host.text.one_line`).
         """
         try:
             return super().invoke(ctx)
         except click.ClickException as err:
-            from rematch_trace.report.text import one_line
+            from rematch_trace.host.text import one_line
 
             # click types the message Final; the exception is still ours to show, escaped.
             vars(err)["message"] = one_line(err.message)
@@ -135,7 +135,7 @@ def main() -> None:
     except Exception as err:
         if os.environ.get("REMATCH_DEBUG"):
             raise
-        from rematch_trace.report.text import one_line
+        from rematch_trace.host.text import one_line
 
         click.echo(f"rematch: internal error: {type(err).__name__}: {one_line(err)} (REMATCH_DEBUG=1 shows where)",
                    err=True)

@@ -32,7 +32,7 @@ def _data(out: str | None) -> Path:
 def _show(a: Any) -> None:
     """One held call, for a person; the agent chose it (its summary, its session's id), so each line is
     shown with hidden characters escaped."""
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     who = a["session"] + (f"/{a['agent_sub_id']}" if a["agent_sub_id"] else "")
     click.echo(one_line(f"{a['approval_id']}  {a['tool_name']} ({a['tool_class']})  {a['rule']}  "

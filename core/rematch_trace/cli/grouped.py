@@ -74,7 +74,8 @@ def grouped_lines(entries: list[Entry], one: Mapping[str, str]) -> list[str]:
     """The sessions by project, each main session followed by the sessions under it, indented; each
     session's model by its one name, ``one[model]`` (:class:`~rematch_trace.report.model_names.ModelNames`)."""
     from rematch_trace.cli.listing import table
-    from rematch_trace.report.text import clip, one_line, when
+    from rematch_trace.host.text import one_line
+    from rematch_trace.report.text import clip, when
 
     js = [e.json() for e in entries]
     header = ["started (UTC)", "harness", "session", "model", "inputs", "tool err", "redirects", "repository / folder"]

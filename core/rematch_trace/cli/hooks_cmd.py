@@ -45,7 +45,7 @@ def _edit(change: Callable[[], Outcome], after: str = "") -> None:
         raise click.ClickException(str(err)) from None
     except OSError as err:
         raise click.ClickException(f"{err.filename}: {err.strerror or err}") from None
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     click.echo(one_line(outcome.message))
     if after and outcome.changed:
@@ -186,7 +186,7 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: st
         if report["broken"]:
             raise SystemExit(1)
         return
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     # Paths and the error log's last line (which may name a session's id) shown with hidden characters escaped.
     if report["settings_error"]:
@@ -213,9 +213,9 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: st
 
 def _extension_status(harness: str, agent_dir: str | None, out: str | None, as_json: bool) -> None:
     """``hooks status --harness pi|omp``: the extension's copy, its configuration, the service; exit 1 when broken."""
+    from rematch_trace.host.text import one_line
     from rematch_trace.live import extension_install as ext
     from rematch_trace.live.hook_check import service_state
-    from rematch_trace.report.text import one_line
 
     data = data_folder(out)
     st = ext.status(ext.target(harness, agent_dir), data.root.resolve())

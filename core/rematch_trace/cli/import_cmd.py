@@ -149,7 +149,7 @@ def import_cmd(
         if report["lines_skipped"]:
             n = report["lines_skipped"]
             click.echo(f"{n} line{'s' if n != 1 else ''} skipped (see above)")
-        from rematch_trace.report.text import one_line
+        from rematch_trace.host.text import one_line
 
         click.echo(f"data: {one_line(data.root)}")
     sys.exit(EXIT_PARTIAL if summary.failed else EXIT_OK)

@@ -66,7 +66,7 @@ def summaries(data: DataDir, prices: PriceTable) -> list[Entry]:
         got = collect(data, cache, prices, stamps=bool(cache))
     except NothingImported as err:
         raise click.ClickException(str(err)) from None
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     for p in got.problems:
         click.echo(f"rematch: {one_line(p)}", err=True)

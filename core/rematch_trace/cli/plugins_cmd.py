@@ -16,7 +16,7 @@ def plugins_cmd(as_json: bool, show_all: bool) -> None:
     A plugin that failed to load is said on stderr (by the loader, as for every command).
     """
     from rematch_trace.host.loading import get_plugins
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     plugins = get_plugins(include_builtin=show_all)
     if as_json:

@@ -44,7 +44,7 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
         raise click.ClickException(str(err)) from None
     except (OSError, sqlite3.Error) as err:
         raise click.ClickException(f"report not built: {err}") from None
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     for p in res.problems:
         click.echo(f"rematch: {one_line(p)}", err=True)
@@ -74,7 +74,7 @@ def open_in_browser(index: Path) -> bool:
             return True
     except (webbrowser.Error, OSError) as err:
         reason = " ".join(str(err).split()) or reason
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     click.echo(one_line(f"rematch: report built but not opened ({reason}); open {uri}"), err=True)
     return False

@@ -32,7 +32,7 @@ def _flag_ok(row: dict[str, Any] | None, flag: str | None) -> bool:
 
 def _snippet(text: str, open_: str, close: str) -> str:
     """FTS5's snippet as one safe line, its matches between ``open_`` and ``close``."""
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     out = []
     for i, part in enumerate(re.split(f"([{_OPEN}{_CLOSE}])", _SPACE.sub(" ", text))):
@@ -70,8 +70,9 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     first; --rebuild builds it again from every trace.
     """
     from rematch_trace.cli.listing import since_day
+    from rematch_trace.host.text import one_line
     from rematch_trace.report.collect import key_of
-    from rematch_trace.report.text import one_line, when
+    from rematch_trace.report.text import when
     from rematch_trace.store.ledger import Ledger
     from rematch_trace.store.search_index import QueryError, SearchIndex, hits_iter, index_path, to_query
 

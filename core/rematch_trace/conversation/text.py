@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 from rematch_trace.conversation.view import Conversation, Entry
-from rematch_trace.report.text import one_line, visible, when
+from rematch_trace.host.text import one_line
+from rematch_trace.report.text import visible, when
 
 #: Lines of a long text shown before the fold.
 FOLD_LINES = 12

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from rematch_trace.importing.summary import printable
+from rematch_trace.host.text import printable
 from rematch_trace.store.datafolder import DataDir, stamp_of
 from rematch_trace.store.ledger import Ledger, as_stored
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from rematch_trace.host.text import printable
 from rematch_trace.importing.discovery import Searched
 
 if TYPE_CHECKING:
@@ -192,14 +193,9 @@ def _intern(text: str | None) -> str | None:
     return None if text is None else sys.intern(text)
 
 
-def printable(text: str) -> str:
-    """``text`` with the lone surrogates of undecodable file names spelled as backslash escapes."""
-    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def print_problems(summary: Summary, limit: int = PROBLEMS_PER_FILE, stream: Any = None) -> None:
     """One line per problem (file and line), at most ``limit`` per file; one per failed or skipped file."""
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     out = stream or sys.stderr
 

@@ -130,9 +130,9 @@ def nano(cost: Decimal) -> int:
 def menu_labels(entries: list[dict[str, Any]]) -> dict[str, str]:
     """The label of each filter-menu and chart-legend value that holds a hidden character (a bidi control,
     a zero-width or tag character, a control): the value with them escaped, one line
-    (:func:`~rematch_trace.report.text.one_line`). The value itself stays exact, for the filter to match.
+    (:func:`~rematch_trace.host.text.one_line`). The value itself stays exact, for the filter to match.
     """
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     values = {e[k] for e in entries for k in ("h", "m", "r", "d")} | {u[1] for e in entries for u in e["u"]}
     return {v: one_line(v) for v in sorted(v for v in values if isinstance(v, str)) if one_line(v) != v}
@@ -164,8 +164,8 @@ def grouped_rows(js: list[dict[str, Any]], entries: list[dict[str, Any]], rows: 
     ``c`` (1: under another session) and ``o`` (1: its parent is named but not here)."""
     from markupsafe import escape
 
+    from rematch_trace.host.text import one_line
     from rematch_trace.report.grouping import projects
-    from rematch_trace.report.text import one_line
 
     out: list[str] = []
     for p in projects(js):

@@ -1,5 +1,8 @@
 """Text for people: values made safe to show, times, durations, token counts and costs.
 
+(:func:`~rematch_trace.host.text.one_line`, a value as one line of terminal text, is in the host's
+room: every room prints file names and messages.)
+
 Used by the report's templates and by the terminal commands alike (no Jinja2 here).
 """
 
@@ -10,22 +13,10 @@ import re
 from decimal import Decimal
 from typing import Any
 
-#: The characters shown as escapes, whatever shows them (a page, a terminal): C0/C1 controls (not tab or
-#: newline), the soft hyphen, bidi controls (marks, embeddings, overrides, isolates), zero-width and
-#: invisible characters (joiners, word joiner, invisible operators, the Mongolian vowel separator, the
-#: Hangul fillers, the BOM), the line and paragraph separators, interlinear annotation marks, lone
-#: surrogates (which cannot even be encoded) and the tag characters (U+E0000-E007F, invisible text).
-_HIDDEN_CLASS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e"
-                 "\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f")
-_HIDDEN = re.compile(f"[{_HIDDEN_CLASS}]")
-#: The same, with tab and newline: what a one-line text (a path, a message) shows as escapes.
-_HIDDEN_LINE = re.compile(f"[{_HIDDEN_CLASS}\t\n]")
+from rematch_trace.host.text import HIDDEN_CLASS, escape_char
 
-
-def escape_char(ch: str) -> str:
-    """The one spelling of a hidden character: ``\\uXXXX``, or ``\\UXXXXXXXX`` past the BMP."""
-    n = ord(ch)
-    return f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
+#: A hidden character of a page (tabs and newlines are shown as such there).
+_HIDDEN = re.compile(f"[{HIDDEN_CLASS}]")
 
 
 def visible(value: Any) -> Any:
@@ -40,16 +31,6 @@ def visible(value: Any) -> Any:
     if "\r" in value:
         value = value.replace("\r\n", "\n")
     return _HIDDEN.sub(lambda m: escape_char(m.group()), value)
-
-
-def one_line(value: Any) -> str:
-    """``value`` as one line of terminal text: every hidden character, tab and newline escaped
-    (:func:`escape_char`), so a file name or message cannot move the cursor, clear the screen, forge a
-    line or reorder what follows it."""
-    text = value if isinstance(value, str) else str(value)
-    if text.isascii() and text.isprintable():
-        return text  # the usual case: nothing to look for
-    return _HIDDEN_LINE.sub(lambda m: escape_char(m.group()), text)
 
 
 def when(t: Any, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:

@@ -132,7 +132,7 @@ def format_audit(rows: list[dict[str, Any]]) -> str:
     """The rows as a terminal table under a header: severity, time, session, tool, outcome, features, summary."""
     if not rows:
         return "no risky actions found"
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     lines = [f"{'sev':>3}  {'time (UTC)':19}  {'session':21}  {'tool':14}  {'outcome':10}  risk features\n"
              f"     what it did"]

@@ -67,7 +67,7 @@ class Status:
         """One line above the status line."""
         if self._drawn:
             self.stream.write("\r\x1b[K")
-        from rematch_trace.report.text import one_line
+        from rematch_trace.host.text import one_line
 
         # Paths and reasons come from the watched folders: one line, hidden characters escaped.
         self.stream.write(f"rematch: {one_line(text)}\n")
