@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from rematch_trace.security.audit import audit, format_audit
+from rematch_trace.report.audit import audit, format_audit
 
 
 def ev(kind: str, sid: str, call: str | None, feats: list[str], t: str = "2026-01-01T00:00:00.000Z") -> dict[str, Any]:

@@ -23,7 +23,7 @@ from rematch_trace.cli.common import NothingToRead, data_option, echo_json, read
 def audit_cmd(session: str | None, out: str | None, since: str | None, harness: str | None,
               min_severity: int | None, as_json: bool) -> None:
     """List the risky actions of SESSION (an id or id prefix; else of every session), most severe first."""
-    from rematch_trace.security.audit import audit, format_audit
+    from rematch_trace.report.audit import audit, format_audit
 
     data = readable(out)
     if session is not None:

@@ -32,7 +32,7 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
         prices = load()  # this list shows no cost: a broken prices.yml is for stats and report to say
     entries = chosen([e for e in summaries(data, prices) if e.raw["flagged"]], harness, None, None, None, None, since)
     if min_severity is not None:
-        from rematch_trace.security.audit import audit
+        from rematch_trace.report.audit import audit
 
         severe = {str(r.get("session")) for r in audit(data.root) if int(r.get("severity") or 0) >= min_severity}
         entries = [e for e in entries if e.facet("session_id") in severe]

@@ -99,7 +99,7 @@ def _unanswered_line(row: Mapping[str, Any], seq_width: int) -> str:
 
 def render(path: Path, events: Path | None = None) -> Iterator[str]:
     """Lines describing a trace file, with the unanswered calls of ``events`` (if given) in place."""
-    from rematch_trace.security.audit import actions
+    from rematch_trace.report.audit import actions
 
     tracker = FlagTracker()
     call_ids: set[str] = set()

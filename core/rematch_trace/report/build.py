@@ -197,8 +197,8 @@ def _entries_and_body(js: list[dict[str, Any]], rows: list[str],
 def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices: PriceTable,
                     convs: _Conversations, family: dict[str, Any] | None = None) -> None:
     # Imported here: a rerun that writes no page never pays for the risk rules or Jinja2.
+    from rematch_trace.report.audit import actions, most_severe_first
     from rematch_trace.report.render import flag_reasons_by_seq, timeline
-    from rematch_trace.security.audit import actions, most_severe_first
 
     rows = actions(e.events) if e.events.exists() else []
     call_ids = e.call_ids if e.call_ids is not None else _call_ids(e.trace)
