@@ -219,7 +219,8 @@ def test_the_gated_rules_are_those_with_common_triggers() -> None:
 @settings(max_examples=1500, deadline=None)
 @given(_gate_texts())
 def test_a_rule_gate_finds_a_match_exactly_when_its_pattern_does(case: tuple[Any, str]) -> None:
-    from rematch_trace.security.scan import lowered, occurs
+    from rematch_trace.host.casefold import lowered
+    from rematch_trace.security.scan import occurs
 
     rule, text = case
     assert occurs(rule.gate, text, lowered(text)) == (rule.pattern.search(text) is not None)
@@ -232,7 +233,8 @@ def test_a_rule_gate_finds_a_match_exactly_when_its_pattern_does(case: tuple[Any
     ["x" + "a" * 20 + "://user:hunter22@host", " --user=bob:hunter22", "--user bob:hunter22", "-u bob:pw1", "\t-u=a:bcd"],
 )
 def test_a_rule_gate_reaches_back_to_the_longest_start(text: str) -> None:
-    from rematch_trace.security.scan import lowered, occurs
+    from rematch_trace.host.casefold import lowered
+    from rematch_trace.security.scan import occurs
 
     rule = next(r for r in _GATED if r.pattern.search(text))
     assert rule.gate is not None and occurs(rule.gate, text, lowered(text))

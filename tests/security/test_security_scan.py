@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rematch_trace.host.casefold import _FOLD, ascii_lowered, lowered
 from rematch_trace.security import risk
-from rematch_trace.security.scan import _FOLD, Alt, ascii_lowered, lowered, occurs
+from rematch_trace.security.scan import Alt, occurs
 
 _I = re.I
 

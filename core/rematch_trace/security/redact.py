@@ -32,7 +32,8 @@ from typing import Any
 
 import attrs
 
-from rematch_trace.security.scan import Alt, alt, lowered, occurs
+from rematch_trace.host.casefold import lowered
+from rematch_trace.security.scan import Alt, alt, occurs
 from rematch_trace.security.strings import input_strings
 
 PLACEHOLDER = "[REDACTED:{}]"

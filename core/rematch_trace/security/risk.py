@@ -16,9 +16,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from rematch_trace.host.casefold import lowered
 from rematch_trace.security.deletion import deletion_features
 from rematch_trace.security.redact import _trie_pattern
-from rematch_trace.security.scan import alt, lowered, occurs
+from rematch_trace.security.scan import alt, occurs
 from rematch_trace.security.strings import InputStrings
 
 #: The closed list of features, most severe first, each with what it means.

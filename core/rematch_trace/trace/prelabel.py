@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from rematch_trace.security.scan import ascii_lowered, holds_folded
+from rematch_trace.host.casefold import ascii_lowered, holds_folded
 
 MARK_RE = re.compile(r"^/rematch\s+mark\s+(correction|preference|scope)\b", re.I)
 #: The mark classes a ``/rematch mark <class>`` line may name (MARK_RE's alternatives).
@@ -91,7 +91,7 @@ def prelabel_tokens(text: str, new_tokens: set[str], previous_tokens: Iterable[s
 
 # Every REVERT_RE match holds one of these, lowercased. That is a safe test for text
 # holding none of the four characters Unicode case folding lets match an ASCII
-# letter (the Kelvin sign as "k", a long s as "s": security.scan.FOLDED).
+# letter (the Kelvin sign as "k", a long s as "s": host.casefold.FOLDED).
 _REVERT_WORDS = ("revert", "undo", "roll", "put it back", "git restore", "git checkout --")
 
 
