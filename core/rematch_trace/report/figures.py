@@ -16,7 +16,7 @@ from typing import Any
 
 from rematch_trace.report.model_names import ModelNames
 from rematch_trace.report.prices import PriceTable
-from rematch_trace.report.text import clip, dollars
+from rematch_trace.report.text import clip, decimal_text, dollars
 
 _ZERO = Decimal(0)
 
@@ -55,14 +55,6 @@ class Row:
         out["cost"] = decimal_text(self.cost) if self.priced_tokens or not self.tokens else None
         out["priced_share"] = round(self.priced_tokens / self.tokens, 4) if self.tokens else None
         return out
-
-
-def decimal_text(d: Decimal) -> str:
-    """An exact decimal as plain digits, without an exponent or trailing zeros (``"12.5"``, ``"0"``)."""
-    text = format(d, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text or "0"
 
 
 class ToolRow:

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from rematch_trace.report.text import decimal_text
+
 #: The project of a session with neither a repository nor a folder.
 NO_PROJECT = "(no folder)"
 
@@ -169,8 +171,6 @@ def rolled_up(summaries: Sequence[Mapping[str, Any]], root: Node) -> dict[str, A
             v = s.get(k)
             out[k] += v if type(v) is int else 0
         cost += _cost(s.get("cost"))
-    from rematch_trace.report.figures import decimal_text
-
     out["cost"] = decimal_text(cost)
     return out
 

@@ -87,6 +87,14 @@ def tokens(n: Any) -> str:
     return f"{n:,}"
 
 
+def decimal_text(d: Decimal) -> str:
+    """An exact decimal as plain digits, without an exponent or trailing zeros (``"12.5"``, ``"0"``)."""
+    text = format(d, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text or "0"
+
+
 def money(cost: Decimal, priced: int, total: int) -> str:
     """A cost in dollars; ``n/a`` when no turn has a cost, and ``*`` when only part of the tokens do."""
     if not priced:
