@@ -37,8 +37,7 @@ def test_omp_stated_costs_are_exact_decimals_and_tools_are_counted(tmp_path: Pat
 def test_shipped_price_date_is_known_without_parsing_and_matches_the_parse() -> None:
     """``stats`` prints the shipped table's date from :data:`SHIPPED_AS_OF` (no YAML parsed): the pair must
     be the shipped file's digest and the date its parse gives; another text is still parsed for its date."""
-    from rematch_trace.report.prices import SHIPPED_AS_OF, PriceTable, _parse, load, shipped_text
-    from rematch_trace.report.stored import source_key
+    from rematch_trace.report.prices import SHIPPED_AS_OF, PriceTable, _parse, load, shipped_text, source_key
 
     table = load()
     assert table.source == SHIPPED_AS_OF[0], "prices.yml changed: update SHIPPED_AS_OF (its source_key and as_of)"
@@ -53,8 +52,7 @@ def test_shipped_dated_names_are_known_without_parsing_and_match_the_parse() -> 
     """``sessions`` folds a dated model id by asking whether the table names it apart: for the shipped
     table that comes from :data:`SHIPPED_DATED` (no YAML parsed), which must be what the parse gives."""
     from rematch_trace.report.model_names import DATED, one_model
-    from rematch_trace.report.prices import SHIPPED_DATED, PriceTable, _parse, load, shipped_text
-    from rematch_trace.report.stored import source_key
+    from rematch_trace.report.prices import SHIPPED_DATED, PriceTable, _parse, load, shipped_text, source_key
 
     parsed = _parse(((shipped_text(), "shipped"),))
     assert {k for k in parsed.models if DATED.search(k)} == SHIPPED_DATED, "prices.yml changed: update SHIPPED_DATED"

@@ -21,7 +21,7 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
     """List flagged sessions, newest first, with their date, folder, counts and reasons."""
     from rematch_trace.cli.listing import chosen, summaries, table
     from rematch_trace.report.prices import PriceError, load
-    from rematch_trace.report.stored import reason_seqs
+    from rematch_trace.report.row_fields import reason_seqs
     from rematch_trace.report.text import clip, when
 
     # A killed import or live writer put right first.

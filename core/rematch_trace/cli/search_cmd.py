@@ -71,8 +71,8 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     """
     from rematch_trace.cli.listing import since_day
     from rematch_trace.host.text import one_line
-    from rematch_trace.report.collect import key_of
     from rematch_trace.report.text import when
+    from rematch_trace.store.datafolder import key_of
     from rematch_trace.store.ledger import Ledger
     from rematch_trace.store.search_index import QueryError, SearchIndex, hits_iter, index_path, to_query
 

@@ -86,7 +86,7 @@ class Conversation:
 
 def ledger_rows(data: DataDir) -> dict[str, dict[str, Any]]:
     """Trace key -> its ledger row."""
-    from rematch_trace.report.collect import key_of
+    from rematch_trace.store.datafolder import key_of
     from rematch_trace.store.ledger import Ledger
 
     out: dict[str, dict[str, Any]] = {}

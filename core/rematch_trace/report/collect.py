@@ -12,15 +12,14 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from rematch_trace.report.stored import SUMMARY_VERSION
-from rematch_trace.store.datafolder import DataDir
+from rematch_trace.report.row_fields import SUMMARY_VERSION
+from rematch_trace.store.datafolder import DataDir, key_of
 
 if TYPE_CHECKING:
     # Imported where a summary is made or checked: a listing of stored summaries does neither, and these
@@ -29,8 +28,6 @@ if TYPE_CHECKING:
     from rematch_trace.report.summary import SessionSummary
     from rematch_trace.store.ledger import Ledger
 
-#: What a trace file name (the ledger's ``trace_path``, inside ``traces/``) may look like: a safe name.
-_KEY = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,127}|_[0-9a-f]{40})(?:~\d+)?")
 #: The cache file of a report folder.
 CACHE_NAME = "summaries.json"
 
@@ -53,19 +50,6 @@ def ledger_rows(data: DataDir, columns: tuple[str, ...] = ()) -> list[dict[str, 
         raise NothingImported(f"nothing imported into {data.root} yet; run: rematch import")
     with Ledger(data.ledger, readonly=True) as ledger:  # also in a read-only data folder
         return ledger.sessions_raw(columns)
-
-
-def key_of(row: Mapping[str, Any]) -> str | None:
-    """The name a session's outputs go by (its trace file's stem), or ``None`` if the row's path is not safe."""
-    path = row.get("trace_path")
-    if not isinstance(path, str):
-        return None
-    # String operations, not pathlib: this runs for every session on every run.
-    folder, _, name = path.rpartition("/")
-    stem = name[:-6] if name.endswith(".jsonl") else ""
-    if folder.rpartition("/")[2] != "traces" or not _KEY.fullmatch(stem):
-        return None
-    return stem
 
 
 def _full_row(raw: dict[str, Any], ledger_file: str | None) -> dict[str, Any]:
@@ -285,7 +269,8 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
     seen: set[str] = set()
     # Plain strings for the paths: thousands of sessions are stat'ed on every run.
     traces, events_dir = str(data.traces), str(data.events)
-    from rematch_trace.report.stored import stored_summary, upgrade
+    from rematch_trace.report.row_fields import upgrade
+    from rematch_trace.report.stored import stored_summary
 
     # Without stamps only the listing's columns are read: the rest of a row when something asks.
     partial = None if stamps else str(data.ledger)

@@ -336,6 +336,15 @@ def _parse(layers: tuple[tuple[str, str], ...]) -> _Parsed:
     return _Parsed(models, " / ".join(dates), _digest(models))
 
 
+def source_key(texts: list[str]) -> str:
+    """A digest of price files' texts, in the order they are layered (:attr:`PriceTable.source`)."""
+    h = hashlib.sha256()
+    for text in texts:
+        data = text.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()[:32]
+
+
 def load(data_root: Path | None = None, extra: Path | None = None) -> PriceTable:
     """The shipped table, then ``<data_root>/prices.yml`` if it exists, then ``extra``: a later entry
     replaces an earlier one of the same name. A file that cannot be read or used is a :class:`PriceError`
@@ -353,8 +362,6 @@ def load(data_root: Path | None = None, extra: Path | None = None) -> PriceTable
                 raise PriceError(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
             texts.append((text, str(path)))
             files.append(str(path))
-    from rematch_trace.report.stored import source_key
-
     table = PriceTable(tuple(files), source_key([t for t, _ in texts]), tuple(texts))
     if len(texts) > 1:
         table.digest  # noqa: B018  (parsed now: a user's file that cannot be used is said before any work)

@@ -9,79 +9,20 @@ and live capture call :func:`store_summaries` after writing outputs, so that ``r
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from rematch_trace.store.datafolder import DataDir
-from rematch_trace.trace.reasons import REASONS
-
-#: Bumped whenever what a summary holds changes: cached summaries of another version are recomputed.
-SUMMARY_VERSION = 4
-#: The version before ``parent`` was kept: such a summary is brought up to date without its trace
-#: (:func:`upgrade`).
-_NO_PARENT_VERSION = 3
-
-
-def source_key(texts: list[str]) -> str:
-    """A digest of price files' texts, in the order they are layered (:attr:`PriceTable.source`)."""
-    h = hashlib.sha256()
-    for text in texts:
-        data = text.encode("utf-8", "surrogatepass")
-        h.update(len(data).to_bytes(8, "big") + data)
-    return h.hexdigest()[:32]
-
-
-def parent_of(row: Mapping[str, Any]) -> str | None:
-    """The id of the session that started a ledger row's session, or ``None`` for a main session.
-
-    The row's ``parent`` column (what the transcript named); for a ``sub`` row without one (a
-    ledger read before its migration), a Claude Code id's part before its first dot (a subagent,
-    sidechain or compaction run is ``<parent id>.<suffix>``). A parent equal to the session
-    itself is no parent.
-    """
-    parent = row.get("parent")
-    sid = row.get("session_id")
-    if not (isinstance(parent, str) and parent) and row.get("agent_kind") == "sub" and row.get("harness") == "claude_code":
-        parent = sid.split(".", 1)[0] if isinstance(sid, str) and "." in sid.lstrip(".") else None
-    return parent if isinstance(parent, str) and parent and parent != sid else None
-
-
-def upgrade(value: Any, row: Mapping[str, Any]) -> Any:
-    """A stored summary of the version before ``parent`` brought to this version from its ledger
-    ``row`` (nothing else changed between them); any other value is returned as it is."""
-    if isinstance(value, dict) and value.get("version") == _NO_PARENT_VERSION:
-        value = dict(value, parent=parent_of(row), version=SUMMARY_VERSION)
-        # The fields in the order a summary of this version gives them (its JSON is compared whole).
-        value["version"] = value.pop("version")
-    return value
-
-
-def reason_seqs(row: Mapping[str, Any]) -> dict[str, list[int]]:
-    """Each flag reason of a ledger row with the seqs behind it (the ``seqs`` object; older rows' three columns).
-
-    The three reasons of :data:`~rematch_trace.trace.reasons.REASONS` are always there, empty when absent.
-    """
-    seqs = row.get("seqs")
-    if not isinstance(seqs, Mapping):
-        seqs = {"redirect": row.get("redirect_seqs"), "error_cluster": row.get("error_cluster_seqs"),
-                "mark": row.get("mark_seqs")}
-    out: dict[str, list[int]] = {r: [] for r in REASONS}
-    for reason, values in seqs.items():
-        if isinstance(reason, str) and isinstance(values, list):
-            out[reason] = [v for v in values if type(v) is int]
-    return out
+from rematch_trace.store.datafolder import DataDir, key_of
 
 
 def folder_prices_key(data: DataDir) -> str | None:
-    """:func:`source_key` of the prices ``load(data.root)`` would read (the shipped table, then the data
+    """:func:`~rematch_trace.report.prices.source_key` of the prices ``load(data.root)`` would read (the shipped table, then the data
     folder's ``prices.yml``), without parsing them; ``None`` when a file cannot be read."""
-    from rematch_trace.report.prices import shipped_text
+    from rematch_trace.report.prices import shipped_text, source_key
 
     try:
         texts = [shipped_text()]
@@ -102,7 +43,7 @@ def _stat(path: str) -> list[int]:
 
 
 def basis(trace: str, events: str, prices_key: str) -> list[Any]:
-    """What a stored summary was made from: its files' size and mtime and the prices' :func:`source_key`."""
+    """What a stored summary was made from: its files' size and mtime and the prices' :func:`~rematch_trace.report.prices.source_key`."""
     return [*_stat(trace), *_stat(events), prices_key]
 
 
@@ -151,7 +92,6 @@ def store_summaries(data: DataDir, only: set[str] | None = None) -> int:
                 stale.append((harness, session_id, trace_path, trace, b))
             if not stale:
                 return 0
-            from rematch_trace.report.collect import key_of
             from rematch_trace.report.prices import PriceError, load
             from rematch_trace.report.summary import summarize, to_json
 

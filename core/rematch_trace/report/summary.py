@@ -22,10 +22,10 @@ from rematch_trace.place.identity import normalize_remote
 from rematch_trace.report.prices import Price, PriceTable
 
 # Kept with the stored summaries (read on every listing, which need not import this module); re-exported.
-from rematch_trace.report.stored import SUMMARY_VERSION as SUMMARY_VERSION
-from rematch_trace.report.stored import parent_of as parent_of
-from rematch_trace.report.stored import reason_seqs as reason_seqs
-from rematch_trace.report.stored import upgrade as upgrade
+from rematch_trace.report.row_fields import SUMMARY_VERSION as SUMMARY_VERSION
+from rematch_trace.report.row_fields import parent_of as parent_of
+from rematch_trace.report.row_fields import reason_seqs as reason_seqs
+from rematch_trace.report.row_fields import upgrade as upgrade
 from rematch_trace.trace.flags import CLUSTER_WINDOW
 
 #: Distinct tool names counted per session (a transcript names its tools; more are counted as one).

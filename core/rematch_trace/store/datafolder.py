@@ -7,12 +7,16 @@ import os
 import queue
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from rematch_trace.store.location import data_dir as data_dir  # re-exported: callers import it from here
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+#: What a trace file name (the ledger's ``trace_path``, inside ``traces/``) may look like: a safe name.
+_KEY = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,127}|_[0-9a-f]{40})(?:~\d+)?")
 
 
 def safe_name(session_id: str) -> str:
@@ -27,6 +31,19 @@ def safe_name(session_id: str) -> str:
     import hashlib  # rare (a plain id needs none), and OpenSSL's start-up is not free
 
     return "_" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def key_of(row: Mapping[str, Any]) -> str | None:
+    """The name a session's outputs go by (its trace file's stem), or ``None`` if the row's path is not safe."""
+    path = row.get("trace_path")
+    if not isinstance(path, str):
+        return None
+    # String operations, not pathlib: this runs for every session on every run.
+    folder, _, name = path.rpartition("/")
+    stem = name[:-6] if name.endswith(".jsonl") else ""
+    if folder.rpartition("/")[2] != "traces" or not _KEY.fullmatch(stem):
+        return None
+    return stem
 
 
 def random_hex(nbytes: int) -> str:

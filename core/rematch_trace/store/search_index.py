@@ -395,7 +395,7 @@ class SearchIndex:
         import's workers ``handed`` over, read from where the index stopped, is not read again: its rows
         are keyed and inserted in its place in the order, so the index is the one the reading makes.
         """
-        from rematch_trace.report.collect import key_of
+        from rematch_trace.store.datafolder import key_of
         from rematch_trace.store.ledger import Ledger
 
         if not data.ledger.exists():
@@ -692,7 +692,7 @@ def _valid(text: str) -> str:
 
 def _raw_keys(data: DataDir) -> set[str]:
     """The trace keys whose ledger row says they were written without redaction (or does not say)."""
-    from rematch_trace.report.collect import key_of
+    from rematch_trace.store.datafolder import key_of
     from rematch_trace.store.ledger import Ledger
 
     if not data.ledger.exists():
