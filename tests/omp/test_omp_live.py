@@ -106,13 +106,24 @@ def test_payloads_without_what_they_need_give_nothing() -> None:
     assert live.records(payload("turn_end", event={}), T) == []  # not an event the extension sends
 
 
-def test_the_hooks_answer_for_omp_only() -> None:
-    """``live_records`` and ``hook_denial`` claim the ``omp`` adapter (pi's extension sends it too), no other."""
+def test_the_host_asks_omp_only_about_omp() -> None:
+    """The host routes ``live_records`` and ``hook_denial`` to the plugin that owns a harness (its
+    ``default_locations`` name it): omp's hooks hold no test of the harness, and answer only ``omp``'s
+    payloads (pi's extension sends ``omp`` too) beside the other plugins."""
+    import rematch_claude_code
+    import rematch_codex
+    from rematch_trace.testing import make_host
+
+    host = make_host([rematch_claude_code, rematch_codex, rematch_omp])
+    assert host.live_plugin("omp") == "rematch_omp" and host.live_plugin("claude_code") == "rematch_claude_code"
     event = payload("input", event={"text": "hi", "source": "interactive"})
-    assert [type(r) for r in rematch_omp.live_records("omp", event, T) or []] == [vocab.Session, vocab.UserMessage]
-    assert all(vocab.field_errors(r) == [] for r in rematch_omp.live_records("omp", event, T) or [])
-    assert rematch_omp.live_records("claude_code", event, T) is None
-    assert rematch_omp.hook_denial("claude_code", {"decision": "deny"}) is None
+    assert [type(r) for r in host.live("omp", event, T)] == [vocab.Session, vocab.UserMessage]
+    assert all(vocab.field_errors(r) == [] for r in host.live("omp", event, T))
+    assert host.live("claude_code", event, T) == []  # Claude Code's plugin reads it: not a payload of its own
+    verdict = {"decision": "deny", "reason": "policy:x", "hook_event_name": "PreToolUse"}
+    assert host.denial("omp", verdict) == live.denial(verdict)
+    assert host.denial("claude_code", verdict) != live.denial(verdict)  # Claude Code's own deny output
+    assert host.live("nobody", event, T) == [] and host.denial("nobody", verdict) is None
 
 
 def test_the_deny_line_is_what_the_extension_reads() -> None:
@@ -122,7 +133,7 @@ def test_the_deny_line_is_what_the_extension_reads() -> None:
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert orjson.loads(line) == {"block": True,
                                   "reason": "rematch: A credential. (policy:credential-to-network, incident inc_1)"}
-    assert rematch_omp.hook_denial("omp", verdict) == line
+    assert rematch_omp.hook_denial(verdict) == line
     # Whatever the verdict holds, one line of JSON (a reason not a string is not trusted).
     assert orjson.loads(live.denial({"reason": ["x"], "explanation": 7}))["reason"] == \
         "rematch: denied by rematch's policy (deny)"
