@@ -25,6 +25,7 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     if importlib.util.find_spec("jinja2") is None:  # found, not imported: a rerun may render nothing
         raise Fatal("rematch report needs the Python package Jinja2: install rematch again from its "
                     "checkout (pip install ./), or pip install jinja2")
+    from rematch_trace.conversation.pages import ConversationPages
     from rematch_trace.report.build import build
     from rematch_trace.report.collect import NothingImported
 
@@ -39,7 +40,7 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     prices = price_table(data, prices_file)
     started = time.perf_counter()
     try:
-        res = build(data, folder, day, prices)
+        res = build(data, folder, day, prices, conversation=ConversationPages(data).page)
     except NothingImported as err:
         raise click.ClickException(str(err)) from None
     except (OSError, sqlite3.Error) as err:

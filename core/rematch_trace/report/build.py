@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from decimal import ROUND_HALF_EVEN, Decimal
 from importlib import resources
 from pathlib import Path
@@ -195,7 +195,7 @@ def _entries_and_body(js: list[dict[str, Any]], rows: list[str],
 
 
 def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices: PriceTable,
-                    convs: _Conversations, family: dict[str, Any] | None = None) -> None:
+                    conversation: Callable[[str], Mapping[str, Any]], family: dict[str, Any] | None = None) -> None:
     # Imported here: a rerun that writes no page never pays for the risk rules or Jinja2.
     from rematch_trace.report.audit import actions, most_severe_first
     from rematch_trace.report.render import flag_reasons_by_seq, timeline
@@ -213,29 +213,9 @@ def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices:
     _write_stream(target, template.generate(
         root="../", s=e.summary, row=e.row, last_seq=last_seq, seqs=seqs, risky=risky, actions=len(rows),
         unanswered=unanswered, records=timeline(e.trace, why, prices), since=since,
-        family=family or {"parent": None, "children": []}, **convs.page(e.key),
+        family=family or {"parent": None, "children": []}, PAGE_CHARS=PAGE_CHARS,
+        **conversation(e.key),
     ))
-
-
-class _Conversations:
-    """The session pages' conversations (read from each source transcript through its plugin); the ledger
-    is read once, on the first page."""
-
-    def __init__(self, data: DataDir) -> None:
-        self.data = data
-        self.rows: dict[str, dict[str, Any]] | None = None
-        #: A source of several sessions (an opencode database), read once for all their pages.
-        self.shared: dict[str, Any] = {}
-
-    def page(self, key: str) -> dict[str, Any]:
-        """What the session template needs of the conversation of ``key``: it, and how long texts fold."""
-        from rematch_trace.conversation.text import FOLD_CHARS, FOLD_LINES, input_text
-        from rematch_trace.conversation.view import ledger_rows, read_conversation
-
-        if self.rows is None:
-            self.rows = ledger_rows(self.data)
-        return {"conv": read_conversation(self.data, key, rows=self.rows, shared=self.shared), "FOLD_CHARS": FOLD_CHARS // 2,
-                "FOLD_LINES": FOLD_LINES, "PAGE_CHARS": PAGE_CHARS, "INPUT": input_text}
 
 
 class _Env:
@@ -269,10 +249,16 @@ def _cache_entry(e: Entry, old: dict[str, Any], page: bool, row: str | None, sam
     return entry
 
 
-def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable | None = None) -> BuildResult:
+def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable | None = None, *,
+          conversation: Callable[[str], Mapping[str, Any]]) -> BuildResult:
     """Build or refresh the report of ``data`` in ``out``; see the module's docstring.
 
     ``prices`` defaults to the shipped table with the data folder's ``prices.yml`` over it.
+    ``conversation`` gives what a session page shows of the conversation of a session key (its
+    template's ``conv``, ``FOLD_CHARS``, ``FOLD_LINES`` and ``INPUT``):
+    :meth:`rematch_trace.conversation.pages.ConversationPages.page`, which reads the source transcript
+    through its plugin. The command hands it in, so the report's room need not import the
+    conversation's (which imports the import's, above this one).
     """
     if prices is None:
         prices = load_prices(data.root)
@@ -298,7 +284,6 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
             p.unlink(missing_ok=True)
     chosen = list(since_filter(got.entries, since))
     env = _Env()
-    convs = _Conversations(data)
     written = kept = 0
     paged: set[str] = set()
     pages_dir = str(pages)
@@ -316,7 +301,7 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
             continue
         target = pages / f"{e.key}.html"
         try:
-            _render_session(env, e, target, since, prices, convs, fams.get(e.key))
+            _render_session(env, e, target, since, prices, conversation, fams.get(e.key))
         except OSError as err:
             got.problems.append(f"{target}: {err.strerror or err}; page not written")
             continue

@@ -1,0 +1,31 @@
+"""The conversations of the report's session pages (``rematch report`` hands :meth:`ConversationPages.page`
+to :func:`rematch_trace.report.build.build`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rematch_trace.store.datafolder import DataDir
+
+
+class ConversationPages:
+    """The session pages' conversations (read from each source transcript through its plugin); the ledger
+    is read once, on the first page."""
+
+    def __init__(self, data: DataDir) -> None:
+        self.data = data
+        self.rows: dict[str, dict[str, Any]] | None = None
+        #: A source of several sessions (an opencode database), read once for all their pages.
+        self.shared: dict[str, Any] = {}
+
+    def page(self, key: str) -> dict[str, Any]:
+        """What the session template needs of the conversation of ``key``: it, and how long texts fold."""
+        # Imported on the first page: a rerun that writes no page reads no transcript.
+        from rematch_trace.conversation.text import FOLD_CHARS, FOLD_LINES, input_text
+        from rematch_trace.conversation.view import ledger_rows, read_conversation
+
+        if self.rows is None:
+            self.rows = ledger_rows(self.data)
+        return {"conv": read_conversation(self.data, key, rows=self.rows, shared=self.shared), "FOLD_CHARS": FOLD_CHARS // 2,
+                "FOLD_LINES": FOLD_LINES, "INPUT": input_text}
