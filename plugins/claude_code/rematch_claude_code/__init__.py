@@ -7,108 +7,38 @@ subagent layouts, and translates them into the core's neutral vocabulary.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rematch_trace.host.hookspecs import hookimpl
-from rematch_trace.host.source import Location, Problem, RawRecord, Source
+from rematch_trace.host.lazy_hooks import lazy_hook
 
-if TYPE_CHECKING:
-    from rematch_trace.host.conversation import Item
-    from rematch_trace.host.vocab import Neutral
-
-# The submodules are imported by the hooks that use them: a rerun that finds nothing to
+# Each hook imports the module that answers it on its first call: a rerun that finds nothing to
 # read registers this plugin without loading its reader and translator.
 
 __version__ = "0.1.0"
 HARNESS = "claude_code"  # discover.HARNESS, without importing it
 
-
-@hookimpl
-def default_locations() -> list[Location]:
-    """``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``."""
-    from . import discover
-
-    return discover.locations()
-
-
-@hookimpl
-def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
-    """Claim Claude Code transcripts; ``agent-*.jsonl`` files are subagent sessions."""
-    from . import discover
-
-    return discover.detect(path, head, hint)
-
-
-@hookimpl
-def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
-    """Stream a claimed file's records from byte ``start`` (plain, gzip or zstd)."""
-    from . import reader
-
-    return reader.read(source, start)
-
-
-@hookimpl
-def conversation_items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
-    """What was said and shown in a claimed file, for the conversation view and search."""
-    from . import conversation
-
-    return conversation.items(source, records)
-
-
-@hookimpl
-def to_trace_records(
-    source: Source, records: Iterator[RawRecord], state: dict[str, Any]
-) -> Iterator[Neutral]:
-    """Translate a claimed file's records into neutral records."""
-    from . import translate
-
-    return translate.translate(source, records, state)
-
-
-@hookimpl
-def visible_entries(text: str) -> list[str]:
-    """The rematch entries a session's skill folders offer (the live ``SessionStart`` lists them)."""
-    from . import skills
-
-    return skills.offered_entries(text)
-
-
-#: ``actions.action_type``, imported on the first tool call: this hook runs once per tool call,
-#: and a ``from . import`` there costs more than the classification itself.
-_action_type: Callable[[str, Any], str] | None = None
-
-
-@hookimpl
-def classify_action(tool: str, tool_input: Any) -> str:
-    """The security action type of a Claude Code tool call."""
-    global _action_type
-    if _action_type is None:
-        from .actions import action_type
-
-        _action_type = action_type
-    return _action_type(tool, tool_input)
-
-
-@hookimpl
-def live_records(harness: str, event: dict[str, Any], t: int) -> list[Neutral] | None:
-    """The neutral records of one Claude Code hook payload (live capture).
-
-    The core asks only the plugin that owns the harness (the one whose ``default_locations``
-    name it): no guard on ``harness`` here.
-    """
-    from . import live
-
-    return live.records(event, t)
-
-
-@hookimpl
-def harness_plugin_template() -> Path:
-    """The template of Claude Code's plugin folder this package ships (``rematch hooks folder`` makes it whole)."""
-    from . import folder
-
-    return folder.template()
+default_locations = lazy_hook(__name__, "default_locations", (), "discover:locations",
+                              "``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects``.")
+detect_source = lazy_hook(__name__, "detect_source", ("path", "head", "hint"), "discover:detect",
+                          "Claim Claude Code transcripts; ``agent-*.jsonl`` files are subagent sessions.")
+read_transcript = lazy_hook(__name__, "read_transcript", ("source", "start"), "reader:read",
+                            "Stream a claimed file's records from byte ``start`` (plain, gzip or zstd).")
+conversation_items = lazy_hook(__name__, "conversation_items", ("source", "records"), "conversation:items",
+                               "What was said and shown in a claimed file, for the conversation view and search.")
+to_trace_records = lazy_hook(__name__, "to_trace_records", ("source", "records", "state"), "translate:translate",
+                             "Translate a claimed file's records into neutral records.")
+visible_entries = lazy_hook(__name__, "visible_entries", ("text",), "skills:offered_entries",
+                            "The rematch entries a session's skill folders offer (the live ``SessionStart`` lists them).")
+classify_action = lazy_hook(__name__, "classify_action", ("tool", "tool_input"), "actions:action_type",
+                            "The security action type of a Claude Code tool call.")
+# The core asks only the plugin that owns the harness (the one whose default_locations name it):
+# no test of the harness in a hook.
+live_records = lazy_hook(__name__, "live_records", ("event", "t"), "live:records",
+                         "The neutral records of one Claude Code hook payload (live capture).")
+harness_plugin_template = lazy_hook(
+    __name__, "harness_plugin_template", (), "folder:template",
+    "The template of Claude Code's plugin folder this package ships (``rematch hooks folder`` makes it whole).")
 
 
 @hookimpl

@@ -9,113 +9,39 @@ loaded skills) and :mod:`.actions` (security action types).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rematch_trace.host.hookspecs import hookimpl
-from rematch_trace.host.source import Location, Problem, RawRecord, Source
+from rematch_trace.host.lazy_hooks import lazy_hook
 
-if TYPE_CHECKING:
-    from rematch_trace.host.conversation import Item
-    from rematch_trace.host.vocab import Neutral
-
-# The submodules are imported by the hooks that use them: a rerun that finds nothing to
+# Each hook imports the module that answers it on its first call: a rerun that finds nothing to
 # read registers this plugin without loading its reader and translator.
 
 __version__ = "0.1.0"
 HARNESS = "codex"  # discover.HARNESS, without importing it
 
-
-@hookimpl
-def default_locations() -> Iterable[Location]:
-    """``$CODEX_HOME/sessions`` and ``$CODEX_HOME/archived_sessions`` (``~/.codex`` by default)."""
-    from . import discover
-
-    return discover.locations()
-
-
-@hookimpl
-def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
-    """Claim Codex rollouts (``.jsonl`` or ``.jsonl.zst``) by name and first line."""
-    from . import discover
-
-    return discover.detect(path, head, hint)
-
-
-@hookimpl
-def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
-    """Stream a rollout, decompressing ``.zst`` on the fly, from byte ``start``."""
-    from . import discover
-
-    return discover.read(source, start)
-
-
-@hookimpl
-def conversation_items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
-    """What was said and shown in a claimed file, for the conversation view and search."""
-    from . import conversation
-
-    return conversation.items(source, records)
-
-
-@hookimpl
-def to_trace_records(
-    source: Source, records: Iterator[RawRecord], state: dict[str, Any]
-) -> Iterator[Neutral]:
-    """Translate rollout lines into neutral records (see :mod:`.translate`)."""
-    from . import translate
-
-    return translate.translate(source, records, state)
-
-
-@hookimpl
-def visible_entries(text: str) -> Iterable[str]:
-    """The rematch entries a Codex catalog (AGENTS.md-era or ``<skills_instructions>``) offers.
-
-    Only skills with a ``rematch.json`` beside their file are rematch entries.
-    """
-    from . import skills
-
-    return skills.offered_entries(text)
-
-
-@hookimpl
-def classify_action(tool: str, tool_input: Any) -> str:
-    """The security action type of a Codex tool call."""
-    # Once per tool call: the classifier is looked up once, not imported on every call.
-    return (_classify or _classifier())(tool, tool_input)
-
-
-_classify: Callable[[str, Any], str] | None = None
-
-
-def _classifier() -> Callable[[str, Any], str]:
-    global _classify
-    from . import actions
-
-    _classify = actions.classify
-    return _classify
-
-
-@hookimpl
-def live_records(event: dict[str, Any], t: int) -> list[Neutral]:
-    """The neutral records of one Codex hook payload (live capture; see :mod:`.live`).
-
-    The core asks only the plugin that owns the harness (the one whose ``default_locations``
-    name it): no guard on ``harness`` here.
-    """
-    from . import live
-
-    return live.records(event, t)
-
-
-@hookimpl
-def harness_plugin_template() -> Path:
-    """The template of Codex's plugin folder this package ships (``rematch hooks folder`` makes it whole)."""
-    from . import folder
-
-    return folder.template()
+default_locations = lazy_hook(__name__, "default_locations", (), "discover:locations",
+                              "``$CODEX_HOME/sessions`` and ``$CODEX_HOME/archived_sessions`` (``~/.codex`` by default).")
+detect_source = lazy_hook(__name__, "detect_source", ("path", "head", "hint"), "discover:detect",
+                          "Claim Codex rollouts (``.jsonl`` or ``.jsonl.zst``) by name and first line.")
+read_transcript = lazy_hook(__name__, "read_transcript", ("source", "start"), "discover:read",
+                            "Stream a rollout, decompressing ``.zst`` on the fly, from byte ``start``.")
+conversation_items = lazy_hook(__name__, "conversation_items", ("source", "records"), "conversation:items",
+                               "What was said and shown in a claimed file, for the conversation view and search.")
+to_trace_records = lazy_hook(__name__, "to_trace_records", ("source", "records", "state"), "translate:translate",
+                             "Translate rollout lines into neutral records (see :mod:`.translate`).")
+visible_entries = lazy_hook(__name__, "visible_entries", ("text",), "skills:offered_entries",
+                            "The rematch entries a Codex catalog (AGENTS.md-era or ``<skills_instructions>``) "
+                            "offers: skills with a ``rematch.json`` beside their file.")
+classify_action = lazy_hook(__name__, "classify_action", ("tool", "tool_input"), "actions:classify",
+                            "The security action type of a Codex tool call.")
+# The core asks only the plugin that owns the harness (the one whose default_locations name it):
+# no test of the harness in a hook.
+live_records = lazy_hook(__name__, "live_records", ("event", "t"), "live:records",
+                         "The neutral records of one Codex hook payload (live capture; see :mod:`.live`).")
+harness_plugin_template = lazy_hook(
+    __name__, "harness_plugin_template", (), "folder:template",
+    "The template of Codex's plugin folder this package ships (``rematch hooks folder`` makes it whole).")
 
 
 @hookimpl

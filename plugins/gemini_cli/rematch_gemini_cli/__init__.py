@@ -10,74 +10,33 @@ records to the neutral vocabulary (:mod:`.translate`) and type tool calls
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
 from rematch_trace.host.hookspecs import hookimpl
-from rematch_trace.host.source import Location, Problem, RawRecord, Source
+from rematch_trace.host.lazy_hooks import lazy_hook
 
-if TYPE_CHECKING:
-    from rematch_trace.host.conversation import Item
-    from rematch_trace.host.vocab import Neutral
-
-# The submodules are imported by the hooks that use them: every command imports every plugin.
+# Each hook imports the module that answers it on its first call: every command imports every plugin.
 
 __version__ = "0.1.0"
 HARNESS = "gemini_cli"
 
-
-@hookimpl
-def default_locations() -> Iterable[Location]:
-    """``$GEMINI_CLI_HOME/.gemini/tmp`` (else ``~/.gemini/tmp``): one folder per project, ``chats/`` in each."""
-    from . import discover
-
-    return [Location(HARNESS, discover.sessions_root(os.environ, Path.home()))]
+default_locations = lazy_hook(__name__, "default_locations", (), "discover:locations",
+                              "``$GEMINI_CLI_HOME/.gemini/tmp`` (else ``~/.gemini/tmp``): one folder per project.")
+detect_source = lazy_hook(__name__, "detect_source", ("path", "head", "hint"), "discover:detect",
+                          "Claim a ``session-*.jsonl`` / ``.json`` (or a subagent's) whose first record is a "
+                          "session's metadata.")
+read_transcript = lazy_hook(__name__, "read_transcript", ("source", "start"), "read:read",
+                            "The log's lines after ``start``, or a document's records (see :mod:`rematch_gemini_cli.read`).")
+to_trace_records = lazy_hook(__name__, "to_trace_records", ("source", "records", "state"), "translate:translate",
+                             "Translate Gemini CLI records to neutral records; see :mod:`rematch_gemini_cli.translate`.")
+classify_action = lazy_hook(__name__, "classify_action", ("tool",), "actions:classify",
+                            "Type a Gemini CLI tool call by its tool name.")
+conversation_items = lazy_hook(__name__, "conversation_items", ("source", "records"), "conversation:items",
+                               "What was said and shown in a session, for the conversation view and search; see "
+                               ":mod:`rematch_gemini_cli.conversation`.")
 
 
 @hookimpl
 def transcript_suffixes() -> Iterable[str]:
     """``.json``: the session documents Gemini CLI wrote before its JSON-lines log."""
     return (".json",)
-
-
-@hookimpl
-def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
-    """Claim a ``session-*.jsonl`` / ``.json`` (or a subagent's) whose first record is a session's metadata."""
-    from . import discover
-
-    return discover.detect(path, head, hint)
-
-
-@hookimpl
-def read_transcript(source: Source, start: int) -> Iterator[RawRecord | Problem]:
-    """The log's lines after ``start``, or a document's records (see :mod:`rematch_gemini_cli.read`)."""
-    from . import read
-
-    return read.read(source, start)
-
-
-@hookimpl
-def to_trace_records(source: Source, records: Iterator[RawRecord], state: dict[str, Any]) -> Iterator[Neutral]:
-    """Translate Gemini CLI records to neutral records; see :mod:`rematch_gemini_cli.translate`."""
-    from . import translate
-
-    return translate.translate(source, records, state)
-
-
-@hookimpl
-def classify_action(tool: str) -> str:
-    """Type a Gemini CLI tool call by its tool name."""
-    from . import actions
-
-    return actions.classify(tool)
-
-
-@hookimpl
-def conversation_items(source: Source, records: Iterator[RawRecord]) -> Iterator[Item]:
-    """What was said and shown in a session, for the conversation view and search; see
-    :mod:`rematch_gemini_cli.conversation`."""
-    from . import conversation
-
-    return conversation.items(source, records)

@@ -10,15 +10,21 @@ document rewritten whole), and a subagent's ``chats/<parent session id>/<id>.jso
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from rematch_trace.host.source import Source
+from rematch_trace.host.source import Location, Source
 
 HARNESS = "gemini_cli"
 #: A document's first keys, as Gemini CLI writes them (pretty-printed or not).
 _DOC_KEYS = re.compile(rb'^\s*\{\s*"sessionId"\s*:\s*"[^"]*"\s*,\s*"projectHash"\s*:\s*"[0-9a-f]*"')
+
+
+def locations() -> list[Location]:
+    """``$GEMINI_CLI_HOME/.gemini/tmp`` (else ``~/.gemini/tmp``): one folder per project, ``chats/`` in each."""
+    return [Location(HARNESS, sessions_root(os.environ, Path.home()))]
 
 
 def sessions_root(env: Mapping[str, str], home: Path) -> Path:

@@ -14,12 +14,13 @@ advisor transcripts live in it, so a transcript whose folder has a sibling
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from rematch_trace.host.source import Compression, Source
+from rematch_trace.host.source import Compression, Location, Source
 from rematch_trace.importing.reader import loads
 
 HARNESS = "omp"
@@ -41,6 +42,11 @@ def _profile(env: Mapping[str, str]) -> str | None:
         raw = env.get("PI_PROFILE")
     name = (raw or "").strip()
     return None if not name or name.lower() == "default" else name
+
+
+def locations() -> list[Location]:
+    """omp's session folders (with its env overrides and profiles), its archive, and pi's."""
+    return [Location(HARNESS, p) for p in session_roots(os.environ, Path.home())]
 
 
 def session_roots(env: Mapping[str, str], home: Path) -> list[Path]:

@@ -15,12 +15,17 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from rematch_trace.host.source import Source
+from rematch_trace.host.source import Location, Source
 
 HARNESS = "opencode"
 #: The file names of opencode's sources (``Location.names``).
 NAMES = ("opencode*.db", "ses_*.json")
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def locations() -> list[Location]:
+    """opencode's data folder (``$XDG_DATA_HOME/opencode``, and the folder of ``$OPENCODE_DB``)."""
+    return [Location(HARNESS, p, NAMES) for p in data_folders(os.environ, Path.home())]
 
 
 def data_folders(env: Mapping[str, str], home: Path) -> list[Path]:
