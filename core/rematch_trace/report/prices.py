@@ -29,7 +29,7 @@ _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 _RATE_KEYS = ("input", "cache_write", "cache_write_1h", "cache_read", "output")
 _MODEL_KEYS = frozenset({*_RATE_KEYS, "source", "aliases", "long_context"})
 _LONG_KEYS = frozenset({*_RATE_KEYS, "above"})
-#: The shipped table's ``as_of`` and the :func:`~rematch_trace.report.stored.source_key` of the text it
+#: The shipped table's ``as_of`` and the :func:`~rematch_trace.report.prices.source_key` of the text it
 #: was read from: ``rematch stats`` prints the date without importing and running the YAML parser (about
 #: 150 M instructions, an eighth of the command) while the shipped table is this very text. Any other text
 #: (an edited table, a user's layer) is parsed as before; tests/report/test_stats_costs_tools.py says when
@@ -148,7 +148,7 @@ class PriceTable:
     def __init__(self, files: tuple[str, ...], source: str, texts: tuple[tuple[str, str], ...],
                  parsed: _Parsed | None = None) -> None:
         self.files = files
-        #: A digest of the price files' texts, in order (:func:`~rematch_trace.report.stored.source_key`):
+        #: A digest of the price files' texts, in order (:func:`~rematch_trace.report.prices.source_key`):
         #: what a stored summary was costed with, checked without parsing any YAML.
         self.source = source
         self._texts = texts  # (text, origin) of each layer, in order

@@ -372,7 +372,7 @@ def _assignment_may_hold(text: str, low: str) -> bool:
 def _assignments(text: str, low: str) -> tuple[str, int]:
     """``text`` with the values of secret-named assignments replaced, and how many were.
 
-    ``low`` is ``text`` lowered with its positions kept (:func:`~rematch_trace.security.scan.lowered`):
+    ``low`` is ``text`` lowered with its positions kept (:func:`~rematch_trace.host.casefold.lowered`):
     a trigger found in it is read as a name at the same place in ``text``.
     """
     names: set[tuple[int, int]] = set()
