@@ -169,12 +169,13 @@ CHECKED = _without(GRAPH, ONEPASS_KNOWN_OFFENDERS)
 
 
 def test_the_graph_is_read() -> None:
-    """The control: the reading finds the imports it must (a lazy one, a relative one, a type-only one)."""
-    assert "rematch_trace.host.facade" in GRAPH["rematch_trace.importing.discovery"]
-    assert "rematch_trace.host.source" in GRAPH["rematch_claude_code"]  # top-level, absolute
-    assert "rematch_claude_code.live" in GRAPH["rematch_claude_code"]  # ``from . import live`` in a hook
-    assert "rematch_trace.host.vocab" in GRAPH["rematch_claude_code"]  # under TYPE_CHECKING
+    """The control: the reading finds the imports it must (a lazy one, a relative one, a type-only one),
+    and the circle finder finds a circle."""
+    assert "rematch_trace.host.facade" in GRAPH["rematch_trace.importing.discovery"]  # top-level, absolute
+    assert "rematch_trace.host.fs" in GRAPH["rematch_trace.host.facade"]  # inside a function
+    assert "rematch_omp.translate" in GRAPH["rematch_omp.live"]  # ``from .translate import ...``
     assert "rematch_trace.importing.outcome" in GRAPH["rematch_trace.importing.summary"]  # TYPE_CHECKING
+    assert "rematch_trace.host.lazy_hooks" in GRAPH["rematch_claude_code"]  # a package's __init__
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

@@ -10,29 +10,31 @@ arguments and the function that answers it::
 
 The result is a plain function marked with :data:`~rematch_trace.host.hookspecs.hookimpl`, with the
 hook's argument names (pluggy reads them from its code, and checks them against the hookspec) and a
-code object of its own (so the host names the plugin a failure passed through). After its first call
-it calls the function it found, with no import statement on the way: ``classify_action`` runs once
-per tool call.
+code object of its own (so the host names the plugin a failure passed through). The module is
+imported on the first call and kept; the function is looked up in it at each call (as ``from . import
+m; m.f(...)`` did, so a test may replace it), with no import statement on the way:
+``classify_action`` runs once per tool call.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from rematch_trace.host.hookspecs import hookimpl
 
 #: The implementation's source: the arguments are spliced in (checked identifiers, never input).
 _TEMPLATE = """\
-def make(resolve):
-    found = None
+def make(load, function):
+    module = None
 
     def {hook}({args}):
-        nonlocal found
-        if found is None:
-            found = resolve()
-        return found({args})
+        nonlocal module
+        if module is None:
+            module = load()
+        return getattr(module, function)({args})
 
     return {hook}
 """
@@ -47,12 +49,12 @@ def lazy_hook(package: str, hook: str, args: tuple[str, ...], target: str, doc: 
             raise ValueError(f"{name!r} is not a name")
     module, _, function = target.partition(":")
 
-    def resolve() -> Callable[..., Any]:
-        return getattr(importlib.import_module(f".{module}", package), function)  # type: ignore[no-any-return]
+    def load() -> ModuleType:
+        return importlib.import_module(f".{module}", package)
 
     namespace: dict[str, Any] = {}
     exec(compile(_TEMPLATE.format(hook=hook, args=", ".join(args)), f"<{package}.{hook}>", "exec"), namespace)
-    impl: Callable[..., Any] = namespace["make"](resolve)
+    impl: Callable[..., Any] = namespace["make"](load, function)
     impl.__module__ = package
     impl.__doc__ = doc
     return hookimpl(impl)
