@@ -27,14 +27,14 @@ from rematch_trace.host.hookspecs import hookimpl
 
 #: The implementation's source: the arguments are spliced in (checked identifiers, never input).
 _TEMPLATE = """\
-def make(load, function):
-    module = None
+def make(_load, _function):
+    _module = None
 
     def {hook}({args}):
-        nonlocal module
-        if module is None:
-            module = load()
-        return getattr(module, function)({args})
+        nonlocal _module
+        if _module is None:
+            _module = _load()
+        return getattr(_module, _function)({args})
 
     return {hook}
 """
@@ -45,8 +45,8 @@ def lazy_hook(package: str, hook: str, args: tuple[str, ...], target: str, doc: 
     uses) that returns ``target(*args)``; ``target`` is ``"module:function"`` of ``package`` (the plugin's
     ``__name__``), imported on the first call. ``doc`` is the implementation's docstring."""
     for name in (hook, *args):
-        if not name.isidentifier():
-            raise ValueError(f"{name!r} is not a name")
+        if not name.isidentifier() or name.startswith("_"):  # (the template's own names start with _)
+            raise ValueError(f"{name!r} is not a hook's or an argument's name")
     module, _, function = target.partition(":")
 
     def load() -> ModuleType:
