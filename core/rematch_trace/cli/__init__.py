@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "stats": "rematch_trace.cli.stats:stats_cmd",
     "sessions": "rematch_trace.cli.sessions_cmd:sessions_cmd",
     "search": "rematch_trace.cli.search_cmd:search_cmd",
+    "export": "rematch_trace.cli.export_cmd:export_group",
     "watch": "rematch_trace.cli.watch_cmd:watch_cmd",
     "hooks": "rematch_trace.cli.hooks_cmd:hooks_cmd",
 

@@ -55,6 +55,7 @@ PACKAGES: dict[str, tuple[str, str]] = {
     "watch": ("watchfiles", "watchfiles"),
     "dask": ("distributed", "dask[distributed]"),
     "urls": ("fsspec", "fsspec"),
+    "otlp": ("opentelemetry.exporter.otlp.proto.http", "opentelemetry-exporter-otlp-proto-http"),
 }
 
 

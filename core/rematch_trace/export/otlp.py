@@ -1,0 +1,162 @@
+"""Sending spans: the OpenTelemetry SDK's OTLP HTTP/protobuf exporter, or OTLP JSON to a file.
+
+The only module that imports OpenTelemetry; loaded by the commands that export, so no other
+command starts slower. The exporter honours the standard ``OTEL_EXPORTER_OTLP_*`` variables
+(endpoint, headers, timeout, compression, certificates); ``--endpoint`` and ``--header`` given
+on the command line win over them.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from rematch_trace.export.spans import SpanData
+
+#: The path of the traces signal under an OTLP/HTTP base URL.
+TRACES_PATH = "/v1/traces"
+
+
+def traces_url(endpoint: str | None) -> str:
+    """The full traces URL: ``endpoint`` (a base URL, as ``OTEL_EXPORTER_OTLP_ENDPOINT``, or already the
+    traces URL), else the standard variables, else the SDK's default (``http://localhost:4318``)."""
+    if endpoint:
+        base = endpoint.rstrip("/")
+        return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
+    signal = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if signal:
+        return signal
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318").rstrip("/")
+    return base + TRACES_PATH
+
+
+def _resource() -> Any:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from opentelemetry.sdk.resources import Resource
+
+    try:
+        ours = version("rematch-trace")
+    except PackageNotFoundError:
+        ours = "unknown"
+    # Resource.create merges OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME over these. A fixed
+    # instance id: the SDK's default is random per process, and the same export must give the same bytes.
+    return Resource.create({"service.name": "rematch", "service.version": ours, "service.instance.id": "rematch"})
+
+
+class Converter:
+    """:class:`SpanData` to the SDK's ``ReadableSpan`` (one resource and scope for every span)."""
+
+    def __init__(self) -> None:
+        from opentelemetry.sdk.trace import Event, ReadableSpan
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+        from rematch_trace.export.spans import SEMCONV_REVISION
+
+        self._readable, self._event, self._ctx, self._status = ReadableSpan, Event, SpanContext, Status
+        self._error, self._unset = StatusCode.ERROR, Status(StatusCode.UNSET)
+        self._internal = SpanKind.INTERNAL
+        self._flags = TraceFlags(TraceFlags.SAMPLED)
+        self.resource = _resource()
+        self._scope = InstrumentationScope("rematch_trace.export", schema_url=None,
+                                           attributes={"rematch.semconv": SEMCONV_REVISION})
+
+    def __call__(self, s: SpanData) -> Any:
+        ctx = self._ctx(s.trace_id, s.span_id, is_remote=False, trace_flags=self._flags)
+        parent = (self._ctx(s.trace_id, s.parent_id, is_remote=False, trace_flags=self._flags)
+                  if s.parent_id is not None else None)
+        status = self._status(self._error, s.error) if s.error is not None else self._unset
+        events = [self._event(name, attributes, timestamp=ts) for name, ts, attributes in s.events]
+        return self._readable(name=s.name, context=ctx, parent=parent, resource=self.resource,
+                              attributes=s.attributes, events=events, kind=self._internal, status=status,
+                              start_time=s.start_ns, end_time=s.end_ns, instrumentation_scope=self._scope)
+
+
+class SendFailed(Exception):
+    """The endpoint did not acknowledge a batch (down, refused, an error status): the reason."""
+
+
+class _Caught(logging.Handler):
+    """Keeps the exporter's log lines of one export (how it says why a batch failed)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            self.lines.append(record.getMessage())
+
+
+class HttpSender:
+    """Sends batches with the SDK's OTLP HTTP/protobuf exporter; :meth:`send` raises :class:`SendFailed`."""
+
+    def __init__(self, endpoint: str | None, headers: Mapping[str, str], timeout: float | None) -> None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        self.url = traces_url(endpoint)
+        self._exporter = OTLPSpanExporter(endpoint=self.url, headers=dict(headers) or None, timeout=timeout)
+        self._convert = Converter()
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        self._ok = SpanExportResult.SUCCESS
+
+    def send(self, spans: Sequence[SpanData]) -> None:
+        """Send one batch; return once the endpoint acknowledged it."""
+        caught = _Caught()
+        log = logging.getLogger("opentelemetry.exporter")
+        log.addHandler(caught)
+        # The SDK says why a batch failed through its logger; the reason is ours to say, once.
+        propagate, log.propagate = log.propagate, False
+        try:
+            result = self._exporter.export([self._convert(s) for s in spans])
+        finally:
+            log.removeHandler(caught)
+            log.propagate = propagate
+        if result != self._ok:
+            why = caught.lines[-1] if caught.lines else "no acknowledgement"
+            raise SendFailed(why.splitlines()[0][:300] if why else "no acknowledgement")
+
+    def close(self) -> None:
+        """Release the exporter's connections."""
+        self._exporter.shutdown()  # type: ignore[no-untyped-call]
+
+
+def _hex_ids(value: Any) -> Any:
+    """OTLP JSON writes trace and span ids as hex, where protobuf's JSON mapping writes base64."""
+    if isinstance(value, dict):
+        return {k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str)
+                    else _hex_ids(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hex_ids(v) for v in value]
+    return value
+
+
+class FileSender:
+    """Writes each batch as one OTLP JSON ``ExportTraceServiceRequest`` per line (as the Collector's
+    file exporter writes and its ``otlpjsonfile`` receiver reads)."""
+
+    def __init__(self, out: IO[bytes], path: Path) -> None:
+        self.url = f"file:{path}"
+        self._out = out
+        self._convert = Converter()
+
+    def send(self, spans: Sequence[SpanData]) -> None:
+        """Append one request line."""
+        import orjson
+        from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+        message = MessageToDict(encode_spans([self._convert(s) for s in spans]))
+        self._out.write(orjson.dumps(_hex_ids(message)) + b"\n")
+
+    def close(self) -> None:
+        """Nothing to release (the caller owns the file)."""
+
+
+__all__ = ["TRACES_PATH", "Converter", "FileSender", "HttpSender", "SendFailed", "traces_url"]
