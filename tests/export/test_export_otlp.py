@@ -7,10 +7,8 @@ The receiver that stores and is queried (Arize Phoenix) is in test_export_phoeni
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,11 +19,11 @@ import pytest
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
+from export_helpers import ROOT, rematch
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 CC = ROOT / "examples" / "transcripts" / "claude_code" / "projects" / "-home-dev-webapp" / \
     "5b1f0c3e-8a7d-4e52-9b61-2f0d7c4a9e11.jsonl"
 CC_ID = "5b1f0c3e-8a7d-4e52-9b61-2f0d7c4a9e11"
@@ -35,16 +33,6 @@ SECRETS = {
     "command": "AKIA" + "QWERTYUIOPASDFGH",
     "answer": "sk-ant-api03-" + "Q" * 40 + "-" + "w" * 40 + "AA",
 }
-
-
-def rematch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``rematch ARGS`` in its own process."""
-    e = {**os.environ, **(env or {})}
-    for k in [k for k in e if k.startswith("OTEL_")]:
-        e.pop(k)
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "rematch_trace.cli", *args], capture_output=True, text=True,
-                          env=e, timeout=180)
 
 
 class Receiver:
@@ -106,20 +94,6 @@ def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.close()
-
-
-@pytest.fixture(scope="module")
-def corpus_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shared corpus imported once (skipped when the corpus is absent)."""
-    corpus = ROOT.parent / "shared" / "corpus"
-    if not corpus.is_dir():
-        if os.environ.get("REMATCH_REQUIRE_CORPUS") == "1":
-            pytest.fail(f"REMATCH_REQUIRE_CORPUS=1 but {corpus} is missing")
-        pytest.skip("shared corpus not present")
-    data = tmp_path_factory.mktemp("corpus-data")
-    got = rematch("import", str(corpus), "--data", str(data))
-    assert got.returncode in (0, 1), got.stderr
-    return data
 
 
 def planted(tmp_path: Path) -> Path:

@@ -163,11 +163,16 @@ class Batcher:
 def _place(child: Built, calls: list[SubagentCall], taken: set[int]) -> int | None:
     """The span id of the parent's call that started ``child``, or ``None`` (then: under the parent's span)."""
     at = child.start_ms
+    # The first open call whose time holds the start (calls and children both in the order they began),
+    # else the last call begun before it.
     holding = [c for c in calls if c.span_id not in taken and c.start_ms <= at <= c.end_ms + SLACK_MS]
-    before = holding or [c for c in calls if c.span_id not in taken and c.start_ms <= at]
-    if not before:
+    before = [c for c in calls if c.span_id not in taken and c.start_ms <= at]
+    if holding:
+        best = holding[0]
+    elif before:
+        best = before[-1]
+    else:
         return None
-    best = max(before, key=lambda c: (c.start_ms, c.span_id))
     taken.add(best.span_id)
     return best.span_id
 
@@ -202,39 +207,41 @@ def export(infos: Sequence[SessionInfo], chosen: Callable[[SessionInfo], bool], 
         if not stale:
             out.unchanged += sum(1 for m in members if chosen(m))
             continue
-        # Parents before their children: each child is placed under one of its parent's calls.
-        queue: list[tuple[SessionInfo, int | None]] = [(top, None)]
+        # Parents before their children, a generation at a time: each child is placed under one of its
+        # parent's calls, the children in the order they started (parallel calls, parallel subagents).
         calls_of: dict[str, tuple[list[SubagentCall], set[int], int]] = {}
-        while queue:
-            info, parent_span = queue.pop(0)
-            got_raw = raws.get((info.harness, info.session_id))
-            if got_raw is None:
-                continue
-            try:
-                built = build(info, ids, trace_id, parent_span, with_text=with_text, data=got_raw)
-            except (OSError, ValueError) as err:
-                out.problems.append(f"{info.trace}: cannot export ({err}); session skipped")
-                continue
-            own_root = built.spans[0].span_id
-            calls_of[info.session_id] = (built.subagent_calls, set(), own_root)
-            for kid in kids.get(info.session_id, []):
-                queue.append((kid, None))
-            if info is not top and info.parent in calls_of:
-                calls, taken, parent_root = calls_of[info.parent]
-                built.spans[0].parent_id = _place(built, calls, taken) or parent_root
-            if not chosen(info) or (started is not None and not started(info, built.start_ms)):
-                continue
-            old = acked.get((info.harness, info.session_id)) if acked is not None else None
-            same_trace = old is not None and old.trace_id == f"{trace_id:032x}"
-            if old is not None and same_trace and old.size == built.size and old.digest == built.digest:
-                out.unchanged += 1
-                continue
-            try:
-                batcher.add(info, changed(built, old.lines if same_trace and old is not None else None),
-                            Acked(f"{trace_id:032x}", built.size, built.digest, built.lines))
-            except SendFailed as err:
-                out.failed = str(err)
-                return out
+        generation = [top]
+        while generation:
+            made: list[tuple[SessionInfo, Built]] = []
+            for info in generation:
+                got_raw = raws.get((info.harness, info.session_id))
+                if got_raw is None:
+                    continue
+                try:
+                    made.append((info, build(info, ids, trace_id, None, with_text=with_text, data=got_raw)))
+                except (OSError, ValueError) as err:
+                    out.problems.append(f"{info.trace}: cannot export ({err}); session skipped")
+            made.sort(key=lambda m: (m[1].start_ms, m[0].session_id))
+            for info, built in made:
+                if info is not top and info.parent in calls_of:
+                    calls, taken, parent_root = calls_of[info.parent]
+                    built.spans[0].parent_id = _place(built, calls, taken) or parent_root
+            for info, built in made:
+                calls_of[info.session_id] = (built.subagent_calls, set(), built.spans[0].span_id)
+                if not chosen(info) or (started is not None and not started(info, built.start_ms)):
+                    continue
+                old = acked.get((info.harness, info.session_id)) if acked is not None else None
+                same_trace = old is not None and old.trace_id == f"{trace_id:032x}"
+                if old is not None and same_trace and old.size == built.size and old.digest == built.digest:
+                    out.unchanged += 1
+                    continue
+                try:
+                    batcher.add(info, changed(built, old.lines if same_trace and old is not None else None),
+                                Acked(f"{trace_id:032x}", built.size, built.digest, built.lines))
+                except SendFailed as err:
+                    out.failed = str(err)
+                    return out
+            generation = [k for info, _ in made for k in kids.get(info.session_id, [])]
     try:
         batcher.flush()
     except SendFailed as err:

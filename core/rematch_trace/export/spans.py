@@ -363,6 +363,7 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
             got = rec.get("reasons")
             reasons = [r for r in got if isinstance(r, str)] if isinstance(got, list) else []
         prev_t = t
+    calls.sort(key=lambda c: c.start_ms)  # by when each began (stable: parallel calls keep their order)
     first = start if start is not None else (first_t or 0)
     end = max(last_t or first, first)
     flags = {r: [int(s) for s in info.flag_seqs.get(r, ()) if isinstance(s, int)]
