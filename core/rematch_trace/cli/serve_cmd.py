@@ -17,7 +17,11 @@ from rematch_trace.cli.common import data_option
 @click.option("--idle-seconds", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
               help="Exit after this long with nothing to serve.")
 @click.option("--where", is_flag=True, help="Print the socket paths and exit.")
-def serve_cmd(out: str | None, policy: str | None, provider: str, idle_seconds: float, where: bool) -> None:
+@click.option("--export-otlp", "export_otlp", metavar="URL", default=None,
+              help="Send each live session's spans to this OTLP/HTTP endpoint as they are written ('' for "
+                   "$OTEL_EXPORTER_OTLP_ENDPOINT; docs/otel.md); off the verdict path.")
+def serve_cmd(out: str | None, policy: str | None, provider: str, idle_seconds: float, where: bool,
+              export_otlp: str | None) -> None:
     """Serve live verdicts on a Unix socket until SIGTERM or an idle period (docs/ipc-v2.md)."""
     from rematch_trace.live import paths
     from rematch_trace.live.service import serve
@@ -28,4 +32,8 @@ def serve_cmd(out: str | None, policy: str | None, provider: str, idle_seconds: 
         click.echo(f"control {paths.control_socket(data)}")
         click.echo(f"log     {paths.log_file(data)}")
         return
-    sys.exit(serve(data, policy=policy, mode=provider, idle_s=idle_seconds))
+    if export_otlp is not None:
+        from rematch_trace.cli.common import require
+
+        require("otlp", "rematch serve --export-otlp")
+    sys.exit(serve(data, policy=policy, mode=provider, idle_s=idle_seconds, export_otlp=export_otlp))

@@ -281,6 +281,10 @@ class Service:
             raise ValueError(f"{request_kind!r} belongs to the control channel; the event channel never serves it")
         self._handlers[request_kind] = handler
 
+    def handler(self, request_kind: str) -> Handler | None:
+        """The handler serving ``request_kind`` on the event channel, or ``None`` (to wrap it)."""
+        return self._handlers.get(request_kind)
+
     def at_stop(self, hook: Callable[[float], object]) -> None:
         """Call ``hook(seconds_left)`` when the service stops, once in-flight replies are done.
 
@@ -797,7 +801,7 @@ def _policy_line(provider: Any) -> str:
 
 
 def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly", idle_s: float = IDLE_S,
-          quiet: bool = False, ready: Callable[[Service], None] | None = None) -> int:
+          quiet: bool = False, ready: Callable[[Service], None] | None = None, export_otlp: str | None = None) -> int:
     """Run the service of ``data`` in this process until it stops; the exit status.
 
     0 when it ran and stopped (idle, SIGTERM, SIGINT), and when another service
@@ -828,6 +832,10 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
     from rematch_trace.live.capture import register_capture
 
     register_capture(service, data)
+    if export_otlp is not None:  # docs/otel.md, "Live": spans sent off the verdict path
+        from rematch_trace.export.live import attach
+
+        attach(service, data, export_otlp or None)
     if not quiet:
         service.announce = say
     # A resident process holds no folder of whoever started it (a hook's project, say) in use.
