@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -215,10 +216,10 @@ def test_down_endpoint_and_error_status_record_nothing(corpus_data: Path, receiv
     closed.close()
     got = rematch("export", "otlp", "--data", str(data), "--endpoint", url, env={"OTEL_EXPORTER_OTLP_TIMEOUT": "2"})
     assert got.returncode == 1
-    assert f"{url}/v1/traces did not acknowledge" in got.stderr
+    assert f"{url}/v1/traces did not acknowledge a batch (connection refused)" in got.stderr
     receiver.status = 500
     got = rematch("export", "otlp", "--data", str(data), "--endpoint", receiver.url)
-    assert got.returncode == 1 and f"{receiver.url}/v1/traces did not acknowledge" in got.stderr
+    assert got.returncode == 1 and f"{receiver.url}/v1/traces did not acknowledge a batch (HTTP 500" in got.stderr
     rows = sqlite3.connect(data / "exports.sqlite").execute("SELECT count(*) FROM acked").fetchone()[0]
     assert rows == 0
     receiver.status = 200
@@ -256,6 +257,15 @@ def _decode(body: bytes) -> list[Any]:
     req = ExportTraceServiceRequest()
     req.ParseFromString(body)
     return [s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
+
+
+def test_other_commands_do_not_load_opentelemetry(corpus_data: Path) -> None:
+    probe = ("import sys\nsys.argv = ['rematch', 'sessions', '--data', sys.argv[1]]\n"
+             "from rematch_trace.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    res = subprocess.run([sys.executable, "-c", probe, str(corpus_data)], capture_output=True, text=True, timeout=120)
+    assert "session(s)" in res.stdout or "main session(s)" in res.stdout  # the control: it listed
+    assert not any(m.startswith(("opentelemetry", "google.protobuf", "rematch_trace.export")) for m in res.stderr.split())
 
 
 def test_dry_run_and_file_are_deterministic(corpus_data: Path, tmp_path: Path) -> None:

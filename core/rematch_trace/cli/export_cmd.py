@@ -134,8 +134,8 @@ def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers
         sender.close()
     _problems(got.problems)
     if got.failed is not None:
-        raise NotAcknowledged(f"{sender.url} did not acknowledge a batch: {got.failed}; the sessions it did not "
-                              "acknowledge are not recorded as sent, and the next run sends them")
+        raise NotAcknowledged(f"{sender.url} did not acknowledge a batch ({got.failed}); nothing it did not "
+                              "acknowledge is recorded as sent: the next run sends it")
     click.echo(f"sent {got.spans} span(s) of {got.sessions} session(s) to {sender.url}; {got.unchanged} unchanged")
     if got.problems:
         raise click.exceptions.Exit(EXIT_PARTIAL)

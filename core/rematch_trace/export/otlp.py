@@ -93,6 +93,29 @@ class _Caught(logging.Handler):
             self.lines.append(record.getMessage())
 
 
+def _watched_session() -> Any:
+    """A ``requests`` session that remembers why its last request failed (the SDK's log line says only
+    "timeout, max retries or shutdown")."""
+    import requests
+
+    class Watched(requests.Session):
+        last: str | None = None
+
+        def send(self, request: Any, **kwargs: Any) -> Any:
+            try:
+                response = super().send(request, **kwargs)
+            except requests.RequestException as err:
+                text = str(err)
+                self.last = ("connection refused" if "Connection refused" in text
+                             else f"{type(err).__name__}: {text.splitlines()[0][:200] if text else ''}")
+                raise
+            if response.status_code >= 300:
+                self.last = f"HTTP {response.status_code} {response.reason or ''}".rstrip()
+            return response
+
+    return Watched()
+
+
 class HttpSender:
     """Sends batches with the SDK's OTLP HTTP/protobuf exporter; :meth:`send` raises :class:`SendFailed`."""
 
@@ -100,7 +123,9 @@ class HttpSender:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         self.url = traces_url(endpoint)
-        self._exporter = OTLPSpanExporter(endpoint=self.url, headers=dict(headers) or None, timeout=timeout)
+        self._session = _watched_session()
+        self._exporter = OTLPSpanExporter(endpoint=self.url, headers=dict(headers) or None, timeout=timeout,
+                                          session=self._session)
         self._convert = Converter()
         from opentelemetry.sdk.trace.export import SpanExportResult
 
@@ -119,8 +144,9 @@ class HttpSender:
             log.removeHandler(caught)
             log.propagate = propagate
         if result != self._ok:
-            why = caught.lines[-1] if caught.lines else "no acknowledgement"
-            raise SendFailed(why.splitlines()[0][:300] if why else "no acknowledgement")
+            said = caught.lines[-1].splitlines()[0][:300] if caught.lines and caught.lines[-1] else ""
+            last, self._session.last = self._session.last, None
+            raise SendFailed(last or said.rstrip(".") or "no acknowledgement")
 
     def close(self) -> None:
         """Release the exporter's connections."""
