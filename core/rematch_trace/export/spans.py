@@ -205,6 +205,10 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
     reasons: list[str] = []
     pending_input: str | None = None
     prev_t = 0
+    # The trace writes a response's turn_end after the results of the calls it made: its chat span
+    # runs from the last record before those results to the first of its calls' starts.
+    turn_from: int | None = None
+    first_call: int | None = None
     seq = -1
     blake = hashlib.blake2b
     for line in raw.splitlines(keepends=True):
@@ -256,8 +260,11 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
                     attrs_["gen_ai.input.messages"] = orjson.dumps(
                         [{"role": "user", "parts": [{"type": "text", "content": pending_input}]}]).decode()
                     pending_input = None
+            began = turn_from if turn_from is not None else prev_t
+            ended = max(began, min(t, first_call) if first_call is not None else t)
             spans.append(SpanData(f"chat {mid}" if mid else "chat", trace_id, ids.span_id(sid, seq), root_id,
-                                  _ns(prev_t), _ns(max(t, prev_t)), attrs_, seq=seq))
+                                  _ns(began), _ns(ended), attrs_, seq=seq))
+            first_call = None
             if not model and mid:
                 model = m
         elif ev in ("tool_result", "tool_blocked"):
@@ -266,6 +273,7 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
             p = pre.get(call) if call else None
             begun = _iso_ms(p.get("occurred_at")) if p else None
             begin = begun if begun is not None and begun <= t else prev_t
+            first_call = begin if first_call is None else min(first_call, begin)
             attrs_ = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "rematch.seq": seq}
             if call:
                 attrs_["gen_ai.tool.call.id"] = call
@@ -363,6 +371,8 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
             got = rec.get("reasons")
             reasons = [r for r in got if isinstance(r, str)] if isinstance(got, list) else []
         prev_t = t
+        if ev not in ("tool_result", "tool_blocked"):
+            turn_from = t
     calls.sort(key=lambda c: c.start_ms)  # by when each began (stable: parallel calls keep their order)
     first = start if start is not None else (first_t or 0)
     end = max(last_t or first, first)
