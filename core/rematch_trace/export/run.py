@@ -103,10 +103,11 @@ def families(infos: Iterable[SessionInfo]) -> list[tuple[SessionInfo, dict[str, 
         while True:
             info = by_key[seen[-1]]
             parent = (info.harness, info.parent) if info.parent and info.parent != info.session_id else None
-            if parent is None or parent not in by_key or parent in seen:
-                break
+            if parent is None or parent not in by_key:
+                return seen[-1]
+            if parent in seen:  # a loop: its least member is the top, whichever member the walk began at
+                return min(seen[seen.index(parent):])
             seen.append(parent)
-        return seen[-1]
 
     for key in by_key:
         top_of[key] = top(key)

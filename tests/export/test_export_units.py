@@ -1,0 +1,103 @@
+"""The export's parts in process: hostile traces and parent chains, the key, which spans a rerun sends."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from rematch_trace.export.keys import Ids, load_key
+from rematch_trace.export.run import families
+from rematch_trace.export.spans import LINE_DIGEST, ROOT, SessionInfo, build, changed
+
+IDS = Ids(b"k" * 32)
+
+
+def rec(seq: int, t: int, ev: str, **fields: object) -> bytes:
+    return orjson.dumps({"seq": seq, "t": t, "ev": ev, **fields}) + b"\n"
+
+
+def trace(tmp_path: Path, lines: list[bytes], name: str = "s") -> SessionInfo:
+    path = tmp_path / f"{name}.jsonl"
+    path.write_bytes(b"".join(lines))
+    return SessionInfo(harness="omp", session_id=name, trace=path)
+
+
+START = rec(0, 1000, "session_start", session_id="s", cwd="/home/alice/acme", agent={"kind": "main", "name": "omp"},
+            model={"provider": "anthropic", "id": "m"}, repo_remote="https://bob:tok@github.com/acme/api.git")
+
+
+def test_a_hostile_trace_loses_only_its_bad_lines(tmp_path: Path) -> None:
+    info = trace(tmp_path, [
+        START, b"{not json\n", b"[1, 2]\n",
+        rec(3, "soon", "turn_end", model="nope", usage={"input": "many", "output": True}),  # type: ignore[arg-type]
+        rec(4, 2000, "tool_result", tool=None, call_id=7, is_error=True, error_class=None),
+        rec(5, 3000, "turn_end", model={"id": "m"}, usage={"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4}),
+        b'{"seq": 6, "t": 4000, "ev": "turn_end"',  # cut off: a live writer mid-line
+    ])
+    built = build(info, IDS, 1, None)
+    names = [s.name for s in built.spans]
+    assert names == ["invoke_agent omp", "chat", "execute_tool unknown", "chat m"]
+    assert len(built.lines) == 6 * LINE_DIGEST  # the cut line is not counted: the next run reads it whole
+    tool = built.spans[2]
+    assert tool.error == "tool_error" and tool.attributes["error.type"] == "tool_error"
+    assert built.spans[3].attributes["gen_ai.usage.input_tokens"] == 8
+    root = built.spans[0].attributes
+    assert root["rematch.project.remote"] == "github.com/acme/api" and "tok" not in str(root)
+    assert root["rematch.project.folder"] == "acme" and "alice" not in str(root)
+
+
+def test_a_parent_loop_is_cut_and_every_session_is_in_one_family(tmp_path: Path) -> None:
+    a = SessionInfo(harness="h", session_id="a", trace=tmp_path / "a", parent="b")
+    b = SessionInfo(harness="h", session_id="b", trace=tmp_path / "b", parent="a")
+    c = SessionInfo(harness="h", session_id="c", trace=tmp_path / "c", parent="c")
+    d = SessionInfo(harness="h", session_id="d", trace=tmp_path / "d", parent="a")
+    got = families([a, b, c, d])
+    members = [m.session_id for top, kids in got for m in [top, *(k for ks in kids.values() for k in ks)]]
+    assert sorted(members) == ["a", "b", "c", "d"]
+
+
+def test_a_rerun_sends_the_session_span_and_the_changed_lines_only(tmp_path: Path) -> None:
+    lines = [START, rec(1, 1100, "input", text="hi", prelabel="none"),
+             rec(2, 1200, "turn_end", model={"id": "m"}, usage={}), rec(3, 1300, "session_shutdown", reasons=[])]
+    first = build(trace(tmp_path, lines), IDS, 1, None)
+    assert list(changed(first, first.lines)) == [first.spans[0]]
+    grown = [*lines[:3], rec(3, 1250, "tool_result", tool="bash", call_id="c1", is_error=False),
+             rec(4, 1300, "turn_end", model={"id": "m"}, usage={}), rec(5, 1400, "session_shutdown", reasons=[])]
+    second = build(trace(tmp_path, grown), IDS, 1, None)
+    sent = list(changed(second, first.lines))
+    assert [s.seq for s in sent] == [ROOT, 3, 4]  # the session span, the new call, the new response
+    assert {s.span_id for s in second.spans if s.seq in (ROOT, 2)} == {s.span_id for s in first.spans if s.seq in (ROOT, 2)}
+
+
+def test_the_export_key_is_private_stable_and_checked(tmp_path: Path) -> None:
+    key = load_key(tmp_path)
+    assert load_key(tmp_path) == key and len(key) == 32
+    assert os.stat(tmp_path / "export.key").st_mode & 0o777 == 0o600
+    other = Ids(key)
+    assert other.trace_id("s") != IDS.trace_id("s") and other.span_id("s", 1) == Ids(key).span_id("s", 1)
+    (tmp_path / "export.key").write_text("short\n")
+    with pytest.raises(ValueError, match="not an export key"):
+        load_key(tmp_path)
+
+
+def test_parallel_subagents_take_parallel_calls_in_order(tmp_path: Path) -> None:
+    """Three Task calls begun together: three subagents, each under its own call, in the order they began."""
+    parent = trace(tmp_path, [START, *[rec(i, 5000 + i, "tool_result", tool="Task", call_id=f"c{i}", is_error=False)
+                                       for i in (1, 2, 3)]], "p")
+    events = tmp_path / "p.events.jsonl"
+    events.write_bytes(b"".join(orjson.dumps({"kind": "pre_tool_use", "source_tool_call_id": f"c{i}",
+                                              "occurred_at": "1970-01-01T00:00:01.100Z", "action_type": "subagent"})
+                                + b"\n" for i in (1, 2, 3)))
+    parent = SessionInfo(harness="omp", session_id="p", trace=parent.trace, events=events)
+    built = build(parent, IDS, 1, None)
+    from rematch_trace.export.run import _place
+
+    taken: set[int] = set()
+    got = []
+    for start in (1200, 1300, 1400):
+        kid = build(trace(tmp_path, [rec(0, start, "session_start", agent={"name": "omp"})], f"k{start}"), IDS, 1, None)
+        got.append(_place(kid, built.subagent_calls, taken))
+    assert got == [c.span_id for c in built.subagent_calls] and len(set(got)) == 3
