@@ -10,9 +10,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def rematch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``rematch ARGS`` in its own process, with no ``OTEL_*`` variable but those in ``env``."""
+def rematch(*args: str, env: dict[str, str] | None = None,
+            prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``rematch ARGS`` in its own process, with no ``OTEL_*`` variable but those in ``env`` (``prefix``: a
+    command it runs under, as ``nsenter --net=...``)."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "rematch_trace.cli", *args], capture_output=True, text=True,
-                          env=e, timeout=300)
+    return subprocess.run([*(prefix or []), sys.executable, "-m", "rematch_trace.cli", *args], capture_output=True,
+                          text=True, env=e, timeout=300)

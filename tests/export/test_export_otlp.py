@@ -283,3 +283,10 @@ def test_dry_run_and_file_are_deterministic(corpus_data: Path, tmp_path: Path) -
     assert len(span["traceId"]) == 32 and int(span["traceId"], 16)
     bad = rematch("export", "otlp", "--data", str(data), "--harness", "nosuch", "--dry-run")
     assert bad.returncode == 1 and "no sessions match" in bad.stderr
+    late = rematch("export", "otlp", "--data", str(data), "--since", "2099-01-01", "--file", str(a))
+    assert late.returncode == 1 and "no sessions started on or after 2099-01-01" in late.stderr
+    assert a.read_bytes() == b.read_bytes()  # the old file stays
+    some = rematch("export", "otlp", "--data", str(data), "--since", "2026-06-01", "--harness", "omp", "--dry-run")
+    every = rematch("export", "otlp", "--data", str(data), "--harness", "omp", "--dry-run")
+    n_some, n_every = (int(x.stdout.split(" span(s) of ")[1].split(" ")[0]) for x in (some, every))
+    assert 0 < n_some < n_every

@@ -1,20 +1,22 @@
 """The shared corpus exported to a real OTLP backend, Arize Phoenix, and checked through Phoenix's own REST API.
 
-Phoenix (the ``test`` extra) is started once for the session, on loopback, with its telemetry off,
-its database in a temporary folder; it reaches nothing beyond this machine (it starts the same inside
-a network namespace with only loopback). Marked ``slow``: ``-m 'not slow'`` skips it.
+Phoenix (the ``test`` extra) is started once for the session with its telemetry off and its database in
+a temporary folder, inside a network namespace of its own with only loopback (``unshare -n``, where
+this process may make one: root or user namespaces), so it can reach nothing beyond this machine; the
+export and every query run in that namespace too (``nsenter``). Where no namespace can be made it runs
+on this machine's loopback. Marked ``slow``: ``-m 'not slow'`` skips it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,8 +36,23 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _namespace_works() -> bool:
+    """Whether this process may make a network namespace (root, or unprivileged user namespaces)."""
+    if not all(shutil.which(t) for t in ("unshare", "nsenter", "ip")):
+        return False
+    res = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True, timeout=30)
+    return res.returncode == 0
+
+
+#: Reads one URL and writes its body (or ``HTTP <code>``) to stdout: run inside Phoenix's namespace.
+_GET = ("import sys, urllib.request, urllib.error\n"
+        "try:\n    sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1], timeout=30).read())\n"
+        "except urllib.error.HTTPError as err:\n    print(f'HTTP {err.code}')\n"
+        "except OSError as err:\n    print(f'DOWN {err}')\n")
+
+
 class Phoenix:
-    """A running Phoenix server: its OTLP endpoint and its REST API."""
+    """A running Phoenix server: its OTLP endpoint and its REST API (``prefix``: how to enter its namespace)."""
 
     def __init__(self, folder: Path) -> None:
         self.port = _free_port()
@@ -44,34 +61,38 @@ class Phoenix:
                "PHOENIX_GRPC_PORT": str(_free_port()), "PHOENIX_HOST": "127.0.0.1",
                "PHOENIX_TELEMETRY_ENABLED": "false", "HF_HUB_OFFLINE": "1", "NO_PROXY": "*"}
         self.log = (folder / "phoenix.log").open("wb")
-        self.proc = subprocess.Popen([str(PHOENIX), "serve"], stdout=self.log, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True)
+        argv = [str(PHOENIX), "serve"]
+        isolated = _namespace_works()
+        if isolated:  # unshare execs sh, which execs phoenix: one pid, in the new namespace
+            argv = ["unshare", "-n", "sh", "-c", f"ip link set lo up && exec {PHOENIX} serve"]
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.prefix = ["nsenter", f"--net=/proc/{self.proc.pid}/ns/net"] if isolated else []
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"phoenix exited {self.proc.returncode}: {(folder / 'phoenix.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(1)
+            health = self.get("/healthz")
+            if health and not health.startswith((b"DOWN", b"HTTP ")):
+                return
+            time.sleep(2)
         self.close()
         raise RuntimeError("phoenix did not start in 240 s")
+
+    def get(self, path: str) -> bytes:
+        """The body at ``path`` (``HTTP <code>`` on an error status), read inside Phoenix's namespace."""
+        res = subprocess.run([*self.prefix, sys.executable, "-c", _GET, self.url + path], capture_output=True,
+                             timeout=60)
+        return res.stdout
 
     def spans(self, project: str = "default") -> list[dict[str, Any]]:
         """Every span Phoenix stored in ``project``, through its REST API (paged)."""
         out: list[dict[str, Any]] = []
         cursor = None
         while True:
-            q = f"{self.url}/v1/projects/{project}/spans?limit=1000" + (f"&cursor={cursor}" if cursor else "")
-            try:
-                with urllib.request.urlopen(q, timeout=30) as r:
-                    page = json.load(r)
-            except urllib.error.HTTPError as err:
-                if err.code == 404:  # the project does not exist (yet)
-                    return []
-                raise
+            body = self.get(f"/v1/projects/{project}/spans?limit=1000" + (f"&cursor={cursor}" if cursor else ""))
+            if body.startswith(b"HTTP 404"):  # the project does not exist (yet)
+                return []
+            page = json.loads(body)
             out.extend(page["data"])
             cursor = page.get("next_cursor")
             if not cursor:
@@ -112,7 +133,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
 def test_corpus_lands_in_phoenix_with_its_shape(corpus_data: Path, phoenix: Phoenix, tmp_path: Path) -> None:
     data = tmp_path / "d"
     subprocess.run(["cp", "-a", str(corpus_data), str(data)], check=True)
-    got = rematch("export", "otlp", "--data", str(data), "--endpoint", phoenix.url)
+    got = rematch("export", "otlp", "--data", str(data), "--endpoint", phoenix.url, prefix=phoenix.prefix)
     assert got.returncode == 0, got.stderr
     sent = int(got.stdout.split("sent ")[1].split(" span")[0])
     spans = phoenix.settled(sent)
@@ -153,7 +174,7 @@ def test_corpus_lands_in_phoenix_with_its_shape(corpus_data: Path, phoenix: Phoe
     # The omp subagent and Claude Code's sidechains hang under the calls that started them.
     assert children["execute_tool task"] >= 1 and children["execute_tool Task"] >= 5
     # The rerun sends nothing, and Phoenix holds what it held.
-    again = rematch("export", "otlp", "--data", str(data), "--endpoint", phoenix.url)
+    again = rematch("export", "otlp", "--data", str(data), "--endpoint", phoenix.url, prefix=phoenix.prefix)
     assert again.returncode == 0 and "sent 0 span(s) of 0 session(s)" in again.stdout
     time.sleep(2)
     assert len(phoenix.spans()) == sent
@@ -164,7 +185,8 @@ def test_planted_secrets_never_reach_phoenix(phoenix: Phoenix, tmp_path: Path) -
 
     data = planted(tmp_path)
     env = {"OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=planted"}
-    got = rematch("export", "otlp", "--data", str(data), "--endpoint", phoenix.url, "--with-text", env=env)
+    got = rematch("export", "otlp", "--data", str(data), "--endpoint", phoenix.url, "--with-text", env=env,
+                  prefix=phoenix.prefix)
     assert got.returncode == 0, got.stderr
     sent = int(got.stdout.split("sent ")[1].split(" span")[0])
     spans = phoenix.settled(sent, "planted")

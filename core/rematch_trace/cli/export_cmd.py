@@ -107,7 +107,7 @@ def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers
         return day is None or when >= day
 
     if file_ is not None:
-        _to_file(Path(file_), infos, keep, ids, with_text, started)
+        _to_file(Path(file_), infos, keep, ids, with_text, started, since)
         return
     from rematch_trace.export.otlp import HttpSender, traces_url
     from rematch_trace.store.export_acks import AckBook, Acked, acks_path
@@ -120,6 +120,7 @@ def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers
                 acked = book.of_endpoint(url)
         got = export(infos, keep, ids, Batcher(None, None), with_text=with_text, acked=acked, started=started)
         _problems(got.problems)
+        _none_matched(got.sessions + got.unchanged, since)
         click.echo(f"would send {got.spans} span(s) of {got.sessions} session(s) to {url}; "
                    f"{got.unchanged} unchanged (dry run: nothing sent)")
         return
@@ -133,12 +134,20 @@ def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers
     finally:
         sender.close()
     _problems(got.problems)
+    if got.failed is None:
+        _none_matched(got.sessions + got.unchanged, since)
     if got.failed is not None:
         raise NotAcknowledged(f"{sender.url} did not acknowledge a batch ({got.failed}); nothing it did not "
                               "acknowledge is recorded as sent: the next run sends it")
     click.echo(f"sent {got.spans} span(s) of {got.sessions} session(s) to {sender.url}; {got.unchanged} unchanged")
     if got.problems:
         raise click.exceptions.Exit(EXIT_PARTIAL)
+
+
+def _none_matched(matched: int, since: str | None) -> None:
+    """A filter that let no session through is said, never reported as an export of nothing."""
+    if not matched:
+        raise NothingToRead(f"no sessions started on or after {since}" if since else "no sessions could be read")
 
 
 def _problems(lines: list[str]) -> None:
@@ -171,7 +180,8 @@ def _chosen(data: DataDir, infos: list[SessionInfo], session: str | None, harnes
     return keep
 
 
-def _to_file(path: Path, infos: list[SessionInfo], keep: Keep, ids: Ids, with_text: bool, started: Started) -> None:
+def _to_file(path: Path, infos: list[SessionInfo], keep: Keep, ids: Ids, with_text: bool, started: Started,
+             since: str | None) -> None:
     """Write every chosen session as OTLP JSON lines to ``path``, atomically (the old file or the new)."""
     from rematch_trace.export.otlp import FileSender
     from rematch_trace.export.run import Batcher, export
@@ -187,6 +197,7 @@ def _to_file(path: Path, infos: list[SessionInfo], keep: Keep, ids: Ids, with_te
         with os.fdopen(fd, "wb") as f:
             got = export(infos, keep, ids, Batcher(FileSender(f, path), None), with_text=with_text, acked=None,
                          started=started)
+        _none_matched(got.sessions, since)  # the old file stays
         os.replace(tmp, path)
     except BaseException:
         try:
