@@ -290,3 +290,20 @@ def test_dry_run_and_file_are_deterministic(corpus_data: Path, tmp_path: Path) -
     every = rematch("export", "otlp", "--data", str(data), "--harness", "omp", "--dry-run")
     n_some, n_every = (int(x.stdout.split(" span(s) of ")[1].split(" ")[0]) for x in (some, every))
     assert 0 < n_some < n_every
+
+
+def test_the_standard_variables_name_the_endpoint_and_headers(tmp_path: Path, receiver: Receiver) -> None:
+    data = tmp_path / "data"
+    src = tmp_path / "src" / "-home-dev-webapp"
+    src.mkdir(parents=True)
+    (src / f"{CC_ID}.jsonl").write_text(CC.read_text())
+    assert rematch("import", str(tmp_path / "src"), "--data", str(data)).returncode == 0
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_EXPORTER_OTLP_HEADERS": "x-team=blue",
+           "OTEL_SERVICE_NAME": "laptop-7"}
+    got = rematch("export", "otlp", "--data", str(data), env=env)
+    assert got.returncode == 0 and f"to {receiver.url}/v1/traces" in got.stdout, got.stderr
+    assert receiver.headers.get("x-team") == "blue"
+    req = ExportTraceServiceRequest()
+    req.ParseFromString(receiver.bodies[0])
+    resource = {kv.key: kv.value.string_value for kv in req.resource_spans[0].resource.attributes}
+    assert resource["service.name"] == "laptop-7"

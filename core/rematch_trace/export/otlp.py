@@ -37,15 +37,17 @@ def traces_url(endpoint: str | None) -> str:
 def _resource() -> Any:
     from importlib.metadata import PackageNotFoundError, version
 
-    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
     try:
         ours = version("rematch-trace")
     except PackageNotFoundError:
         ours = "unknown"
-    # Resource.create merges OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME over these. A fixed
-    # instance id: the SDK's default is random per process, and the same export must give the same bytes.
-    return Resource.create({"service.name": "rematch", "service.version": ours, "service.instance.id": "rematch"})
+    # rematch's defaults, then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME over them (Resource.create alone
+    # lets the code's attributes win). A fixed instance id: the SDK's default is random per process, and the
+    # same export must give the same bytes.
+    ours_first = Resource.create({"service.name": "rematch", "service.version": ours, "service.instance.id": "rematch"})
+    return ours_first.merge(OTELResourceDetector().detect())
 
 
 class Converter:
