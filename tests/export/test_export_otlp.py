@@ -214,9 +214,12 @@ def test_down_endpoint_and_error_status_record_nothing(corpus_data: Path, receiv
     closed = Receiver()
     url = closed.url
     closed.close()
-    got = rematch("export", "otlp", "--data", str(data), "--endpoint", url, env={"OTEL_EXPORTER_OTLP_TIMEOUT": "2"})
+    with_password = url.replace("http://", "http://bob:hunter22@")
+    got = rematch("export", "otlp", "--data", str(data), "--endpoint", with_password,
+                  env={"OTEL_EXPORTER_OTLP_TIMEOUT": "2"})
     assert got.returncode == 1
     assert f"{url}/v1/traces did not acknowledge a batch (connection refused)" in got.stderr
+    assert "hunter22" not in got.stderr + got.stdout
     receiver.status = 500
     got = rematch("export", "otlp", "--data", str(data), "--endpoint", receiver.url)
     assert got.returncode == 1 and f"{receiver.url}/v1/traces did not acknowledge a batch (HTTP 500" in got.stderr

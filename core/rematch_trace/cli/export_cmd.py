@@ -109,10 +109,10 @@ def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers
     if file_ is not None:
         _to_file(Path(file_), infos, keep, ids, with_text, started, since)
         return
-    from rematch_trace.export.otlp import HttpSender, traces_url
+    from rematch_trace.export.otlp import HttpSender, shown_url, traces_url
     from rematch_trace.store.export_acks import AckBook, Acked, acks_path
 
-    url = traces_url(endpoint)
+    url = shown_url(traces_url(endpoint))
     if dry_run:
         acked: dict[tuple[str, str], Acked] = {}
         if acks_path(data.root).is_file() and writable(data):

@@ -34,6 +34,19 @@ def traces_url(endpoint: str | None) -> str:
     return base + TRACES_PATH
 
 
+def shown_url(url: str) -> str:
+    """``url`` without the user and password it may carry (never printed, never kept in the data folder)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an endpoint URL that cannot be parsed)"
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
 def _resource() -> Any:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -124,9 +137,11 @@ class HttpSender:
     def __init__(self, endpoint: str | None, headers: Mapping[str, str], timeout: float | None) -> None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        self.url = traces_url(endpoint)
+        full = traces_url(endpoint)
+        #: The endpoint as said and as the acknowledgement book keys it: without user or password.
+        self.url = shown_url(full)
         self._session = _watched_session()
-        self._exporter = OTLPSpanExporter(endpoint=self.url, headers=dict(headers) or None, timeout=timeout,
+        self._exporter = OTLPSpanExporter(endpoint=full, headers=dict(headers) or None, timeout=timeout,
                                           session=self._session)
         self._convert = Converter()
         from opentelemetry.sdk.trace.export import SpanExportResult
@@ -187,4 +202,4 @@ class FileSender:
         """Nothing to release (the caller owns the file)."""
 
 
-__all__ = ["TRACES_PATH", "Converter", "FileSender", "HttpSender", "SendFailed", "traces_url"]
+__all__ = ["TRACES_PATH", "Converter", "FileSender", "HttpSender", "SendFailed", "shown_url", "traces_url"]
