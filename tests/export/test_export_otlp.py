@@ -221,7 +221,7 @@ def test_down_endpoint_and_error_status_record_nothing(corpus_data: Path, receiv
     assert f"{url}/v1/traces did not acknowledge a batch (connection refused)" in got.stderr
     assert "hunter22" not in got.stderr + got.stdout
     receiver.status = 500
-    got = rematch("export", "otlp", "--data", str(data), "--endpoint", receiver.url)
+    got = rematch("export", "otlp", "--data", str(data), "--endpoint", receiver.url, "--timeout", "2")
     assert got.returncode == 1 and f"{receiver.url}/v1/traces did not acknowledge a batch (HTTP 500" in got.stderr
     rows = sqlite3.connect(data / "exports.sqlite").execute("SELECT count(*) FROM acked").fetchone()[0]
     assert rows == 0
