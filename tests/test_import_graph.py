@@ -27,7 +27,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("trace",),
     ("security",),
     ("store",),
-    ("live", "report"),
+    ("live", "report", "export"),
     ("importing",),
     ("conversation", "watch", "testing", "plugins"),
     ("cli", "api"),

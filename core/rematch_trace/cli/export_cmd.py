@@ -80,7 +80,7 @@ def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers
     """Send SESSION (an id or id prefix, with the sessions under it; else every session) as OpenTelemetry
     traces: one trace per session with its subagents, GenAI semantic conventions. A rerun sends only
     new or grown sessions."""
-    from rematch_trace.cli.report_cmd import since_day
+    from rematch_trace.cli.listing import since_day
 
     require("otlp", "rematch export otlp")
     extra = _headers(headers)
@@ -151,7 +151,7 @@ def _none_matched(matched: int, since: str | None) -> None:
 
 
 def _problems(lines: list[str]) -> None:
-    from rematch_trace.report.text import one_line
+    from rematch_trace.host.text import one_line
 
     for p in lines:
         click.echo(f"rematch: {one_line(p)}", err=True)

@@ -24,7 +24,7 @@ def serve_cmd(out: str | None, policy: str | None, provider: str, idle_seconds: 
               export_otlp: str | None) -> None:
     """Serve live verdicts on a Unix socket until SIGTERM or an idle period (docs/ipc-v2.md)."""
     from rematch_trace.live import paths
-    from rematch_trace.live.service import serve
+    from rematch_trace.live.service import Service, serve
 
     data = paths.data_folder(out)
     if where:
@@ -32,8 +32,14 @@ def serve_cmd(out: str | None, policy: str | None, provider: str, idle_seconds: 
         click.echo(f"control {paths.control_socket(data)}")
         click.echo(f"log     {paths.log_file(data)}")
         return
-    if export_otlp is not None:
+    ready = None
+    if export_otlp is not None:  # docs/otel.md, "Live": spans sent from a thread, off the verdict path
         from rematch_trace.cli.common import require
+        from rematch_trace.export.live import attach
 
         require("otlp", "rematch serve --export-otlp")
-    sys.exit(serve(data, policy=policy, mode=provider, idle_s=idle_seconds, export_otlp=export_otlp))
+
+        def ready(service: Service) -> None:
+            attach(service, service.data, export_otlp or None)
+
+    sys.exit(serve(data, policy=policy, mode=provider, idle_s=idle_seconds, ready=ready))

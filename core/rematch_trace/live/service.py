@@ -801,7 +801,7 @@ def _policy_line(provider: Any) -> str:
 
 
 def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly", idle_s: float = IDLE_S,
-          quiet: bool = False, ready: Callable[[Service], None] | None = None, export_otlp: str | None = None) -> int:
+          quiet: bool = False, ready: Callable[[Service], None] | None = None) -> int:
     """Run the service of ``data`` in this process until it stops; the exit status.
 
     0 when it ran and stopped (idle, SIGTERM, SIGINT), and when another service
@@ -832,10 +832,6 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
     from rematch_trace.live.capture import register_capture
 
     register_capture(service, data)
-    if export_otlp is not None:  # docs/otel.md, "Live": spans sent off the verdict path
-        from rematch_trace.export.live import attach
-
-        attach(service, data, export_otlp or None)
     if not quiet:
         service.announce = say
     # A resident process holds no folder of whoever started it (a hook's project, say) in use.
