@@ -61,8 +61,15 @@ def test_memory_tool_results_and_workflow_journals_are_not_claimed(tmp_path: Pat
 
 
 def test_other_harness_hint_and_empty_files_are_not_claimed(tmp_path: Path) -> None:
+    """A file found in Codex's folders is asked of the Codex plugin alone (the host routes by the hint:
+    the plugin tests no harness); one the user named is claimed by its content."""
+    import rematch_codex
+    from rematch_trace.testing import make_host
+
     path = _one_line(tmp_path / f"{SID}.jsonl")
-    assert _detect(path, "codex") is None
+    host = make_host([plugin, rematch_codex])
+    assert host.detect(path, "codex") is None
+    assert host.detect(path, None) == Source("claude_code", path) and host.detect(path, "claude_code") is not None
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     assert _detect(empty) is None

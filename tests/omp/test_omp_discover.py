@@ -72,7 +72,12 @@ def test_claims_omp_and_pi_files_only(tmp_path: Path) -> None:
     assert rematch_omp.detect_source(path=pi, head=_head(pi), hint=None) == Source("omp", pi)
     for path in (claude, codex, slot_only, other_ext):
         assert rematch_omp.detect_source(path=path, head=_head(path), hint=None) is None
-    assert rematch_omp.detect_source(path=omp, head=_head(omp), hint="codex") is None
+    # A file found in Codex's folders is asked of the Codex plugin alone (the host routes by the hint).
+    import rematch_codex
+    from rematch_trace.testing import make_host
+
+    host = make_host([rematch_omp, rematch_codex])
+    assert host.detect(omp, "codex") is None and host.detect(omp, "omp") == Source("omp", omp, mutable_prefix=256)
 
 
 def test_claims_a_header_longer_than_the_head_and_a_gzip_archive(tmp_path: Path) -> None:

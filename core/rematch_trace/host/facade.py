@@ -76,6 +76,8 @@ class Host:
         self._owners: dict[str, str] = {}
         #: harness -> the plugin that translates its live hook payloads.
         self._live_owners: dict[str, str] = {}
+        #: harness -> the plugin asked to claim the files found in its default locations.
+        self._hint_owners: dict[str, str] = {}
         # (hook, plugin) of the failures already reported.
         self._reported: set[tuple[str, str]] = set()
         #: Plugin failures isolated and not yet reported (see :meth:`drain_isolated`).
@@ -213,12 +215,40 @@ class Host:
         from rematch_trace.host.fs import read_spans
 
         head = read_spans(path, [(0, HEAD_BYTES)])[0]
-        result = self._isolated("detect_source", path=path, head=head, hint=hint)
+        owner = self._hinted(hint) if hint is not None else ""
+        if owner:
+            result = self._claimed_by(owner, path, head, hint)
+        else:
+            result = self._isolated("detect_source", path=path, head=head, hint=hint)
         if not isinstance(result, Source):
             return None
         if result.plugin and self.pm.get_plugin(result.plugin) is not None:
             return result
-        return attrs.evolve(result, plugin=self._owner(result, path, head, hint))
+        return attrs.evolve(result, plugin=owner or self._owner(result, path, head, hint))
+
+    def _hinted(self, hint: str) -> str:
+        """The plugin asked alone about a file found in ``hint``'s default locations: the one whose
+        ``default_locations`` name that harness ("" when none does: every plugin is asked, as for a
+        path the user named). So a plugin is never asked about another harness's folders, and
+        needs no test of ``hint`` against its own harness."""
+        owner = self._hint_owners.get(hint)
+        if owner is None:
+            owner = self._hint_owners[hint] = self._location_owner(hint, "detect_source")
+        return owner
+
+    def _claimed_by(self, owner: str, path: Path, head: bytes, hint: str | None) -> Any:
+        """``detect_source`` as ``owner`` (and every wrapper) answers it; a failure is isolated as in the
+        hooks every file passes through (reported once, the file left unclaimed)."""
+        try:
+            return self._route("detect_source", owner)(path=path, head=head, hint=hint)
+        except (PluginFailure, RestartImport):
+            raise
+        except Exception as err:
+            name = self._culprit("detect_source", err) or owner
+            if ("detect_source", name) not in self._reported:
+                self._reported.add(("detect_source", name))
+                self.isolated.append(PluginFailure(name, "detect_source", err))
+            return None
 
     def _owner(self, source: Source, path: Path, head: bytes, hint: str | None) -> str:
         """The plugin that claims files of ``source.harness``.

@@ -63,7 +63,10 @@ def detect_source(path: Path, head: bytes, hint: str | None) -> Source | None:
     :param head: up to the first 4 KiB of the file as stored (still compressed
         for compressed files).
     :param hint: the harness whose default location the file was found in, or
-        ``None`` for a path the user named.
+        ``None`` for a path the user named. A file found in a harness's default
+        location is asked only of the plugin that owns that harness (the one whose
+        ``default_locations`` name it), so ``hint`` is ``None`` or your own harness:
+        a plugin may trust its own folders more than a path the user named.
     :return: a :class:`~rematch_trace.host.source.Source` for your harness, or
         ``None``. First result wins; the core records which plugin claimed the
         file, and asks only that plugin the per-source hooks.

@@ -129,8 +129,6 @@ def _is_sidechain_file(head: bytes) -> bool:
 
 def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
     """Claim ``path`` when it is a Claude Code transcript (see the module docstring)."""
-    if hint is not None and hint != HARNESS:
-        return None
     compression = _compression(path.name)
     if compression is None or not head:
         return None
@@ -142,7 +140,7 @@ def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
     if "workflows" in names and not path.name.startswith("agent-"):
         return None
     plain = _plain_head(head, compression)
-    if hint is None and not looks_like_claude_code(plain):
+    if hint != HARNESS and not looks_like_claude_code(plain):  # found elsewhere than its own folders
         return None
     kind: Literal["main", "sub"] = "main"
     parent: Path | None = None

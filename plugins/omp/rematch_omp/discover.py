@@ -165,8 +165,6 @@ TITLE_SLOT_BYTES = 256
 
 def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
     """Claim ``path`` for omp when its name and first bytes say it is an omp/pi session."""
-    if hint is not None and hint != HARNESS:
-        return None
     compression = compression_of(path)
     if compression is None:
         return None
