@@ -83,8 +83,8 @@ def import_cmd(
     settings = ImportSettings(events=not no_events, redact=not no_redact, jobs=jobs or (os.cpu_count() or 1),
                               force=force)
     progress = None
+    state: dict[str, Any] = {}
     if not quiet and not as_json and sys.stderr.isatty():
-        state: dict[str, Any] = {}
 
         def progress(done: int, total: int) -> None:
             if "bar" not in state:
@@ -92,13 +92,23 @@ def import_cmd(
                 state["bar"].__enter__()
             state["bar"].update(done - state["bar"].pos)
             if done == total:
-                state["bar"].__exit__(None, None, None)
+                close_bar()
+
+    def close_bar() -> None:
+        """End the progress line: the cursor shown again (the bar hid it) and a new line after the bar, so
+        whatever is printed next (an interrupt, an error) starts a line of its own."""
+        bar = state.pop("bar", None)
+        if bar is not None:
+            bar.__exit__(None, None, None)
 
     if data.root.is_dir() and not writable(data):
         raise read_only_error(data, "rematch import")
     try:
         # The command prints counts and the files worth naming: no record per clean file.
-        summary = run_import(sources, data, settings, progress=progress, scheduler=scheduler, name_clean=False)
+        try:
+            summary = run_import(sources, data, settings, progress=progress, scheduler=scheduler, name_clean=False)
+        finally:
+            close_bar()
     except Interrupted as stop:
         click.echo(
             f"rematch: interrupted ({signal.Signals(stop.signum).name}); what finished is recorded, "
