@@ -13,6 +13,22 @@ class NothingFound(RematchError):
     """Nothing there to work on (no such file or folder): exit status 1, not a fatal error."""
 
 
+def yaml_mistake(origin: object, err: Exception) -> str:
+    """A YAML syntax error as one ``file:line:column: problem`` line (PyYAML's own text is several lines,
+    and its first alone loses where the mistake is). ``err`` is a ``yaml.YAMLError``; its marks are
+    read as attributes so that this module does not import PyYAML."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    problem = getattr(err, "problem", None) or getattr(err, "context", None)
+    text = " ".join(str(problem or err).split())
+    if mark is None:
+        return f"{origin}: not YAML: {text}"
+    begun, context = getattr(err, "context_mark", None), getattr(err, "context", None)
+    if begun is not None and context and begun is not mark and begun.line != mark.line:
+        # Where the unclosed part began (a bracket opened two lines up): the mistake is often there.
+        text += f" ({' '.join(str(context).split())} at line {begun.line + 1}, column {begun.column + 1})"
+    return f"{origin}:{mark.line + 1}:{mark.column + 1}: not YAML: {text}"
+
+
 class RestartImport(Exception):
     """Raised by a plugin when appended bytes cannot continue the saved state.
 

@@ -147,7 +147,7 @@ def test_listing_stored_summaries_loads_no_yaml_and_no_cattrs(tmp_path: Path) ->
     assert probe["code"] == 0 and "prices as of 20" in res.stdout
     (tmp_path / "data" / "prices.yml").write_text("models: [not, a, mapping\n")
     probe, res = probe_command(tmp_path, "sessions", "--data", out)
-    assert probe["code"] == 1 and "prices.yml: not YAML" in res.stderr
+    assert probe["code"] == 2 and "prices.yml:2:1: not YAML" in res.stderr
 
 
 def test_the_command_list_loads_no_command_s_machinery() -> None:

@@ -207,12 +207,12 @@ def test_a_bad_prices_file_is_one_clear_line(data: Path, tmp_path: Path, text: s
     bad.write_text(text)
     for cmd in (("stats", "--out"), ("sessions", "--out"), ("report", "--data")):
         res = rematch(*cmd, str(data), "--prices", str(bad))
-        assert res.returncode == 1, res.stdout
+        assert res.returncode == 2, res.stdout  # a file with mistakes: the README's exit table
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and "prices not loaded" in lines[0] and str(bad) in lines[0] and says in lines[0], lines
         assert "Traceback" not in res.stderr
     missing = rematch("stats", "--out", str(data), "--prices", str(tmp_path / "none.yml"))
-    assert missing.returncode == 1 and "cannot be read" in missing.stderr
+    assert missing.returncode == 2 and "cannot be read" in missing.stderr
 
 
 def test_lookup_rules() -> None:

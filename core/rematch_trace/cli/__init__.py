@@ -97,8 +97,10 @@ class LazyGroup(click.Group):
         except click.ClickException as err:
             from rematch_trace.host.text import one_line
 
-            # click types the message Final; the exception is still ours to show, escaped.
-            vars(err)["message"] = one_line(err.message)
+            # click types the message Final; the exception is still ours to show, escaped. Lines given as
+            # details (a file's mistakes) are escaped one by one and kept as lines.
+            details = getattr(err, "details", ())
+            vars(err)["message"] = "\n  ".join(one_line(line) for line in (err.message, *details))
             raise
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:

@@ -36,9 +36,18 @@ class Ambiguous(click.ClickException):
 
 
 class Fatal(click.ClickException):
-    """The command cannot run at all (a held lock, a folder it cannot write): one line, exit status 2."""
+    """The command cannot run at all (a held lock, a folder it cannot write): one line, exit status 2.
+
+    ``details`` are further lines (a configuration file's mistakes, one each), printed indented under the
+    message; each is escaped on its own (the group's ``invoke``), so a newline inside one still cannot
+    forge a line, while the lines themselves stay lines.
+    """
 
     exit_code = EXIT_FATAL
+
+    def __init__(self, message: str, details: tuple[str, ...] | list[str] = ()) -> None:
+        super().__init__(message)
+        self.details = tuple(details)
 
 
 #: The data folder option of every command: ``--data``, with ``--out`` kept as its alias (``rematch report``
@@ -86,7 +95,7 @@ def require_valid_config() -> None:
 
     problems = config_problems()
     if problems:
-        raise Fatal("the configuration file has mistakes (nothing was changed):\n  " + "\n  ".join(problems))
+        raise Fatal("the configuration file has mistakes (nothing was changed):", problems)
 
 
 def _python() -> str:

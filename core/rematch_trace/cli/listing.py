@@ -32,16 +32,18 @@ prices_option = click.option(
 def price_table(data: DataDir, prices_file: str | None) -> PriceTable:
     """The prices in force: rematch's table, the data folder's ``prices.yml``, then ``--prices``.
 
-    A price file that cannot be used stops the command with a one-line error (costs would be wrong).
+    A price file that cannot be used stops the command with a one-line error, exit status 2 (a file with
+    mistakes, as the README's exit table says: costs would be wrong).
     """
     from pathlib import Path
 
+    from rematch_trace.cli.common import Fatal
     from rematch_trace.report.prices import PriceError, load
 
     try:
         return load(data.root, Path(prices_file).expanduser() if prices_file else None)
     except PriceError as err:
-        raise click.ClickException(f"prices not loaded: {err}") from None
+        raise Fatal(f"prices not loaded: {err}") from None
 
 
 def summaries(data: DataDir, prices: PriceTable) -> list[Entry]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import platformdirs
 
+from rematch_trace.errors import yaml_mistake
 from rematch_trace.place.identity import normalize_remote
 
 _MAX_YAML = 64 * 1024
@@ -83,7 +84,9 @@ def config_problems(path: Path | None = None) -> list[str]:
         with open(path, "rb") as f:
             root = yaml.compose(f.read(_MAX_YAML))
     except (OSError, yaml.YAMLError) as err:
-        return [f"{path}: not readable as YAML: {str(err).splitlines()[0] if str(err) else err}"]
+        if isinstance(err, OSError):
+            return [f"{path}: cannot be read: {err.strerror or err}"]
+        return [yaml_mistake(path, err)]
 
     def at(node: yaml.Node) -> str:
         return f"{path}:{node.start_mark.line + 1}"

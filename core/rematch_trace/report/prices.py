@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from rematch_trace.errors import yaml_mistake
+
 #: The file in a data folder that overrides or extends the shipped table.
 USER_FILE = "prices.yml"
 _MILLION = Decimal(1_000_000)
@@ -299,7 +301,7 @@ def _read(text: str, origin: str) -> tuple[dict[str, Price], str | None]:
     try:
         doc = yaml.load(text, Loader=_loader())  # a safe loader (C when available), with decimals for floats
     except yaml.YAMLError as err:
-        raise PriceError(f"{origin}: not YAML: {' '.join(str(err).split())}") from None
+        raise PriceError(yaml_mistake(origin, err)) from None
     if not isinstance(doc, dict):
         raise PriceError(f"{origin}: not a mapping with a models: section")
     as_of = doc.get("as_of")
