@@ -115,11 +115,16 @@ def test_session_page_highlights_flagged_seqs(hostile: dict[str, Any], watched: 
         seqs = parse(path)
         assert ids, s["key"]
         assert all(i in seqs.ids for i in ids)
-        # The reasons panel links each seq, and the link lands on the highlighted record.
+        # The reasons panel links each seq once: to its conversation entry when the page has one, else to
+        # the highlighted record; a conversation entry that is missing falls back to the record.
         first = ids[0]
-        page.click(f"a.seq-link[href='#{first}']")
-        assert page.evaluate("() => location.hash") == f"#{first}"
-        assert "redirect" in page.locator(f"#{first}").inner_text()
+        num = first.removeprefix("seq-")
+        assert page.locator(f"section.why a.seq-link:text-is('#{num}')").count() == 1
+        href = page.locator(f"section.why a.seq-link:text-is('#{num}')").get_attribute("href")
+        page.click(f"section.why a.seq-link[href='{href}']")
+        assert page.evaluate("() => location.hash") == href
+        landed = page.locator(href) if page.locator(href).count() else page.locator(f"#{first}")
+        assert "redirect" in landed.inner_text()
         # "only flagged records" hides the rest.
         page.check("#only-flagged")
         shown = page.eval_on_selector_all("li.rec", "els => els.filter(e => e.offsetParent !== null).length")

@@ -12,7 +12,8 @@ what the schema keeps). The core then:
   seq, error class) and ``tool_blocked`` records (denied or held);
 * places the trace's marks and unpaired blocked calls by seq, and gives each
   prompt and call the seq of its trace record, so the seqs behind each flag
-  are marked as on the timeline;
+  are marked as on the timeline, and each piece of the assistant's text the
+  seq of its turn (:mod:`rematch_trace.trace.turns`), where a search finds it;
 * nests a subagent's conversation under the call that started it (one level
   deep, its link both ways).
 
@@ -263,6 +264,7 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
         conv.status = "failed"
         conv.note = f"the plugin gave an item rematch cannot read in {conv.source}: {err}"
     _place(entries, calls, recs, why)
+    _place_said(entries, recs)
     for cid, sub_ids in spawned.items():
         call = calls.get(cid)
         if call is None:
@@ -394,6 +396,21 @@ def _place(entries: list[Entry], calls: dict[str, Entry], recs: list[dict[str, A
             at = next((k for k, (h, _) in enumerate(placed) if h > seq), len(placed))
         placed.insert(at, (seq if seq is not None else high, e))
     entries[:] = [e for _, e in placed]
+
+
+def _place_said(entries: list[Entry], recs: list[dict[str, Any]]) -> None:
+    """Give each piece of the assistant's text the seq of the turn it was written in (trace.turns: the rule
+    the search index places its hits by), after the marks are placed (a turn's seq is not where its text
+    stands among the calls)."""
+    from rematch_trace.trace.turns import Turns
+
+    turns = Turns((r["t"], r["seq"]) for r in recs
+                  if r.get("ev") == "turn_end" and type(r.get("t")) is int and type(r.get("seq")) is int)
+    if not turns:
+        return
+    for e in entries:
+        if e.kind == "assistant" and e.seq is None:
+            e.seq = turns.seq_at(e.t)
 
 
 def _t(r: Mapping[str, Any]) -> int | None:

@@ -33,6 +33,7 @@ import attrs
 import orjson
 
 from rematch_trace.store.datafolder import DataDir
+from rematch_trace.trace.turns import Turns
 
 if TYPE_CHECKING:
     from rematch_trace.store.search_handover import HandedRows
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 #: The index's file name inside the data folder.
 INDEX_NAME = "search.sqlite"
 #: Bumped when what is indexed, or how, changes: an index of another version is rebuilt.
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 #: How many of a session's newest indexed records are checked for the point a grown trace continues from.
 WALK_BACK = 64
 #: Characters of one tool output indexed (as the trace bounds a tool input); the rest is not searchable.
@@ -63,6 +64,7 @@ CREATE TABLE IF NOT EXISTS sources (
     streams TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS calls (key TEXT NOT NULL, call_id TEXT NOT NULL, seq INTEGER, PRIMARY KEY (key, call_id));
+CREATE TABLE IF NOT EXISTS turns (key TEXT NOT NULL, seq INTEGER NOT NULL, t INTEGER NOT NULL, PRIMARY KEY (key, seq));
 CREATE INDEX IF NOT EXISTS spans_by_key ON spans(key, off);
 CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
     body, kind UNINDEXED, seq UNINDEXED, t UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
@@ -181,7 +183,7 @@ class SearchIndex:
         self.db.close()
 
     def _drop_all(self) -> None:
-        for table in ("text", "spans", "traces", "sources", "calls"):
+        for table in ("text", "spans", "traces", "sources", "calls", "turns"):
             self.db.execute(f"DROP TABLE IF EXISTS {table}")
 
     def clear(self) -> None:
@@ -202,12 +204,14 @@ class SearchIndex:
         self.db.execute("DELETE FROM spans WHERE key = ?", (key,))
         self.db.execute("DELETE FROM traces WHERE key = ?", (key,))
         self.db.execute("DELETE FROM calls WHERE key = ?", (key,))
+        self.db.execute("DELETE FROM turns WHERE key = ?", (key,))
 
     def _drop_trace(self, key: str) -> None:
         """Remove the entries read from one trace (a trace read again whole); its source's stay."""
         self.db.execute("DELETE FROM text WHERE rowid IN (SELECT id FROM spans WHERE key = ? AND src IS NULL)", (key,))
         self.db.execute("DELETE FROM spans WHERE key = ? AND src IS NULL", (key,))
         self.db.execute("DELETE FROM calls WHERE key = ?", (key,))
+        self.db.execute("DELETE FROM turns WHERE key = ?", (key,))
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -351,8 +355,13 @@ class SearchIndex:
             if ev == "tool_result" and isinstance(rec.get("call_id"), str) and type(rec.get("seq")) is int:
                 self.db.execute("INSERT OR REPLACE INTO calls (key, call_id, seq) VALUES (?,?,?)",
                                 (key, rec["call_id"], rec["seq"]))
-            elif ev == "turn_end" and key in self._conv:
-                continue  # the assistant's text is indexed whole from the source transcript
+            elif ev == "turn_end":
+                if type(rec.get("seq")) is int and type(rec.get("t")) is int:
+                    # Where the source's assistant texts stand (trace.turns): a text's hit carries its turn's seq.
+                    self.db.execute("INSERT OR REPLACE INTO turns (key, seq, t) VALUES (?,?,?)",
+                                    (key, rec["seq"], rec["t"]))
+                if key in self._conv:
+                    continue  # the assistant's text is indexed whole from the source transcript
             got = record_text(rec)
             if got is None:
                 continue
@@ -472,19 +481,21 @@ class SearchIndex:
                 self.db.executemany("DELETE FROM text WHERE rowid = ?", gone)
                 self.db.execute("DELETE FROM spans WHERE src = ?", (path,))
         if found:
-            # Each output's call seq, by key and call id: one query per session, not one per output.
+            # Each output's call seq, by key and call id, and each session's turns, which place the assistant's
+            # texts: one query per session, not one per row.
             seqs: dict[tuple[str, str], int | None] = {}
+            turns: dict[str, Turns] = {}
             for r in rows:
                 seqs.update(((r["key"], c), q) for c, q in self.db.execute(
                     "SELECT call_id, seq FROM calls WHERE key = ?", (r["key"],)))
+                turns[r["key"]] = Turns(self.db.execute("SELECT t, seq FROM turns WHERE key = ?", (r["key"],)))
             # Two executemany calls: the ids are known ahead (the pass holds the write lock
             # from BEGIN IMMEDIATE to COMMIT).
             first = int(self.db.execute("SELECT coalesce(max(id), 0) FROM spans").fetchone()[0]) + 1
             self.db.executemany("INSERT INTO spans (id, key, off, len, digest, src) VALUES (?,?,-1,0,x'',?)",
                                 ((first + i, f[0], path) for i, f in enumerate(found)))
             self.db.executemany("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
-                                ((first + i, f[4], f[1], seqs.get((f[0], f[2])) if f[2] is not None else None,
-                                  f[3]) for i, f in enumerate(found)))
+                                ((first + i, f[4], f[1], _position(f, seqs, turns), f[3]) for i, f in enumerate(found)))
             figures.records += len(found)
             for f in found:
                 if f[1] == "assistant" and f[0] not in self._conv:
@@ -586,6 +597,16 @@ def said_rows(items: Iterable[Any], out: list[SaidRow]) -> None:
         if not body.strip():
             continue
         out.append((it.stream, kind, call, it.t, _valid(body)))
+
+
+def _position(row: tuple[str, str, str | None, int | None, str], calls: Mapping[tuple[str, str], int | None],
+              turns: Mapping[str, Turns]) -> int | None:
+    """The seq a source row is found at: an output's, its call's; an assistant text's, its turn's."""
+    key, kind, call, t, _ = row
+    if call is not None:
+        return calls.get((key, call))
+    placed = turns.get(key)
+    return placed.seq_at(t) if kind == "assistant" and placed is not None else None
 
 
 def _keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str],

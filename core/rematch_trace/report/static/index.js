@@ -459,7 +459,7 @@
     var s = byKey[c.k];
     line.className = "meta";
     if (s) { line.appendChild(harnessBadge(s.h)); }
-    a.href = "sessions/" + encodeURIComponent(c.k) + ".html" + (typeof r[0] === "number" ? "#seq-" + r[0] : "");
+    a.href = "sessions/" + encodeURIComponent(c.k) + ".html" + (typeof r[0] === "number" ? "#conv-" + r[0] : "");
     a.textContent = (typeof r[2] === "number" ? new Date(r[2]).toISOString().slice(0, 16).replace("T", " ") + "  " : "") +
       (c.sid || c.k);
     line.appendChild(a);
