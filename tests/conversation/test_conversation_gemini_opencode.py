@@ -56,8 +56,10 @@ def conversation(data: Path, sid: str) -> dict[str, Any]:
 
 
 def search(data: Path, query: str) -> list[dict[str, Any]]:
-    hits = orjson.loads(ok("search", query, "--data", str(data), "--json", "--limit", "100"))
+    res = rematch("search", query, "--data", str(data), "--json", "--limit", "100")
+    hits = orjson.loads(res.stdout)
     assert isinstance(hits, list)
+    assert res.returncode == (0 if hits else 1), res.stderr  # no hit exits 1, --json too
     return hits
 
 

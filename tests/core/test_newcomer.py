@@ -6,10 +6,11 @@ status, the files it leaves).
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
-from test_cli_surprises import rematch, transcript
+from test_cli_surprises import CC_ID, ROOT, rematch, transcript
 
 # -- a configuration file with mistakes --------------------------------------------------------------------
 
@@ -76,3 +77,111 @@ def test_a_prices_file_with_mistakes_exits_2(tmp_path: Path) -> None:
         assert "prices not loaded" in proc.stderr and "inptu" in proc.stderr
         proc = rematch(cmd, "--data", str(data), "--prices", str(syntax))
         assert proc.returncode == 2 and f"{syntax}:3:1: not YAML" in proc.stderr, proc.stderr
+
+
+# -- one rule for exits: nothing found is 1; a misspelt harness is refused -----------------------------------
+
+
+READERS = (("sessions",), ("flagged",), ("stats",), ("audit",), ("search", "build"))
+
+
+def test_nothing_found_exits_1_for_every_reading_command(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    assert rematch("import", str(transcript(tmp_path / "src")), "--data", str(data)).returncode == 0
+    for cmd in READERS:
+        found = rematch(*cmd, "--data", str(data))
+        assert found.returncode == 0, (cmd, found.stdout, found.stderr)
+        for form in ((), ("--json",)):
+            none = rematch(*cmd, "--data", str(data), "--since", "2099-01-01", *form)
+            assert none.returncode == 1, (cmd, form, none.stdout, none.stderr)
+            if form:
+                json.loads(none.stdout)  # the empty answer is still printed as JSON
+            else:
+                assert "match" in none.stdout or "no " in none.stdout, (cmd, none.stdout)
+
+
+def test_a_misspelt_harness_is_refused_with_the_known_ones(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    assert rematch("import", str(transcript(tmp_path / "src")), "--data", str(data)).returncode == 0
+    for cmd in READERS:
+        proc = rematch(*cmd, "--data", str(data), "--harness", "cladue_code")
+        assert proc.returncode == 2, (cmd, proc.stdout, proc.stderr)
+        assert "'cladue_code' is no installed plugin's harness" in proc.stderr
+        assert "claude_code" in proc.stderr.split("known:")[1] and "codex" in proc.stderr.split("known:")[1]
+        assert rematch(*cmd, "--data", str(data), "--harness", "claude_code").returncode == 0, cmd
+
+
+# -- search: a phrase through the shell; options after -- -------------------------------------------------
+
+
+def test_search_phrase_and_options_after_the_double_dash(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    assert rematch("import", str(transcript(tmp_path / "src")), "--data", str(data)).returncode == 0
+    # The shell passes "clear the build" as one argument without its quotes: words, in any order.
+    assert rematch("search", "build the clear", "--data", str(data)).returncode == 0
+    assert rematch("search", "--phrase", "build the clear", "--data", str(data)).returncode == 1
+    hit = rematch("search", "--phrase", "clear the build", "--data", str(data))
+    assert hit.returncode == 0 and "«clear the build»" in hit.stdout
+    assert rematch("search", '"clear the build"', "--data", str(data)).stdout == hit.stdout
+    late = rematch("search", "--data", str(data), "--", "clear", "--limit", "3")
+    assert "--limit came after -- and is searched as a word" in late.stderr
+
+
+# -- the data folder, an empty folder, a transcript that is gone, a shell escape ------------------------------
+
+OMP = next((ROOT / "examples" / "transcripts" / "omp").rglob("*.jsonl"))
+
+
+def test_data_naming_a_regular_file_is_one_clear_line(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for cmd in (("import", str(transcript(tmp_path / "src"))), ("sessions",), ("report",), ("search", "x")):
+        proc = rematch(*cmd, "--data", str(afile))
+        assert proc.returncode == 2, (cmd, proc.stderr)
+        assert proc.stderr.strip() == f"Error: {afile} is a file, not a data folder (--data): name a folder, " \
+                                      "or a path that does not exist yet", proc.stderr
+        assert afile.read_text() == ""
+
+
+def test_an_empty_folder_names_every_pattern_read_and_no_data_folder(tmp_path: Path) -> None:
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    proc = rematch("import", str(tmp_path / "empty"), "--data", str(tmp_path / "d"))
+    assert proc.returncode == 1
+    looked = proc.stderr.split("looked for ")[1]
+    for pattern in ("*.jsonl", "*.jsonl.gz", "*.json", "opencode*.db", "ses_*.json"):
+        assert pattern in looked, looked
+    assert not (tmp_path / "d").exists()
+    assert "data: " not in proc.stdout and "no data folder was made" in proc.stdout
+
+
+def test_a_gone_transcript_says_so_instead_of_no_output_per_call(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    src = transcript(tmp_path / "src")
+    assert rematch("import", str(src), "--data", str(data)).returncode == 0
+    src.unlink()
+    text = rematch("show", CC_ID, "--conversation", "--data", str(data)).stdout
+    assert "is gone: only the trace's records are shown" in text
+    assert "(no output in the transcript)" not in text
+    assert "(output not shown: the source transcript is gone)" in text
+    md = rematch("show", CC_ID, "--format", "markdown", "--data", str(data)).stdout
+    assert "(output not shown: the source transcript is gone)" in md
+    assert rematch("report", "--data", str(data)).returncode == 0
+    page = (data / "report" / "sessions" / f"{CC_ID}.html").read_text()
+    assert "No output in the transcript" not in page and "Output not shown: the source transcript is gone." in page
+
+
+def test_markdown_titles_a_shell_escape_and_its_output(tmp_path: Path) -> None:
+    lines = OMP.read_text().splitlines()
+    bash = {"type": "message", "id": "b0000001", "parentId": "a0000003", "timestamp": "2026-05-04T11:00:03.500Z",
+            "message": {"role": "bashExecution", "command": "git status --short", "output": " M src/invoice.py\n",
+                        "exitCode": 0, "timestamp": 1777892403500}}
+    src = tmp_path / "src" / "sessions" / "--home-dev-billing--" / OMP.name
+    src.parent.mkdir(parents=True)
+    after = lines[5].replace('"parentId":"a0000003"', '"parentId":"b0000001"')  # the tree goes on from it
+    src.write_text("\n".join([*lines[:5], json.dumps(bash), after, *lines[6:]]) + "\n")
+    data = tmp_path / "d"
+    assert rematch("import", str(src), "--data", str(data)).returncode == 0
+    md = rematch("show", "0198e0aa", "--format", "markdown", "--data", str(data)).stdout
+    assert "Tool `output`" not in md
+    assert "## User ran a shell command" in md and "!git status --short" in md
+    assert "## Shell command output" in md and "M src/invoice.py" in md

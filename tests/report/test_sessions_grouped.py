@@ -13,7 +13,7 @@ import orjson
 import pytest
 from hostile_gen import codex_lines, path_for, run_import, write
 from page_check import embedded, parse
-from report_gen import run
+from report_gen import rematch, run
 
 
 def _sessions(data: Path, *args: str) -> list[dict[str, Any]]:
@@ -98,7 +98,8 @@ def test_corpus_grouped_listing(corpus_data: Path) -> None:
     # --project: the sessions of one project, children with their main session (whose folder it is).
     spotter = _sessions(corpus_data, "--project", "spotter-fum")
     assert len(spotter) == 3 and {r["project"] for r in spotter} == {"/home/USER/projects/spotter-worktrees/spotter-fum"}
-    assert run("sessions", "--out", str(corpus_data), "--project", "no-such").stdout.strip() == "no sessions match"
+    nothing = rematch("sessions", "--out", str(corpus_data), "--project", "no-such")
+    assert nothing.returncode == 1 and nothing.stdout.strip() == "no sessions match"  # nothing found: 1
     # A filter only a child matches chooses its whole session: the main one is listed, and counted once.
     haiku = _sessions(corpus_data, "--model", "claude-haiku-4-5-2025")
     assert {r["session_id"].split(".")[0] for r in haiku} == {"8463c716-a2ea-4c14-9efa-87158ebd9f20",

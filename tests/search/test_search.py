@@ -37,9 +37,10 @@ def rematch(*args: str) -> subprocess.CompletedProcess[str]:
 def search(data: Path, *args: str) -> list[dict[str, Any]]:
     """The hits of ``rematch search --json``."""
     res = rematch("search", "--data", str(data), "--json", "--limit", "1000", *args)
-    assert res.returncode == 0, res.stderr
+    assert res.returncode in (0, 1), res.stderr
     hits = orjson.loads(res.stdout)
     assert isinstance(hits, list)
+    assert (res.returncode == 1) == (not hits), "no hit exits 1, --json too"
     return hits
 
 
@@ -90,7 +91,9 @@ def test_search_finds_a_planted_phrase_in_each_harness_corpus_session(
     assert all(h["kind"] in ("prompt", "assistant", "tool", "blocked", "mark") for h in hits)
     assert any(h["kind"] == "prompt" and "«" + planted + "»" in h["snippet"] for h in hits)
     # The filters: another harness, a day after the session, no match.
-    assert search(data, planted, "--harness", "none_such") == []
+    other = "codex" if harness != "codex" else "claude_code"
+    assert search(data, planted, "--harness", other) == []
+    assert rematch("search", "--data", str(data), planted, "--harness", "none_such").returncode == 2  # a typo
     assert search(data, planted, "--since", "2999-01-01") == []
     assert search(data, planted, "--since", "2000-01-01")
     # The text output names the session and shows the snippet.

@@ -72,9 +72,9 @@ class LazyGroup(click.Group):
         codes = [
             ("0", "done: every file imported or unchanged; a reading command printed what was asked"),
             ("1", "something not imported (a file or line skipped, a file failed) or nothing found "
-                  "(no transcripts, no data folder, no such session)"),
-            ("2", "a usage error, or a fatal one (another import holds the lock, a read-only data "
-                  "folder, an internal error)"),
+                  "(no transcripts, no data folder, no such session, nothing matches the filters)"),
+            ("2", "a usage error (an unknown --harness, ...), or a fatal one (another import holds the "
+                  "lock, a read-only data folder, a file with mistakes, an internal error)"),
             ("128+N", "an import stopped by signal N (130: Ctrl-C, 143: SIGTERM); finished files are kept"),
         ]
         for title, items in (("Data folder", rows), ("Environment", env), ("Exit status", codes)):

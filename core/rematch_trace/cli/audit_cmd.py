@@ -23,9 +23,11 @@ from rematch_trace.cli.common import NothingToRead, data_option, echo_json, read
 def audit_cmd(session: str | None, out: str | None, since: str | None, harness: str | None,
               min_severity: int | None, as_json: bool) -> None:
     """List the risky actions of SESSION (an id or id prefix; else of every session), most severe first."""
+    from rematch_trace.cli.common import check_harness, nothing_matched
     from rematch_trace.report.audit import audit, format_audit
 
     data = readable(out)
+    check_harness(data, harness)
     if session is not None:
         stem = session_stem(data, session)
         if not (data.events / f"{stem}.jsonl").is_file():
@@ -48,9 +50,10 @@ def audit_cmd(session: str | None, out: str | None, since: str | None, harness: 
             and (day is None or str(r.get("occurred_at") or "")[:10] >= day)]
     if as_json:
         echo_json(rows)
+        if not rows:
+            nothing_matched()
         return
     if not rows:
         filters = " matching the filters" if any(v is not None for v in (since, harness, min_severity)) else ""
-        click.echo(f"no risky actions{filters} found in the security events of {where}")
-        return
+        nothing_matched(f"no risky actions{filters} found in the security events of {where}")
     click.echo(format_audit(rows))

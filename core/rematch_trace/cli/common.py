@@ -115,9 +115,14 @@ def named_folder(out: str | None) -> DataDir:
 
     named = out or os.environ.get("REMATCH_HOME")
     try:
-        return DataDir(data_dir(local_data_folder(named) if named else None))
+        data = DataDir(data_dir(local_data_folder(named) if named else None))
     except RematchError as err:
         raise click.ClickException(str(err)) from None
+    if data.root.exists() and not data.root.is_dir():
+        # Said here, before a command makes or reads anything in it (mkdir's bare "File exists" was all).
+        raise Fatal(f"{data.root} is a file, not a data folder ({origin(out)}): name a folder, "
+                    "or a path that does not exist yet")
+    return data
 
 
 def data_folder(out: str | None) -> DataDir:
@@ -274,3 +279,39 @@ def session_stem(data: DataDir, session: str) -> str:
 def find_trace(data: DataDir, session: str) -> Path:
     """The trace of the session ``session`` names (an id, or an id prefix)."""
     return data.traces / f"{session_stem(data, session)}.jsonl"
+
+
+def check_harness(data: DataDir, harness: str | None) -> None:
+    """Refuse a ``--harness`` no installed plugin provides and no session of ``data`` has (a typo would
+    otherwise answer with an empty list): a usage error, exit status 2, naming the known harnesses.
+
+    The data folder's names are read first (one query; a plugin uninstalled since its sessions were
+    imported still names them); the installed plugins' entry points only when that fails.
+    """
+    if harness is None:
+        return
+    known: set[str] = set()
+    if data.ledger.is_file():
+        try:
+            with open_ledger(data) as ledger:
+                known = {str(r[0]) for r in ledger.db.execute("SELECT DISTINCT harness FROM sessions")}
+        except (Fatal, sqlite3.Error):
+            known = set()
+    if harness in known:
+        return
+    from rematch_trace.host.loading import GROUP, entry_points
+
+    known |= {ep.name for ep in entry_points(GROUP)}
+    if harness not in known:
+        raise click.BadParameter(f"{harness!r} is no installed plugin's harness and no imported session's "
+                                 f"(known: {', '.join(sorted(known)) or 'none'})", param_hint="'--harness'")
+
+
+def nothing_matched(message: str | None = None) -> None:
+    """Nothing found (no session, no hit, no risky action): ``message`` on stdout, exit status 1 (the README's
+    exit table: nothing found is 1 for every reading command, as ``search`` has it)."""
+    import sys
+
+    if message is not None:
+        click.echo(message)
+    sys.exit(EXIT_PARTIAL)

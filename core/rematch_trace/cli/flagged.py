@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from rematch_trace.cli.common import data_option, echo_json, readable
+from rematch_trace.cli.common import check_harness, data_option, echo_json, nothing_matched, readable
 
 
 @click.command("flagged")
@@ -26,6 +26,7 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
 
     # A killed import or live writer put right first.
     data = readable(out)
+    check_harness(data, harness)
     try:
         prices = load(data.root)
     except PriceError:
@@ -56,11 +57,12 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
                 for r in [e.row]
             ]
         )
+        if not entries:
+            nothing_matched()
         return
     if not entries:
         filtered = any(v is not None for v in (since, harness, min_severity))
-        click.echo("no flagged sessions match" if filtered else "no flagged sessions")
-        return
+        nothing_matched("no flagged sessions match" if filtered else "no flagged sessions")
     rows = [["started (UTC)", "harness", "session", "inputs", "tool err", "redirects", "clusters", "reasons", "folder"]]
     for e in entries:
         s = e.json().get  # the summary's JSON as stored: no summary structured per session

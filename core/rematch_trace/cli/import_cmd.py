@@ -161,5 +161,8 @@ def import_cmd(
             click.echo(f"{n} line{'s' if n != 1 else ''} skipped (see above)")
         from rematch_trace.host.text import one_line
 
-        click.echo(f"data: {one_line(data.root)}")
+        if data.root.is_dir():  # an import that made nothing left no folder (discard_made): none to name
+            click.echo(f"data: {one_line(data.root)}")
+        else:
+            click.echo(f"no data folder was made ({one_line(data.root)}): nothing was imported")
     sys.exit(EXIT_PARTIAL if summary.failed else EXIT_OK)

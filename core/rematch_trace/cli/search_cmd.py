@@ -9,7 +9,16 @@ from typing import Any
 
 import click
 
-from rematch_trace.cli.common import Fatal, NothingToRead, data_option, echo_json, readable, writable
+from rematch_trace.cli.common import (
+    Fatal,
+    NothingToRead,
+    check_harness,
+    data_option,
+    echo_json,
+    nothing_matched,
+    readable,
+    writable,
+)
 from rematch_trace.cli.listing import FLAG_CHOICES
 from rematch_trace.store.search_kinds import KINDS
 
@@ -57,15 +66,18 @@ def _snippet(text: str, open_: str, close: str) -> str:
               help="Only records of this kind (again for several): prompt, assistant, tool (a call's input), "
                    "output (its output or error), blocked, mark.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="Hits shown at most.")
+@click.option("--phrase", is_flag=True,
+              help="QUERY is one phrase, its words in this order (the shell drops the quotes of \"git push\").")
 @click.option("--rebuild", is_flag=True, help="Build the index again from every trace first.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, since: str | None, repo: str | None,
-               flag: str | None, kinds: tuple[str, ...], limit: int, rebuild: bool, as_json: bool) -> None:
+               flag: str | None, kinds: tuple[str, ...], limit: int, phrase: bool, rebuild: bool, as_json: bool) -> None:
     """Find QUERY in prompts, assistant text, tool calls' inputs and outputs, blocked calls and marks, best first.
 
     Every word must occur (in any order); "a quoted phrase" must occur as it is; word* matches
     the words it begins; a OR b matches either; -word leaves out the records that hold it (after
-    --, or inside one quoted argument, so that it is not read as an option). The index
+    --, or inside one quoted argument, so that it is not read as an option). The shell takes the
+    quotes off "git push": write '"git push"', or --phrase. The index
     (search.sqlite in the data folder) holds redacted text only and is brought up to date
     first; --rebuild builds it again from every trace.
     """
@@ -77,7 +89,17 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     from rematch_trace.store.search_index import QueryError, SearchIndex, hits_iter, index_path, to_query
 
     day = since_day(since)
+    # After --, every argument is a word: an option typed there is searched for, never applied. Said, so
+    # that `rematch search -- flaky --limit 3` does not quietly look for "limit" and "3".
+    options = {o for p in click.get_current_context().command.params for o in p.opts}
+    for q in query:
+        if q.split("=", 1)[0] in options:
+            click.echo(f"rematch: note: {one_line(q)} came after -- and is searched as a word; "
+                       "options go before --", err=True)
     words = " ".join(query)
+    if phrase:
+        # One phrase of the words as typed (a quote inside cannot end it early).
+        words = '"' + " ".join(w.replace('"', " ") for w in query) + '"'
     try:
         fts = to_query(words)
     except QueryError as err:
@@ -85,6 +107,7 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     if not fts and not rebuild:
         raise click.UsageError("say what to search for: rematch search WORDS")
     data = readable(out)
+    check_harness(data, harness)
     path = index_path(data)
     try:
         if writable(data):
@@ -138,10 +161,11 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
              "snippet": _snippet(h.snippet, "«", "»"), "rank": h.rank}
             for h in hits
         ])
+        if not hits:
+            nothing_matched()
         return
     if not hits:
-        click.echo(f"no match for {one_line(words)}")
-        sys.exit(1)
+        nothing_matched(f"no match for {one_line(words)}")
     bold = sys.stdout.isatty()
     open_, close = ("\x1b[1m", "\x1b[0m") if bold else ("«", "»")
     for h in hits:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rematch_trace.cli.common import data_option, echo_json, readable
+from rematch_trace.cli.common import check_harness, data_option, echo_json, nothing_matched, readable
 from rematch_trace.cli.listing import chosen, filter_options, price_table, prices_option, summaries, table
 
 
@@ -25,6 +25,7 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
     from rematch_trace.report.text import clip, when
 
     data = readable(out)
+    check_harness(data, harness)
     prices = price_table(data, prices_file)
     # A model's one name, as the report and stats name it (a dated id folded): memoised, one lookup a model.
     one = ModelNames(prices)
@@ -36,11 +37,12 @@ def sessions_cmd(out: str | None, harness: str | None, model: str | None, repo: 
 
         # `model` stays the trace's id; `model_folded` is the name the table shows.
         echo_json(with_json(entries, lambda js: with_links(entries, one)))
+        if not entries:
+            nothing_matched()
         return
     if not entries:
         filtered = any((harness, model, repo, domain, flag, since, project))
-        click.echo("no sessions match" if filtered else "no sessions")
-        return
+        nothing_matched("no sessions match" if filtered else "no sessions")
     if not flat:
         click.echo("\n".join(grouped_lines(entries, one)))
         return

@@ -69,8 +69,23 @@ def _head(e: Entry, label: str) -> str:
     return f"{bang} {seq}{when(e.t, '%Y-%m-%d %H:%M:%S')}  {label}{flags}"
 
 
-def entry_lines(e: Entry, indent: str, full: bool) -> Iterator[str]:
-    """The lines of one entry (and, under a call, its subagent's conversation, indented)."""
+#: Said under a call that has no output, by the conversation's status: the transcript read, or why not.
+NO_OUTPUT = {"ok": "(no output in the transcript)", "gone": "(output not shown: the source transcript is gone)"}
+
+
+def no_output(status: str) -> str:
+    """What a call without output says: none in the transcript, or no transcript read (the trace keeps none)."""
+    return NO_OUTPUT.get(status, "(output not shown: no transcript was read, the trace keeps none)")
+
+
+def shell_escape(e: Entry) -> bool:
+    """Whether a prompt is a shell command the user ran themselves (``!cmd``), not words to the model."""
+    return e.kind == "prompt" and e.text.startswith("!") and "\n" not in e.text.strip()
+
+
+def entry_lines(e: Entry, indent: str, full: bool, read: str = "ok") -> Iterator[str]:
+    """The lines of one entry (and, under a call, its subagent's conversation, indented); ``read`` is the
+    conversation's status (a call without output says whether a transcript was read)."""
     inner = indent + "    "
     if e.kind in ("prompt", "assistant"):
         yield indent + _head(e, "user" if e.kind == "prompt" else "assistant")
@@ -87,7 +102,7 @@ def entry_lines(e: Entry, indent: str, full: bool) -> Iterator[str]:
             yield f"{inner}{'error' if e.is_error else 'output'}:"
             yield from _block(e.output or "(empty)", inner + "  ", full)
         elif not e.blocked:
-            yield f"{inner}(no output in the transcript)"
+            yield f"{inner}{no_output(read)}"
         for link in [e.subagent, *e.other_subagents] if e.subagent is not None else []:
             yield from _subagent(link, inner, full)
     elif e.kind == "output":
@@ -115,7 +130,7 @@ def _subagent(link: dict[str, Any], indent: str, full: bool) -> Iterator[str]:
         if sub.note:
             yield f"{indent}  ({one_line(sub.note)})"
         for e in sub.entries:
-            yield from entry_lines(e, indent + "  | ", full)
+            yield from entry_lines(e, indent + "  | ", full, sub.status)
 
 
 def render_text(conv: Conversation, full: bool = False) -> Iterator[str]:
@@ -132,7 +147,7 @@ def render_text(conv: Conversation, full: bool = False) -> Iterator[str]:
         yield f"flag {reason}: " + " ".join(f"#{s}" for s in seqs)
     yield ""
     for e in conv.entries:
-        yield from entry_lines(e, "", full)
+        yield from entry_lines(e, "", full, conv.status)
     if not conv.entries:
         yield "(nothing said in this session)"
 
@@ -160,14 +175,27 @@ def render_markdown(conv: Conversation, full: bool = True, level: int = 2) -> It
         if conv.note:
             yield f"> **Note:** {visible(conv.note)}"
         yield ""
-    for e in conv.entries:
+    before: list[Entry | None] = [None, *conv.entries]
+    for prev, e in zip(before, conv.entries, strict=False):
         seq = f" #{e.seq}" if e.seq is not None else ""
         flags = f" — flagged: {', '.join(e.reasons)}" if e.reasons else ""
         stamp = when(e.t, "%Y-%m-%d %H:%M:%S")
-        if e.kind in ("prompt", "assistant"):
+        if shell_escape(e):
+            # `!cmd`: a command the user ran in the harness's shell, not a prompt to the model.
+            yield f"{h} User ran a shell command{seq} ({stamp}){flags}"
+            yield ""
+            yield _md_fence(str(visible(e.text)))
+        elif e.kind in ("prompt", "assistant"):
             yield f"{h} {'User' if e.kind == 'prompt' else 'Assistant'}{seq} ({stamp}){flags}"
             yield ""
             yield str(visible(fold(e.text, full)[0]))
+        elif e.kind == "output" and not e.tool:
+            # An output with no call in the transcript: a `!cmd`'s, or a call's the transcript lost.
+            title = "Shell command output" if prev is not None and shell_escape(prev) else "Output (no call)"
+            yield f"{h} {title}{seq} ({stamp}){flags}"
+            if e.output is not None:
+                yield ""
+                yield _md_fence(str(visible(fold(e.output, full)[0])))
         elif e.kind in ("call", "blocked", "output"):
             err = f" — error {e.error_class or ''}".rstrip() if e.is_error else ""
             yield f"{h} Tool `{visible(e.tool) or 'output'}`{seq} ({stamp}){err}{flags}"
@@ -180,6 +208,8 @@ def render_markdown(conv: Conversation, full: bool = True, level: int = 2) -> It
                 yield ""
                 yield "Error:" if e.is_error else "Output:"
                 yield _md_fence(str(visible(fold(e.output, full)[0])))
+            elif e.kind == "call" and not e.blocked:
+                yield no_output(conv.status)
             for link in [e.subagent, *e.other_subagents] if e.subagent is not None else []:
                 yield ""
                 yield f"Subagent `{visible(link['session_id'])}`:"

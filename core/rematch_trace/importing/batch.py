@@ -236,8 +236,11 @@ def run_import(
         summary.searched = searched
         for place in searched:
             if paths and place.exists and not place.found:
+                # Every name a walk takes: the endings (the plugins' too) and the plugins' other sources'
+                # names (Gemini CLI's session documents, opencode's databases).
+                looked = [*("*" + s for s in host.suffixes()), *(n for n in host.source_names())]
                 summary.skip_unread(place.path, f"a folder with no transcript files in it or under it "
-                                                f"(looked for {', '.join('*' + s for s in SUFFIXES)}; "
+                                                f"(looked for {', '.join(dict.fromkeys(looked))}; "
                                                 "symbolic links are not followed)")
         if not paths:
             from rematch_trace.host.known import absent_homes
