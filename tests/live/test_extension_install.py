@@ -92,3 +92,27 @@ def test_status_says_what_is_there_and_fails_when_it_cannot_run(tmp_path: Path) 
     assert rc == 1 and any("cannot run" in p for p in report["problems"]), report
     other = rematch("hooks", "status", "--harness", "pi", "--agent-dir", str(agent), "--data", str(tmp_path / "other"))
     assert other.returncode == 1 and "sends events to" in other.stdout
+
+
+def test_uninstall_takes_away_the_extensions_folder_install_made(tmp_path: Path) -> None:
+    """Issue 43: an ``extensions`` folder install made is gone after uninstall; one that was there stays."""
+    agent = tmp_path / "agent"
+    assert _install(agent, tmp_path / "data")[0] == 0
+    assert rematch("hooks", "uninstall", "--harness", "pi", "--agent-dir", str(agent)).returncode == 0
+    assert not (agent / "extensions").exists()
+    (agent / "extensions").mkdir()
+    assert _install(agent, tmp_path / "data")[0] == 0
+    assert rematch("hooks", "uninstall", "--harness", "pi", "--agent-dir", str(agent)).returncode == 0
+    assert (agent / "extensions").is_dir() and not any((agent / "extensions").iterdir())
+
+
+def test_hooks_help_names_every_harness_and_folder_offers_only_those_it_makes() -> None:
+    """Issue 43: the help speaks of Codex, pi and omp too; ``hooks folder`` offers no harness it cannot make."""
+    said = rematch("hooks", "--help").stdout
+    assert "Claude Code" in said and "Codex" in said and "pi" in said and "omp" in said
+    folder = rematch("hooks", "folder", "--help").stdout
+    assert "claude_code|codex" in folder.replace("'", "")
+    for harness in ("pi", "omp"):
+        res = rematch("hooks", "folder", "--harness", harness)
+        assert res.returncode == 2 and "rematch hooks install --harness pi|omp" not in res.stdout
+        assert "is not one of 'claude_code', 'codex'" in res.stderr, res.stderr

@@ -25,6 +25,11 @@ _HARNESS = click.option(
 )
 #: The harnesses whose hooks live in a JSON hook file (the others take rematch's extension).
 _HOOK_FILES = ("claude_code", "codex")
+#: ``hooks folder``: only the harnesses whose plugin gives a plugin folder (pi and omp take the extension).
+_FOLDER_HARNESS = click.option(
+    "--harness", "harness", type=click.Choice(list(_HOOK_FILES)), default="claude_code", show_default=True,
+    help="Claude Code's plugin folder, or Codex's (pi and omp: rematch hooks install --harness pi|omp).",
+)
 #: What Codex asks of a person before it runs a new or changed hook, said after an install.
 CODEX_TRUST = ("Codex runs a new or changed hook only once you trust it: start codex and open /hooks to "
                "review and trust rematch's hooks (each install that changes them asks again). For automation "
@@ -54,7 +59,8 @@ def _edit(change: Callable[[], Outcome], after: str = "") -> None:
 
 @click.group("hooks")
 def hooks_cmd() -> None:
-    """Capture Claude Code sessions live, from its hooks (see docs/live-capture.md)."""
+    """Capture sessions live as they run: Claude Code's and Codex's hooks, or rematch's extension for pi and
+    omp (--harness; see docs/live-capture.md)."""
 
 
 @hooks_cmd.command("install")
@@ -89,7 +95,7 @@ def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None,
 
 
 @hooks_cmd.command("folder")
-@_HARNESS
+@_FOLDER_HARNESS
 def folder_cmd(harness: str) -> None:
     """Print the harness's plugin folder with rematch's hooks, made (or brought up to date) in the data folder.
 

@@ -10,7 +10,8 @@ The extension is the omp plugin's ``rematch_omp/extension/rematch.ts`` (docs/liv
   interpreter, the budgets): nothing else of the harness's settings is touched;
 * installing is idempotent (the copy is rewritten, never doubled) and atomic; a file at that
   place that is not rematch's is refused and left as it is;
-* uninstalling removes only rematch's copy (and the ``rematch`` folder when it is then empty);
+* uninstalling removes only rematch's copy (and the ``rematch`` folder when it is then empty, and the
+  ``extensions`` folder when install made it and it is then empty: a marker beside the copy says so);
 * status says whether the copy is there, current (the shipped source), and runnable (its
   interpreter exists and the data folder is the one asked about).
 """
@@ -32,6 +33,8 @@ from rematch_trace.live.install import HOLD_SECONDS, Outcome, SettingsError, _wr
 HARNESSES = {"pi": ".pi", "omp": ".omp"}
 #: The folder, under the agent dir, the extension is copied to (as ``index.ts``).
 FOLDER = Path("extensions") / "rematch"
+#: The file beside the copy that says install made the ``extensions`` folder (uninstall removes it when empty).
+MADE_MARK = ".rematch-made-extensions"
 #: The line of the shipped source that install fills in.
 INSTALLED_LINE = re.compile(r"^const INSTALLED: Config \| null = (.*);$", re.M)
 #: What marks a file as rematch's extension (its first doc line).
@@ -110,7 +113,10 @@ def install(harness: str, path: Path, data: Path, hold_seconds: float | None = N
     new = render(source.read_text(encoding="utf-8"), config(harness, data, hold_seconds))
     if old == new:
         return Outcome(path, False, f"rematch's extension is already installed in {path}")
+    made = not path.parent.parent.exists()
     _write(path, new.encode("utf-8"))
+    if made:
+        (path.parent / MADE_MARK).write_bytes(b"")
     return Outcome(path, True, f"installed rematch's extension for {harness} in {path} (data: {data})")
 
 
@@ -122,8 +128,13 @@ def uninstall(path: Path) -> Outcome:
     if not _is_ours(old):
         raise SettingsError(f"{path} is not rematch's extension; nothing changed")
     path.unlink()
+    mark = path.parent / MADE_MARK
+    made = mark.is_file()
+    mark.unlink(missing_ok=True)
     try:
         path.parent.rmdir()
+        if made:
+            path.parent.parent.rmdir()  # the extensions folder install made, when nothing else is in it
     except OSError:
         pass  # the user keeps other files there
     return Outcome(path, True, f"removed rematch's extension from {path}")
