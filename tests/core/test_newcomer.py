@@ -185,3 +185,21 @@ def test_markdown_titles_a_shell_escape_and_its_output(tmp_path: Path) -> None:
     assert "Tool `output`" not in md
     assert "## User ran a shell command" in md and "!git status --short" in md
     assert "## Shell command output" in md and "M src/invoice.py" in md
+
+
+def test_forget_takes_the_sessions_under_it_too(tmp_path: Path) -> None:
+    src, data = tmp_path / "src", tmp_path / "d"
+    main = transcript(src)
+    sub = src / CC_ID / "subagents" / "agent-abc123.jsonl"
+    sub.parent.mkdir(parents=True)
+    sub.write_text("".join(json.dumps({**json.loads(line), "isSidechain": True, "agentId": "abc123"}) + "\n"
+                           for line in main.read_text().splitlines()))
+    assert rematch("import", str(src), "--data", str(data)).returncode == 0
+    assert len(list((data / "traces").glob("*.jsonl"))) == 2
+    proc = rematch("forget", CC_ID, "--data", str(data))
+    assert proc.returncode == 0 and "and 1 session under it" in proc.stdout, proc.stdout + proc.stderr
+    assert not list((data / "traces").glob("*.jsonl")) and not list((data / "events").glob("*.jsonl"))
+    assert rematch("sessions", "--data", str(data), "--flat").returncode == 1  # no row left
+    assert rematch("search", "build", "--data", str(data)).returncode == 1  # nor an indexed record
+    again = rematch("import", str(src), "--data", str(data))
+    assert again.returncode == 0 and "2 sessions imported" in again.stdout
