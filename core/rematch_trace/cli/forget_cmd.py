@@ -39,9 +39,9 @@ def forget_cmd(session: str, out: str | None) -> None:
             seen = {(r["harness"], r["session_id"]) for r in rows}
             for parent in family:
                 for r in every:
-                    key = (r["harness"], r["session_id"])
-                    if key not in seen and r.get("parent") == parent["session_id"] and r["harness"] == parent["harness"]:
-                        seen.add(key)
+                    pair = (r["harness"], r["session_id"])
+                    if pair not in seen and r.get("parent") == parent["session_id"] and r["harness"] == parent["harness"]:
+                        seen.add(pair)
                         family.append(r)
             sources = [ledger.forget(r["harness"], r["session_id"]) for r in family]
             stems = [stem, *(safe_name(r["session_id"]) for r in family[len(rows):])]
