@@ -61,6 +61,7 @@ data_option = click.option(
 #: Python packages behind a feature: the module imported, its distribution's name.
 PACKAGES: dict[str, tuple[str, str]] = {
     "report": ("jinja2", "Jinja2"),
+    "markdown": ("markdown_it", "markdown-it-py"),
     "watch": ("watchfiles", "watchfiles"),
     "dask": ("distributed", "dask[distributed]"),
     "urls": ("fsspec", "fsspec"),

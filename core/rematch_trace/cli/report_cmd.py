@@ -22,9 +22,10 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     """Build or refresh a static HTML report of every session (only changed pages are rewritten)."""
     import importlib.util
 
-    if importlib.util.find_spec("jinja2") is None:  # found, not imported: a rerun may render nothing
-        raise Fatal("rematch report needs the Python package Jinja2: install rematch again from its "
-                    "checkout (pip install ./), or pip install jinja2")
+    for module, dist in (("jinja2", "Jinja2"), ("markdown_it", "markdown-it-py")):
+        if importlib.util.find_spec(module) is None:  # found, not imported: a rerun may render nothing
+            raise Fatal(f"rematch report needs the Python package {dist}: install rematch again from its "
+                        f"checkout (pip install ./), or pip install {dist.lower()}")
     from rematch_trace.conversation.pages import ConversationPages
     from rematch_trace.report.build import build
     from rematch_trace.report.collect import NothingImported

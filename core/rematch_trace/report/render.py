@@ -44,7 +44,10 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(when=when, duration=duration, tokens=tokens, money=money)
+    from rematch_trace.report.markdown import edit_diff, markdown
+
+    env.filters.update(when=when, duration=duration, tokens=tokens, money=money, markdown=markdown,
+                       edit_diff=edit_diff)
     env.globals.update(CSP=CSP, REASON_TEXT=REASON_TEXT, money=money)
     # Sorted keys make the embedded data, and so the page, byte-identical from run to run.
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": True}

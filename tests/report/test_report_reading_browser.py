@@ -1,0 +1,86 @@
+"""Issue 43: the session page reads like a conversation, safely (Chromium, Playwright, the system Chromium).
+
+The assistant's Markdown is rendered (hostile Markdown planted: raw HTML, a ``javascript:`` link, an
+image that would reach the network), a file edit reads as a diff, and a search hit or a flag's link
+lands on the conversation entry itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from page_check import Watched
+from report_gen import run
+
+CC = (Path(__file__).resolve().parents[2] / "examples" / "transcripts" / "claude_code" / "projects" / "-home-dev-webapp"
+      / "5b1f0c3e-8a7d-4e52-9b61-2f0d7c4a9e11.jsonl")
+SID = CC.stem
+HOSTILE_MD = ("# Plan\n\n**bold** and `code` <script>alert('md')</script> <img src=x onerror=alert('img')>\n\n"
+              "[run](javascript:alert('link')) [docs](https://example.com/a) ![pixel](https://example.com/p.png)\n\n"
+              "```py\nprint('fenced')\n```\n")
+EDIT = {"file_path": "/home/dev/webapp/src/app.ts", "old_string": "const a = 1;\nconst b = 2;\n",
+        "new_string": "const a = 1;\nconst b = 3;\n"}
+
+
+def _session(folder: Path) -> Path:
+    """The example Claude Code session, its first answer hostile Markdown and its second call a file edit."""
+    out = []
+    for line in CC.read_text().splitlines():
+        rec = json.loads(line)
+        content = (rec.get("message") or {}).get("content")
+        if isinstance(content, list):
+            for block in content:
+                if block.get("text") == "I'll clear the build folder first.":
+                    block["text"] = HOSTILE_MD
+                if block.get("id") == "toolu_02":
+                    block["name"], block["input"] = "Edit", EDIT
+        out.append(json.dumps(rec))
+    folder.mkdir(parents=True)
+    path = folder / CC.name
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_markdown_is_rendered_safely_and_an_edit_reads_as_a_diff(tmp_path: Path, watched: Watched) -> None:
+    data = tmp_path / "data"
+    run("import", str(_session(tmp_path / "src")), "--data", str(data), "-q")
+    run("report", "--data", str(data))
+    page = watched.open(data / "report" / "sessions" / f"{SID}.html")
+    md = page.locator("li.ce-assistant .md").first
+    assert md.locator("h1").inner_text() == "Plan" and md.locator("strong").inner_text() == "bold"
+    assert md.locator("pre code").inner_text().strip() == "print('fenced')"
+    # Raw HTML is text; no script, image or handler made it into the page; a javascript: link is no link.
+    assert "<script>alert('md')</script>" in md.inner_text()
+    assert md.locator("script, img, [onerror]").count() == 0
+    assert page.locator("a[href^='javascript']").count() == 0
+    links = md.locator("a")
+    assert links.count() == 2 and {links.nth(i).get_attribute("href") for i in range(2)} == {
+        "https://example.com/a", "https://example.com/p.png"}
+    assert all("noopener" in (links.nth(i).get_attribute("rel") or "") for i in range(2))
+    # The edit: a unified diff, the changed line removed and added, not old_string/new_string.
+    edit = page.locator("li.ce-call pre.diff")
+    assert edit.count() == 1
+    assert edit.locator(".d-del").inner_text() == "-const b = 2;"
+    assert edit.locator(".d-add").inner_text() == "+const b = 3;"
+    assert "old_string" not in page.locator("li.ce-call").nth(1).inner_text()
+    watched.clean()  # no dialog opened, no page error, no CSP violation
+
+
+def test_a_search_hit_on_an_answer_lands_on_its_conversation_entry(tmp_path: Path, watched: Watched) -> None:
+    data = tmp_path / "data"
+    run("import", str(_session(tmp_path / "src")), "--data", str(data), "-q")
+    hits = json.loads(run("search", "fenced", "--data", str(data), "--json").stdout)
+    assert [h["kind"] for h in hits] == ["assistant"] and type(hits[0]["seq"]) is int
+    run("report", "--data", str(data))
+    page = watched.open(data / "report" / "index.html")
+    page.fill("#s-q", "fenced")
+    link = page.locator("#s-hits li a").first
+    link.wait_for()
+    assert link.get_attribute("href") == f"sessions/{SID}.html#conv-{hits[0]['seq']}"
+    link.click()
+    page.wait_for_load_state("load")
+    target = page.locator(f"#conv-{hits[0]['seq']}")
+    assert "ce-assistant" in (target.get_attribute("class") or "") and "fenced" in target.inner_text()
+    assert target.is_visible() and page.evaluate("() => window.scrollY") > 0
+    watched.clean()
