@@ -203,3 +203,20 @@ def test_forget_takes_the_sessions_under_it_too(tmp_path: Path) -> None:
     assert rematch("search", "build", "--data", str(data)).returncode == 1  # nor an indexed record
     again = rematch("import", str(src), "--data", str(data))
     assert again.returncode == 0 and "2 sessions imported" in again.stdout
+
+
+def test_a_policy_file_reports_every_mistake_with_its_line(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text("version: 1\ndefault: maybe\nrules:\n  - id: ok-rule\n    decision: deny\n  - id: Bad!\n"
+                      "    decision: perhaps\n    when:\n      colour: red\n      any_features: [evil]\n")
+    proc = rematch("policy", "show", "--policy", str(policy))
+    assert proc.returncode == 2
+    lines = [line.strip() for line in proc.stderr.splitlines()[1:]]
+    assert [line.split(": ", 2)[:2] for line in lines] == [
+        [f"{policy}:2", "default"], [f"{policy}:6", "rules[1].id"], [f"{policy}:7", "rules[1].decision"],
+        [f"{policy}:9", "rules[1].when.colour"], [f"{policy}:10", "rules[1].when.any_features"]], proc.stderr
+    home = tmp_path / "home"
+    home.mkdir()
+    doctor = rematch("doctor", "--data", str(tmp_path / "d"), env={"REMATCH_POLICY": str(policy), "HOME": str(home)})
+    said = doctor.stdout + doctor.stderr
+    assert doctor.returncode == 1 and all(f"{policy}:{n}:" in said for n in (2, 6, 7, 9, 10)), said

@@ -107,7 +107,8 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
         policy["default"] = p.default
     except PolicyError as err:
         policy["problem"] = str(err)
-        broken.append((f"policy: {err}", f"fix {policy['path']} (rematch policy show checks it)"))
+        policy["problems"] = list(err.problems)
+        broken.extend((f"policy: {p}", f"fix {policy['path']} (rematch policy show checks it)") for p in err.problems)
     config = {"path": str(config_path()), "problems": config_problems()}
     for problem in config["problems"]:
         broken.append((f"config: {problem}", f"fix {config['path']} (see README: domains)"))

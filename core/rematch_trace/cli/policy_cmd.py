@@ -39,6 +39,8 @@ def show_cmd(policy: str | None, as_json: bool) -> None:
         p = load_policy(policy)
     except PolicyError as err:
         # A policy file missing or with mistakes is a configuration file with mistakes: exit 2, as `serve` refuses it.
+        if len(err.problems) > 1:  # every mistake, each on its line
+            raise Fatal("the policy file has mistakes (rematch serve refuses it):", err.problems) from None
         raise Fatal(str(err)) from None
     rules: list[dict[str, Any]] = [
         {

@@ -38,7 +38,7 @@ def _renderer() -> Any:
 
         md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
         md.disable("image")
-        md.validateLink = lambda url: url.strip().lower().startswith(SAFE_SCHEMES)
+        md.validateLink = lambda url: url.strip().lower().startswith(SAFE_SCHEMES)  # type: ignore[method-assign]
 
         def link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
             tokens[idx].attrSet("rel", "noopener noreferrer nofollow")

@@ -24,11 +24,12 @@ import fnmatch
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import attrs
 import yaml
 
+from rematch_trace.errors import yaml_mistake
 from rematch_trace.host.facade import ACTION_TYPES
 from rematch_trace.live.verdicts.action import LiveAction, outside
 from rematch_trace.live.verdicts.harness_state import in_state_folder, state_roots
@@ -44,7 +45,46 @@ BUILT_IN = "built-in"
 
 
 class PolicyError(ValueError):
-    """A policy file that does not follow the format; the message names the file and the key."""
+    """A policy file that does not follow the format; the message names the file, the line and the key.
+
+    ``problems`` holds every mistake found, one ``file:line: key: reason`` each (the message is the first,
+    with how many more: one line for a log); the commands print them all.
+    """
+
+    def __init__(self, message: str, problems: list[str] | tuple[str, ...] = ()) -> None:
+        self.problems = tuple(problems) or (message,)
+        more = len(self.problems) - 1
+        super().__init__(message + (f" (and {more} more mistake{'s' if more != 1 else ''})" if more else ""))
+
+
+class _Lined(dict[str, Any]):
+    """A mapping read from the file, with the line of each of its keys (1-based) and of itself."""
+
+    line = 0
+    lines: dict[str, int]
+
+
+def _at(source: str, m: Any, key: str | None = None) -> str:
+    """``file:line`` of ``m``'s ``key`` (else of ``m``), or the file alone for a mapping not read from one."""
+    if isinstance(m, _Lined):
+        return f"{source}:{m.lines.get(key, m.line) if key is not None else m.line}"
+    return source
+
+
+def _loader() -> type[yaml.SafeLoader]:
+    """A safe loader whose mappings keep the lines of their keys (for mistakes named with their line)."""
+
+    class Lined(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _Lined:
+        m = _Lined(cast(dict[str, Any], loader.construct_mapping(node, deep=True)))
+        m.line = node.start_mark.line + 1
+        m.lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+        return m
+
+    Lined.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Lined
 
 
 @attrs.frozen
@@ -175,54 +215,88 @@ def _condition(where: str, when: Any) -> Condition:
 
 
 def parse_policy(data: Any, source: str) -> Policy:
-    """A :class:`Policy` from the parsed YAML ``data`` of file ``source``; :class:`PolicyError` otherwise."""
+    """A :class:`Policy` from the parsed YAML ``data`` of file ``source``; :class:`PolicyError` otherwise, with
+    every mistake of the file (each with its line, when ``data`` was read by :func:`_read`)."""
     if not isinstance(data, dict):
         raise PolicyError(f"{source}: a policy is a mapping with version, default and rules")
+    problems: list[str] = []
     known = ("version", "default", "approval_timeout_s", "approve_without_code", "rules", "disabled")
     for k in data:
         if k not in known:
-            raise PolicyError(f"{source}: {k}: unknown key (known: {', '.join(known)})")
+            problems.append(f"{_at(source, data, k)}: {k}: unknown key (known: {', '.join(known)})")
     if data.get("version") != 1:
-        raise PolicyError(f"{source}: version: must be 1")
+        problems.append(f"{_at(source, data, 'version')}: version: must be 1")
     default = data.get("default", "no_override")
     if default not in ("deny", "no_override"):
-        raise PolicyError(f"{source}: default: deny or no_override")
+        problems.append(f"{_at(source, data, 'default')}: default: deny or no_override")
     timeout = data.get("approval_timeout_s", 120)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 1 <= timeout <= 600:
-        raise PolicyError(f"{source}: approval_timeout_s: a number of seconds from 1 to 600")
+        problems.append(f"{_at(source, data, 'approval_timeout_s')}: approval_timeout_s: a number of seconds from 1 to 600")
     without_code = data.get("approve_without_code", False)
     if not isinstance(without_code, bool):
-        raise PolicyError(f"{source}: approve_without_code: true or false")
+        problems.append(f"{_at(source, data, 'approve_without_code')}: approve_without_code: true or false")
     raw_rules = data.get("rules", [])
     if not isinstance(raw_rules, list):
-        raise PolicyError(f"{source}: rules: a list")
+        problems.append(f"{_at(source, data, 'rules')}: rules: a list")
+        raw_rules = []
     rules: list[Rule] = []
     seen: set[str] = set()
     for i, r in enumerate(raw_rules):
-        where = f"{source}: rules[{i}]"
         if not isinstance(r, dict):
-            raise PolicyError(f"{where}: a mapping with id, decision, explanation, when")
-        for k in r:
-            if k not in ("id", "decision", "explanation", "when"):
-                raise PolicyError(f"{where}.{k}: unknown key")
-        rid = r.get("id")
-        if not isinstance(rid, str) or not _RULE_ID.fullmatch(rid):
-            raise PolicyError(f"{where}.id: lowercase letters, digits, - and _ (at most 48)")
-        if rid in seen:
-            raise PolicyError(f"{where}.id: {rid!r} is used twice")
-        seen.add(rid)
-        decision = r.get("decision")
-        if decision not in ("deny", "no_override", "hold"):
-            raise PolicyError(f"{where}.decision: deny, no_override or hold")
-        explanation = r.get("explanation", "")
-        if not isinstance(explanation, str) or len(explanation) > 500:
-            raise PolicyError(f"{where}.explanation: text of at most 500 characters")
-        rules.append(Rule(rid, decision, explanation.strip(), _condition(f"{where}.when", r.get("when")), source))
+            problems.append(f"{_at(source, data, 'rules')}: rules[{i}]: a mapping with id, decision, explanation, when")
+            continue
+        rule = _rule(source, i, r, seen, problems)
+        if rule is not None:
+            rules.append(rule)
     disabled = data.get("disabled", [])
     if not isinstance(disabled, list) or not all(isinstance(x, str) for x in disabled):
-        raise PolicyError(f"{source}: disabled: a list of built-in rule ids")
+        problems.append(f"{_at(source, data, 'disabled')}: disabled: a list of built-in rule ids")
+    if problems:
+        raise PolicyError(problems[0], problems)
     return Policy(tuple(rules), default, float(timeout), source, tuple(disabled), source,
                   approve_without_code=without_code)
+
+
+def _rule(source: str, i: int, r: dict[str, Any], seen: set[str], problems: list[str]) -> Rule | None:
+    """Rule ``i`` of the file, or ``None`` with its mistakes added to ``problems`` (each part checked)."""
+    before = len(problems)
+
+    def where(key: str | None = None) -> str:
+        return f"{_at(source, r, key)}: rules[{i}]"
+
+    for k in r:
+        if k not in ("id", "decision", "explanation", "when"):
+            problems.append(f"{where(k)}.{k}: unknown key")
+    rid = r.get("id")
+    if not isinstance(rid, str) or not _RULE_ID.fullmatch(rid):
+        problems.append(f"{where('id')}.id: lowercase letters, digits, - and _ (at most 48)")
+    elif rid in seen:
+        problems.append(f"{where('id')}.id: {rid!r} is used twice")
+    else:
+        seen.add(rid)
+    decision = r.get("decision")
+    if decision not in ("deny", "no_override", "hold"):
+        problems.append(f"{where('decision')}.decision: deny, no_override or hold")
+    explanation = r.get("explanation", "")
+    if not isinstance(explanation, str) or len(explanation) > 500:
+        problems.append(f"{where('explanation')}.explanation: text of at most 500 characters")
+    when = r.get("when")
+    cond = Condition()
+    if when is not None and not isinstance(when, dict):
+        problems.append(f"{where('when')}.when: a mapping of conditions")
+    elif isinstance(when, dict):
+        for k in when:
+            # Each condition on its own, so that every mistake of the rule is said.
+            try:
+                _condition(f"{_at(source, when, k)}: rules[{i}].when", {k: when[k]})
+            except PolicyError as err:
+                problems.append(str(err))
+        if len(problems) == before:
+            cond = _condition(f"{where('when')}.when", when)
+    if len(problems) > before:
+        return None
+    assert isinstance(rid, str) and isinstance(explanation, str)
+    return Rule(rid, cast(RuleDecision, decision), explanation.strip(), cond, source)
 
 
 def merge(builtin: Policy, user: Policy, data: dict[str, Any]) -> Policy:
@@ -274,11 +348,11 @@ def _read(p: Path) -> Any:
     try:
         with open(p, "rb") as f:
             text = f.read(1 << 20)
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_loader())  # a safe loader that keeps each key's line
     except OSError as err:
         raise PolicyError(f"{p}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
-        raise PolicyError(f"{p}: not YAML: {str(err).splitlines()[0]}") from None
+        raise PolicyError(yaml_mistake(p, err)) from None
 
 
 def builtin_policy() -> Policy:
