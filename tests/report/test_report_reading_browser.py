@@ -84,3 +84,69 @@ def test_a_search_hit_on_an_answer_lands_on_its_conversation_entry(tmp_path: Pat
     assert "ce-assistant" in (target.get_attribute("class") or "") and "fenced" in target.inner_text()
     assert target.is_visible() and page.evaluate("() => window.scrollY") > 0
     watched.clean()
+
+
+def _shifted(folder: Path, sid: str, days: int, redirects: int = 0) -> Path:
+    """The example session under another id, ``days`` earlier, with ``redirects`` more redirecting prompts."""
+    import datetime as dt
+
+    out = []
+    for n, line in enumerate(CC.read_text().splitlines()):
+        rec = json.loads(line.replace(SID, sid))
+        when = dt.datetime.fromisoformat(rec["timestamp"].replace("Z", "+00:00")) - dt.timedelta(days=days)
+        rec["timestamp"] = when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        out.append(rec)
+        if n == 5:
+            for k in range(redirects):
+                more = json.loads(json.dumps(rec))
+                more["uuid"] = f"00000000-0000-4000-9000-{k:012d}"
+                more["message"]["content"] = f"no, stop that, undo it ({k})"
+                out.append(more)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{sid}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in out))
+    return path
+
+
+def test_the_index_over_a_long_span_and_a_phone_sized_session_page(tmp_path: Path, watched: Watched,
+                                                                    artifacts: Path) -> None:
+    src, data = tmp_path / "src", tmp_path / "data"
+    _shifted(src, SID, 0, redirects=80)
+    for n, days in enumerate((120, 300, 420)):
+        _shifted(src, f"5b1f0c3e-8a7d-4e52-9b61-2f0d7c4a9f0{n}", days)
+    run("import", str(src), "--data", str(data), "-q")
+    run("report", "--data", str(data))
+    page = watched.open(data / "report" / "index.html")
+    # 420 days: the charts add up weeks, and say so.
+    assert page.locator(".chart .per").first.inner_text() == "week (from Monday)"
+    labels = page.evaluate("() => Chart.getChart('c-activity').data.labels")
+    assert 55 <= len(labels) <= 65, labels[-5:]
+    assert all(page.evaluate(f"() => new Date('{x}T00:00:00Z').getUTCDay()") == 1
+                                           for x in labels[:3])
+    sessions = page.evaluate("() => Chart.getChart('c-activity').data.datasets[1].data.reduce((a, b) => a + b, 0)")
+    assert sessions == 4
+    # The sessions table has a cost column, and its header stays in view while its rows scroll.
+    heads = page.locator("table.sessions thead th").all_inner_texts()
+    assert [h.lower() for h in heads][-2:] == ["cost", "flags"]
+    assert all(c.startswith(("$", "<$", "n/a")) for c in page.locator("table.sessions td.cost").all_inner_texts())
+    page.set_viewport_size({"width": 1400, "height": 240})
+    bar = page.evaluate("() => document.querySelector('header.top').getBoundingClientRect().bottom")
+    # Scrolled to the end: the table's first rows have gone by under the bar.
+    page.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
+    table_top = page.evaluate("() => document.querySelector('table.sessions').getBoundingClientRect().top")
+    assert table_top < bar, (table_top, bar)
+    top = page.evaluate("() => document.querySelector('table.sessions thead th').getBoundingClientRect().top")
+    assert abs(top - bar) <= 2, (top, bar)
+    watched.clean()
+    # At 375 px, the session page does not scroll sideways: the long seq list wraps, and the risky
+    # action's summary is on screen.
+    page.set_viewport_size({"width": 375, "height": 800})
+    watched.open(data / "report" / "sessions" / f"{SID}.html")
+    assert page.locator("section.why .seq-link").count() > 60
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 375
+    summary = page.locator("table.risky td.summary").first
+    box = summary.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 375 and summary.is_visible()
+    assert "rm -rf" in summary.inner_text()
+    page.screenshot(path=str(artifacts / "session-375.png"), full_page=False)
+    watched.clean()

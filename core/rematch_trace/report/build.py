@@ -171,7 +171,7 @@ def grouped_rows(js: list[dict[str, Any]], entries: list[dict[str, Any]], rows: 
     for p in projects(js):
         under = sum(len(r.walk()) - 1 for r in p.roots)
         more = f" · {under} under them" if under else ""
-        out.append(f'    <tbody class="project"><tr class="project"><th colspan="10" scope="rowgroup">'
+        out.append(f'    <tbody class="project"><tr class="project"><th colspan="11" scope="rowgroup">'
                    f'<span class="kind">{p.kind}</span> {escape(one_line(p.name))}'
                    f' <span class="muted">{len(p.roots)} session(s){more}</span></th></tr></tbody>\n')
         for root in p.roots:

@@ -4,6 +4,9 @@
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("report-data").textContent);
+  // The sessions table's sticky header sits just under the page's sticky bar, whatever its height.
+  var bar = document.querySelector("header.top");
+  if (bar) { document.documentElement.style.setProperty("--bar", bar.offsetHeight + "px"); }
   var sessions = data.sessions;
   var rows = {};
   document.querySelectorAll("#sessions tbody tr[data-k]").forEach(function (tr) { rows[tr.dataset.k] = tr; });
@@ -69,6 +72,28 @@
     return out;
   }
 
+  // Over a long span a bar a day is a flat line with spikes: past PER_WEEK days the charts add up weeks
+  // (each labelled by its Monday), past PER_MONTH days months. Integer sums, so nothing is rounded.
+  var PER_WEEK = 180, PER_MONTH = 2 * 366;
+  function bucketOf(d, per) {
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(d)) { return d; }
+    if (per === "month") { return d.slice(0, 7); }
+    var t = Date.parse(d + "T00:00:00Z");
+    return new Date(t - ((new Date(t).getUTCDay() + 6) % 7) * 86400000).toISOString().slice(0, 10);
+  }
+  function buckets(labels, days, per) {
+    var out = {}, order = [];
+    labels.forEach(function (d) {
+      var b = bucketOf(d, per), y = days[d], x = out[b];
+      if (!x) { x = out[b] = { sessions: 0, inputs: 0, redirects: 0, clusters: 0, tokens: {}, cost: {} }; order.push(b); }
+      ["sessions", "inputs", "redirects", "clusters"].forEach(function (f) { x[f] += y[f]; });
+      ["tokens", "cost"].forEach(function (f) {
+        Object.keys(y[f]).forEach(function (g) { x[f][g] = (x[f][g] || 0) + y[f][g]; });
+      });
+    });
+    return { labels: order, days: out };
+  }
+
   function aggregate(chosen, by) {
     var days = {}, groups = {}, total = row("total"), models = {}, harnesses = {};
     function day(d) {
@@ -96,6 +121,13 @@
     });
     var labels = everyDay(days);
     labels.forEach(function (d) { day(d); });
+    var dated = labels.filter(function (d) { return /^\d{4}-\d{2}-\d{2}$/.test(d); }).length;
+    var per = dated > PER_MONTH ? "month" : dated > PER_WEEK ? "week" : "day";
+    if (per !== "day") {
+      var b = buckets(labels, days, per);
+      labels = b.labels;
+      days = b.days;
+    }
     // The biggest groups by tokens get a colour each; the rest are summed as "other" (a legend stays readable).
     var size = {};
     Object.keys(days).forEach(function (d) {
@@ -118,7 +150,7 @@
         .sort(function (a, b) { return b.tokens - a.tokens || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0); });
     }
     return { labels: labels, days: days, groups: ranked, total: total, models: byTokens(models),
-             harnesses: byTokens(harnesses) };
+             harnesses: byTokens(harnesses), per: per };
   }
 
   // A cost as the server's tables print it: n/a with no price, * when only part of the tokens has one.
@@ -541,6 +573,9 @@
     document.getElementById("t-priced").textContent =
       t.tokens && t.priced < t.tokens ? "covers " + Math.floor(t.priced * 100 / t.tokens) + "% of tokens" : "";
     fillTables(agg);
+    document.querySelectorAll(".chart .per").forEach(function (el) {
+      el.textContent = agg.per === "week" ? "week (from Monday)" : agg.per;
+    });
     draw("c-activity", {
       type: "bar",
       data: {
