@@ -220,3 +220,9 @@ def test_a_policy_file_reports_every_mistake_with_its_line(tmp_path: Path) -> No
     doctor = rematch("doctor", "--data", str(tmp_path / "d"), env={"REMATCH_POLICY": str(policy), "HOME": str(home)})
     said = doctor.stdout + doctor.stderr
     assert doctor.returncode == 1 and all(f"{policy}:{n}:" in said for n in (2, 6, 7, 9, 10)), said
+
+
+def test_a_misspelt_command_gets_a_did_you_mean() -> None:
+    proc = rematch("sesions")
+    assert proc.returncode == 2 and "No such command 'sesions'. Did you mean 'sessions'?" in proc.stderr
+    assert "Did you mean" not in rematch("zzzz").stderr

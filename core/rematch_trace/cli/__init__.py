@@ -103,6 +103,19 @@ class LazyGroup(click.Group):
             vars(err)["message"] = "\n  ".join(one_line(line) for line in (err.message, *details))
             raise
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command named first in ``args``; a misspelt one is a usage error naming the close ones."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            import difflib
+
+            from rematch_trace.report.text import one_line
+
+            close = difflib.get_close_matches(name, sorted(COMMANDS), n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            ctx.fail(f"No such command {one_line(name)!r}.{hint}")
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:
