@@ -262,3 +262,23 @@ def test_a_database_continuation_reads_only_rows_updated_since_its_watermark(tmp
     assert [(r.value["kind"], r.value.get("message", r.value.get("session"))["id"]) for r in again] == [
         ("session", MAIN), ("session", SUB), ("message", user["id"]), ("message", asst["id"])]
     assert again[-1].end > mark
+
+
+def test_a_database_written_just_before_its_import_is_unchanged_on_the_next_run(tmp_path: Path) -> None:
+    """Issue 43: a database (with its members) written less than a second before the first import is not
+    taken for changed on the next run: its sub-second mtimes say it was not touched after the import read it."""
+    import os
+    import time
+
+    home = tmp_path / "home"
+    (tmp_path / "db").mkdir()
+    database_from_tree(TREE, tmp_path / "db" / "opencode.db").close()
+    now = time.time_ns()
+    for p in (tmp_path / "db").iterdir():
+        os.utime(p, ns=(now, now))  # as a plain copy leaves them: written just now
+    data = tmp_path / "data"
+    first = rematch(home, "import", str(tmp_path / "db"), "--data", str(data), only="opencode")
+    assert first.returncode == 0 and "sessions imported from 1 files" in first.stdout, first.stdout + first.stderr
+    again = rematch(home, "import", str(tmp_path / "db"), "--data", str(data), only="opencode")
+    assert again.returncode == 0, again.stderr
+    assert "0 sessions imported from 0 files (0 continued), 1 unchanged" in again.stdout, again.stdout

@@ -25,6 +25,22 @@ HEAD_FP = 16 * 1024
 TAIL_FP = 4096
 #: A file modified within this many seconds of its import may have changed without its mtime showing it.
 RACY_SECONDS = 2
+#: The same, when the file's mtime has a fraction of a second and its import's time is known to the
+#: microsecond: the file system keeps fine times (Linux's are a clock tick, a few milliseconds, apart).
+RACY_FINE_SECONDS = 0.05
+
+
+def racy(imported_at: float, mtime_ns: int) -> bool:
+    """Whether a file whose stamp is unchanged may still have changed after its import read it: its last
+    change is not clearly before the import's record. A whole-second mtime (a coarse file system) or a
+    whole-second import time (a row written before the ledger kept fractions) keeps the wide window; else
+    a write even a few hundredths of a second before the import is known to be the one it read (a tree
+    copied just before its first import is not taken for changed on the next run)."""
+    fine = mtime_ns % 1_000_000_000 != 0 and imported_at != int(imported_at)
+    window = RACY_FINE_SECONDS if fine else RACY_SECONDS
+    if fine:
+        return imported_at - mtime_ns / 1e9 < window
+    return abs(imported_at - mtime_ns / 1e9) < window
 
 Plan = Literal["skip", "full", "grown"]
 
@@ -63,7 +79,9 @@ def _digest(data: bytes) -> str:
 def stat_with_members(path: str, members: list[str]) -> tuple[int, int, bool]:
     """``stat_of`` of a source with members (``source_members``): the sizes of the path and of its
     member files added up, the newest modification time of all (a member folder counts by its
-    time alone: a file added to it changes it). A member that does not exist counts for nothing."""
+    time alone: a file added to it changes it). A member that does not exist counts for nothing, nor
+    does an empty member file: SQLite makes an empty ``-wal`` when a reader opens a database (rematch's
+    own reading of it included), which adds nothing to what it holds, and a write to it gives it bytes."""
     import stat as stat_mod
 
     from rematch_trace.host.fs import stat_of
@@ -75,6 +93,8 @@ def stat_with_members(path: str, members: list[str]) -> tuple[int, int, bool]:
         except OSError:
             continue
         if stat_mod.S_ISREG(st.st_mode):
+            if not st.st_size:
+                continue
             size += st.st_size
         mtime_ns = max(mtime_ns, st.st_mtime_ns)
     return size, mtime_ns, regular
@@ -96,14 +116,13 @@ def plan(row: Any, path: str, size: int | None, mtime_ns: int, ledger: Ledger,
         from rematch_trace.importing.outcome import Grown
 
         same = size == row["size"] and mtime_ns == row["mtime_ns"]
-        if same and abs(row["imported_at"] - mtime_ns / 1e9) >= RACY_SECONDS:
+        if same and not racy(row["imported_at"], mtime_ns):
             return "skip", None
         if row["outcome"] in ("imported", "resumed"):
             return "grown", Grown(row["offset"] or 0)
         return "full", None
     if size == row["size"] and mtime_ns == row["mtime_ns"]:
-        racy = abs(row["imported_at"] - mtime_ns / 1e9) < RACY_SECONDS
-        if not racy:
+        if not racy(row["imported_at"], mtime_ns):
             return "skip", None
         from rematch_trace.store.states import state_loads
 

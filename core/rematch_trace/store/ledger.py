@@ -416,7 +416,9 @@ class Ledger:
                    malformed=excluded.malformed, problems=excluded.problems, saved=excluded.saved,
                    imported_at=excluded.imported_at, settings=excluded.settings""",
             (r.path, r.harness, r.size, r.mtime_ns, r.head_fp, r.tail_fp, r.offset, r.outcome, r.reason,
-             r.malformed, r.problems, r.saved or None, int(time.time()), self.settings_key),
+             # To the microsecond (a REAL in the INTEGER column; older rows hold whole seconds): the change
+             # check tells a file written just before its import from one written after it (changes.racy).
+             r.malformed, r.problems, r.saved or None, round(time.time(), 6), self.settings_key),
         )
         for harness_, sid in forget:
             # Only while it is still this source's: another file's copy may have taken it meanwhile.
