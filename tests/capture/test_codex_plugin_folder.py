@@ -122,7 +122,7 @@ def test_the_bundled_command_denies_as_codex_reads_it(tmp_path: Path) -> None:
 
 def test_rematch_hooks_folder_prints_each_harness_folder(tmp_path: Path) -> None:
     """``rematch hooks folder`` (Claude Code) and ``--harness codex``: the folder made whole where the
-    hooks write (``$REMATCH_HOME``), its path alone on stdout, absolute; a harness without one, exit 1."""
+    hooks write (``$REMATCH_HOME``), its path alone on stdout, absolute; a harness without one is not offered (exit 2)."""
     from rematch_claude_code.folder import template as claude_template
     from rematch_trace.live.harness_folder import made_whole
 
@@ -139,4 +139,5 @@ def test_rematch_hooks_folder_prints_each_harness_folder(tmp_path: Path) -> None
             p.relative_to(made): p.read_bytes() for p in made.rglob("*") if p.is_file()}
     res = subprocess.run([rematch, "hooks", "folder", "--harness", "pi"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
-    assert res.returncode == 1 and "no plugin folder for pi" in res.stderr and res.stdout == ""
+    # pi has no plugin folder (it takes rematch's extension): not offered, a usage error (issue 43).
+    assert res.returncode == 2 and "is not one of 'claude_code', 'codex'" in res.stderr and res.stdout == ""
