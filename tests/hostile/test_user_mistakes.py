@@ -219,7 +219,7 @@ def test_two_copies_in_one_run_keep_the_fuller_and_count_once(tmp_path: Path, jo
     said = [x for x in proc.stderr.splitlines() if f"session {sid} is in 8 files" in x]
     assert len(said) == 1 and f"kept the copy of {new}" in said[0] and " and 4 more" in said[0], proc.stderr
     ledger = rematch("flagged", "--out", str(out), "--json")
-    assert ledger.returncode == 0
+    assert ledger.returncode == 1 and ledger.stdout == "[]\n"  # read, and nothing flagged: nothing found is 1
 
 
 def test_two_copies_of_one_size_keep_the_same_one_in_any_order(tmp_path: Path) -> None:
