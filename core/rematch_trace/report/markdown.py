@@ -24,6 +24,10 @@ SAFE_SCHEMES = ("http:", "https:", "mailto:")
 EDIT_KEYS = (("old_string", "new_string"), ("oldText", "newText"), ("old_str", "new_str"), ("oldString", "newString"))
 #: Keys a file edit's input names its file under.
 PATH_KEYS = ("file_path", "path", "filePath", "absolute_path")
+#: Characters of one text rendered as Markdown at most: markdown-it-py reads about 0.1-0.2 MB a second (and
+#: a hostile text of brackets or emphasis marks about 0.02-0.04 MB), so a longer text is shown as it is,
+#: folded, as before; most answers are far shorter.
+MARKDOWN_CHARS = 16_000
 #: Lines of one diff shown at most (a page holds what a person reads).
 DIFF_LINES = 2_000
 
@@ -53,6 +57,8 @@ def markdown(text: str | None) -> Markup:
     """``text`` (Markdown) as safe HTML: see the module docstring."""
     if not text:
         return Markup("")
+    if len(text) > MARKDOWN_CHARS:
+        return Markup("<pre class=\"said\">%s</pre>") % visible(text)
     # Safe: raw HTML is off and the renderer escapes every text; links are checked (see above).
     return Markup(_renderer().render(visible(text)))
 
