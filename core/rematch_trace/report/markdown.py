@@ -58,7 +58,7 @@ def markdown(text: str | None) -> Markup:
     if not text:
         return Markup("")
     if len(text) > MARKDOWN_CHARS:
-        return Markup("<pre class=\"said\">%s</pre>") % visible(text)
+        return Markup('<pre class="said">{}</pre>').format(visible(text))
     # Safe: raw HTML is off and the renderer escapes every text; links are checked (see above).
     return Markup(_renderer().render(visible(text)))
 
