@@ -226,3 +226,41 @@ def test_a_misspelt_command_gets_a_did_you_mean() -> None:
     proc = rematch("sesions")
     assert proc.returncode == 2 and "No such command 'sesions'. Did you mean 'sessions'?" in proc.stderr
     assert "Did you mean" not in rematch("zzzz").stderr
+
+
+# -- totals like ccusage: stats --by day|week|month|session, --until ----------------------------------------
+
+
+def test_stats_by_period_adds_up_to_the_same_total(corpus_dir: Path, tmp_path: Path) -> None:
+    import datetime as dt
+    from decimal import Decimal
+
+    data = tmp_path / "d"
+    assert rematch("import", str(corpus_dir), "--data", str(data)).returncode in (0, 1)  # the corpus has bad lines
+    plain = json.loads(rematch("stats", "--data", str(data), "--json").stdout)["total"]
+    seen = {}
+    for by in ("day", "week", "month", "session"):
+        proc = rematch("stats", "--data", str(data), "--json", "--by", by)
+        assert proc.returncode == 0, proc.stderr
+        got = json.loads(proc.stdout)
+        total = got["total"]
+        # Every grouping adds up to stats' own total, tokens and exact cost alike, and so do its rows.
+        assert (total["tokens"], Decimal(total["cost"])) == (plain["tokens"], Decimal(plain["cost"])), by
+        assert sum(r["tokens"] for r in got["rows"]) == total["tokens"]
+        assert sum(r["input"] + r["output"] + r["cache_write"] + r["cache_read"] for r in got["rows"]) == total["tokens"]
+        assert sum(Decimal(r["cost"] or 0) for r in got["rows"]) == Decimal(total["cost"])
+        seen[by] = [r["period"] for r in got["rows"]]
+    assert all(dt.date.fromisoformat(w).weekday() == 0 for w in seen["week"])
+    assert all(len(m) == 7 for m in seen["month"]) and seen["month"] == sorted(seen["month"])
+    assert len(seen["day"]) >= len(seen["week"]) >= len(seen["month"])
+    # --since/--until choose the usage by its day; the table's last line is the total.
+    day = seen["day"][len(seen["day"]) // 2]
+    one = json.loads(rematch("stats", "--data", str(data), "--json", "--by", "day", "--since", day, "--until", day).stdout)
+    assert [r["period"] for r in one["rows"]] == [day]
+    text = rematch("stats", "--data", str(data), "--by", "month").stdout.splitlines()
+    assert text[0].split()[:4] == ["month", "input", "output", "cache"] and text[-1].startswith("total")
+    assert max(len(line) for line in text) <= 80
+    later = rematch("stats", "--data", str(data), "--by", "day", "--since", "2099-01-01")
+    assert later.returncode == 1 and later.stdout.strip() == "no usage matches"
+    until = json.loads(rematch("stats", "--data", str(data), "--json", "--until", seen["day"][0]).stdout)
+    assert until["total"]["sessions"] < json.loads(rematch("stats", "--data", str(data), "--json").stdout)["total"]["sessions"]
