@@ -1,4 +1,4 @@
-"""Issue 43: Ctrl-C during an import at a terminal leaves the terminal as it was.
+"""Issue 43, at a terminal: Ctrl-C during an import leaves the terminal as it was; tables fit its width.
 
 The real ``rematch import`` runs on a pseudo-terminal (its stdin, stdout and stderr), so it draws its
 progress bar, which hides the cursor; the test signals its process group as the terminal's Ctrl-C does
@@ -69,3 +69,53 @@ def test_ctrl_c_at_a_terminal_shows_the_cursor_and_starts_a_new_line(tmp_path: P
     text = seen.decode(errors="replace")
     line = next(ln for ln in re.split(r"\r\n|\n|\r", text) if "interrupted" in ln)
     assert line.startswith("rematch: interrupted (SIGINT)"), repr(line)
+
+
+def _on_terminal(args: list[str], columns: int) -> tuple[int, str]:
+    """``rematch ARGS`` with its output on a pseudo-terminal ``columns`` wide; its status and what it drew."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = cli_env(TERM="xterm")
+    env.pop("COLUMNS", None)
+    proc = subprocess.Popen([sys.executable, "-m", "rematch_trace.cli", *args], stdin=slave, stdout=slave,
+                            stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    os.close(slave)
+    try:
+        seen = _read_until(master, b"\x00never", proc, timeout=60)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    return code, seen.decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_tables_fit_the_terminal_and_wide_keeps_every_cell(tmp_path: Path) -> None:
+    """Issue 43: ``sessions`` (grouped and flat) and ``flagged`` fit an 80-column terminal; ``--wide``, or a
+    pipe, keeps every cell whole."""
+    src, data = tmp_path / "src", tmp_path / "data"
+    for n in range(3):
+        sid = sid_for("claude_code", n)
+        write(path_for(src, "claude_code", sid), lines_for("claude_code", sid, cwd=f"/work/a/rather/long/folder/name/{n}",
+                                                             turns=2))
+    example = next((Path(__file__).resolve().parents[2] / "examples" / "transcripts" / "claude_code").rglob("*.jsonl"))
+    (src / "flagged").mkdir()
+    (src / "flagged" / example.name).write_bytes(example.read_bytes())  # a session flagged for a redirect
+    run = subprocess.run([sys.executable, "-m", "rematch_trace.cli", "import", str(src), "--data", str(data)],
+                         env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    for args in (["sessions"], ["sessions", "--flat"], ["flagged"]):
+        code, text = _on_terminal([*args, "--data", str(data)], 80)
+        lines = [line for line in text.split("\n") if line]
+        assert code == 0 and len(lines) >= 3, text
+        assert max(map(len, lines)) <= 80, text
+        whole = sid_for("claude_code", 0) if args[0] == "sessions" else example.stem
+        code, text = _on_terminal([*args, "--data", str(data), "--wide"], 80)
+        assert max(map(len, text.split("\n"))) > 80 and whole in text and "…" not in text, text
+        piped = subprocess.run([sys.executable, "-m", "rematch_trace.cli", *args, "--data", str(data)],
+                               env=cli_env(), capture_output=True, text=True, timeout=120)
+        assert whole in piped.stdout and "…" not in piped.stdout

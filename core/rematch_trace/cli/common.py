@@ -316,3 +316,26 @@ def nothing_matched(message: str | None = None) -> None:
     if message is not None:
         click.echo(message)
     sys.exit(EXIT_PARTIAL)
+
+
+#: ``--wide`` of the commands that print tables: every cell whole, whatever the terminal's width.
+wide_option = click.option("--wide", is_flag=True,
+                           help="Every cell whole (else a table on a terminal fits its width, 80 columns at least).")
+
+
+def columns(wide: bool) -> int | None:
+    """The width a table must fit: the terminal's (80 at least) when stdout is one and ``--wide`` is not
+    given; ``None`` (cells whole) for a pipe or a file, which a script reads (``--json`` is for scripts)."""
+    import shutil
+    import sys
+
+    if wide or not sys.stdout.isatty():
+        return None
+    return max(80, shutil.get_terminal_size((80, 24)).columns)
+
+
+def fit_lines(lines: list[str], width: int | None) -> list[str]:
+    """``lines`` each cut to ``width`` characters (a cut ends with ``…``); as they are with no width."""
+    if width is None:
+        return lines
+    return [line if len(line) <= width else line[: width - 1] + "…" for line in lines]

@@ -6,7 +6,14 @@ from typing import Any
 
 import click
 
-from rematch_trace.cli.common import check_harness, data_option, echo_json, nothing_matched, readable
+from rematch_trace.cli.common import (
+    check_harness,
+    data_option,
+    echo_json,
+    nothing_matched,
+    readable,
+    wide_option,
+)
 
 
 @click.command("flagged")
@@ -16,10 +23,11 @@ from rematch_trace.cli.common import check_harness, data_option, echo_json, noth
 @click.option("--min-severity", "min_severity", type=click.IntRange(0, 10), default=None,
               help="Only sessions with a risky action of this severity or more (0-10; see rematch audit).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@wide_option
 def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_severity: int | None,
-                as_json: bool) -> None:
+                as_json: bool, wide: bool) -> None:
     """List flagged sessions, newest first, with their date, folder, counts and reasons."""
-    from rematch_trace.cli.listing import chosen, summaries, table
+    from rematch_trace.cli.listing import FIT, chosen, summaries, table
     from rematch_trace.report.prices import PriceError, load
     from rematch_trace.report.row_fields import reason_seqs
     from rematch_trace.report.text import clip, when
@@ -72,4 +80,7 @@ def flagged_cmd(out: str | None, since: str | None, harness: str | None, min_sev
                      clip(str(s("session_id")) + (" (sub)" if s("agent_kind") == "sub" else ""), 200),
                      str(s("inputs")), str(s("tool_errors")), str(s("redirects")), str(s("error_clusters")),
                      clip(",".join(map(str, reasons)), 200), clip(s("cwd") or "-", 80)])
-    click.echo("\n".join([*table(rows, {3, 4, 5, 6}), f"{len(entries)} flagged session(s)"]))
+    from rematch_trace.cli.common import columns, fit_lines
+
+    FIT[0] = width = columns(wide)
+    click.echo("\n".join(fit_lines([*table(rows, {3, 4, 5, 6}), f"{len(entries)} flagged session(s)"], width)))

@@ -138,10 +138,44 @@ def chosen(entries: list[Entry], harness: str | None, model: str | None, repo: s
     return out
 
 
+#: The width :func:`table` fits its columns into (``None``: as wide as their cells), set by a command from
+#: the terminal (:func:`~rematch_trace.cli.common.columns`) before it prints.
+FIT: list[int | None] = [None]
+#: A text column is never narrowed below this many characters (an id cut there is still a prefix that
+#: ``rematch show`` takes).
+MIN_COLUMN = 8
+#: The short heads of the counts' columns, used when a table must fit a narrow terminal.
+SHORT_HEADS = {"inputs": "in", "tool err": "err", "redirects": "redir", "clusters": "clus",
+               "started (UTC)": "started", "repository / folder": "folder"}
+
+
+def _narrowed(widths: list[int], right: set[int], fit: int) -> list[int]:
+    """``widths`` with the widest text columns (not those in ``right``, not the first) narrowed, widest
+    first, until the line fits ``fit`` characters or none can give more."""
+    widths = list(widths)
+    excess = sum(widths) + 2 * (len(widths) - 1) - fit
+    while excess > 0:
+        free = [i for i in range(1, len(widths)) if i not in right and widths[i] > MIN_COLUMN]
+        if not free:
+            break
+        i = max(free, key=lambda k: (widths[k], k))  # the widest gives a character, then the next widest
+        widths[i] -= 1
+        excess -= 1
+    return widths
+
+
 def table(rows: list[list[str]], right: set[int]) -> list[str]:
-    """Rows of cells as aligned lines; columns in ``right`` are right-aligned, the last is left unpadded."""
+    """Rows of cells as aligned lines; columns in ``right`` are right-aligned, the last is left unpadded.
+
+    With :data:`FIT` set (a terminal), the widest text columns are narrowed to fit it, each cut cell
+    ending with ``…``; ``--wide`` (or output to a pipe or a file) keeps every cell whole."""
     # Column by column with C-level loops (``map``, ``str.rjust`` bound once): thousands of rows a listing.
     widths = [max(map(len, col)) for col in zip(*rows, strict=True)]
+    fit = FIT[0]
+    if fit is not None and sum(widths) + 2 * (len(widths) - 1) > fit:
+        rows = [[SHORT_HEADS.get(h, h) for h in rows[0]], *rows[1:]]
+        widths = _narrowed([max(map(len, col)) for col in zip(*rows, strict=True)], right, fit)
+        rows = [[c if len(c) <= w else c[: w - 1] + "…" for c, w in zip(r, widths, strict=True)] for r in rows]
     pads = [(str.rjust if i in right else str.ljust, w) for i, w in enumerate(widths[:-1])]
     lines = []
     for r in rows:
