@@ -95,8 +95,8 @@ def _on_terminal(args: list[str], columns: int) -> tuple[int, str]:
 
 
 def test_tables_fit_the_terminal_and_wide_keeps_every_cell(tmp_path: Path) -> None:
-    """Issue 43: ``sessions`` (grouped and flat) and ``flagged`` fit an 80-column terminal; ``--wide``, or a
-    pipe, keeps every cell whole."""
+    """Issue 43: ``sessions`` (grouped and flat), ``flagged`` and ``audit`` fit an 80-column terminal;
+    ``--wide``, or a pipe, keeps every cell whole."""
     src, data = tmp_path / "src", tmp_path / "data"
     for n in range(3):
         sid = sid_for("claude_code", n)
@@ -108,12 +108,13 @@ def test_tables_fit_the_terminal_and_wide_keeps_every_cell(tmp_path: Path) -> No
     run = subprocess.run([sys.executable, "-m", "rematch_trace.cli", "import", str(src), "--data", str(data)],
                          env=cli_env(), capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    for args in (["sessions"], ["sessions", "--flat"], ["flagged"]):
+    for args in (["sessions"], ["sessions", "--flat"], ["flagged"], ["audit"]):
         code, text = _on_terminal([*args, "--data", str(data)], 80)
         lines = [line for line in text.split("\n") if line]
         assert code == 0 and len(lines) >= 3, text
         assert max(map(len, lines)) <= 80, text
-        whole = sid_for("claude_code", 0) if args[0] == "sessions" else example.stem
+        whole = {"sessions": sid_for("claude_code", 0), "flagged": example.stem, "audit": "rm -rf ./build ./dist ~/.cache"}[
+            args[0]]
         code, text = _on_terminal([*args, "--data", str(data), "--wide"], 80)
         assert max(map(len, text.split("\n"))) > 80 and whole in text and "…" not in text, text
         piped = subprocess.run([sys.executable, "-m", "rematch_trace.cli", *args, "--data", str(data)],

@@ -20,10 +20,11 @@ from rematch_trace.cli.common import NothingToRead, data_option, echo_json, read
 @click.option("--min-severity", "min_severity", type=click.IntRange(0, 10), default=None,
               help="Only actions of this severity or more (0-10).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@click.option("--wide", is_flag=True, help="Every line whole (else on a terminal each is cut at its width).")
 def audit_cmd(session: str | None, out: str | None, since: str | None, harness: str | None,
-              min_severity: int | None, as_json: bool) -> None:
+              min_severity: int | None, as_json: bool, wide: bool) -> None:
     """List the risky actions of SESSION (an id or id prefix; else of every session), most severe first."""
-    from rematch_trace.cli.common import check_harness, nothing_matched
+    from rematch_trace.cli.common import check_harness, columns, fit_lines, nothing_matched
     from rematch_trace.report.audit import audit, format_audit
 
     data = readable(out)
@@ -56,4 +57,6 @@ def audit_cmd(session: str | None, out: str | None, since: str | None, harness: 
     if not rows:
         filters = " matching the filters" if any(v is not None for v in (since, harness, min_severity)) else ""
         nothing_matched(f"no risky actions{filters} found in the security events of {where}")
-    click.echo(format_audit(rows))
+    # On a terminal each line is cut at its width (the features and the summary are last); --wide, a pipe
+    # or a file get them whole.
+    click.echo("\n".join(fit_lines(format_audit(rows).split("\n"), columns(wide))))
