@@ -109,7 +109,7 @@ class LazyGroup(click.Group):
         if name and not name.startswith("-") and name not in COMMANDS:
             import difflib
 
-            from rematch_trace.report.text import one_line
+            from rematch_trace.host.text import one_line
 
             close = difflib.get_close_matches(name, sorted(COMMANDS), n=3, cutoff=0.6)
             hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

@@ -44,7 +44,7 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
     check_harness(data, harness)
     prices = price_table(data, prices_file)
     from rematch_trace.cli.grouped import whole
-    from rematch_trace.cli.report_cmd import since_day
+    from rematch_trace.cli.listing import since_day
 
     last = since_day(until)
     every = summaries(data, prices)
@@ -73,7 +73,7 @@ def _by_period(every: list[Entry], by: str, harness: str | None, model: str | No
                domain: str | None, flag: str | None, since: str | None, until: str | None, as_json: bool) -> None:
     """``stats --by``: the usage of the chosen sessions (whole) per period or session, and its total."""
     from rematch_trace.cli.grouped import whole
-    from rematch_trace.cli.sessions_cmd import chosen
+    from rematch_trace.cli.listing import chosen
     from rematch_trace.report.collect import with_json
     from rematch_trace.report.totals import format_totals, totals
 

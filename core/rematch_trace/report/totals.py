@@ -14,8 +14,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from rematch_trace.report.figures import decimal_text
-from rematch_trace.report.text import clip, money
+from rematch_trace.report.text import clip, decimal_text, money
 
 #: What ``--by`` may name.
 PERIODS = ("day", "week", "month", "session")
