@@ -18,6 +18,11 @@ assignments, ``/bin/rm``, ``\\rm``). Each target is then judged:
 A path below those (``~/project/build``, ``node_modules``, ``/home/u/x``) is
 none of them. This reads the command text only: a path built at run time
 (``rm -rf "$DIR"``) is not resolved.
+
+The risk rules read a command through the shell reader
+(:mod:`rematch_trace.security.shell_risk`, with the folder each command runs
+in) and use the judges here; :func:`deletion_features` is their fallback
+when that reading stops at a bound.
 """
 
 from __future__ import annotations
@@ -68,7 +73,8 @@ def _bare(target: str) -> str:
             return t
 
 
-def _judge(target: str, roots: tuple[str, ...], moved: bool) -> str | None:
+def judge_target(target: str, roots: tuple[str, ...], moved: bool) -> str | None:
+    """The deletion feature of deleting ``target`` whole (``moved``: relative names do not name the session's folder)."""
     if not target:
         return None
     t = _bare(_PWD.sub("$PWD", target))
@@ -88,7 +94,8 @@ def _judge(target: str, roots: tuple[str, ...], moved: bool) -> str | None:
     return None
 
 
-def _rm_targets(args: list[str]) -> list[str]:
+def rm_targets(args: list[str]) -> list[str]:
+    """The operands of an ``rm`` that deletes recursively (none when it does not)."""
     recursive = False
     targets: list[str] = []
     options = True
@@ -104,7 +111,8 @@ def _rm_targets(args: list[str]) -> list[str]:
     return targets if recursive else []
 
 
-def _find_targets(args: list[str]) -> list[str]:
+def find_targets(args: list[str]) -> list[str]:
+    """The start folders of a ``find`` that deletes all it walks (none when a test narrows it)."""
     starts: list[str] = []
     i = 0
     while i < len(args) and args[i] in ("-H", "-L", "-P"):
@@ -158,9 +166,9 @@ def deletion_features(command: str, roots: tuple[str, ...] = (), depth: int = 0)
             if name in ("cd", "pushd", "popd"):
                 moved = True
             elif name == "rm":
-                targets = _rm_targets(args)
+                targets = rm_targets(args)
             elif name == "find":
-                targets = _find_targets(args)
+                targets = find_targets(args)
             elif name in _SHELLS and "-c" in args and depth < _MAX_DEPTH:
                 k = args.index("-c")
                 if k + 1 < len(args):
@@ -171,10 +179,10 @@ def deletion_features(command: str, roots: tuple[str, ...] = (), depth: int = 0)
             if name in ("cd", "pushd", "popd"):
                 continue
             for t in targets:
-                feature = _judge(t, roots, moved)
+                feature = judge_target(t, roots, moved)
                 if feature is not None:
                     found.add(feature)
     return found
 
 
-__all__ = ["deletion_features"]
+__all__ = ["deletion_features", "find_targets", "judge_target", "rm_targets"]

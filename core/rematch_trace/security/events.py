@@ -434,7 +434,7 @@ class EventSink:
         command = command_text(tool_input) if action in _COMMAND_ACTIONS else None
         paths = file_paths(tool_input) if action not in _NO_PATH_ACTIONS else None
         features = risk_features(action, name, tool_input, text, redactions=redactions, command=command, paths=paths,
-                                 roots=self._roots)
+                                 roots=self._roots, cwd=self.cwd, root=self.repo_root or self.cwd)
         raw_summary = summarize(action, name, tool_input, command=command, paths=paths)
         if redacted is tool_input and type(redacted) is dict and _is_value_of(raw_summary, redacted):
             # The summary is one of the input's strings, and the input holds no trigger anywhere.

@@ -12,6 +12,7 @@ URL and method, and for any call every string of the input (``text``).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -20,6 +21,8 @@ from rematch_trace.host.casefold import lowered
 from rematch_trace.security.deletion import deletion_features
 from rematch_trace.security.redact import _trie_pattern
 from rematch_trace.security.scan import alt, occurs
+from rematch_trace.security.shell import MAX_DEPTH, read_command
+from rematch_trace.security.shell_risk import reading_features
 from rematch_trace.security.strings import InputStrings
 
 #: The closed list of features, most severe first, each with what it means.
@@ -27,9 +30,11 @@ RISK_FEATURES: tuple[tuple[str, str], ...] = (
     ("root_deletion", "deletes the whole file system (rm -rf /, rm -rf /*, find / -delete)"),
     ("home_deletion", "deletes the home folder (rm -rf ~, $HOME, /home/<user>, find ~ -delete)"),
     ("repository_deletion", "deletes the repository or the working folder (rm -rf ., $PWD, the repository's top by path)"),
-    ("remote_code_fetch_exec", "downloads code from the network and runs it in one step (curl … | sh)"),
+    ("remote_code_fetch_exec", "downloads code from the network and runs it in the same command (curl … | sh, curl -o f && sh f)"),
+    ("dynamic_execution", "runs code the rules cannot read before it runs (${!V}, eval \"$X\", base64 -d | sh)"),
     ("outbound_upload", "sends local data (a file, a form, a body) to a remote host"),
     ("credential_in_args", "a credential, or a variable holding one, appears in the action's arguments"),
+    ("write_outside_root", "a file or MCP tool writes a path outside the repository (or the working folder)"),
     ("privilege_escalation", "gains or grants elevated privileges (sudo, su, setuid, sudoers)"),
     ("destructive_command", "deletes or overwrites data irreversibly (rm -rf, mkfs, dd, DROP TABLE)"),
     ("git_history_rewrite", "rewrites or discards git history (force push, reset --hard, rebase, amend)"),
@@ -70,11 +75,11 @@ _I = re.I
 # -d @file, -F f=@file and -F f=<file read the file and send its contents).
 _SENSITIVE = re.compile(
     r"(?:^|[\s\"'=:/\\(@<])(?:"
-    r"\.env(?:\.[A-Za-z0-9_.-]+)?"
-    r"|\.ssh/|id_(?:rsa|dsa|ecdsa|ed25519)\b|authorized_keys|known_hosts"
-    r"|\.aws/(?:credentials|config)|\.azure/|\.config/gcloud|application_default_credentials\.json"
+    r"\.env(?!\.(?:example|sample|template|dist|defaults?)(?=$|[\s\"'`;|&)/\\,:]))(?:\.[A-Za-z0-9_.-]+)?"
+    r"|\.ssh(?:/[^\s\"'`;|&)]*)?|id_(?:rsa|dsa|ecdsa|ed25519)\b|authorized_keys|known_hosts"
+    r"|\.aws(?:/(?:credentials|config))?|\.azure/?|\.config/gcloud|application_default_credentials\.json"
     r"|\.kube/config|kubeconfig|\.docker/config\.json|\.netrc|_netrc|\.pgpass|\.my\.cnf|\.npmrc|\.pypirc"
-    r"|\.git-credentials|\.gnupg/|\.password-store|keychain|\.vault-token|\.terraformrc|terraform\.tfstate"
+    r"|\.git-credentials|\.gnupg(?:/[^\s\"'`;|&)]*)?|\.password-store|keychain|\.vault-token|\.terraformrc|terraform\.tfstate"
     r"|/etc/shadow|/etc/sudoers|/etc/gshadow|/etc/master\.passwd"
     r"|[\w.-]*credentials?\.json|service[-_]?account[\w.-]*\.json|client_secrets?\.json|secrets?\.(?:ya?ml|json|toml)"
     r"|[\w.-]+\.(?:pem|key|p12|pfx|jks|keystore|ppk|kdbx|asc)"
@@ -116,6 +121,8 @@ _UPLOAD = (
     alt(r"\b(?:nc|ncat|netcat|socat)\b", ("nc", "netcat", "socat"), flags=_I, stretch=_SEG,
         tail=r"(?:<|\s\S+\s+\d+\s*<)"),
     alt(r"\|\s*(?:nc|ncat|netcat)\s", ("|",), flags=_I),
+    # bash's network redirections: > /dev/tcp/HOST/PORT sends the output to that host.
+    alt(r"/dev/(?:tcp|udp)/", ("/dev/tcp/", "/dev/udp/"), flags=_I),
     alt(r"\b(?:aws\s+s3\s+(?:cp|sync|mv)|gsutil\s+(?:-m\s+)?(?:cp|rsync|mv)|gcloud\s+storage\s+cp|azcopy\s+(?:copy|sync)"
         r"|rclone\s+(?:copy|sync|move))\b", ("aws", "gsutil", "gcloud", "azcopy", "rclone"), flags=_I, stretch=_SEG,
         tail=r"\s(?:s3|gs|https?|az|\w+)://?"),
@@ -165,6 +172,7 @@ _EGRESS = (
     alt(r"(?:^|[\s;&|(`]|\$\()rsync\s", ("rsync",), back=2, flags=_I, stretch=_SEG, tail=r":(?:\s|$)"),
     alt(r"\bgit\s+(?:push|fetch|pull|clone|ls-remote)\b", ("git",), flags=_I),
     alt(r"\b(?:aws|gsutil|gcloud|az)\s+\w+", ("aws", "gsutil", "gcloud", "az"), flags=_I),
+    alt(r"/dev/(?:tcp|udp)/", ("/dev/tcp/", "/dev/udp/"), flags=_I),
 )
 _HISTORY = (
     alt(r"\bgit\s+push\b", ("git",), stretch=_SEG,
@@ -237,7 +245,7 @@ _GATES: dict[str, tuple[str, ...]] = {
     ),
     "remote_exec": ("|", "<(", "$(", "iex"),
     "upload": ("curl", "wget", "scp", "rsync", "sftp", "nc", "socat", "s3", "gsutil", "gcloud", "azcopy", "rclone",
-               "invoke-", "gist"),
+               "invoke-", "gist", "/dev/tcp/", "/dev/udp/"),
     "destructive": ("rm", "find", "mkfs", "dd", "/dev/", "shred", "wipefs", "truncate", "git", "drop", "delete",
                     "kubectl", "terraform", "docker", "redis", "(){"),
     "priv": ("sudo", "doas", "pkexec", "su", "runas", "chmod", "setcap", "chown", "visudo", "usermod", "privileged"),
@@ -248,7 +256,7 @@ _GATES: dict[str, tuple[str, ...]] = {
                 "authorized_keys", "at now", "hooks"),
     "perms": ("chmod",),
     "egress": ("curl", "wget", "nc", "socat", "ssh", "scp", "ftp", "telnet", "xh", "http", "rsync", "invoke-",
-               "iwr", "irm", "git", "aws", "gsutil", "gcloud", "az "),
+               "iwr", "irm", "git", "aws", "gsutil", "gcloud", "az ", "/dev/tcp/", "/dev/udp/"),
     "agent_config": ("claude", "agents", "gemini", ".cursorrules", ".mcp.json", ".codex", ".omp", "copilot"),
 }
 
@@ -361,21 +369,75 @@ _WRITE_RULES = (
 )
 
 
-def _command_features(command: str, roots: tuple[str, ...] = ()) -> set[str]:
+def _pattern_features(command: str) -> set[str]:
+    """The features the pattern rules find in a command's text (deletion targets aside)."""
     low = command.lower()
     gates = _open_gates(low)
     if not gates:
         return set()
     scan_low = low if command.isascii() else lowered(command)
     found = {feature for gate, rule, feature in _COMMAND_RULES if gate in gates and occurs(rule, command, scan_low)}
-    if "destructive_command" in found:
-        # What a deleting command deletes: read only for the (rare) commands that delete.
-        found |= deletion_features(command, roots)
     # Look for a writing verb only when one of its rules' gates is open.
     write_rules = [rule for rule in _WRITE_RULES if rule[0] in gates]
     if write_rules and occurs(_WRITE_VERB, command, scan_low):
         found.update(feature for _, rule, feature in write_rules if occurs(rule, command, scan_low))
     return found
+
+
+def is_sensitive(path: str) -> bool:
+    """Whether ``path`` names a file that usually holds secrets (``sensitive_file_reference``'s names)."""
+    return bool(_SENSITIVE_GATE.search(lowered(path))) and _SENSITIVE.search(path) is not None
+
+
+def _command_features(command: str, roots: tuple[str, ...] = (), depth: int = 0) -> set[str]:
+    """A shell command's features: the patterns over its text and over the shell's reading of it.
+
+    The reading (:func:`~rematch_trace.security.shell.read_command`) undoes what
+    hides a command from the patterns (quotes, escapes, ``eval``, variables...);
+    the patterns then run again over the commands it found, and the reading adds
+    what only it sees (:func:`~rematch_trace.security.shell_risk.reading_features`).
+    A reading that stops at a bound fails closed: ``dynamic_execution``, and the
+    deletion targets as the text splits them.
+    """
+    found = _pattern_features(command)
+    if depth > MAX_DEPTH:
+        return found | {"dynamic_execution"}
+    reading = read_command(command)
+    if reading.failed:
+        if "destructive_command" in found:
+            found |= deletion_features(command, roots)
+    elif reading.text and reading.text != command:
+        found |= _pattern_features(reading.text)
+    found |= reading_features(reading, roots, is_sensitive, lambda text: _command_features(text, roots, depth + 1))
+    return found
+
+
+_WRITE_TOOL = re.compile(r"(?:^|[_.-])(?:write|edit|create|save|put|upload|append|move|rename|copy|mkdir|patch"
+                         r"|replace|insert|delete|remove|update|set)(?:$|[_.-]|[A-Z])", re.I)
+_PATH_KEY = re.compile(r"path|file|dir|dest|target|output|location|folder", re.I)
+
+
+def _mcp_paths(tool_input: Any) -> list[str]:
+    """The paths an MCP tool's arguments name: path-like keys' strings, and absolute or ``~`` strings."""
+    out: list[str] = []
+    if isinstance(tool_input, dict):
+        for k, v in list(tool_input.items())[:256]:
+            vals = v if isinstance(v, list) else [v]
+            for x in vals[:256]:
+                if isinstance(x, str) and x and "\n" not in x and len(x) < 4096 and (
+                        isinstance(k, str) and _PATH_KEY.search(k) or x.startswith(("/", "~/"))):
+                    out.append(x)
+    return out
+
+
+def _outside(paths: list[str], cwd: str, root: str) -> bool:
+    for p in paths:
+        if "\x00" in p:
+            continue
+        full = os.path.normpath(p if os.path.isabs(p) or p.startswith("~") else os.path.join(cwd, p))
+        if full.startswith("~") or not (full == root or full.startswith(root.rstrip("/") + "/")):
+            return True
+    return False
 
 
 def risk_features(
@@ -388,6 +450,8 @@ def risk_features(
     command: str | None = None,
     paths: list[str] | None = None,
     roots: tuple[str, ...] = (),
+    cwd: str = "",
+    root: str = "",
 ) -> list[str]:
     """The risk features of one action, most severe first.
 
@@ -404,6 +468,9 @@ def risk_features(
     :param paths: :func:`file_paths` of the input, when the caller has it.
     :param roots: the repository's top and the working folder (absolute): deleting
         one of them, or a parent, is ``repository_deletion``.
+    :param cwd: the working folder (relative paths are joined to it).
+    :param root: the repository's top, or the working folder outside one (absolute): a
+        file or MCP tool that writes outside it has ``write_outside_root``.
     """
     found: set[str] = set()
     if action_type in ("shell_exec", "other", "mcp"):
@@ -439,6 +506,13 @@ def risk_features(
             found.add("agent_config_change")
         if _gate("persist", low) and occurs(_PERSIST, joined, scan_low):
             found.add("persistence")
+    if root and os.path.isabs(root) and (action_type in _WRITES or action_type == "mcp"):
+        if action_type in _WRITES:
+            written = file_paths(tool_input) if paths is None else paths
+        else:
+            written = _mcp_paths(tool_input) if _WRITE_TOOL.search(tool.rsplit("__", 1)[-1]) else []
+        if written and _outside(written, cwd or root, os.path.normpath(root)):
+            found.add("write_outside_root")
     if command:
         found.update(_command_features(command, roots))
     return sort_features(found)
@@ -450,6 +524,7 @@ __all__ = [
     "SEVERITY",
     "command_text",
     "file_paths",
+    "is_sensitive",
     "risk_features",
     "severity",
     "sort_features",

@@ -13,7 +13,9 @@ from __future__ import annotations
 REDACTION_RULES = 1
 #: The risk features (:mod:`rematch_trace.security.risk`): 2 stopped reading template
 #: placeholders such as ``${token.href}`` as a variable holding a credential.
-RISK_RULES = 2
+#: 3 reads shell commands with a shell parser (dynamic_execution, write_outside_root, deletions after cd,
+#: one-liners), narrows .env templates and widens ~/.ssh, ~/.aws, ~/.gnupg to the folders themselves.
+RISK_RULES = 3
 #: What a trace keeps of a transcript beyond the rules above: 2 keeps a turn's 1-hour cache writes
 #: (``turn_end.usage.cacheWrite1h``), so that a session imported before is costed right once redone.
 TRACE_RULES = 2
