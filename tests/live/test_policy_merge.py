@@ -73,8 +73,9 @@ rules:
     assert decide(policy, *ENV_UPLOAD) == ("deny", "policy:secret-file-upload")
     assert policy.overridden == ("remote-code-exec",) and policy.disabled == ("write-outside-repository",)
     ids = [r.id for r in policy.rules]
-    # The override stands where the built-in rule stood (last); the new rule comes first.
-    assert ids[0] == "tmp-ok" and ids[-1] == "remote-code-exec" and "write-outside-repository" not in ids
+    # The override stands where the built-in rule stood (before dynamic-exec); the new rule comes first.
+    assert ids[0] == "tmp-ok" and ids[-2:] == ["remote-code-exec", "dynamic-exec"]
+    assert "write-outside-repository" not in ids
     assert policy.approval_timeout_s == 30 and policy.default == "no_override"
     res = rematch("policy", "show", "--policy", str(f), "--json")
     assert res.returncode == 0, res.stderr

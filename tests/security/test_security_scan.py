@@ -151,7 +151,7 @@ def assert_same(text: str) -> None:
     low = lowered(text)
     for name, (old, new) in PAIRS.items():
         assert bool(old.search(text)) == occurs(new, text, low), (name, text)
-    assert risk._command_features(text) == old_command_features(text), text
+    assert risk._pattern_features(text) == old_command_features(text), text
 
 
 # -- real commands ---------------------------------------------------------------------------

@@ -412,6 +412,7 @@ def _command_features(command: str, roots: tuple[str, ...] = (), depth: int = 0)
     return found
 
 
+_WINDOWS = re.compile(r"[A-Za-z]:[\\/]|\\\\")
 _WRITE_TOOL = re.compile(r"(?:^|[_.-])(?:write|edit|create|save|put|upload|append|move|rename|copy|mkdir|patch"
                          r"|replace|insert|delete|remove|update|set)(?:$|[_.-]|[A-Z])", re.I)
 _PATH_KEY = re.compile(r"path|file|dir|dest|target|output|location|folder", re.I)
@@ -514,7 +515,15 @@ def risk_features(
         if written and _outside(written, cwd or root, os.path.normpath(root)):
             found.add("write_outside_root")
     if command:
-        found.update(_command_features(command, roots))
+        # The shell reader reads bash: a shell call's command, or an MCP tool's. Not another
+        # language's code that a tool takes as its "input" (Codex's code mode), nor a
+        # session on Windows, whose commands are PowerShell's or cmd's.
+        if action_type == "other" or _WINDOWS.match(cwd):
+            found.update(_pattern_features(command))
+            if "destructive_command" in found:
+                found |= deletion_features(command, roots)
+        else:
+            found.update(_command_features(command, roots))
     return sort_features(found)
 
 

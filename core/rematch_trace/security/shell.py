@@ -77,7 +77,8 @@ _PERL = frozenset(("perl", "ruby", "php"))
 _LITERAL_PRODUCERS = frozenset(("echo", "printf"))
 #: Commands whose output, piped into an interpreter, is local code run as it is (not built at run time).
 _FILE_PRODUCERS = frozenset(("cat", "less", "more", "head", "tail"))
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: An unknown command name that is plainly an expansion: ``$X``, ``${X}``, ``${!V}``, or one that starts ``$(``, a backquote.
+_PLAIN_EXPANSION = re.compile(r"\$\{?!?[A-Za-z_][A-Za-z0-9_]*\}?$|\$\(|`|\$\{!")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.S)
 #: Words that need quoting when a reading is written back as text for the pattern rules.
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./~*-]+")
@@ -306,6 +307,7 @@ class _Reader:
         self.downloads: set[str] = set()
         self.lines: list[list[Cmd]] = []
         self.functions: set[str] = set()
+        self.in_error = 0
 
     # -- bounds ---------------------------------------------------------------------------------
 
@@ -473,6 +475,15 @@ class _Reader:
                 if c.type == "variable_name":
                     self.vars[self.text(c)] = ("$" + self.text(c), False)
         # subshell, compound statement, if, while, case, test, negation, ERROR...: every statement inside.
+        if t == "ERROR":
+            self.in_error += 1
+            try:
+                return self._inside(node, depth, prev, line)
+            finally:
+                self.in_error -= 1
+        return self._inside(node, depth, prev, line)
+
+    def _inside(self, node: Any, depth: int, prev: Cmd | None, line: list[Cmd] | None) -> Cmd | None:
         last = None
         for c in node.children:
             if c.type in _WORD_TYPES:
@@ -620,7 +631,10 @@ class _Reader:
         in_env = False
         while i < n:
             if not exact[i]:
-                self.dynamic(f"a command name built at run time ({words[i][:40]})")
+                # In a text the parser could not read whole (often not bash at all: code of another
+                # language a tool takes as its input), only a name that is plainly an expansion counts.
+                if not self.in_error or _PLAIN_EXPANSION.match(words[i]):
+                    self.dynamic(f"a command name built at run time ({words[i][:40]})")
                 return
             w = words[i]
             base = os.path.basename(w) if "/" in w else w
@@ -877,6 +891,8 @@ def read_command(command: str, on_limit: Callable[[str], None] | None = None) ->
     reader = _Reader(reading)
     try:
         tree = parse(command.encode("utf-8", "surrogateescape"))
+        # A text that is not all bash (a parse error anywhere): see _Reader.run.
+        reader.in_error = int(tree.root_node.has_error)
         reader.statements(tree.root_node.children, 0)
     except ReadLimit as err:
         reading.failed = str(err)
