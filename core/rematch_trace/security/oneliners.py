@@ -228,7 +228,8 @@ _NODE_ENV = re.compile(r"process\.env(?:\.\w*(?:TOKEN|SECRET|PASSWORD|PASSWD|API
 _NODE_SHELL = re.compile(r"\b(?:execSync|exec|spawnSync|spawn|execFileSync)\s*\(\s*(['\"`])((?:(?!\1).)*)\1", re.S)
 _NODE_DYN = re.compile(r"\b(?:execSync|exec|spawnSync|spawn|execFileSync|eval|Function)\s*\(|child_process|"
                        r"Buffer\.from\([^)]*base64|\batob\s*\(")
-_NODE_RMTREE = re.compile(r"\b(?:rmSync|rmdirSync|rm|rmdir)\s*\([^)]*recursive|\brimraf\b|\bremove(?:Sync)?\s*\(")
+_NODE_RMTREE = re.compile(r"\b(?:rmSync|rmdirSync|rm|rmdir)\s*\((?=[^;\n]{0,400}?recursive)|\brimraf\b"
+                          r"|\bremove(?:Sync)?\s*\(")
 
 
 def perl_features(code: str, shell: ShellReader, judge: Judge, node: bool = False) -> set[str]:

@@ -41,6 +41,7 @@ import logging
 import os
 import re
 import shlex
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -144,17 +145,19 @@ class Reading:
         self.text = ""
 
 
-_PARSER: Any = None
+# One parser per thread: a parser holds the state of the parse it is doing (the service judges
+# calls on several threads).
+_LOCAL = threading.local()
 
 
 def _parser() -> Any:
-    global _PARSER
-    if _PARSER is None:
+    parser = getattr(_LOCAL, "parser", None)
+    if parser is None:
         import tree_sitter
         import tree_sitter_bash
 
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-    return _PARSER
+        parser = _LOCAL.parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    return parser
 
 
 def parse(source: bytes) -> Any:
@@ -171,9 +174,12 @@ def parse(source: bytes) -> Any:
     def read(offset: int, _point: Any) -> bytes:
         return source[offset:offset + 65536]
 
+    parser = _parser()
     try:
-        return _parser().parse(read, progress_callback=progress)
+        return parser.parse(read, progress_callback=progress)
     except ValueError:  # tree-sitter's "Parsing failed": the progress bound cut it
+        # A cut parse is kept to be resumed by the next call: start that one afresh.
+        parser.reset()
         raise ReadLimit("parse cut at its work bound") from None
 
 
