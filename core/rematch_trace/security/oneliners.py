@@ -129,6 +129,11 @@ class _Python:
                 return left.rstrip("/") + "/" + right
         return None
 
+    def _fetches(self, n: ast.Call) -> bool:
+        """Whether call ``n`` reads from the network (a network module's function, ``urlopen``)."""
+        f = self.name(n.func)
+        return f.startswith(_NETWORK_MODULES) or "urlopen" in f or f.endswith("urlretrieve")
+
     def call(self, n: ast.Call) -> None:
         f = self.name(n.func)
         short = f.rsplit(".", 1)[-1]
@@ -148,20 +153,16 @@ class _Python:
                         isinstance(x, ast.Attribute | ast.Name) and self.name(x).endswith("os.environ")
                         for x in ast.walk(a)):
                     self.env_secret = True
-        elif short in _UPLOAD_METHODS and isinstance(n.func, ast.Attribute):
+        elif short in _UPLOAD_METHODS and isinstance(n.func, ast.Attribute) and (
+                self.network or any(m in f for m in ("sock", "conn", "client", "session"))):
             # conn.request(...), sock.sendall(...): a method of an object the program made from a network module.
-            if self.network or any(m in f for m in ("sock", "conn", "client", "session")):
-                self.found.add("outbound_upload")
-        if f in _EXEC_CALLS or short in ("exec", "eval"):
-            arg = n.args[0] if n.args else None
-            text = self.literal(arg) if arg is not None else None
+            self.found.add("outbound_upload")
+        if (f in _EXEC_CALLS or short in ("exec", "eval")) and n.args:  # model.eval() runs no code
+            arg = n.args[0]
+            text = self.literal(arg)
             if text is not None:
                 self.found |= python_features(text, self.shell, self.judge)
-            elif arg is not None and any(isinstance(x, ast.Call) and (
-                    self.name(x.func).startswith(_NETWORK_MODULES) or self.name(x.func).endswith(
-                        ("urlopen", ".get", ".read", ".text", ".content"))) for x in ast.walk(arg)) and any(
-                    isinstance(x, ast.Call) and (self.name(x.func).startswith(_NETWORK_MODULES)
-                                                 or "urlopen" in self.name(x.func)) for x in ast.walk(arg)):
+            elif any(isinstance(x, ast.Call) and self._fetches(x) for x in ast.walk(arg)):
                 self.found |= {"remote_code_fetch_exec", "network_egress"}
             else:
                 self.found.add("dynamic_execution")

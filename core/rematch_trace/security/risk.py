@@ -426,7 +426,7 @@ def _mcp_paths(tool_input: Any) -> list[str]:
             vals = v if isinstance(v, list) else [v]
             for x in vals[:256]:
                 if isinstance(x, str) and x and "\n" not in x and len(x) < 4096 and (
-                        isinstance(k, str) and _PATH_KEY.search(k) or x.startswith(("/", "~/"))):
+                        (isinstance(k, str) and _PATH_KEY.search(k)) or x.startswith(("/", "~/"))):
                     out.append(x)
     return out
 

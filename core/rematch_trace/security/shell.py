@@ -855,7 +855,7 @@ class _Reader:
         remote_name = False
         for k, a in enumerate(args):
             nxt = args[k + 1] if k + 1 < len(args) else None
-            if cmd.name == "curl" and a in ("-o", "--output") or cmd.name == "wget" and a in ("-O", "--output-document"):
+            if (cmd.name == "curl" and a in ("-o", "--output")) or (cmd.name == "wget" and a in ("-O", "--output-document")):
                 out = nxt
             elif cmd.name == "curl" and a.startswith("-o") and len(a) > 2 and not a.startswith("--"):
                 out = a[2:]

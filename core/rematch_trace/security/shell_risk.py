@@ -112,9 +112,9 @@ def reading_features(reading: Reading, roots: tuple[str, ...], sensitive: Callab
             p: Cmd | None = c.prev
             hops = 0
             while p is not None and hops < 16:
-                if p.name in _ENV_DUMPS and not [a for a in p.args if not a.startswith("-")] or (
+                if (p.name in _ENV_DUMPS and not [a for a in p.args if not a.startswith("-")]) or (
                         p.name in ("cat", "tr", "strings", "xxd", "base64") and any(
-                            a.startswith("/proc/") and a.endswith("/environ") or a in _ENVIRON_FILES
+                            (a.startswith("/proc/") and a.endswith("/environ")) or a in _ENVIRON_FILES
                             for a in p.args)):
                     found |= {"credential_in_args", "network_egress"}
                     break
