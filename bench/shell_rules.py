@@ -21,7 +21,8 @@ import rematch_codex
 import rematch_omp
 from rematch_trace.live.verdicts.action import LiveAction
 from rematch_trace.live.verdicts.policy import DEFAULT_POLICY, load_policy
-from rematch_trace.security.risk import risk_features, strings_of
+from rematch_trace.security.deletion import deletion_features
+from rematch_trace.security.risk import _pattern_features, risk_features, strings_of
 from rematch_trace.testing import synthesize_file
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
@@ -61,10 +62,19 @@ def main() -> None:
         t = time.perf_counter()
         risk_features("shell_exec", "Bash", ti, text, redactions=0, command=c)
         times.append(time.perf_counter() - t)
-    if times:
-        times.sort()
-        print(f"risk_features on {len(times)} corpus shell commands: median {statistics.median(times) * 1e6:.0f} µs, "
-              f"p90 {times[int(len(times) * 0.9)] * 1e6:.0f} µs, max {times[-1] * 1e6:.0f} µs")
+    # The text-only path the rules had before the shell reader: the patterns, and the deletion split.
+    before = []
+    for c in commands:
+        t = time.perf_counter()
+        found = _pattern_features(c)
+        if "destructive_command" in found:
+            deletion_features(c)
+        before.append(time.perf_counter() - t)
+    for what, ts in (("risk_features (with the shell reader)", times), ("patterns alone (before)", before)):
+        if ts:
+            ts.sort()
+            print(f"{what} on {len(ts)} corpus shell commands: median {statistics.median(ts) * 1e6:.0f} µs, "
+                  f"p90 {ts[int(len(ts) * 0.9)] * 1e6:.0f} µs, max {ts[-1] * 1e6:.0f} µs")
 
 
 if __name__ == "__main__":
