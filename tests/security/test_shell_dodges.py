@@ -239,3 +239,14 @@ def test_deep_nesting_is_bounded_and_never_raises(depth: int, opener: str) -> No
     r = read_command(text)
     assert isinstance(r.failed, str)
     features(text)
+
+
+def test_a_stopped_reading_is_reported_without_the_command() -> None:
+    lines: list[str] = []
+    shell.report_limits_to(lines.append)
+    try:
+        secret = "s3cr3t-marker"
+        read_command(f"echo {secret} " + "x" * shell.MAX_BYTES)
+    finally:
+        shell.report_limits_to(None)
+    assert len(lines) == 1 and "dynamic execution" in lines[0] and secret not in lines[0]

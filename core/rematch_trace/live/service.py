@@ -340,6 +340,10 @@ class Service:
             self._threads.append(t)
         self.log(f"started pid={os.getpid()} socket={self.events_path} "
                  f"provider={getattr(self.provider, 'mode', 'none')}")
+        # A command the risk rules' shell reader could not read (held as dynamic execution) is noted here.
+        from rematch_trace.security.shell import report_limits_to
+
+        report_limits_to(lambda line: self.log(f"rules {line}"))
 
     def _bind(self, path: Path) -> tuple[socket.socket, Path, int]:
         try:

@@ -167,17 +167,18 @@ class _Python:
             else:
                 self.found.add("dynamic_execution")
         if f in _SHELL_CALLS or f.startswith("os.exec") or f.startswith("os.spawn"):
-            arg = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "args"), None)
-            if isinstance(arg, ast.List | ast.Tuple):
-                words = [self.literal(e) for e in arg.elts]
+            command: ast.expr | None = n.args[0] if n.args else next(
+                (k.value for k in n.keywords if k.arg == "args"), None)
+            if isinstance(command, ast.List | ast.Tuple):
+                words = [self.literal(e) for e in command.elts]
                 if all(w is not None for w in words):
                     import shlex
 
                     self.found |= self.shell(shlex.join([w for w in words if w is not None]))
                 else:
                     self.found.add("dynamic_execution")
-            elif arg is not None:
-                text = self.literal(arg)
+            elif command is not None:
+                text = self.literal(command)
                 if text is None:
                     self.found.add("dynamic_execution")
                 else:

@@ -46,6 +46,15 @@ from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
+# Nothing on stderr by default (a hook prints nothing unless it denies): a program that keeps a
+# log of its own says where these lines go (report_limits_to).
+log.addHandler(logging.NullHandler())
+_REPORTER: list[Callable[[str], None]] = []
+
+
+def report_limits_to(reporter: Callable[[str], None] | None) -> None:
+    """Send each reading stopped at a bound (its reason, never the command) to ``reporter`` (``None``: the logger)."""
+    _REPORTER[:] = [reporter] if reporter is not None else []
 
 #: The largest command parsed, in UTF-8 bytes.
 MAX_BYTES = 64 * 1024
@@ -891,7 +900,8 @@ def read_command(command: str, on_limit: Callable[[str], None] | None = None) ->
     """Read ``command`` as a shell would (see the module docstring); never raises.
 
     :param on_limit: called with the reason when the reading stops at a bound
-        (defaults to a warning in the log, without the command's text).
+        (defaults to :func:`report_limits_to`'s reporter, else the module's logger;
+        never with the command's text).
     """
     reading = Reading()
     reader = _Reader(reading)
@@ -914,8 +924,12 @@ def read_command(command: str, on_limit: Callable[[str], None] | None = None) ->
 
 
 def _log_limit(reason: str) -> None:
-    log.warning("shell reading stopped (%s): the command is judged as dynamic execution", reason)
+    line = f"shell reading stopped ({reason}): the command is judged as dynamic execution"
+    for reporter in _REPORTER:
+        reporter(line)
+        return
+    log.warning(line)
 
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_PARSE_STEPS", "SHELLS", "Cmd", "ReadLimit", "Reading", "parse",
-           "printf_output", "read_command"]
+           "printf_output", "read_command", "report_limits_to"]
