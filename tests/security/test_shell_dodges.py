@@ -250,3 +250,13 @@ def test_a_stopped_reading_is_reported_without_the_command() -> None:
     finally:
         shell.report_limits_to(None)
     assert len(lines) == 1 and "dynamic execution" in lines[0] and secret not in lines[0]
+
+
+def test_words_and_nested_text_that_multiply_are_bounded() -> None:
+    doubling = "a=x; " + "a=$a$a; " * 40 + "echo $a"
+    assert read_command(doubling).failed
+    many = "a=" + "x" * 60_000 + "; " + "echo $a " * 40
+    assert read_command(many).failed
+    evals = "a='echo " + "y" * 60_000 + "'; " + 'eval "$a"; ' * 10
+    assert read_command(evals).failed
+    assert "dynamic_execution" in features(evals)

@@ -66,8 +66,11 @@ MAX_DEPTH = 4
 #: The most syntax nodes walked, and simple commands recorded, for one command (all levels).
 MAX_NODES = 200_000
 MAX_COMMANDS = 5_000
-#: The longest word built (a variable expanded into itself doubles each time).
+#: The longest word built (a variable expanded into itself doubles each time), and all words together.
 MAX_WORD = 64 * 1024
+MAX_WORDS_TOTAL = 1024 * 1024
+#: All the text parsed for one command, nested readings (``eval "$X"`` a thousand times) included.
+MAX_PARSED_TOTAL = 4 * MAX_BYTES
 
 SHELLS = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox"))
 #: Programs that run the rest of their arguments as a command.
@@ -323,6 +326,8 @@ class _Reader:
         self.lines: list[list[Cmd]] = []
         self.functions: set[str] = set()
         self.in_error = 0
+        self.chars = 0
+        self.parsed = 0
 
     # -- bounds ---------------------------------------------------------------------------------
 
@@ -630,6 +635,9 @@ class _Reader:
 
     def add_word(self, node: Any, depth: int, words: list[str], exact: list[bool]) -> None:
         value, known = self.word(node, depth)
+        self.chars += len(value)
+        if self.chars > MAX_WORDS_TOTAL:
+            raise ReadLimit("words past their bound")
         # An unquoted expansion is split on blanks: X="rm -rf ~"; $X runs rm.
         if known and node.type in ("simple_expansion", "expansion", "command_substitution", "concatenation") \
                 and any(ch in value for ch in " \t\n"):
@@ -734,7 +742,11 @@ class _Reader:
         """Read ``text`` as commands run inside ``cmd`` (one level deeper)."""
         if depth + 1 > MAX_DEPTH:
             raise ReadLimit("nested past the depth bound")
-        tree = parse(text.encode("utf-8", "surrogateescape"))
+        source = text.encode("utf-8", "surrogateescape")
+        self.parsed += len(source)
+        if self.parsed > MAX_PARSED_TOTAL:
+            raise ReadLimit("nested text past its bound")
+        tree = parse(source)
         saved = self.cwd
         self.cwd = cmd.cwd
         self.statements(tree.root_node.children, depth + 1)
