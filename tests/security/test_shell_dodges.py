@@ -257,6 +257,6 @@ def test_words_and_nested_text_that_multiply_are_bounded() -> None:
     assert read_command(doubling).failed
     many = "a=" + "x" * 60_000 + "; " + "echo $a " * 40
     assert read_command(many).failed
-    evals = "a='echo " + "y" * 60_000 + "'; " + 'eval "$a"; ' * 10
+    evals = "a='echo " + "y" * 60_000 + "'; " + 'eval "$a"; ' * 40
     assert read_command(evals).failed
     assert "dynamic_execution" in features(evals)

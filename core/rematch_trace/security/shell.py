@@ -57,7 +57,7 @@ def report_limits_to(reporter: Callable[[str], None] | None) -> None:
     _REPORTER[:] = [reporter] if reporter is not None else []
 
 #: The largest command parsed, in UTF-8 bytes.
-MAX_BYTES = 64 * 1024
+MAX_BYTES = 1024 * 1024
 #: tree-sitter calls its progress callback about every hundred parser operations; past this many calls
 #: the parse is cut (about a million operations: tens of milliseconds on a loaded core).
 MAX_PARSE_STEPS = 2_000
@@ -70,7 +70,7 @@ MAX_COMMANDS = 5_000
 MAX_WORD = 64 * 1024
 MAX_WORDS_TOTAL = 1024 * 1024
 #: All the text parsed for one command, nested readings (``eval "$X"`` a thousand times) included.
-MAX_PARSED_TOTAL = 4 * MAX_BYTES
+MAX_PARSED_TOTAL = 2 * MAX_BYTES
 
 SHELLS = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox"))
 #: Programs that run the rest of their arguments as a command.
