@@ -383,6 +383,9 @@ def _record_all(
         removals.extend(_record(ledger, item, outcome, summary, conflicts))
         if outcome.said is not None and handed is not None and outcome.ok:
             handed.put(as_stored(item.path), outcome.said)
+        if outcome.traces and handed is not None and outcome.ok:
+            for key, rows in outcome.traces.items():
+                handed.put_trace(key, rows)
         if time.monotonic() - committed_at > COMMIT_SECONDS:
             _commit(ledger, data, removals)
             committed_at = time.monotonic()

@@ -35,6 +35,7 @@ from rematch_trace.store.claims import Claims, Conflict
 from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
 from rematch_trace.store.pending import write_pending
+from rematch_trace.store.search_rows import HandedTrace, TraceRows
 from rematch_trace.store.states import (
     Detected,
     SavedState,
@@ -117,6 +118,8 @@ class SourceOutcome:
     records: list[RawRecord] | None = None
     #: The offset the reading started at.
     start: int = 0
+    #: Trace key -> the search index's rows of the lines this import wrote to it (``keep_records``).
+    traces: dict[str, HandedTrace] = attrs.field(factory=dict)
 
     @property
     def saved(self) -> SavedState | None:
@@ -213,6 +216,11 @@ class _Out:
         # they are, not walked again.
         self.session_fields = fields if fields is not None else attrs.asdict(session, recurse=session.model is not None)
         self.trace: AtomicFile | AppendFile | _Discarded
+        #: Whether the lines written feed the search index's rows (:attr:`rows`, made from the first line on),
+        #: and what redacts their text first (a trace written unredacted).
+        self.indexed = False
+        self.index_redact: Callable[[str], Any] | None = None
+        self.rows: TraceRows | None = None
         self.events: AtomicFile | AppendFile | _Discarded | None = None
         trace_path = data.trace_path(self.session_id)
         events_path = data.events_path(self.session_id)
@@ -248,9 +256,26 @@ class _Out:
         # Most records make no trace line yet (a run's records wait for its end) and one or
         # two events: one write per call and stream, none when there is nothing.
         if recs:
-            self.trace.write(dumps_records(recs))
+            if not self.indexed:
+                self.trace.write(dumps_records(recs))
+            else:
+                self._write_indexed(recs)
         if events and self.events is not None:
             self.events.write(dumps_records(events))
+
+    def _write_indexed(self, recs: list[dict[str, Any]]) -> None:
+        """Write ``recs`` and feed each line to the search index's rows (the index reads no trace again)."""
+        rows = self.rows
+        if rows is None:
+            rows = self.rows = TraceRows(self.trace.size, self.index_redact)
+        at = self.trace.size
+        lines = [dumps_record(r) for r in recs]
+        for rec, line in zip(recs, lines, strict=True):
+            rows.feed(at, line, rec)
+            at += len(line)
+        self.trace.write(lines[0] if len(lines) == 1 else b"".join(lines))
+        if at - rows.start > KEEP_RECORDS_BYTES:
+            self.indexed, self.rows = False, None  # too large to hold: the index reads this trace itself
 
     def discard(self) -> None:
         self.trace.discard()
@@ -310,6 +335,8 @@ class SourceImport:
         self.result.start = self.offset
         #: The records read, for the search index (``keep_records``): what the translation has parsed.
         self.kept: list[RawRecord] | None = [] if keep_records else None
+        #: Whether each session's trace lines are fed to the search index's rows (``keep_records``).
+        self.index_rows = keep_records
         self._kept_bytes = 0
         #: The last raw record handed to the plugin's translation, to say where it failed.
         self.last: RawRecord | None = None
@@ -382,6 +409,13 @@ class SourceImport:
         if self.sink_factory is not None:
             sink = self.sink_factory(self.source, rec, saved.sink if saved is not None else None)
         out = _Out(rec.stream, rec, synth, sink, self.data, saved, fields)
+        if self.index_rows:
+            out.indexed = True
+            if not self.redact:
+                # A trace written unredacted is redacted for the index (it never holds raw text).
+                from rematch_trace.security.redact import default_redactor
+
+                out.index_redact = default_redactor().redact
         self.outs[rec.stream] = out
         if synth.held_due:
             _restore_held(out)
@@ -542,6 +576,8 @@ class SourceImport:
                 os.unlink(self.data.events_path(out.session_id))
             except FileNotFoundError:
                 pass
+        if out.rows is not None and out.trace.stamp is not None:
+            self.result.traces[out.trace.target.name[:-6]] = out.rows.handed(out.trace.stamp)
         synth = out.synth
         reasons = synth.flags.reasons()
         seqs = synth.flags.seqs()

@@ -177,6 +177,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             keep_records=settings.search_rows,
         )
         said = None
+        traces = result.traces or None
         if result.records is not None:
             # The search index's rows from the records this import just parsed: the index does not
             # read the file again (store/search_handover.py).
@@ -255,4 +256,5 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         conflicts=result.conflicts,
         stamps={s.session_id: s.stamp for s in result.sessions if s.stamp is not None},
         said=said,
+        traces=traces,
     )

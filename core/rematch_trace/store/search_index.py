@@ -21,7 +21,6 @@ loses its entries. The file can be deleted at any time: the next sync rebuilds i
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,6 +32,8 @@ import attrs
 import orjson
 
 from rematch_trace.store.datafolder import DataDir
+from rematch_trace.store.search_rows import TraceRows, valid
+from rematch_trace.store.search_rows import digest as _digest
 
 if TYPE_CHECKING:
     from rematch_trace.store.search_handover import HandedRows
@@ -73,48 +74,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
 def index_path(data: DataDir) -> Path:
     """Where the data folder's search index is."""
     return data.root / INDEX_NAME
-
-
-def _digest(line: bytes) -> bytes:
-    return hashlib.blake2b(line, digest_size=16).digest()
-
-
-def _flatten(value: Any, out: list[str], budget: list[int]) -> None:
-    """The strings (and numbers) of a tool input, in order (its keys are names, not what was said)."""
-    if budget[0] <= 0:
-        return
-    if isinstance(value, str):
-        out.append(value)
-        budget[0] -= len(value)
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            _flatten(v, out, budget)
-    elif isinstance(value, list):
-        for v in value:
-            _flatten(v, out, budget)
-    elif value is not None and not isinstance(value, bool):
-        out.append(str(value))
-
-
-def record_text(rec: Mapping[str, Any]) -> tuple[str, str] | None:
-    """``(kind, text)`` a trace record contributes to the index, or ``None`` (nothing searchable)."""
-    ev = rec.get("ev")
-    if ev == "input":
-        text = rec.get("text")
-        return ("prompt", text) if isinstance(text, str) and text.strip() else None
-    if ev == "turn_end":
-        text = rec.get("text_head")
-        return ("assistant", text) if isinstance(text, str) and text.strip() else None
-    if ev == "tool_result":
-        parts = [str(rec.get("tool") or "")]
-        _flatten(rec.get("input"), parts, [64 * 1024])
-        return "tool", "\n".join(p for p in parts if p)
-    if ev == "tool_blocked":
-        return "blocked", f"{rec.get('tool') or ''}\n{rec.get('reason') or ''}"
-    if ev == "mark":
-        text = " ".join(str(rec.get(k)) for k in ("class", "note") if isinstance(rec.get(k), str))
-        return ("mark", text) if text.strip() else None
-    return None
 
 
 @attrs.define
@@ -272,13 +231,13 @@ class SearchIndex:
                 self.drop(key)
                 figures.dropped += 1
             for key in changed:
-                self._sync_one(data, key, known.get(key), key in raw, figures)
+                self._sync_one(data, key, known.get(key), key in raw, figures, handed)
             if self.sources:
                 self._sync_sources(data, only, figures, jobs, handed)
         return figures
 
     def _sync_one(self, data: DataDir, key: str, known: tuple[Any, ...] | None, raw: bool,
-                  figures: SyncFigures) -> None:
+                  figures: SyncFigures, handed: HandedRows | None = None) -> None:
         path = os.path.join(data.traces, f"{key}.jsonl")
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -297,6 +256,17 @@ class SearchIndex:
                 figures.full += 1
             else:
                 figures.grown += 1
+            # The rows the import's worker made as it wrote this trace: taken when they are of this very
+            # file (its size now is where they end) and made as this index would (redacted when it is raw).
+            given = handed.take_trace(key) if handed is not None else None
+            if given is not None and given[6] == (st.st_ino, st.st_size, st.st_mtime_ns) and given[5] == raw:
+                g_start, g_end, rows, started, session_id = given[:5]
+                if start < g_start:
+                    # Lines before the worker's first (kept in place by a continuation): read here.
+                    self._read(key, f, start, st, raw, figures, stop=g_start, record=False)
+                self._insert(key, [r for r in rows if r[0] >= start], figures)
+                self._record_trace(key, st, g_end, started, session_id)
+                return
             self._read(key, f, start, st, raw, figures)
 
     def _continue_from(self, key: str, f: Any) -> int | None:
@@ -324,48 +294,50 @@ class SearchIndex:
                 return int(off + length)
         return None
 
-    def _read(self, key: str, f: Any, start: int, st: os.stat_result, raw: bool, figures: SyncFigures) -> None:
+    def _read(self, key: str, f: Any, start: int, st: os.stat_result, raw: bool, figures: SyncFigures,
+              stop: int | None = None, record: bool = True) -> None:
+        """Index a trace's whole lines from ``start`` (to ``stop``), as the import's worker would have."""
         redact = None
         if raw:
             from rematch_trace.security.redact import default_redactor
 
             redact = default_redactor().redact
         f.seek(start)
+        rows = TraceRows(start, redact)
         off = start
-        started: int | None = None
-        session_id: str | None = None
         for line in f:
-            if not line.endswith(b"\n"):
+            if not line.endswith(b"\n") or (stop is not None and off >= stop):
                 break  # a line still being written: the next sync reads it whole
             here, off = off, off + len(line)
             try:
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            if not isinstance(rec, dict):
-                continue
-            if rec.get("ev") == "session_start":
-                started = rec.get("t") if type(rec.get("t")) is int else None
-                session_id = rec.get("session_id") if isinstance(rec.get("session_id"), str) else None
-            ev = rec.get("ev")
-            if ev == "tool_result" and isinstance(rec.get("call_id"), str) and type(rec.get("seq")) is int:
-                self.db.execute("INSERT OR REPLACE INTO calls (key, call_id, seq) VALUES (?,?,?)",
-                                (key, rec["call_id"], rec["seq"]))
-            elif ev == "turn_end" and key in self._conv:
-                continue  # the assistant's text is indexed whole from the source transcript
-            got = record_text(rec)
-            if got is None:
-                continue
-            kind, body = got
-            if redact is not None:
-                body = redact(body)[0]
-            cur = self.db.execute("INSERT INTO spans (key, off, len, digest) VALUES (?,?,?,?)",
-                                  (key, here, len(line), _digest(line)))
-            seq = rec.get("seq") if type(rec.get("seq")) is int else None
-            t = rec.get("t") if type(rec.get("t")) is int else None
-            self.db.execute("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
-                            (cur.lastrowid, _valid(body), kind, seq, t))
-            figures.records += 1
+            if isinstance(rec, dict):
+                rows.feed(here, line, rec)
+        self._insert(key, rows.rows, figures)
+        if record:
+            self._record_trace(key, st, off, rows.started, rows.session_id)
+
+    def _insert(self, key: str, rows: list[Any], figures: SyncFigures) -> None:
+        """Insert one trace's rows (:class:`~rematch_trace.store.search_rows.TraceRows`), a statement per
+        table for all of them; the ids are known ahead (the sync holds the write lock)."""
+        calls = [(key, r[7], r[5]) for r in rows if r[7] is not None and r[5] is not None]
+        if calls:
+            self.db.executemany("INSERT OR REPLACE INTO calls (key, call_id, seq) VALUES (?,?,?)", calls)
+        conv = key in self._conv  # the assistant's text is indexed whole from the source transcript
+        text = [r for r in rows if r[3] and not (r[8] and conv)]
+        if not text:
+            return
+        first = int(self.db.execute("SELECT coalesce(max(id), 0) FROM spans").fetchone()[0]) + 1
+        self.db.executemany("INSERT INTO spans (id, key, off, len, digest) VALUES (?,?,?,?,?)",
+                            [(first + i, key, r[0], r[1], r[2]) for i, r in enumerate(text)])
+        self.db.executemany("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
+                            [(first + i, r[4], r[3], r[5], r[6]) for i, r in enumerate(text)])
+        figures.records += len(text)
+
+    def _record_trace(self, key: str, st: os.stat_result, off: int, started: int | None,
+                      session_id: str | None) -> None:
         self.db.execute(
             """INSERT INTO traces (key, ino, size, mtime_ns, end_off, started, session_id) VALUES (?,?,?,?,?,?,?)
                ON CONFLICT(key) DO UPDATE SET ino=excluded.ino, size=excluded.size, mtime_ns=excluded.mtime_ns,
@@ -585,7 +557,7 @@ def said_rows(items: Iterable[Any], out: list[SaidRow]) -> None:
         body = redact(body)[0]
         if not body.strip():
             continue
-        out.append((it.stream, kind, call, it.t, _valid(body)))
+        out.append((it.stream, kind, call, it.t, valid(body)))
 
 
 def _keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str],
@@ -683,11 +655,6 @@ def _read_all(todo: list[_SourceTask], jobs: int) -> Iterator[_SourceRows]:
         yield from map(_source_rows, todo[done:])
     finally:
         gc.unfreeze()
-
-
-def _valid(text: str) -> str:
-    """``text`` as SQLite takes it: lone surrogates spelled as escapes."""
-    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _raw_keys(data: DataDir) -> set[str]:
