@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import orjson
@@ -46,6 +46,9 @@ from rematch_trace.store.states import (
     state_loads,
 )
 from rematch_trace.trace.synth import Synthesizer
+
+if TYPE_CHECKING:
+    from rematch_trace.report.summary import SummaryFold
 
 #: Problems kept per source for reporting (all are counted).
 MAX_PROBLEMS_KEPT = 200
@@ -95,6 +98,9 @@ class SessionOutcome:
     stamp: tuple[int, int, int] | None = None
     #: The session that started this one (``Session.parent_session_id``), if the transcript names it.
     parent: str | None = None
+    #: The summary folded as the trace was written (a trace written whole, ``keep_records``), made into the
+    #: stored summary once the session's ledger row is known (importing/consumers.py).
+    fold: SummaryFold | None = None
 
 
 @attrs.define
@@ -221,6 +227,8 @@ class _Out:
         self.indexed = False
         self.index_redact: Callable[[str], Any] | None = None
         self.rows: TraceRows | None = None
+        #: The session's summary, folded from the lines written (a trace written whole only).
+        self.fold: SummaryFold | None = None
         self.events: AtomicFile | AppendFile | _Discarded | None = None
         trace_path = data.trace_path(self.session_id)
         events_path = data.events_path(self.session_id)
@@ -270,12 +278,17 @@ class _Out:
             rows = self.rows = TraceRows(self.trace.size, self.index_redact)
         at = self.trace.size
         lines = [dumps_record(r) for r in recs]
+        fold = self.fold
         for rec, line in zip(recs, lines, strict=True):
             rows.feed(at, line, rec)
+            if fold is not None:
+                fold.feed(rec)
             at += len(line)
         self.trace.write(lines[0] if len(lines) == 1 else b"".join(lines))
-        if at - rows.start > KEEP_RECORDS_BYTES:
-            self.indexed, self.rows = False, None  # too large to hold: the index reads this trace itself
+        if rows.rows and at - rows.start > KEEP_RECORDS_BYTES:
+            # Too large to hold: the index reads this trace itself (the summary goes on; it holds no text).
+            rows.rows.clear()
+            rows.given_up = True
 
     def discard(self) -> None:
         self.trace.discard()
@@ -416,6 +429,12 @@ class SourceImport:
                 from rematch_trace.security.redact import default_redactor
 
                 out.index_redact = default_redactor().redact
+            if isinstance(out.trace, AtomicFile):
+                # The stored summary, made as the trace is written (a continued trace's is made whole by
+                # report/stored.py, from the trace).
+                from rematch_trace.importing.consumers import summary_fold
+
+                out.fold = summary_fold(self.data)
         self.outs[rec.stream] = out
         if synth.held_due:
             _restore_held(out)
@@ -576,7 +595,7 @@ class SourceImport:
                 os.unlink(self.data.events_path(out.session_id))
             except FileNotFoundError:
                 pass
-        if out.rows is not None and out.trace.stamp is not None:
+        if out.rows is not None and out.trace.stamp is not None and not out.rows.given_up:
             self.result.traces[out.trace.target.name[:-6]] = out.rows.handed(out.trace.stamp)
         synth = out.synth
         reasons = synth.flags.reasons()
@@ -600,6 +619,7 @@ class SourceImport:
                 repo_remote=place.repo_remote,
                 stamp=out.trace.stamp,
                 parent=out.session.parent_session_id,
+                fold=out.fold,
             )
         )
 

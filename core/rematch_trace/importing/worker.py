@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     # Loaded by the first file imported: the importing process loads this module for
     # worker_host, and a rerun that finds nothing to do imports no file.
     from rematch_trace.importing.outcome import FileOutcome, WorkItem
+    from rematch_trace.importing.source_import import SessionOutcome
     from rematch_trace.store.claims import Claims
+    from rematch_trace.store.rows import SessionRow
     from rematch_trace.store.states import Detected, SavedState
 
 _host: Host | None = None
@@ -129,11 +131,41 @@ def _detected(source: Source, hint: str | None) -> Detected:
     return Detected(hint, source.plugin, source.agent_kind, source.compression, parent)
 
 
+def _session_row(data: DataDir, harness: str, s: SessionOutcome) -> SessionRow:
+    """The ledger row of one session the import committed, with its stored summary when it was folded."""
+    from rematch_trace.place.domain import decide_domain
+    from rematch_trace.store.rows import SessionRow
+
+    row = SessionRow(
+        session_id=s.session_id,
+        agent_kind=s.agent_kind,
+        trace_path=data.relative(s.trace_path),
+        events_path=data.relative(s.events_path) if s.events_path else None,
+        flagged=s.flagged,
+        reasons=s.reasons,
+        seqs=s.seqs,
+        counts=s.counts,
+        cwd=s.cwd,
+        repo=s.repo,
+        repo_remote=s.repo_remote,
+        domain=decide_domain(s.cwd, s.repo, s.repo_remote),
+        parent=s.parent,
+    )
+    if s.fold is None:
+        return row
+    from rematch_trace.importing.consumers import stored_summary
+
+    # The row's fields as the ledger gives them back to report/stored.py (the summary reads these).
+    fields = {"harness": harness, "session_id": row.session_id, "agent_kind": row.agent_kind, "cwd": row.cwd,
+              "repo": row.repo, "repo_remote": row.repo_remote, "domain": row.domain, "flagged": row.flagged,
+              "reasons": row.reasons, "seqs": row.seqs, "parent": row.parent}
+    return attrs.evolve(row, summary=stored_summary(data, s.fold, s.trace_path.name[:-6], fields))
+
+
 def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
     from rematch_trace.importing.changes import HEAD_FP, fingerprints, resumable
-    from rematch_trace.importing.outcome import FileOutcome, SessionRow, failed
+    from rematch_trace.importing.outcome import FileOutcome, failed
     from rematch_trace.importing.source_import import import_source
-    from rematch_trace.place.domain import decide_domain
     from rematch_trace.store.claims import Claims
 
     host = worker_host()
@@ -202,25 +234,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     finally:
         if claims is not None:
             claims.close()
-    sessions = [
-        SessionRow(
-            session_id=s.session_id,
-            agent_kind=s.agent_kind,
-            trace_path=data.relative(s.trace_path),
-            events_path=data.relative(s.events_path) if s.events_path else None,
-            flagged=s.flagged,
-            reasons=s.reasons,
-            seqs=s.seqs,
-            counts=s.counts,
-            cwd=s.cwd,
-            repo=s.repo,
-            repo_remote=s.repo_remote,
-            domain=decide_domain(s.cwd, s.repo, s.repo_remote),
-            parent=s.parent,
-        )
-        for s in result.sessions
-        if not s.kept_live
-    ]
+    sessions = [_session_row(data, source.harness, s) for s in result.sessions if not s.kept_live]
     kept_live = [s.session_id for s in result.sessions if s.kept_live]
     # Here, while the file is fresh in the cache: the ledger writer records serially.
     # A continued file's head was just checked, and lies wholly in the part kept.

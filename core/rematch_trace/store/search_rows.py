@@ -84,10 +84,14 @@ class TraceRows:
         self.started: int | None = None
         self.session_id: str | None = None
         self._redact = redact
+        #: Set when the rows were dropped (too many to hold): the index reads the trace itself.
+        self.given_up = False
 
     def feed(self, off: int, line: bytes, rec: Mapping[str, Any]) -> None:
         """Take one whole trace line at ``off`` (``rec`` is its record)."""
         self.end = off + len(line)
+        if self.given_up:
+            return
         ev = rec.get("ev")
         if ev == "session_start":
             t0 = rec.get("t")
