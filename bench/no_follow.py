@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 import rematch_trace.importing.batch as batch
-import rematch_trace.store.follow as follow
+import rematch_trace.report.follow as follow
 
 
 def _nothing(*_a: object, **_k: object) -> None:

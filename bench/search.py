@@ -38,7 +38,7 @@ QUERIES = ("error", "git status", "test failed", '"cannot find module"', "zzzzno
 
 def import_without_follow(corpus: Path, data_root: Path, jobs: int) -> float:
     """Seconds of an import with the summaries and index left alone (follow_outputs a no-op)."""
-    import rematch_trace.store.follow as follow
+    import rematch_trace.report.follow as follow
     from rematch_trace.importing.batch import run_import
     from rematch_trace.importing.settings import ImportSettings
     from rematch_trace.store.datafolder import DataDir
@@ -156,7 +156,7 @@ def child(mode: str, corpus: Path, data_root: Path, jobs: int) -> None:
 
     import rematch_trace
     import rematch_trace.importing.batch as batch
-    import rematch_trace.store.follow as follow
+    import rematch_trace.report.follow as follow
     from rematch_trace.host.loading import load_plugins
     from rematch_trace.importing.batch import run_import
     from rematch_trace.importing.settings import ImportSettings

@@ -27,8 +27,8 @@ from rematch_trace.host import vocab
 from rematch_trace.host.source import Problem
 from rematch_trace.importing.discovery import discover
 from rematch_trace.importing.settings import ImportSettings
-from rematch_trace.importing.source_import import dumps_record
 from rematch_trace.importing.worker import worker_host
+from rematch_trace.trace.lines import dumps_record
 from rematch_trace.trace.synth import Synthesizer
 
 

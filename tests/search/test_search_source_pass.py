@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 from test_search import cli_env, rematch
 
-from rematch_trace.store.search_index import POOL_MIN
+from rematch_trace.importing.search_sources import POOL_MIN
 
 
 def imported(src: Path, data: Path, *extra: str) -> None:

@@ -12,18 +12,15 @@ the rollback journal of :mod:`rematch_trace.store.journal`.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
-import orjson
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host import vocab
-from rematch_trace.host.exactnum import json_default
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.fs import source_name
 from rematch_trace.host.source import Problem, RawRecord, Source
@@ -45,6 +42,7 @@ from rematch_trace.store.states import (
     state_dumps,
     state_loads,
 )
+from rematch_trace.trace.lines import dumps_record, dumps_records
 from rematch_trace.trace.synth import Synthesizer
 
 if TYPE_CHECKING:
@@ -131,30 +129,6 @@ class SourceOutcome:
     def saved(self) -> SavedState | None:
         """The state to continue from (``saved=`` of a later :func:`import_source`)."""
         return load_saved(self.saved_blob) if self.saved_blob else None
-
-
-#: orjson ends each line itself (no second bytes object to append the newline to).
-_LINE = orjson.OPT_APPEND_NEWLINE
-
-
-def dumps_record(rec: dict[str, Any]) -> bytes:
-    """One output line: the record's JSON and a newline."""
-    try:
-        return orjson.dumps(rec, default=json_default, option=_LINE)
-    except orjson.JSONEncodeError:
-        # What orjson refuses (an integer past 64 bits, a lone surrogate in an id
-        # from a hostile file): plain json writes it, ASCII-escaped.
-        return json.dumps(rec, ensure_ascii=True, separators=(",", ":"), default=str).encode() + b"\n"
-
-
-def dumps_records(recs: list[dict[str, Any]]) -> bytes:
-    """The output lines of ``recs``, joined: what :func:`dumps_record` gives each, one write for all."""
-    try:
-        if len(recs) == 1:  # the common case (one event for one record)
-            return orjson.dumps(recs[0], default=json_default, option=_LINE)
-        return b"".join([orjson.dumps(r, default=json_default, option=_LINE) for r in recs])
-    except orjson.JSONEncodeError:
-        return b"".join([dumps_record(r) for r in recs])  # the one orjson refuses falls back alone
 
 
 class _Discarded:

@@ -213,7 +213,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         if result.records is not None:
             # The search index's rows from the records this import just parsed: the index does not
             # read the file again (store/search_handover.py).
-            from rematch_trace.store.search_index import conversation_rows
+            from rematch_trace.importing.search_sources import conversation_rows
 
             said = conversation_rows(host, source, result.records, result.start)
             result.records = None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ import attrs
 import orjson
 
 from rematch_trace.store.datafolder import DataDir
-from rematch_trace.store.search_rows import TraceRows, valid
+from rematch_trace.store.search_rows import TraceRows
 from rematch_trace.store.search_rows import digest as _digest
 
 if TYPE_CHECKING:
@@ -386,8 +386,8 @@ class SearchIndex:
         # reading: an FTS5 delete between inserts flushes its pending terms to a new segment (and the
         # merges follow), so every delete of the pass is made in one statement at its end.
         heads: set[str] = set()
-        todo: list[_SourceTask] = []
-        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int], _SourceTask, bool]] = []
+        todo: list[SourceTask] = []
+        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int], SourceTask, bool]] = []
         for path, rows in groups.items():
             if only is not None and not any(r["key"] in only for r in rows):
                 continue
@@ -400,7 +400,7 @@ class SearchIndex:
             streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
             by_id = {r["session_id"]: r["key"] for r in rows}
             main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
-            task: _SourceTask = (path, rows[0]["harness"], start, streams, by_id, main, None)
+            task: SourceTask = (path, rows[0]["harness"], start, streams, by_id, main, None)
             # Rows the import read from where the index stopped are taken; one it read from elsewhere
             # (a continuation the import restarted whole, an index made anew) is read here, as before.
             given = handed is not None and handed.start_of(path) == start
@@ -412,7 +412,12 @@ class SearchIndex:
             # detect_source again while what detection saw still holds (importing.worker.kept_source).
             with Ledger(data.ledger, readonly=True) as ledger:
                 todo = [(*t[:6], ledger.saved_of(t[0])) for t in todo]
-        read = _read_all(todo, jobs)
+        if todo and not _READERS:
+            # No reader in this process (live capture's writer): the sources not handed over are left for a
+            # sync that has one (`rematch search`, `import`, `report`), unrecorded so that it reads them.
+            plans = [p for p in plans if p[4]]
+            todo = []
+        read = _READERS[0](todo, jobs) if todo else iter(())
         for path, rows, stamp, task, given in plans:
             taken = handed.take(path) if given and handed is not None else None
             if taken is None:
@@ -420,7 +425,7 @@ class SearchIndex:
             else:
                 # The import's own reading: its rows keyed here, as _source_rows keys what it reads
                 # (taken one source at a time: an archive's rows are never all in memory).
-                got = (_keyed(taken[2], task[3], task[4], task[5]), taken[1], task[3], taken[3])
+                got = (keyed(taken[2], task[3], task[4], task[5]), taken[1], task[3], taken[3])
             self._store_source(path, rows, stamp, task[2], got, figures, heads)
         for _ in read:
             raise AssertionError("a source read and not stored")
@@ -433,7 +438,7 @@ class SearchIndex:
             self.db.executemany("DELETE FROM text WHERE rowid = ? AND kind = 'assistant'", ids)
 
     def _store_source(self, path: str, rows: list[dict[str, Any]], stamp: tuple[int, int], start: int,
-                      got: _SourceRows, figures: SyncFigures, heads: set[str]) -> None:
+                      got: SourceRows, figures: SyncFigures, heads: set[str]) -> None:
         """Insert what :func:`_source_rows` read from one source, and record the source (unless it failed)."""
         found, end, streams, failed = got
         if not start:
@@ -505,62 +510,27 @@ class SearchIndex:
 
 #: One source to read: its path, harness, start offset, stream -> key map so far, session id -> key, main key,
 #: and the import's saved state of it (encoded), if any.
-_SourceTask = tuple[str, str, int, dict[str, str], dict[str, str], str, bytes | None]
+SourceTask = tuple[str, str, int, dict[str, str], dict[str, str], str, bytes | None]
 #: What one source gave: rows ``(key, kind, call_id, t, body)``, the end offset, the streams, whether it failed.
-_SourceRows = tuple[list[tuple[str, str, str | None, int | None, str]], int, dict[str, str], bool]
+SourceRows = tuple[list[tuple[str, str, str | None, int | None, str]], int, dict[str, str], bool]
 #: One conversation row before its stream is a trace key: ``(stream, kind, call_id, t, body)``; a stream's
 #: opening is ``(stream, "session", session_id, None, "")``.
 SaidRow = tuple[str, str, str | None, int | None, str]
 #: What the import's reading of one source gives the index (:func:`conversation_rows`): the offset it read
 #: from, the offset past the last whole record the plugin's hook took, the rows, whether the plugin failed.
 Handed = tuple[int, int, list[SaidRow], bool]
-#: The plugin host of a process reading sources (made once per process; a forked worker inherits it).
-_HOST: list[Any] = []
-#: Fewer sources than this are read in this process: a pool costs more than it saves.
-POOL_MIN = 8
+#: Reads the sources a sync must index (``(tasks, jobs) -> one result per task, in order``): registered by
+#: the driver that knows how to read a source (importing/search_sources.py); the store reads none itself.
+SourceReader = Callable[[list[SourceTask], int], Iterator[SourceRows]]
+_READERS: list[SourceReader] = []
 
 
-def _kept(host: Any, path: str, saved: bytes | None) -> Any:
-    """The source as the import claimed it (its saved state), or ``None`` to detect it again."""
-    if saved is None:
-        return None
-    from rematch_trace.importing.worker import kept_source
-    from rematch_trace.store.states import load_saved
-
-    try:
-        state = load_saved(saved)
-    except ValueError:
-        return None
-    hint = state.detected.hint if state.detected is not None else None
-    return kept_source(host, state, Path(path), hint, state.offset)
+def register_source_reader(reader: SourceReader) -> None:
+    """Make ``reader`` the one a sync uses to read the sources it indexes (the last registered wins)."""
+    _READERS[:] = [reader]
 
 
-def said_rows(items: Iterable[Any], out: list[SaidRow]) -> None:
-    """Append to ``out`` the rows of a source's conversation items: each stream's opening, and each assistant
-    text and tool output cut to its bound and redacted by the events' redactor (raises what the plugin raises)."""
-    from rematch_trace.host.conversation import Returned, Said
-    from rematch_trace.host.vocab import Session
-    from rematch_trace.security.redact import default_redactor
-
-    redact = default_redactor().redact
-    for it in items:
-        if isinstance(it, Session):
-            out.append((it.stream, "session", it.session_id, None, ""))
-            continue
-        call: str | None = None
-        if isinstance(it, Said) and it.role == "assistant":
-            kind, body = "assistant", it.text[:SAID_CHARS]
-        elif isinstance(it, Returned) and it.output.strip():
-            kind, body, call = "output", it.output[:OUTPUT_CHARS], it.call_id
-        else:
-            continue
-        body = redact(body)[0]
-        if not body.strip():
-            continue
-        out.append((it.stream, kind, call, it.t, valid(body)))
-
-
-def _keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str],
+def keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str],
            main: str) -> list[tuple[str, str, str | None, int | None, str]]:
     """``said``'s rows with each stream's trace key in place of the stream (``streams`` updated as they open);
     rows of a stream that names no session of the ledger's are left out."""
@@ -573,88 +543,6 @@ def _keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str
         if key:
             found.append((key, kind, call, t, body))
     return found
-
-
-def _tracked(records: Iterable[Any], end: list[int]) -> Iterator[Any]:
-    """``records`` (the raw records of a reading), ``end[0]`` kept just past the last one taken."""
-    for r in records:
-        if r.end > end[0]:
-            end[0] = r.end
-        yield r
-
-
-def conversation_rows(host: Any, source: Any, records: list[Any], start: int) -> Handed:
-    """What the import's reading of a source gives the index (in the import's worker, once it has imported
-    the file): its raw ``records`` from ``start`` through the plugin's ``conversation_items``, as
-    :func:`_source_rows` reads them from the file. Nothing is read or parsed again."""
-    end = [start]
-    said: list[SaidRow] = []
-    try:
-        items = host.conversation(source, _tracked(records, end))
-        said_rows(items or (), said)
-    except Exception:  # a plugin failing on its own file: what it gave so far is kept, the source read again
-        return start, end[0], said, True
-    return start, end[0], said, False
-
-
-def _source_rows(task: _SourceTask) -> _SourceRows:
-    """Read one source through its plugin's ``conversation_items`` hook: each assistant text and tool
-    output, cut to its bound and redacted by the events' redactor (in a worker, or in this process)."""
-    from rematch_trace.conversation.view import source_items
-
-    path, harness, start, streams, by_id, main, saved = task
-    if not _HOST:
-        from rematch_trace.importing.worker import worker_host
-
-        _HOST.append(worker_host())
-    end = [start]
-    said: list[SaidRow] = []
-    failed = False
-    try:
-        _, _, items = source_items(_HOST[0], path, harness, start, end, kept=_kept(_HOST[0], path, saved))
-        said_rows(items or (), said)
-    except Exception:  # a plugin failing on its own file: the trace's text stays searchable
-        failed = True
-    return _keyed(said, streams, by_id, main), end[0], streams, failed
-
-
-def _read_all(todo: list[_SourceTask], jobs: int) -> Iterator[_SourceRows]:
-    """:func:`_source_rows` of each task, in order: in ``jobs`` forked workers when there are enough.
-
-    Only the reading and the redaction are parallel; the one writer (the caller) inserts, in the
-    order of ``todo``, so the index is the same whatever ``jobs`` is.
-    """
-    if jobs <= 1 or len(todo) < POOL_MIN:
-        yield from map(_source_rows, todo)
-        return
-    import gc
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    from rematch_trace.security.redact import default_redactor
-
-    if not _HOST:
-        from rematch_trace.importing.worker import worker_host
-
-        _HOST.append(worker_host())  # made before the fork: each worker inherits it
-    default_redactor()  # its patterns compiled once, here, not in each worker
-    done = 0
-    # fork: the workers inherit the loaded plugins (the import's pool forks too); they never
-    # touch the parent's SQLite connection. A worker that dies breaks the pool (it does not
-    # hang it): what is left is read here.
-    # The parent's objects frozen first: a worker's collector then leaves them alone, so it does
-    # not copy the pages of a parent grown large by the import it just ran.
-    gc.freeze()
-    try:
-        with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
-            for got in pool.map(_source_rows, todo, chunksize=2):
-                done += 1
-                yield got
-    except BrokenProcessPool:
-        yield from map(_source_rows, todo[done:])
-    finally:
-        gc.unfreeze()
 
 
 def _raw_keys(data: DataDir) -> set[str]:
