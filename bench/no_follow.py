@@ -9,10 +9,10 @@ handing no search rows over.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import rematch_trace.importing.batch as batch
-import rematch_trace.report.follow as follow
 
 
 def _nothing(*_a: object, **_k: object) -> None:
@@ -20,7 +20,11 @@ def _nothing(*_a: object, **_k: object) -> None:
 
 
 if __name__ == "__main__":
-    follow.follow_outputs = _nothing  # type: ignore[assignment]
+    for name in ("rematch_trace.report.follow", "rematch_trace.store.follow"):  # where it is now, where it was
+        try:
+            importlib.import_module(name).follow_outputs = _nothing
+        except ModuleNotFoundError:
+            continue
     batch.HAND_OVER = False
     from rematch_trace.cli import main
 

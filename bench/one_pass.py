@@ -92,6 +92,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--skip-j1", action="store_true", help="leave out the one-job cold import")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--code", type=Path, help="run the rematch of this checkout's core/ instead (PYTHONPATH): "
+                                              "a 'before' measured beside the 'after' in the same minutes")
     a = ap.parse_args()
     work = a.work or HERE / "out" / f"real{a.size_mb}"
     corpus, nxt, stamp = work / "corpus", work / "next", work / "corpus.json"
@@ -111,18 +113,21 @@ def main() -> None:
     def imp(out: str, jobs: int) -> list[str]:
         return [exe, "import", str(corpus), "--out", str(work / out), "--jobs", str(jobs), "--quiet", "--json"]
 
+    env = None
+    if a.code is not None:
+        env = {**os.environ, "PYTHONPATH": str((a.code / "core").resolve())}
     rows: dict[str, dict[str, float]] = {}
     rows["parse"] = measure(parse_only(corpus))
-    rows["cold"] = measure(imp("outN", a.jobs))
-    rows["cold_off"] = measure([sys.executable, str(HERE / "no_follow.py"), *imp("off", a.jobs)[1:]])
+    rows["cold"] = measure(env=env, cmd=imp("outN", a.jobs))
+    rows["cold_off"] = measure(env=env, cmd=[sys.executable, str(HERE / "no_follow.py"), *imp("off", a.jobs)[1:]])
     if not a.skip_j1:
-        rows["cold_j1"] = measure(imp("out1", 1))
-    rows["rerun"] = measure(imp("outN", a.jobs))
+        rows["cold_j1"] = measure(env=env, cmd=imp("out1", 1))
+    rows["rerun"] = measure(env=env, cmd=imp("outN", a.jobs))
     added, _ = grow(corpus, nxt, work / "grown.json")
     os.sync()
-    rows["grown"] = measure(imp("outN", a.jobs))
-    rows["report"] = measure([exe, "report", "--data", str(work / "outN"), "--out", str(work / "site")])
-    search = [measure([exe, "search", "--data", str(work / "outN"), q]) for q in ("error", "git status", "zzzznotthere")
+    rows["grown"] = measure(env=env, cmd=imp("outN", a.jobs))
+    rows["report"] = measure(env=env, cmd=[exe, "report", "--data", str(work / "outN"), "--out", str(work / "site")])
+    search = [measure(env=env, cmd=[exe, "search", "--data", str(work / "outN"), q]) for q in ("error", "git status", "zzzznotthere")
               for _ in range(3)]
     rows["search"] = {k: statistics.median(s[k] for s in search) for k in search[0]}
     sizes = {"transcripts": size, "appended": added, "data": tree_bytes(work / "outN"),
