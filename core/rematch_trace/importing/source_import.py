@@ -99,6 +99,8 @@ class SessionOutcome:
     #: The summary folded as the trace was written (a trace written whole, ``keep_records``), made into the
     #: stored summary once the session's ledger row is known (importing/consumers.py).
     fold: SummaryFold | None = None
+    #: The stored summary is made by the import (from :attr:`fold`, else from the committed trace).
+    summarize: bool = False
 
 
 @attrs.define
@@ -203,6 +205,8 @@ class _Out:
         self.rows: TraceRows | None = None
         #: The session's summary, folded from the lines written (a trace written whole only).
         self.fold: SummaryFold | None = None
+        #: Whether the session's stored summary is made in this process once the trace is committed.
+        self.summarize = False
         self.events: AtomicFile | AppendFile | _Discarded | None = None
         trace_path = data.trace_path(self.session_id)
         events_path = data.events_path(self.session_id)
@@ -403,9 +407,10 @@ class SourceImport:
                 from rematch_trace.security.redact import default_redactor
 
                 out.index_redact = default_redactor().redact
+            # The stored summary: folded as a trace written whole is written; a continued trace's is folded
+            # from the committed file by this worker (importing/consumers.py), not by the one writer.
+            out.summarize = True
             if isinstance(out.trace, AtomicFile):
-                # The stored summary, made as the trace is written (a continued trace's is made whole by
-                # report/stored.py, from the trace).
                 from rematch_trace.importing.consumers import summary_fold
 
                 out.fold = summary_fold(self.data)
@@ -594,6 +599,7 @@ class SourceImport:
                 stamp=out.trace.stamp,
                 parent=out.session.parent_session_id,
                 fold=out.fold,
+                summarize=out.summarize,
             )
         )
 

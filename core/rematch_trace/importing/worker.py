@@ -151,15 +151,30 @@ def _session_row(data: DataDir, harness: str, s: SessionOutcome) -> SessionRow:
         domain=decide_domain(s.cwd, s.repo, s.repo_remote),
         parent=s.parent,
     )
-    if s.fold is None:
+    if not s.summarize:
         return row
-    from rematch_trace.importing.consumers import stored_summary
+    from rematch_trace.importing.consumers import stored_summary, summary_fold
+
+    fold = s.fold
+    if fold is None:
+        # A continued trace: folded whole from the file just committed (still in the page cache), here in the
+        # worker rather than by the one writer after the run.
+        from rematch_trace.report.summary import trace_records
+
+        fold = summary_fold(data)
+        if fold is None:
+            return row
+        try:
+            for rec in trace_records(s.trace_path):
+                fold.feed(rec)
+        except OSError:
+            return row  # made later from the trace (report/stored.py)
 
     # The row's fields as the ledger gives them back to report/stored.py (the summary reads these).
     fields = {"harness": harness, "session_id": row.session_id, "agent_kind": row.agent_kind, "cwd": row.cwd,
               "repo": row.repo, "repo_remote": row.repo_remote, "domain": row.domain, "flagged": row.flagged,
               "reasons": row.reasons, "seqs": row.seqs, "parent": row.parent}
-    return attrs.evolve(row, summary=stored_summary(data, s.fold, s.trace_path.name[:-6], fields))
+    return attrs.evolve(row, summary=stored_summary(data, fold, s.trace_path.name[:-6], fields))
 
 
 def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
