@@ -22,7 +22,7 @@ def _nothing(*_a: object, **_k: object) -> None:
 if __name__ == "__main__":
     for name in ("rematch_trace.report.follow", "rematch_trace.store.follow"):  # where it is now, where it was
         try:
-            importlib.import_module(name).follow_outputs = _nothing
+            setattr(importlib.import_module(name), "follow_outputs", _nothing)  # noqa: B010
         except ModuleNotFoundError:
             continue
     batch.HAND_OVER = False

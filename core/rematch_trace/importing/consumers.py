@@ -50,6 +50,15 @@ def summary_fold(data: DataDir) -> SummaryFold | None:
     return SummaryFold(prices) if prices is not None else None
 
 
+def resumed_fold(data: DataDir, state: dict[str, Any]) -> SummaryFold | None:
+    """A fold continued from its saved ``state``, or ``None`` when it cannot be (another version, other
+    prices: the worker then folds the committed trace whole)."""
+    from rematch_trace.report.summary import SummaryFold
+
+    prices = _prices(data)
+    return SummaryFold.resume(prices, state) if prices is not None else None
+
+
 def stored_summary(data: DataDir, fold: SummaryFold, key: str, row: Mapping[str, Any]) -> str:
     """The ledger's ``summary`` column for a session whose trace ``key`` was folded whole into ``fold``
     (committed: its files' sizes and times are the basis), as report/stored.py would make it."""

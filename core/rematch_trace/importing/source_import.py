@@ -42,6 +42,7 @@ from rematch_trace.store.states import (
     state_dumps,
     state_loads,
 )
+from rematch_trace.trace.exactnum import loads_exact
 from rematch_trace.trace.lines import dumps_record, dumps_records
 from rematch_trace.trace.synth import Synthesizer
 
@@ -207,6 +208,8 @@ class _Out:
         self.fold: SummaryFold | None = None
         #: Whether the session's stored summary is made in this process once the trace is committed.
         self.summarize = False
+        #: The fold's state before the held lines a continuation kept in place (see ``_restore_held``).
+        self.fold_before_kept: dict[str, Any] | None = None
         self.events: AtomicFile | AppendFile | _Discarded | None = None
         trace_path = data.trace_path(self.session_id)
         events_path = data.events_path(self.session_id)
@@ -258,10 +261,21 @@ class _Out:
         lines = [dumps_record(r) for r in recs]
         fold = self.fold
         for rec, line in zip(recs, lines, strict=True):
-            rows.feed(at, line, rec)
-            if fold is not None:
-                fold.feed(rec)
-            at += len(line)
+            if type(rec) is dict:
+                rows.feed(at, line, rec)
+                if fold is not None:
+                    fold.feed(rec)
+                at += len(line)
+                continue
+            # Held records written again as they were (an orjson.Fragment of one or more whole lines).
+            for part in line[:-1].split(b"\n"):
+                one = part + b"\n"
+                got = loads_exact(part)
+                one_rec = got if type(got) is dict else {}
+                rows.feed(at, one, one_rec)
+                if fold is not None:
+                    fold.feed(one_rec)
+                at += len(one)
         self.trace.write(lines[0] if len(lines) == 1 else b"".join(lines))
         if rows.rows and at - rows.start > KEEP_RECORDS_BYTES:
             # Too large to hold: the index reads this trace itself (the summary goes on; it holds no text).
@@ -287,7 +301,16 @@ def _restore_held(out: _Out) -> None:
     except ValueError as err:
         raise RestartImport(f"{out.session_id}: {err}") from None
     # Lines the continuation would write again as they are stay where they are (neither written nor undone).
-    out.trace.keep_more(out.synth.keep_held())
+    kept = out.synth.keep_held()
+    lines = out.trace.tail[:kept]
+    out.trace.keep_more(kept)
+    if kept and out.fold is not None:
+        # The summary's state is of the trace before them; they are the trace's now, fed as read. While they
+        # stay held (the state's trace_len then ends before them again) the state saved is the one before.
+        out.fold_before_kept = out.fold.state()
+        for line in lines.splitlines():
+            got = loads_exact(line)
+            out.fold.feed(got if type(got) is dict else {})
 
 
 class SourceImport:
@@ -368,6 +391,9 @@ class SourceImport:
                 # (held lines kept in place stay past the saved length, where the next continuation reads them)
                 trace_len=out.trace.size - out.synth.held_kept,
                 events_len=out.events.size if out.events is not None else 0,
+                # The summary's fold over the trace up to trace_len (the held lines kept in place are past it).
+                summary=(None if out.fold is None or out.kept_live else
+                         out.fold_before_kept if out.synth.held_kept else out.fold.state()),
             )
         # The journal generation: the ledger holding it is what commits the resume.
         snap = SavedState(offset=self.offset, plugin=self.plugin_state, streams=streams,
@@ -414,6 +440,11 @@ class SourceImport:
                 from rematch_trace.importing.consumers import summary_fold
 
                 out.fold = summary_fold(self.data)
+            elif saved is not None and saved.summary is not None and isinstance(out.trace, AppendFile):
+                # Continued from the fold's saved state: work in proportion to what the file grew by.
+                from rematch_trace.importing.consumers import resumed_fold
+
+                out.fold = resumed_fold(self.data, saved.summary)
         self.outs[rec.stream] = out
         if synth.held_due:
             _restore_held(out)

@@ -258,6 +258,50 @@ class SummaryFold:
         self.tools: dict[str, list[int]] = {}
         self.days_seen: dict[int, str] = {}
 
+    def state(self) -> dict[str, Any]:
+        """What continuing this fold needs, as JSON values (:meth:`resume`); tagged with the summary version
+        and the prices it was costed at."""
+        return {
+            "version": SUMMARY_VERSION, "prices": self.prices.source,
+            "started": self.started, "ended": self.ended, "start_model": self.start_model, "current": self.current,
+            "agent_name": self.agent_name, "models": list(self.models),
+            "usage": [[u.day, u.model, u.turns, u.input, u.output, u.cache_read, u.cache_write, u.cache_write_1h,
+                       u.tokens, str(u.cost), u.priced_tokens] for u in self.usage.values()],
+            "daily": [[d.day, d.inputs, d.redirects, d.error_clusters, d.tool_errors] for d in self.daily.values()],
+            "input_day": [[k, v] for k, v in self.input_day.items()],
+            "result_index": [[k, v] for k, v in self.result_index.items()],
+            "result_day": [[k, v] for k, v in self.result_day.items()],
+            "counts": [self.inputs, self.results, self.errors, self.turns, self.unreadable],
+            "tools": {k: list(v) for k, v in self.tools.items()},
+        }
+
+    @classmethod
+    def resume(cls, prices: PriceTable, state: Mapping[str, Any]) -> SummaryFold | None:
+        """A fold continued from :meth:`state`'s value, or ``None`` when it is of another version or prices,
+        or not such a value."""
+        if state.get("version") != SUMMARY_VERSION or state.get("prices") != prices.source:
+            return None
+        fold = cls(prices)
+        try:
+            fold.started, fold.ended = state["started"], state["ended"]
+            fold.start_model, fold.current, fold.agent_name = state["start_model"], state["current"], state["agent_name"]
+            fold.models = list(state["models"])
+            for day, model, turns, inp, out, c_read, c_write, c_write_1h, tokens, cost, priced in state["usage"]:
+                fold.usage[(day, model)] = Usage(day, model, turns, inp, out, c_read, c_write, c_write_1h, tokens,
+                                                 Decimal(cost), priced)
+            for day, *figures in state["daily"]:
+                fold.daily[day] = Daily(day, *figures)
+            fold.input_day = {int(k): v for k, v in state["input_day"]}
+            fold.result_index = {int(k): int(v) for k, v in state["result_index"]}
+            fold.result_day = {int(k): v for k, v in state["result_day"]}
+            fold.inputs, fold.results, fold.errors, fold.turns, fold.unreadable = state["counts"]
+            fold.tools = {k: list(v) for k, v in state["tools"].items()}
+        except (KeyError, TypeError, ValueError, ArithmeticError):
+            return None
+        # Each day met so far, by its number (a cache of day_of's formatting, rebuilt).
+        fold.days_seen = {}
+        return fold
+
     def feed(self, rec: Mapping[str, Any]) -> None:
         """Take one trace record (an empty one: a line that was not a JSON object)."""
         if not rec:
