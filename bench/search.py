@@ -70,6 +70,7 @@ def follow_split(data_root: Path, jobs: int, pair: bool = False) -> tuple[float,
     The source pass runs with ``jobs`` workers, as the import's ``follow_outputs`` runs it. ``pair``:
     first the same pass with one process on a copy of the folder (the same index state), for the pair.
     """
+    from rematch_trace.importing import search_sources  # noqa: F401  (the sync's reader of sources)
     from rematch_trace.report.stored import store_summaries
     from rematch_trace.store.datafolder import DataDir
     from rematch_trace.store.search_index import SearchIndex, index_path

@@ -40,6 +40,7 @@ _REBUILD = """
 import sys
 from pathlib import Path
 from rematch_trace.host.loading import load_plugins
+from rematch_trace.importing import search_sources  # the sync's reader of sources
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.store.search_index import SearchIndex, index_path
 load_plugins()
