@@ -10,6 +10,7 @@ when this module is loaded, since the store reads no transcript itself.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,40 @@ _HOST: list[Any] = []
 POOL_MIN = 8
 
 
+def source_items(host: Any, path: str, harness: str, start: int = 0,
+                 end: list[int] | None = None, kept: Any = None) -> tuple[str, str, Iterator[Any] | None]:
+    """``(status, note, items)`` of a source file read from ``start`` through its plugin.
+
+    ``end``, when given, holds the offset just past the last whole record read so far (the search
+    index reads a grown file on from there). ``kept``: the source as the import claimed it (no
+    plugin is asked to detect it again).
+    """
+    from rematch_trace.host.source import RawRecord
+
+    def whole(records: Iterator[Any]) -> Iterator[Any]:
+        for r in records:
+            if isinstance(r, RawRecord):
+                if end is not None and r.end > end[0]:
+                    end[0] = r.end
+                yield r
+
+    p = Path(path)
+    if not path or not os.path.isfile(p):
+        return "gone", f"the source transcript {path or '(none)'} is gone: only the trace's records are shown", None
+    source = kept if kept is not None else host.detect(p, harness)
+    if source is None:
+        return "unclaimed", f"no installed plugin reads {path}", None
+    items = host.conversation(source, whole(host.read(source, start)))
+    if items is None:
+        return "no_plugin", f"no conversation from this plugin ({source.plugin or source.harness})", None
+    return "ok", "", items
+
+
 def _kept(host: Any, path: str, saved: bytes | None) -> Any:
     """The source as the import claimed it (its saved state), or ``None`` to detect it again."""
     if saved is None:
         return None
-    from rematch_trace.importing.worker import kept_source
+    from rematch_trace.importing.claimed import kept_source
     from rematch_trace.store.states import load_saved
 
     try:
@@ -97,11 +127,9 @@ def conversation_rows(host: Any, source: Any, records: list[Any], start: int) ->
 def _source_rows(task: SourceTask) -> SourceRows:
     """Read one source through its plugin's ``conversation_items`` hook: each assistant text and tool
     output, cut to its bound and redacted by the events' redactor (in a worker, or in this process)."""
-    from rematch_trace.conversation.view import source_items
-
     path, harness, start, streams, by_id, main, saved = task
     if not _HOST:
-        from rematch_trace.importing.worker import worker_host
+        from rematch_trace.importing.claimed import worker_host
 
         _HOST.append(worker_host())
     end = [start]
@@ -132,7 +160,7 @@ def read_all(todo: list[SourceTask], jobs: int) -> Iterator[SourceRows]:
     from rematch_trace.security.redact import default_redactor
 
     if not _HOST:
-        from rematch_trace.importing.worker import worker_host
+        from rematch_trace.importing.claimed import worker_host
 
         _HOST.append(worker_host())  # made before the fork: each worker inherits it
     default_redactor()  # its patterns compiled once, here, not in each worker

@@ -21,6 +21,7 @@ import attrs
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host import vocab
+from rematch_trace.host.exactnum import loads_exact
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.fs import source_name
 from rematch_trace.host.source import Problem, RawRecord, Source
@@ -42,7 +43,6 @@ from rematch_trace.store.states import (
     state_dumps,
     state_loads,
 )
-from rematch_trace.trace.exactnum import loads_exact
 from rematch_trace.trace.lines import dumps_record, dumps_records
 from rematch_trace.trace.synth import Synthesizer
 

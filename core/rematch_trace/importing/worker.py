@@ -18,6 +18,9 @@ from rematch_trace.errors import RematchError
 from rematch_trace.host.facade import HEAD_BYTES, Host, PluginFailure
 from rematch_trace.host.fs import stat_of
 from rematch_trace.host.source import Source
+from rematch_trace.importing.claimed import kept_source as kept_source  # (its users' name for these)
+from rematch_trace.importing.claimed import use_host as use_host
+from rematch_trace.importing.claimed import worker_host as worker_host
 from rematch_trace.importing.settings import ImportSettings
 from rematch_trace.store.datafolder import DataDir
 
@@ -28,27 +31,7 @@ if TYPE_CHECKING:
     from rematch_trace.importing.source_import import SessionOutcome
     from rematch_trace.store.claims import Claims
     from rematch_trace.store.rows import SessionRow
-    from rematch_trace.store.states import Detected, SavedState
-
-_host: Host | None = None
-
-
-def worker_host() -> Host:
-    """This process's plugin host (plugins loaded on first use; forked workers inherit it)."""
-    global _host
-    if _host is None:
-        from rematch_trace.host.loading import load_plugins, pm
-
-        load_plugins()
-        _host = Host(pm)
-    return _host
-
-
-def use_host(host: Host | None) -> None:
-    """Make ``host`` this process's plugin host (``None``: the installed plugins, on next use)."""
-    global _host
-    _host = host
-
+    from rematch_trace.store.states import Detected
 
 def warm(settings: ImportSettings) -> None:
     """Load what importing a file needs, in the process about to fork the local workers.
@@ -92,7 +75,6 @@ def import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fil
 def unclaimed(host: Host, path: Path) -> str:
     """Why no plugin claimed ``path``: the plugin to install when it looks like a built-in harness's,
     else what its first bytes say it is (see :mod:`rematch_trace.importing.unclaimed`)."""
-    from rematch_trace.host.facade import HEAD_BYTES
     from rematch_trace.host.known import missing_plugin
     from rematch_trace.host.loading import load_errors
     from rematch_trace.importing.unclaimed import reason_of
@@ -104,24 +86,6 @@ def unclaimed(host: Host, path: Path) -> str:
         return f"cannot read: {err.strerror or err}"
     loaded = {name for name, _ in host.pm.list_name_plugin()}
     return missing_plugin(path, head, loaded, [name for name, _ in load_errors]) or reason_of(head)
-
-
-def kept_source(host: Host, saved: SavedState, path: Path, hint: str | None, offset: int) -> Source | None:
-    """The source a continued file was claimed as, without asking the plugins again, or ``None``.
-
-    Only while nothing detection looked at has changed: the file is found with
-    the same hint, its plugin is still loaded, it is not compressed (a plugin
-    may look at a compressed file's neighbours), and the head detection read
-    lies in the part already imported, whose fingerprints were just checked
-    (less the prefix the harness itself said it rewrites in place).
-    """
-    d = saved.detected
-    if (d is None or d.hint != hint or d.compression or saved.harness is None or offset < HEAD_BYTES
-            or saved.rewritten or host.pm.get_plugin(d.plugin) is None):
-        return None
-    return Source(saved.harness, path, agent_kind="sub" if d.agent_kind == "sub" else "main",
-                  parent=Path(d.parent) if d.parent is not None else None, mutable_prefix=saved.head_skip,
-                  plugin=d.plugin)
 
 
 def _detected(source: Source, hint: str | None) -> Detected:

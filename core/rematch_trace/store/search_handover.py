@@ -17,8 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-from rematch_trace.store.search_index import Handed
-from rematch_trace.store.search_rows import HandedTrace
+from rematch_trace.store.search_rows import Handed, HandedTrace
 
 #: What the rows of a trace are kept under (no source path begins so).
 _TRACE = "\0trace:"

@@ -32,6 +32,8 @@ import attrs
 import orjson
 
 from rematch_trace.store.datafolder import DataDir
+from rematch_trace.store.search_rows import Handed as Handed  # (its users' name for these)
+from rematch_trace.store.search_rows import SaidRow as SaidRow
 from rematch_trace.store.search_rows import TraceRows
 from rematch_trace.store.search_rows import digest as _digest
 
@@ -513,12 +515,6 @@ class SearchIndex:
 SourceTask = tuple[str, str, int, dict[str, str], dict[str, str], str, bytes | None]
 #: What one source gave: rows ``(key, kind, call_id, t, body)``, the end offset, the streams, whether it failed.
 SourceRows = tuple[list[tuple[str, str, str | None, int | None, str]], int, dict[str, str], bool]
-#: One conversation row before its stream is a trace key: ``(stream, kind, call_id, t, body)``; a stream's
-#: opening is ``(stream, "session", session_id, None, "")``.
-SaidRow = tuple[str, str, str | None, int | None, str]
-#: What the import's reading of one source gives the index (:func:`conversation_rows`): the offset it read
-#: from, the offset past the last whole record the plugin's hook took, the rows, whether the plugin failed.
-Handed = tuple[int, int, list[SaidRow], bool]
 #: Reads the sources a sync must index (``(tasks, jobs) -> one result per task, in order``): registered by
 #: the driver that knows how to read a source (importing/search_sources.py); the store reads none itself.
 SourceReader = Callable[[list[SourceTask], int], Iterator[SourceRows]]
