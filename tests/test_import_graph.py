@@ -43,9 +43,6 @@ ONEPASS_KNOWN_OFFENDERS: frozenset[tuple[str, str]] = frozenset({
     # Across: live capture's writer has its stored summary and index follow the session's trace
     # (report/follow.py) instead of feeding the import's consumers as it writes (issue 40, not done).
     ("rematch_trace.live.session_writer", "rematch_trace.report.follow"),
-    # Circles inside a room: settings <-> pipeline / source_import.
-    ("rematch_trace.importing.settings", "rematch_trace.importing.pipeline"),
-    ("rematch_trace.importing.settings", "rematch_trace.importing.source_import"),
 })
 
 

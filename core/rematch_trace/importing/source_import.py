@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,9 +26,10 @@ from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.fs import source_name
 from rematch_trace.host.source import Problem, RawRecord, Source
 from rematch_trace.host.text import clean
+from rematch_trace.importing.pipeline import Sink
+from rematch_trace.importing.pipeline import wiring as wiring_of
 from rematch_trace.importing.settings import BARE, ImportSettings
 from rematch_trace.live.folder import is_live
-from rematch_trace.security.sink_state import SinkState
 from rematch_trace.store.claims import Claims, Conflict
 from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
@@ -56,23 +57,6 @@ MAX_PROBLEMS_KEPT = 200
 KEEP_RECORDS_BYTES = 32 * 1024 * 1024
 #: The fields of a session record, in the order :func:`attrs.asdict` gives them.
 _SESSION_FIELDS = tuple(f.name for f in attrs.fields(vocab.Session))
-
-
-class Sink(Protocol):
-    """A consumer of one session's neutral records that writes a stream of its own."""
-
-    def feed(self, rec: vocab.Neutral) -> list[dict[str, Any]]:
-        """Take one record; return the output records now final."""
-
-    def finish(self) -> list[dict[str, Any]]:
-        """The remaining output records."""
-
-    def state(self) -> SinkState:
-        """A snapshot to continue from."""
-
-
-#: Makes a session's security-event sink: (source, session record, saved state) -> sink.
-SinkFactory = Callable[[Source, vocab.Session, "SinkState | None"], Sink]
 
 
 @attrs.define
@@ -336,7 +320,7 @@ class SourceImport:
         self.source = source
         self.data = data
         self.saved = saved
-        wiring = settings.wiring(host)
+        wiring = wiring_of(settings, host)
         self.sink_factory = wiring.sink_factory
         self.redact = wiring.redact
         self.redact_input = wiring.redact_input

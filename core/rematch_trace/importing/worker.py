@@ -46,10 +46,11 @@ def warm(settings: ImportSettings) -> None:
 
     from rematch_trace.importing import changes, source_import  # noqa: F401
     from rematch_trace.importing.outcome import converter as wire
+    from rematch_trace.importing.pipeline import wiring
     from rematch_trace.place.domain import inference_table
     from rematch_trace.store.states import converter as states
 
-    settings.wiring(worker_host())
+    wiring(settings, worker_host())
     states()
     wire()
     inference_table()
