@@ -21,14 +21,18 @@ if TYPE_CHECKING:
     from rematch_trace.report.prices import PriceTable
     from rematch_trace.report.summary import SummaryFold
 
-#: Data folder root -> (its prices' digest as report/stored.py reads it, the table or ``None`` if it failed).
-_PRICES: dict[str, tuple[str | None, PriceTable | None]] = {}
+#: Data folder root -> (its ``prices.yml``'s size and mtime, or ``None``; the table, or ``None`` if it failed).
+_PRICES: dict[str, tuple[tuple[int, int] | None, PriceTable | None]] = {}
 
 
 def _prices(data: DataDir) -> PriceTable | None:
-    from rematch_trace.report.stored import folder_prices_key
-
-    key = folder_prices_key(data)
+    # The shipped table cannot change under a running process; the folder's own file is checked by its
+    # stat (not read and digested for every session, as a stored summary's basis check does).
+    try:
+        st = os.stat(data.root / "prices.yml")
+        key: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
     got = _PRICES.get(str(data.root))
     if got is not None and got[0] == key:
         return got[1]

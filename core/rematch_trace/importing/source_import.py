@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import orjson
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host import vocab
-from rematch_trace.host.exactnum import loads_exact
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.fs import source_name
 from rematch_trace.host.source import Problem, RawRecord, Source
@@ -254,7 +254,10 @@ class _Out:
             # Held records written again as they were (an orjson.Fragment of one or more whole lines).
             for part in line[:-1].split(b"\n"):
                 one = part + b"\n"
-                got = loads_exact(part)
+                try:  # read as the index and report/summary.py read a trace line back
+                    got = orjson.loads(part)
+                except orjson.JSONDecodeError:
+                    got = None
                 one_rec = got if type(got) is dict else {}
                 rows.feed(at, one, one_rec)
                 if fold is not None:
@@ -292,9 +295,14 @@ def _restore_held(out: _Out) -> None:
         # The summary's state is of the trace before them; they are the trace's now, fed as read. While they
         # stay held (the state's trace_len then ends before them again) the state saved is the one before.
         out.fold_before_kept = out.fold.state()
-        for line in lines.splitlines():
-            got = loads_exact(line)
-            out.fold.feed(got if type(got) is dict else {})
+        for line in lines.split(b"\n"):
+            if line.strip():
+                # As report/summary.trace_records reads a trace line (orjson; not the exact reader).
+                try:
+                    got = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    got = None
+                out.fold.feed(got if type(got) is dict else {})
 
 
 class SourceImport:
