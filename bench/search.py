@@ -38,7 +38,7 @@ QUERIES = ("error", "git status", "test failed", '"cannot find module"', "zzzzno
 
 def import_without_follow(corpus: Path, data_root: Path, jobs: int) -> float:
     """Seconds of an import with the summaries and index left alone (follow_outputs a no-op)."""
-    import rematch_trace.store.follow as follow
+    import rematch_trace.report.follow as follow
     from rematch_trace.importing.batch import run_import
     from rematch_trace.importing.settings import ImportSettings
     from rematch_trace.store.datafolder import DataDir
@@ -70,6 +70,7 @@ def follow_split(data_root: Path, jobs: int, pair: bool = False) -> tuple[float,
     The source pass runs with ``jobs`` workers, as the import's ``follow_outputs`` runs it. ``pair``:
     first the same pass with one process on a copy of the folder (the same index state), for the pair.
     """
+    from rematch_trace.importing import search_sources  # noqa: F401  (the sync's reader of sources)
     from rematch_trace.report.stored import store_summaries
     from rematch_trace.store.datafolder import DataDir
     from rematch_trace.store.search_index import SearchIndex, index_path
@@ -156,7 +157,7 @@ def child(mode: str, corpus: Path, data_root: Path, jobs: int) -> None:
 
     import rematch_trace
     import rematch_trace.importing.batch as batch
-    import rematch_trace.store.follow as follow
+    import rematch_trace.report.follow as follow
     from rematch_trace.host.loading import load_plugins
     from rematch_trace.importing.batch import run_import
     from rematch_trace.importing.settings import ImportSettings

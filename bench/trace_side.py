@@ -27,8 +27,8 @@ from rematch_trace.host import vocab
 from rematch_trace.host.source import Problem
 from rematch_trace.importing.discovery import discover
 from rematch_trace.importing.settings import ImportSettings
-from rematch_trace.importing.source_import import dumps_record
 from rematch_trace.importing.worker import worker_host
+from rematch_trace.trace.lines import dumps_record
 from rematch_trace.trace.synth import Synthesizer
 
 
@@ -36,7 +36,9 @@ def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     root, passes = Path(args[0]).resolve(), int(args[1]) if len(args) > 1 else 5
     host = worker_host()
-    wiring = ImportSettings(redact="--no-redact" not in sys.argv).wiring(host)
+    from rematch_trace.importing.pipeline import wiring as wiring_of
+
+    wiring = wiring_of(ImportSettings(redact="--no-redact" not in sys.argv), host)
     streams = []
     for path, hint in discover(host, [root]):
         source = host.detect(Path(path), hint)

@@ -32,8 +32,8 @@ from rematch_trace.host.vocab import (
     Usage,
     UserMessage,
 )
-from rematch_trace.importing.source_import import dumps_records
 from rematch_trace.store.states import state_dumps, state_loads, structure, unstructure
+from rematch_trace.trace.lines import dumps_records
 from rematch_trace.trace.synth import RUN_BUFFER_RECORDS, Synthesizer
 from rematch_trace.trace.synth_state import SynthState
 

@@ -40,6 +40,7 @@ _REBUILD = """
 import sys
 from pathlib import Path
 from rematch_trace.host.loading import load_plugins
+from rematch_trace.importing import search_sources  # the sync's reader of sources
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.store.search_index import SearchIndex, index_path
 load_plugins()
@@ -132,11 +133,10 @@ def test_a_file_too_large_to_hold_is_read_by_the_source_pass_as_before(
     # the index's source pass reads that file itself (a second reading), with the same index.
     import rematch_claude_code
     import rematch_claude_code.reader as reader
-    from rematch_trace.importing import source_import
+    from rematch_trace.importing import search_sources, source_import
     from rematch_trace.importing.batch import run_import
     from rematch_trace.importing.settings import ImportSettings
     from rematch_trace.importing.worker import use_host
-    from rematch_trace.store import search_index
     from rematch_trace.store.datafolder import DataDir
     from rematch_trace.testing import make_host
 
@@ -149,7 +149,7 @@ def test_a_file_too_large_to_hold_is_read_by_the_source_pass_as_before(
     real = reader.read
     monkeypatch.setattr(reader, "read", lambda source, start: (reads.append(start), real(source, start))[1])
     monkeypatch.setattr(source_import, "KEEP_RECORDS_BYTES", copy.stat().st_size // 2)
-    monkeypatch.setattr(search_index, "_HOST", [])  # the pass's host: this test's
+    monkeypatch.setattr(search_sources, "_HOST", [])  # the pass's host: this test's
     data = tmp_path / "data"
     try:
         summary = run_import([src], DataDir(data), ImportSettings(jobs=1), host=make_host([rematch_claude_code]))

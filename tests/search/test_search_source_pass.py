@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 from test_search import cli_env, rematch
 
-from rematch_trace.store.search_index import POOL_MIN
+from rematch_trace.importing.search_sources import POOL_MIN
 
 
 def imported(src: Path, data: Path, *extra: str) -> None:
@@ -44,6 +44,7 @@ _TRACED_SYNC = """
 import sys, orjson
 from pathlib import Path
 from rematch_trace.host.loading import load_plugins
+from rematch_trace.importing import search_sources  # the sync's reader of sources
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.store.search_index import SearchIndex, index_path
 load_plugins()

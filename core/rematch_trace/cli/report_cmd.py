@@ -27,6 +27,7 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
             raise Fatal(f"rematch report needs the Python package {dist}: install rematch again from its "
                         f"checkout (pip install ./), or pip install {dist.lower()}")
     from rematch_trace.conversation.pages import ConversationPages
+    from rematch_trace.importing import search_sources  # noqa: F401  (the index sync's reader of sources)
     from rematch_trace.report.build import build
     from rematch_trace.report.collect import NothingImported
 

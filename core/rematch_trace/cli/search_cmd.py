@@ -111,6 +111,8 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     path = index_path(data)
     try:
         if writable(data):
+            from rematch_trace.importing import search_sources  # noqa: F401  (the sync's reader of sources)
+
             with SearchIndex(path) as index:
                 if rebuild:
                     index.clear()

@@ -107,33 +107,11 @@ def _host() -> Any:
     return worker_host()
 
 
-def source_items(host: Any, path: str, harness: str, start: int = 0,
-                 end: list[int] | None = None, kept: Any = None) -> tuple[str, str, Iterator[Any] | None]:
-    """``(status, note, items)`` of a source file read from ``start`` through its plugin.
+def source_items(host: Any, path: str, harness: str) -> tuple[str, str, Iterator[Any] | None]:
+    """``(status, note, items)`` of a source file through its plugin (importing/search_sources.py)."""
+    from rematch_trace.importing.search_sources import source_items as read
 
-    ``end``, when given, holds the offset just past the last whole record read so far (the search
-    index reads a grown file on from there). ``kept``: the source as the import claimed it (no
-    plugin is asked to detect it again).
-    """
-    from rematch_trace.host.source import RawRecord
-
-    def whole(records: Iterator[Any]) -> Iterator[Any]:
-        for r in records:
-            if isinstance(r, RawRecord):
-                if end is not None and r.end > end[0]:
-                    end[0] = r.end
-                yield r
-
-    p = Path(path)
-    if not path or not os.path.isfile(p):
-        return "gone", f"the source transcript {path or '(none)'} is gone: only the trace's records are shown", None
-    source = kept if kept is not None else host.detect(p, harness)
-    if source is None:
-        return "unclaimed", f"no installed plugin reads {path}", None
-    items = host.conversation(source, whole(host.read(source, start)))
-    if items is None:
-        return "no_plugin", f"no conversation from this plugin ({source.plugin or source.harness})", None
-    return "ok", "", items
+    return read(host, path, harness)
 
 
 def _trace(path: Path) -> tuple[list[dict[str, Any]], dict[int, list[str]], dict[str, list[int]]]:

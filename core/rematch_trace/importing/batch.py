@@ -251,7 +251,8 @@ def run_import(
         reaper.drain()
         if summary.interrupted is None:
             # Stored summaries and the search index follow the traces: only what changed is read.
-            from rematch_trace.store.follow import follow_outputs
+            from rematch_trace.importing import search_sources  # noqa: F401  (the index sync's reader of sources)
+            from rematch_trace.report.follow import follow_outputs
 
             follow_outputs(data, jobs=1 if scheduler is not None else settings.jobs, handed=handed)
         handed_out = summary.interrupted is not None or summary.count("unchanged") < sum(summary.counts.values())
@@ -386,6 +387,9 @@ def _record_all(
         removals.extend(_record(ledger, item, outcome, summary, conflicts))
         if outcome.said is not None and handed is not None and outcome.ok:
             handed.put(as_stored(item.path), outcome.said)
+        if outcome.traces and handed is not None and outcome.ok:
+            for key, rows in outcome.traces.items():
+                handed.put_trace(key, rows)
         if time.monotonic() - committed_at > COMMIT_SECONDS:
             _commit(ledger, data, removals)
             committed_at = time.monotonic()

@@ -16,6 +16,7 @@ import attrs
 
 from rematch_trace.store.claims import Conflict
 from rematch_trace.store.rows import SessionRow, SourceRow
+from rematch_trace.store.search_rows import HandedTrace
 
 #: How a file ended: read whole, continued from where the last run stopped,
 #: not claimed by any plugin, or failed (reason given).
@@ -52,6 +53,9 @@ class FileOutcome:
     #: The search index's rows of what this import read of the file (``ImportSettings.search_rows``):
     #: (offset read from, offset past the last record, rows, plugin failed); see store/search_index.py.
     said: tuple[int, int, list[tuple[str, str, str | None, int | None, str]], bool] | None = None
+    #: Trace key -> the search index's rows of the lines this import wrote to that trace
+    #: (``ImportSettings.search_rows``; see store/search_rows.py).
+    traces: dict[str, HandedTrace] | None = None
 
     @property
     def ok(self) -> bool:

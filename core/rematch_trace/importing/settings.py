@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 import attrs
-
-if TYPE_CHECKING:  # the import machinery loads only when a file is imported
-    from rematch_trace.host.facade import Host
-    from rematch_trace.importing.source_import import SinkFactory
 
 
 @attrs.frozen
@@ -45,20 +40,6 @@ class ImportSettings:
         return (f"redact={int(self.redact)} events={int(self.events)} "
                 f"rules={REDACTION_RULES}.{RISK_RULES}.{TRACE_RULES}")
 
-    def wiring(self, host: Host) -> Wiring:
-        """What these settings make of an import's writers for ``host``: built once per process and host."""
-        key = (id(host), self.events, self.redact)
-        cached = _WIRING.get(key)
-        if cached is None:
-            # Building them compiles the redaction and risk patterns: once, not per file.
-            from rematch_trace.importing.pipeline import redactors, sink_factory_for
-
-            r_text, r_input = redactors(self.redact)
-            factory = sink_factory_for(host) if self.events else None
-            cached = _WIRING[key] = Wiring(factory, r_text, r_input)
-        return cached
-
-
 def describe_change(before: str | None, now: str) -> str:
     """In words, how the settings an output was made with (``before``, a recorded key) differ from ``now``."""
     if not before:
@@ -76,21 +57,6 @@ def describe_change(before: str | None, now: str) -> str:
 #: Settings that write the trace alone, unredacted (what a bare
 #: :func:`~rematch_trace.importing.source_import.import_source` call does).
 BARE = ImportSettings(events=False, redact=False)
-
-
-@attrs.frozen
-class Wiring:
-    """The writers an import's settings call for: the security-event sink factory and the redactors."""
-
-    #: Makes a session's security-event sink (``None``: no event stream).
-    sink_factory: SinkFactory | None
-    #: Replaces credentials in text written to the trace (``None``: no redaction).
-    redact: Callable[[str], str] | None
-    #: Replaces credentials in a tool input's strings.
-    redact_input: Callable[[Any], Any] | None
-
-
-_WIRING: dict[tuple[int, bool, bool], Wiring] = {}
 
 
 #: Called with (files done, files to do) as an import proceeds.

@@ -12,29 +12,29 @@ the rollback journal of :mod:`rematch_trace.store.journal`.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host import vocab
-from rematch_trace.host.exactnum import json_default
 from rematch_trace.host.facade import Host, PluginFailure
 from rematch_trace.host.fs import source_name
 from rematch_trace.host.source import Problem, RawRecord, Source
 from rematch_trace.host.text import clean
+from rematch_trace.importing.pipeline import Sink
+from rematch_trace.importing.pipeline import wiring as wiring_of
 from rematch_trace.importing.settings import BARE, ImportSettings
 from rematch_trace.live.folder import is_live
-from rematch_trace.security.sink_state import SinkState
 from rematch_trace.store.claims import Claims, Conflict
 from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
 from rematch_trace.store.pending import write_pending
+from rematch_trace.store.search_rows import HandedTrace, TraceRows
 from rematch_trace.store.states import (
     Detected,
     SavedState,
@@ -44,7 +44,11 @@ from rematch_trace.store.states import (
     state_dumps,
     state_loads,
 )
+from rematch_trace.trace.lines import dumps_record, dumps_records
 from rematch_trace.trace.synth import Synthesizer
+
+if TYPE_CHECKING:
+    from rematch_trace.report.summary import SummaryFold
 
 #: Problems kept per source for reporting (all are counted).
 MAX_PROBLEMS_KEPT = 200
@@ -53,23 +57,6 @@ MAX_PROBLEMS_KEPT = 200
 KEEP_RECORDS_BYTES = 32 * 1024 * 1024
 #: The fields of a session record, in the order :func:`attrs.asdict` gives them.
 _SESSION_FIELDS = tuple(f.name for f in attrs.fields(vocab.Session))
-
-
-class Sink(Protocol):
-    """A consumer of one session's neutral records that writes a stream of its own."""
-
-    def feed(self, rec: vocab.Neutral) -> list[dict[str, Any]]:
-        """Take one record; return the output records now final."""
-
-    def finish(self) -> list[dict[str, Any]]:
-        """The remaining output records."""
-
-    def state(self) -> SinkState:
-        """A snapshot to continue from."""
-
-
-#: Makes a session's security-event sink: (source, session record, saved state) -> sink.
-SinkFactory = Callable[[Source, vocab.Session, "SinkState | None"], Sink]
 
 
 @attrs.define
@@ -94,6 +81,11 @@ class SessionOutcome:
     stamp: tuple[int, int, int] | None = None
     #: The session that started this one (``Session.parent_session_id``), if the transcript names it.
     parent: str | None = None
+    #: The summary folded as the trace was written (a trace written whole, ``keep_records``), made into the
+    #: stored summary once the session's ledger row is known (importing/consumers.py).
+    fold: SummaryFold | None = None
+    #: The stored summary is made by the import (from :attr:`fold`, else from the committed trace).
+    summarize: bool = False
 
 
 @attrs.define
@@ -117,35 +109,13 @@ class SourceOutcome:
     records: list[RawRecord] | None = None
     #: The offset the reading started at.
     start: int = 0
+    #: Trace key -> the search index's rows of the lines this import wrote to it (``keep_records``).
+    traces: dict[str, HandedTrace] = attrs.field(factory=dict)
 
     @property
     def saved(self) -> SavedState | None:
         """The state to continue from (``saved=`` of a later :func:`import_source`)."""
         return load_saved(self.saved_blob) if self.saved_blob else None
-
-
-#: orjson ends each line itself (no second bytes object to append the newline to).
-_LINE = orjson.OPT_APPEND_NEWLINE
-
-
-def dumps_record(rec: dict[str, Any]) -> bytes:
-    """One output line: the record's JSON and a newline."""
-    try:
-        return orjson.dumps(rec, default=json_default, option=_LINE)
-    except orjson.JSONEncodeError:
-        # What orjson refuses (an integer past 64 bits, a lone surrogate in an id
-        # from a hostile file): plain json writes it, ASCII-escaped.
-        return json.dumps(rec, ensure_ascii=True, separators=(",", ":"), default=str).encode() + b"\n"
-
-
-def dumps_records(recs: list[dict[str, Any]]) -> bytes:
-    """The output lines of ``recs``, joined: what :func:`dumps_record` gives each, one write for all."""
-    try:
-        if len(recs) == 1:  # the common case (one event for one record)
-            return orjson.dumps(recs[0], default=json_default, option=_LINE)
-        return b"".join([orjson.dumps(r, default=json_default, option=_LINE) for r in recs])
-    except orjson.JSONEncodeError:
-        return b"".join([dumps_record(r) for r in recs])  # the one orjson refuses falls back alone
 
 
 class _Discarded:
@@ -213,6 +183,17 @@ class _Out:
         # they are, not walked again.
         self.session_fields = fields if fields is not None else attrs.asdict(session, recurse=session.model is not None)
         self.trace: AtomicFile | AppendFile | _Discarded
+        #: Whether the lines written feed the search index's rows (:attr:`rows`, made from the first line on),
+        #: and what redacts their text first (a trace written unredacted).
+        self.indexed = False
+        self.index_redact: Callable[[str], Any] | None = None
+        self.rows: TraceRows | None = None
+        #: The session's summary, folded from the lines written (a trace written whole only).
+        self.fold: SummaryFold | None = None
+        #: Whether the session's stored summary is made in this process once the trace is committed.
+        self.summarize = False
+        #: The fold's state before the held lines a continuation kept in place (see ``_restore_held``).
+        self.fold_before_kept: dict[str, Any] | None = None
         self.events: AtomicFile | AppendFile | _Discarded | None = None
         trace_path = data.trace_path(self.session_id)
         events_path = data.events_path(self.session_id)
@@ -248,9 +229,45 @@ class _Out:
         # Most records make no trace line yet (a run's records wait for its end) and one or
         # two events: one write per call and stream, none when there is nothing.
         if recs:
-            self.trace.write(dumps_records(recs))
+            if not self.indexed:
+                self.trace.write(dumps_records(recs))
+            else:
+                self._write_indexed(recs)
         if events and self.events is not None:
             self.events.write(dumps_records(events))
+
+    def _write_indexed(self, recs: list[dict[str, Any]]) -> None:
+        """Write ``recs`` and feed each line to the search index's rows (the index reads no trace again)."""
+        rows = self.rows
+        if rows is None:
+            rows = self.rows = TraceRows(self.trace.size, self.index_redact)
+        at = self.trace.size
+        lines = [dumps_record(r) for r in recs]
+        fold = self.fold
+        for rec, line in zip(recs, lines, strict=True):
+            if type(rec) is dict:
+                rows.feed(at, line, rec)
+                if fold is not None:
+                    fold.feed(rec)
+                at += len(line)
+                continue
+            # Held records written again as they were (an orjson.Fragment of one or more whole lines).
+            for part in line[:-1].split(b"\n"):
+                one = part + b"\n"
+                try:  # read as the index and report/summary.py read a trace line back
+                    got = orjson.loads(part)
+                except orjson.JSONDecodeError:
+                    got = None
+                one_rec = got if type(got) is dict else {}
+                rows.feed(at, one, one_rec)
+                if fold is not None:
+                    fold.feed(one_rec)
+                at += len(one)
+        self.trace.write(lines[0] if len(lines) == 1 else b"".join(lines))
+        if rows.rows and at - rows.start > KEEP_RECORDS_BYTES:
+            # Too large to hold: the index reads this trace itself (the summary goes on; it holds no text).
+            rows.rows.clear()
+            rows.given_up = True
 
     def discard(self) -> None:
         self.trace.discard()
@@ -271,7 +288,21 @@ def _restore_held(out: _Out) -> None:
     except ValueError as err:
         raise RestartImport(f"{out.session_id}: {err}") from None
     # Lines the continuation would write again as they are stay where they are (neither written nor undone).
-    out.trace.keep_more(out.synth.keep_held())
+    kept = out.synth.keep_held()
+    lines = out.trace.tail[:kept]
+    out.trace.keep_more(kept)
+    if kept and out.fold is not None:
+        # The summary's state is of the trace before them; they are the trace's now, fed as read. While they
+        # stay held (the state's trace_len then ends before them again) the state saved is the one before.
+        out.fold_before_kept = out.fold.state()
+        for line in lines.split(b"\n"):
+            if line.strip():
+                # As report/summary.trace_records reads a trace line (orjson; not the exact reader).
+                try:
+                    got = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    got = None
+                out.fold.feed(got if type(got) is dict else {})
 
 
 class SourceImport:
@@ -297,7 +328,7 @@ class SourceImport:
         self.source = source
         self.data = data
         self.saved = saved
-        wiring = settings.wiring(host)
+        wiring = wiring_of(settings, host)
         self.sink_factory = wiring.sink_factory
         self.redact = wiring.redact
         self.redact_input = wiring.redact_input
@@ -310,6 +341,8 @@ class SourceImport:
         self.result.start = self.offset
         #: The records read, for the search index (``keep_records``): what the translation has parsed.
         self.kept: list[RawRecord] | None = [] if keep_records else None
+        #: Whether each session's trace lines are fed to the search index's rows (``keep_records``).
+        self.index_rows = keep_records
         self._kept_bytes = 0
         #: The last raw record handed to the plugin's translation, to say where it failed.
         self.last: RawRecord | None = None
@@ -350,6 +383,9 @@ class SourceImport:
                 # (held lines kept in place stay past the saved length, where the next continuation reads them)
                 trace_len=out.trace.size - out.synth.held_kept,
                 events_len=out.events.size if out.events is not None else 0,
+                # The summary's fold over the trace up to trace_len (the held lines kept in place are past it).
+                summary=(None if out.fold is None or out.kept_live else
+                         out.fold_before_kept if out.synth.held_kept else out.fold.state()),
             )
         # The journal generation: the ledger holding it is what commits the resume.
         snap = SavedState(offset=self.offset, plugin=self.plugin_state, streams=streams,
@@ -382,6 +418,25 @@ class SourceImport:
         if self.sink_factory is not None:
             sink = self.sink_factory(self.source, rec, saved.sink if saved is not None else None)
         out = _Out(rec.stream, rec, synth, sink, self.data, saved, fields)
+        if self.index_rows:
+            out.indexed = True
+            if not self.redact:
+                # A trace written unredacted is redacted for the index (it never holds raw text).
+                from rematch_trace.security.redact import default_redactor
+
+                out.index_redact = default_redactor().redact
+            # The stored summary: folded as a trace written whole is written; a continued trace's is folded
+            # from the committed file by this worker (importing/consumers.py), not by the one writer.
+            out.summarize = True
+            if isinstance(out.trace, AtomicFile):
+                from rematch_trace.importing.consumers import summary_fold
+
+                out.fold = summary_fold(self.data)
+            elif saved is not None and saved.summary is not None and isinstance(out.trace, AppendFile):
+                # Continued from the fold's saved state: work in proportion to what the file grew by.
+                from rematch_trace.importing.consumers import resumed_fold
+
+                out.fold = resumed_fold(self.data, saved.summary)
         self.outs[rec.stream] = out
         if synth.held_due:
             _restore_held(out)
@@ -542,6 +597,8 @@ class SourceImport:
                 os.unlink(self.data.events_path(out.session_id))
             except FileNotFoundError:
                 pass
+        if out.rows is not None and out.trace.stamp is not None and not out.rows.given_up:
+            self.result.traces[out.trace.target.name[:-6]] = out.rows.handed(out.trace.stamp)
         synth = out.synth
         reasons = synth.flags.reasons()
         seqs = synth.flags.seqs()
@@ -564,6 +621,8 @@ class SourceImport:
                 repo_remote=place.repo_remote,
                 stamp=out.trace.stamp,
                 parent=out.session.parent_session_id,
+                fold=out.fold,
+                summarize=out.summarize,
             )
         )
 

@@ -18,6 +18,9 @@ from rematch_trace.errors import RematchError
 from rematch_trace.host.facade import HEAD_BYTES, Host, PluginFailure
 from rematch_trace.host.fs import stat_of
 from rematch_trace.host.source import Source
+from rematch_trace.importing.claimed import kept_source as kept_source  # (its users' name for these)
+from rematch_trace.importing.claimed import use_host as use_host
+from rematch_trace.importing.claimed import worker_host as worker_host
 from rematch_trace.importing.settings import ImportSettings
 from rematch_trace.store.datafolder import DataDir
 
@@ -25,28 +28,10 @@ if TYPE_CHECKING:
     # Loaded by the first file imported: the importing process loads this module for
     # worker_host, and a rerun that finds nothing to do imports no file.
     from rematch_trace.importing.outcome import FileOutcome, WorkItem
+    from rematch_trace.importing.source_import import SessionOutcome
     from rematch_trace.store.claims import Claims
-    from rematch_trace.store.states import Detected, SavedState
-
-_host: Host | None = None
-
-
-def worker_host() -> Host:
-    """This process's plugin host (plugins loaded on first use; forked workers inherit it)."""
-    global _host
-    if _host is None:
-        from rematch_trace.host.loading import load_plugins, pm
-
-        load_plugins()
-        _host = Host(pm)
-    return _host
-
-
-def use_host(host: Host | None) -> None:
-    """Make ``host`` this process's plugin host (``None``: the installed plugins, on next use)."""
-    global _host
-    _host = host
-
+    from rematch_trace.store.rows import SessionRow
+    from rematch_trace.store.states import Detected
 
 def warm(settings: ImportSettings) -> None:
     """Load what importing a file needs, in the process about to fork the local workers.
@@ -61,10 +46,11 @@ def warm(settings: ImportSettings) -> None:
 
     from rematch_trace.importing import changes, source_import  # noqa: F401
     from rematch_trace.importing.outcome import converter as wire
+    from rematch_trace.importing.pipeline import wiring
     from rematch_trace.place.domain import inference_table
     from rematch_trace.store.states import converter as states
 
-    settings.wiring(worker_host())
+    wiring(settings, worker_host())
     states()
     wire()
     inference_table()
@@ -90,7 +76,6 @@ def import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fil
 def unclaimed(host: Host, path: Path) -> str:
     """Why no plugin claimed ``path``: the plugin to install when it looks like a built-in harness's,
     else what its first bytes say it is (see :mod:`rematch_trace.importing.unclaimed`)."""
-    from rematch_trace.host.facade import HEAD_BYTES
     from rematch_trace.host.known import missing_plugin
     from rematch_trace.host.loading import load_errors
     from rematch_trace.importing.unclaimed import reason_of
@@ -104,24 +89,6 @@ def unclaimed(host: Host, path: Path) -> str:
     return missing_plugin(path, head, loaded, [name for name, _ in load_errors]) or reason_of(head)
 
 
-def kept_source(host: Host, saved: SavedState, path: Path, hint: str | None, offset: int) -> Source | None:
-    """The source a continued file was claimed as, without asking the plugins again, or ``None``.
-
-    Only while nothing detection looked at has changed: the file is found with
-    the same hint, its plugin is still loaded, it is not compressed (a plugin
-    may look at a compressed file's neighbours), and the head detection read
-    lies in the part already imported, whose fingerprints were just checked
-    (less the prefix the harness itself said it rewrites in place).
-    """
-    d = saved.detected
-    if (d is None or d.hint != hint or d.compression or saved.harness is None or offset < HEAD_BYTES
-            or saved.rewritten or host.pm.get_plugin(d.plugin) is None):
-        return None
-    return Source(saved.harness, path, agent_kind="sub" if d.agent_kind == "sub" else "main",
-                  parent=Path(d.parent) if d.parent is not None else None, mutable_prefix=saved.head_skip,
-                  plugin=d.plugin)
-
-
 def _detected(source: Source, hint: str | None) -> Detected:
     from rematch_trace.store.states import Detected
 
@@ -129,11 +96,56 @@ def _detected(source: Source, hint: str | None) -> Detected:
     return Detected(hint, source.plugin, source.agent_kind, source.compression, parent)
 
 
+def _session_row(data: DataDir, harness: str, s: SessionOutcome) -> SessionRow:
+    """The ledger row of one session the import committed, with its stored summary when it was folded."""
+    from rematch_trace.place.domain import decide_domain
+    from rematch_trace.store.rows import SessionRow
+
+    row = SessionRow(
+        session_id=s.session_id,
+        agent_kind=s.agent_kind,
+        trace_path=data.relative(s.trace_path),
+        events_path=data.relative(s.events_path) if s.events_path else None,
+        flagged=s.flagged,
+        reasons=s.reasons,
+        seqs=s.seqs,
+        counts=s.counts,
+        cwd=s.cwd,
+        repo=s.repo,
+        repo_remote=s.repo_remote,
+        domain=decide_domain(s.cwd, s.repo, s.repo_remote),
+        parent=s.parent,
+    )
+    if not s.summarize:
+        return row
+    from rematch_trace.importing.consumers import stored_summary, summary_fold
+
+    fold = s.fold
+    if fold is None:
+        # A continued trace: folded whole from the file just committed (still in the page cache), here in the
+        # worker rather than by the one writer after the run.
+        from rematch_trace.report.summary import trace_records
+
+        fold = summary_fold(data)
+        if fold is None:
+            return row
+        try:
+            for rec in trace_records(s.trace_path):
+                fold.feed(rec)
+        except OSError:
+            return row  # made later from the trace (report/stored.py)
+
+    # The row's fields as the ledger gives them back to report/stored.py (the summary reads these).
+    fields = {"harness": harness, "session_id": row.session_id, "agent_kind": row.agent_kind, "cwd": row.cwd,
+              "repo": row.repo, "repo_remote": row.repo_remote, "domain": row.domain, "flagged": row.flagged,
+              "reasons": row.reasons, "seqs": row.seqs, "parent": row.parent}
+    return attrs.evolve(row, summary=stored_summary(data, fold, s.trace_path.name[:-6], fields))
+
+
 def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
     from rematch_trace.importing.changes import HEAD_FP, fingerprints, resumable
-    from rematch_trace.importing.outcome import FileOutcome, SessionRow, failed
+    from rematch_trace.importing.outcome import FileOutcome, failed
     from rematch_trace.importing.source_import import import_source
-    from rematch_trace.place.domain import decide_domain
     from rematch_trace.store.claims import Claims
 
     host = worker_host()
@@ -177,10 +189,11 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             keep_records=settings.search_rows,
         )
         said = None
+        traces = result.traces or None
         if result.records is not None:
             # The search index's rows from the records this import just parsed: the index does not
             # read the file again (store/search_handover.py).
-            from rematch_trace.store.search_index import conversation_rows
+            from rematch_trace.importing.search_sources import conversation_rows
 
             said = conversation_rows(host, source, result.records, result.start)
             result.records = None
@@ -201,25 +214,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     finally:
         if claims is not None:
             claims.close()
-    sessions = [
-        SessionRow(
-            session_id=s.session_id,
-            agent_kind=s.agent_kind,
-            trace_path=data.relative(s.trace_path),
-            events_path=data.relative(s.events_path) if s.events_path else None,
-            flagged=s.flagged,
-            reasons=s.reasons,
-            seqs=s.seqs,
-            counts=s.counts,
-            cwd=s.cwd,
-            repo=s.repo,
-            repo_remote=s.repo_remote,
-            domain=decide_domain(s.cwd, s.repo, s.repo_remote),
-            parent=s.parent,
-        )
-        for s in result.sessions
-        if not s.kept_live
-    ]
+    sessions = [_session_row(data, source.harness, s) for s in result.sessions if not s.kept_live]
     kept_live = [s.session_id for s in result.sessions if s.kept_live]
     # Here, while the file is fresh in the cache: the ledger writer records serially.
     # A continued file's head was just checked, and lies wholly in the part kept.
@@ -255,4 +250,5 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         conflicts=result.conflicts,
         stamps={s.session_id: s.stamp for s in result.sessions if s.stamp is not None},
         said=said,
+        traces=traces,
     )

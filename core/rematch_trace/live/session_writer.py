@@ -149,7 +149,7 @@ class _Output:
     def write(self, lines: list[dict[str, Any]]) -> None:
         if not lines:
             return
-        from rematch_trace.importing.source_import import dumps_record
+        from rematch_trace.trace.lines import dumps_record
 
         if self.fd < 0:
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
@@ -620,8 +620,8 @@ class SessionWriter:
         source = self.st.get("transcript") or f"live:{self.session_id}"
         with Ledger(self.data.ledger) as ledger:
             ledger.record_live_session(self.harness, source, row)
+        from rematch_trace.report.follow import follow_outputs
         from rematch_trace.store.datafolder import safe_name
-        from rematch_trace.store.follow import follow_outputs
 
         follow_outputs(self.data, {safe_name(self.session_id)})  # stored summary and search index follow
         return row

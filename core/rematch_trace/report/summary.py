@@ -230,65 +230,114 @@ def turn_cost(u: Mapping[str, Any], price: Price | None) -> Decimal | None:
                       _int(u.get("cacheWrite1h")))
 
 
-def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
-              call_ids: set[str] | None = None) -> SessionSummary:
-    """Fold the ledger ``row`` of a session and its ``trace`` file into a :class:`SessionSummary`.
+class SummaryFold:
+    """A session's summary folded one trace record at a time (a consumer of the trace as it is written, or
+    of a trace file read back: :func:`summarize`); :meth:`result` adds the ledger row's flags and place.
 
     ``call_ids``, when given, receives the call id of every tool_result (a page needs them to tell
     the calls that never got a result, and this pass reads them anyway).
     """
-    flags = reason_seqs(row)
-    redirect_seqs = set(flags.get("redirect", []))
-    started: int | None = None
-    ended: int | None = None
-    start_model: str | None = None
-    current: str | None = None
-    agent_name: str | None = None
-    models: list[str] = []
-    usage: dict[tuple[str, str], Usage] = {}
-    price_of: dict[str, Price | None] = {}
-    daily: dict[str, Daily] = {}
-    result_index: dict[int, int] = {}
-    result_day: dict[int, str] = {}
-    inputs = results = errors = turns = unreadable = 0
-    tools: dict[str, list[int]] = {}
-    days_seen: dict[int, str] = {}
-    for rec in trace_records(trace):
+
+    def __init__(self, prices: PriceTable, call_ids: set[str] | None = None) -> None:
+        self.prices = prices
+        self.call_ids = call_ids
+        self.started: int | None = None
+        self.ended: int | None = None
+        self.start_model: str | None = None
+        self.current: str | None = None
+        self.agent_name: str | None = None
+        self.models: list[str] = []
+        self.usage: dict[tuple[str, str], Usage] = {}
+        self.price_of: dict[str, Price | None] = {}
+        self.daily: dict[str, Daily] = {}
+        #: Each input's seq -> its day (the ledger's redirect flags are counted against them at the end).
+        self.input_day: dict[int, str] = {}
+        self.result_index: dict[int, int] = {}
+        self.result_day: dict[int, str] = {}
+        self.inputs = self.results = self.errors = self.turns = self.unreadable = 0
+        self.tools: dict[str, list[int]] = {}
+        self.days_seen: dict[int, str] = {}
+
+    def state(self) -> dict[str, Any]:
+        """What continuing this fold needs, as JSON values (:meth:`resume`); tagged with the summary version
+        and the prices it was costed at."""
+        return {
+            "version": SUMMARY_VERSION, "prices": self.prices.source,
+            "started": self.started, "ended": self.ended, "start_model": self.start_model, "current": self.current,
+            "agent_name": self.agent_name, "models": list(self.models),
+            "usage": [[u.day, u.model, u.turns, u.input, u.output, u.cache_read, u.cache_write, u.cache_write_1h,
+                       u.tokens, str(u.cost), u.priced_tokens] for u in self.usage.values()],
+            "daily": [[d.day, d.inputs, d.redirects, d.error_clusters, d.tool_errors] for d in self.daily.values()],
+            "input_day": [[k, v] for k, v in self.input_day.items()],
+            "result_index": [[k, v] for k, v in self.result_index.items()],
+            "result_day": [[k, v] for k, v in self.result_day.items()],
+            "counts": [self.inputs, self.results, self.errors, self.turns, self.unreadable],
+            "tools": {k: list(v) for k, v in self.tools.items()},
+        }
+
+    @classmethod
+    def resume(cls, prices: PriceTable, state: Mapping[str, Any]) -> SummaryFold | None:
+        """A fold continued from :meth:`state`'s value, or ``None`` when it is of another version or prices,
+        or not such a value."""
+        if state.get("version") != SUMMARY_VERSION or state.get("prices") != prices.source:
+            return None
+        fold = cls(prices)
+        try:
+            fold.started, fold.ended = state["started"], state["ended"]
+            fold.start_model, fold.current, fold.agent_name = state["start_model"], state["current"], state["agent_name"]
+            fold.models = list(state["models"])
+            for day, model, turns, inp, out, c_read, c_write, c_write_1h, tokens, cost, priced in state["usage"]:
+                fold.usage[(day, model)] = Usage(day, model, turns, inp, out, c_read, c_write, c_write_1h, tokens,
+                                                 Decimal(cost), priced)
+            for day, *figures in state["daily"]:
+                fold.daily[day] = Daily(day, *figures)
+            fold.input_day = {int(k): v for k, v in state["input_day"]}
+            fold.result_index = {int(k): int(v) for k, v in state["result_index"]}
+            fold.result_day = {int(k): v for k, v in state["result_day"]}
+            fold.inputs, fold.results, fold.errors, fold.turns, fold.unreadable = state["counts"]
+            fold.tools = {k: list(v) for k, v in state["tools"].items()}
+        except (KeyError, TypeError, ValueError, ArithmeticError):
+            return None
+        # Each day met so far, by its number (a cache of day_of's formatting, rebuilt).
+        fold.days_seen = {}
+        return fold
+
+    def feed(self, rec: Mapping[str, Any]) -> None:
+        """Take one trace record (an empty one: a line that was not a JSON object)."""
         if not rec:
-            unreadable += 1
-            continue
+            self.unreadable += 1
+            return
         ev = rec.get("ev")
         t = rec.get("t") if type(rec.get("t")) is int else None
         if t is not None and t > 0:
-            started = t if started is None else min(started, t)
-            ended = t if ended is None else max(ended, t)
+            self.started = t if self.started is None else min(self.started, t)
+            self.ended = t if self.ended is None else max(self.ended, t)
         # One date formatting per day met, not per record (a session's records share few days).
         n_day = t // 86_400_000 if t is not None else None
-        day = days_seen.get(n_day) if n_day is not None else None
+        day = self.days_seen.get(n_day) if n_day is not None else None
         if day is None:
             day = day_of(t) or "unknown"
             if n_day is not None:
-                days_seen[n_day] = day
+                self.days_seen[n_day] = day
         seq: int = rec["seq"] if type(rec.get("seq")) is int else -1
         if ev == "session_start":
-            start_model = current = model_name(rec.get("model"))
+            self.start_model = self.current = model_name(rec.get("model"))
             agent = rec.get("agent")
             if isinstance(agent, Mapping) and isinstance(agent.get("name"), str):
-                agent_name = agent["name"]
+                self.agent_name = agent["name"]
         elif ev == "model_change":
-            current = model_name(rec.get("to")) or current
+            self.current = model_name(rec.get("to")) or self.current
         elif ev == "input":
-            inputs += 1
-            d = daily.setdefault(day, Daily(day))
-            d.inputs += 1
-            if seq in redirect_seqs:  # the ledger's flags are the authority, not a second reading
-                d.redirects += 1
+            self.inputs += 1
+            self.daily.setdefault(day, Daily(day)).inputs += 1
+            self.input_day[seq] = day
         elif ev == "tool_result":
-            result_index[seq] = results
-            if call_ids is not None and isinstance(rec.get("call_id"), str):
-                call_ids.add(rec["call_id"])
-            result_day[seq] = day
-            results += 1
+            self.result_index[seq] = self.results
+            if self.call_ids is not None and isinstance(rec.get("call_id"), str):
+                self.call_ids.add(rec["call_id"])
+            self.result_day[seq] = day
+            self.results += 1
+            tools = self.tools
             tool = rec["tool"] if isinstance(rec.get("tool"), str) else "unknown"
             if tool not in tools and len(tools) >= MAX_TOOLS:
                 tool = OTHER_TOOLS
@@ -296,17 +345,16 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
             counts[0] += 1
             if rec.get("is_error") is True:
                 counts[1] += 1
-            if rec.get("is_error") is True:
-                errors += 1
-                daily.setdefault(day, Daily(day)).tool_errors += 1
+                self.errors += 1
+                self.daily.setdefault(day, Daily(day)).tool_errors += 1
         elif ev == "turn_end":
-            turns += 1
-            name = model_name(rec.get("model")) or current or "unknown"
-            if start_model is None:
-                start_model = name
+            self.turns += 1
+            name = model_name(rec.get("model")) or self.current or "unknown"
+            if self.start_model is None:
+                self.start_model = name
             u = rec.get("usage") if isinstance(rec.get("usage"), Mapping) else {}
             assert isinstance(u, Mapping)
-            slot = usage.setdefault((day, name), Usage(day, name))
+            slot = self.usage.setdefault((day, name), Usage(day, name))
             slot.turns += 1
             slot.input += _int(u.get("input"))
             slot.output += _int(u.get("output"))
@@ -315,50 +363,71 @@ def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
             slot.cache_write_1h += _int(u.get("cacheWrite1h"))
             total = _int(u.get("totalTokens"))
             slot.tokens += total
-            if name not in price_of:
-                price_of[name] = prices.lookup(name)
-            cost = turn_cost(u, price_of[name])
+            if name not in self.price_of:
+                self.price_of[name] = self.prices.lookup(name)
+            cost = turn_cost(u, self.price_of[name])
             if cost is not None:
                 slot.cost += cost
                 slot.priced_tokens += total
         name_ = model_name(rec.get("model")) if ev in ("session_start", "turn_end") else None
-        if name_ and name_ not in models:
-            models.append(name_)
-    starts = cluster_starts(flags.get("error_cluster", []), result_index)
-    for seq in starts:
-        daily.setdefault(result_day[seq], Daily(result_day[seq])).error_clusters += 1
-    redirects = sum(d.redirects for d in daily.values())
-    use = sorted(usage.values(), key=lambda u: (u.day, u.model))
-    return SessionSummary(
-        key=key,
-        harness=str(row.get("harness") or ""),
-        session_id=str(row.get("session_id") or ""),
-        agent_kind=str(row.get("agent_kind") or ""),
-        agent_name=agent_name,
-        started=started,
-        ended=ended,
-        day=day_of(started),
-        model=start_model,
-        models=models,
-        cwd=row.get("cwd"),
-        # One spelling per repository (host/owner/repo), so a filter groups its sessions however git spelt it.
-        repo=normalize_remote(row.get("repo_remote")) or row.get("repo"),
-        domain=row.get("domain"),
-        flagged=bool(row.get("flagged")),
-        reasons=[r for r in row.get("reasons") or [] if isinstance(r, str)],
-        inputs=inputs,
-        tool_results=results,
-        tool_errors=errors,
-        turns=turns,
-        redirects=redirects,
-        error_clusters=len(starts),
-        marks=len(flags.get("mark", [])),
-        tokens=sum(u.tokens for u in use),
-        cost=sum((u.cost for u in use), Decimal(0)),
-        priced_tokens=sum(u.priced_tokens for u in use),
-        unreadable_lines=unreadable,
-        tools=tools,
-        usage=use,
-        daily=sorted(daily.values(), key=lambda d: d.day),
-        parent=parent_of(row),
-    )
+        if name_ and name_ not in self.models:
+            self.models.append(name_)
+
+    def result(self, key: str, row: Mapping[str, Any]) -> SessionSummary:
+        """The summary of the records fed, with the ledger ``row``'s flags and place."""
+        flags = reason_seqs(row)
+        daily = {d: attrs.evolve(v) for d, v in self.daily.items()}
+        # Each input the ledger's flags call a redirect, on its day (the flags are the authority, not a
+        # second reading of the records).
+        for seq in set(flags.get("redirect", [])):
+            day = self.input_day.get(seq)
+            if day is not None:
+                daily[day].redirects += 1
+        starts = cluster_starts(flags.get("error_cluster", []), self.result_index)
+        for seq in starts:
+            daily.setdefault(self.result_day[seq], Daily(self.result_day[seq])).error_clusters += 1
+        redirects = sum(d.redirects for d in daily.values())
+        use = sorted((attrs.evolve(u) for u in self.usage.values()), key=lambda u: (u.day, u.model))
+        return SessionSummary(
+            key=key,
+            harness=str(row.get("harness") or ""),
+            session_id=str(row.get("session_id") or ""),
+            agent_kind=str(row.get("agent_kind") or ""),
+            agent_name=self.agent_name,
+            started=self.started,
+            ended=self.ended,
+            day=day_of(self.started),
+            model=self.start_model,
+            models=list(self.models),
+            cwd=row.get("cwd"),
+            # One spelling per repository (host/owner/repo), so a filter groups its sessions however git spelt it.
+            repo=normalize_remote(row.get("repo_remote")) or row.get("repo"),
+            domain=row.get("domain"),
+            flagged=bool(row.get("flagged")),
+            reasons=[r for r in row.get("reasons") or [] if isinstance(r, str)],
+            inputs=self.inputs,
+            tool_results=self.results,
+            tool_errors=self.errors,
+            turns=self.turns,
+            redirects=redirects,
+            error_clusters=len(starts),
+            marks=len(flags.get("mark", [])),
+            tokens=sum(u.tokens for u in use),
+            cost=sum((u.cost for u in use), Decimal(0)),
+            priced_tokens=sum(u.priced_tokens for u in use),
+            unreadable_lines=self.unreadable,
+            tools={k: list(v) for k, v in self.tools.items()},
+            usage=use,
+            daily=sorted(daily.values(), key=lambda d: d.day),
+            parent=parent_of(row),
+        )
+
+
+def summarize(key: str, row: Mapping[str, Any], trace: Path, prices: PriceTable,
+              call_ids: set[str] | None = None) -> SessionSummary:
+    """Fold the ledger ``row`` of a session and its ``trace`` file into a :class:`SessionSummary`
+    (:class:`SummaryFold` over the file's records; ``call_ids`` as its)."""
+    fold = SummaryFold(prices, call_ids)
+    for rec in trace_records(trace):
+        fold.feed(rec)
+    return fold.result(key, row)

@@ -434,8 +434,8 @@ class Ledger:
             """INSERT INTO sessions (harness, session_id, agent_kind, source_path,
                    source_size, source_mtime_ns, fingerprint, offset, trace_path, events_path,
                    flagged, reasons, redirect_seqs, error_cluster_seqs, mark_seqs, domain, cwd,
-                   repo, repo_remote, counts, seqs, mode, settings, parent)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                   repo, repo_remote, counts, seqs, mode, settings, parent, summary)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
                ON CONFLICT(harness, session_id) DO UPDATE SET agent_kind=excluded.agent_kind,
                    source_path=excluded.source_path, source_size=excluded.source_size,
                    source_mtime_ns=excluded.source_mtime_ns, fingerprint=excluded.fingerprint,
@@ -445,7 +445,7 @@ class Ledger:
                    domain=excluded.domain, cwd=excluded.cwd, repo=excluded.repo,
                    repo_remote=excluded.repo_remote, counts=excluded.counts, seqs=excluded.seqs,
                    mode=excluded.mode, settings=excluded.settings, parent=excluded.parent,
-                   summary=NULL""",
+                   summary=excluded.summary""",
             (
                 r.harness, s.session_id, s.agent_kind, r.path, r.size, r.mtime_ns, r.head_fp, r.offset,
                 s.trace_path, s.events_path, int(s.flagged),
@@ -456,7 +456,7 @@ class Ledger:
                 s.domain, s.cwd, s.repo, s.repo_remote,
                 orjson.dumps(s.counts).decode(),
                 orjson.dumps(s.seqs, option=orjson.OPT_SORT_KEYS).decode(),
-                mode, self.settings_key if mode == "import" else None, s.parent,
+                mode, self.settings_key if mode == "import" else None, s.parent, s.summary,
             ),
         )
 

@@ -25,6 +25,9 @@ class SessionRow:
     #: The session that started this one (a subagent's, sidechain's or compaction run's main
     #: session), as the transcript names it; ``None`` for a main session or when not known.
     parent: str | None = None
+    #: The stored summary (the ledger's ``summary`` column: its basis and the summary, as JSON) when the
+    #: import made it as it wrote the trace; ``None``: made later, from the trace (report/stored.py).
+    summary: str | None = None
 
 
 @attrs.frozen(slots=True)

@@ -1,7 +1,7 @@
 """The search index's rows that an import's workers read with the sources, held until the index takes them.
 
 ``rematch import``'s workers already parse every record of a source; each also runs them through the
-plugin's ``conversation_items`` (:func:`~rematch_trace.store.search_index.conversation_rows`) and hands the
+plugin's ``conversation_items`` (:func:`~rematch_trace.importing.search_sources.conversation_rows`) and hands the
 redacted rows back with the file's outcome. The importing process keeps them here, by the source's path
 as the ledger stores it, until its index sync (:meth:`~rematch_trace.store.search_index.SearchIndex.sync`)
 inserts them in the sources' order: the index's source pass then reads no transcript the import read.
@@ -17,7 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-from rematch_trace.store.search_index import Handed
+from rematch_trace.store.search_rows import Handed, HandedTrace
+
+#: What the rows of a trace are kept under (no source path begins so).
+_TRACE = "\0trace:"
 
 #: Bytes of rows held in memory; the rest is written to the spool file.
 MEMORY_BYTES = 16 * 1024 * 1024
@@ -39,10 +42,14 @@ class HandedRows:
     def put(self, path: str, handed: Handed) -> None:
         """Keep ``handed``, the rows the import's reading of the source at ``path`` gave (replacing any)."""
         # Pickled: the rows are this run's own (its workers'); ids may hold lone surrogates, which JSON refuses.
-        data = pickle.dumps(handed, protocol=pickle.HIGHEST_PROTOCOL)
-        self._held.pop(path, None)
-        self._spooled.pop(path, None)
         self._start[path] = handed[0]
+        self._keep(path, pickle.dumps(handed, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _keep(self, path: str, data: bytes) -> None:
+        old = self._held.pop(path, None)
+        if old is not None:
+            self._bytes -= len(old)
+        self._spooled.pop(path, None)
         if self._bytes + len(data) <= MEMORY_BYTES:
             self._held[path] = data
             self._bytes += len(data)
@@ -54,6 +61,18 @@ class HandedRows:
         self._spooled[path] = (self._file.tell(), len(data))
         self._file.write(data)
 
+    def put_trace(self, key: str, rows: HandedTrace) -> None:
+        """Keep the rows a worker made of the trace ``key`` as it wrote it (replacing any)."""
+        self._keep(_TRACE + key, pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def take_trace(self, key: str) -> HandedTrace | None:
+        """The rows kept for the trace ``key`` (forgotten here), or ``None``."""
+        data = self._take(_TRACE + key)
+        if data is None:
+            return None
+        got: HandedTrace = pickle.loads(data)
+        return got
+
     def start_of(self, path: str) -> int | None:
         """The offset the rows kept for ``path`` were read from, or ``None`` (none kept)."""
         return self._start.get(path)
@@ -61,15 +80,22 @@ class HandedRows:
     def take(self, path: str) -> Handed | None:
         """The rows kept for ``path`` (forgotten here), or ``None``; one source's at a time in memory."""
         self._start.pop(path, None)
-        data = self._held.pop(path, None)
+        data = self._take(path)
         if data is None:
-            at = self._spooled.pop(path, None)
-            if at is None or self._file is None:
-                return None
-            self._file.seek(at[0])
-            data = self._file.read(at[1])
+            return None
         got: Handed = pickle.loads(data)
         return got
+
+    def _take(self, path: str) -> bytes | None:
+        data = self._held.pop(path, None)
+        if data is not None:
+            self._bytes -= len(data)
+            return data
+        at = self._spooled.pop(path, None)
+        if at is None or self._file is None:
+            return None
+        self._file.seek(at[0])
+        return self._file.read(at[1])
 
     def __contains__(self, path: object) -> bool:
         return path in self._held or path in self._spooled

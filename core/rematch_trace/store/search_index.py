@@ -21,10 +21,9 @@ loses its entries. The file can be deleted at any time: the next sync rebuilds i
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,10 @@ import attrs
 import orjson
 
 from rematch_trace.store.datafolder import DataDir
+from rematch_trace.store.search_rows import Handed as Handed  # (its users' name for these)
+from rematch_trace.store.search_rows import SaidRow as SaidRow
+from rematch_trace.store.search_rows import TraceRows
+from rematch_trace.store.search_rows import digest as _digest
 from rematch_trace.trace.turns import Turns
 
 if TYPE_CHECKING:
@@ -75,48 +78,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
 def index_path(data: DataDir) -> Path:
     """Where the data folder's search index is."""
     return data.root / INDEX_NAME
-
-
-def _digest(line: bytes) -> bytes:
-    return hashlib.blake2b(line, digest_size=16).digest()
-
-
-def _flatten(value: Any, out: list[str], budget: list[int]) -> None:
-    """The strings (and numbers) of a tool input, in order (its keys are names, not what was said)."""
-    if budget[0] <= 0:
-        return
-    if isinstance(value, str):
-        out.append(value)
-        budget[0] -= len(value)
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            _flatten(v, out, budget)
-    elif isinstance(value, list):
-        for v in value:
-            _flatten(v, out, budget)
-    elif value is not None and not isinstance(value, bool):
-        out.append(str(value))
-
-
-def record_text(rec: Mapping[str, Any]) -> tuple[str, str] | None:
-    """``(kind, text)`` a trace record contributes to the index, or ``None`` (nothing searchable)."""
-    ev = rec.get("ev")
-    if ev == "input":
-        text = rec.get("text")
-        return ("prompt", text) if isinstance(text, str) and text.strip() else None
-    if ev == "turn_end":
-        text = rec.get("text_head")
-        return ("assistant", text) if isinstance(text, str) and text.strip() else None
-    if ev == "tool_result":
-        parts = [str(rec.get("tool") or "")]
-        _flatten(rec.get("input"), parts, [64 * 1024])
-        return "tool", "\n".join(p for p in parts if p)
-    if ev == "tool_blocked":
-        return "blocked", f"{rec.get('tool') or ''}\n{rec.get('reason') or ''}"
-    if ev == "mark":
-        text = " ".join(str(rec.get(k)) for k in ("class", "note") if isinstance(rec.get(k), str))
-        return ("mark", text) if text.strip() else None
-    return None
 
 
 @attrs.define
@@ -276,13 +237,13 @@ class SearchIndex:
                 self.drop(key)
                 figures.dropped += 1
             for key in changed:
-                self._sync_one(data, key, known.get(key), key in raw, figures)
+                self._sync_one(data, key, known.get(key), key in raw, figures, handed)
             if self.sources:
                 self._sync_sources(data, only, figures, jobs, handed)
         return figures
 
     def _sync_one(self, data: DataDir, key: str, known: tuple[Any, ...] | None, raw: bool,
-                  figures: SyncFigures) -> None:
+                  figures: SyncFigures, handed: HandedRows | None = None) -> None:
         path = os.path.join(data.traces, f"{key}.jsonl")
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -301,6 +262,17 @@ class SearchIndex:
                 figures.full += 1
             else:
                 figures.grown += 1
+            # The rows the import's worker made as it wrote this trace: taken when they are of this very
+            # file (its size now is where they end) and made as this index would (redacted when it is raw).
+            given = handed.take_trace(key) if handed is not None else None
+            if given is not None and given[6] == (st.st_ino, st.st_size, st.st_mtime_ns) and given[5] == raw:
+                g_start, g_end, rows, started, session_id = given[:5]
+                if start < g_start:
+                    # Lines before the worker's first (kept in place by a continuation): read here.
+                    self._read(key, f, start, st, raw, figures, stop=g_start, record=False)
+                self._insert(key, [r for r in rows if r[0] >= start], figures)
+                self._record_trace(key, st, g_end, started, session_id)
+                return
             self._read(key, f, start, st, raw, figures)
 
     def _continue_from(self, key: str, f: Any) -> int | None:
@@ -328,53 +300,54 @@ class SearchIndex:
                 return int(off + length)
         return None
 
-    def _read(self, key: str, f: Any, start: int, st: os.stat_result, raw: bool, figures: SyncFigures) -> None:
+    def _read(self, key: str, f: Any, start: int, st: os.stat_result, raw: bool, figures: SyncFigures,
+              stop: int | None = None, record: bool = True) -> None:
+        """Index a trace's whole lines from ``start`` (to ``stop``), as the import's worker would have."""
         redact = None
         if raw:
             from rematch_trace.security.redact import default_redactor
 
             redact = default_redactor().redact
         f.seek(start)
+        rows = TraceRows(start, redact)
         off = start
-        started: int | None = None
-        session_id: str | None = None
         for line in f:
-            if not line.endswith(b"\n"):
+            if not line.endswith(b"\n") or (stop is not None and off >= stop):
                 break  # a line still being written: the next sync reads it whole
             here, off = off, off + len(line)
             try:
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            if not isinstance(rec, dict):
-                continue
-            if rec.get("ev") == "session_start":
-                started = rec.get("t") if type(rec.get("t")) is int else None
-                session_id = rec.get("session_id") if isinstance(rec.get("session_id"), str) else None
-            ev = rec.get("ev")
-            if ev == "tool_result" and isinstance(rec.get("call_id"), str) and type(rec.get("seq")) is int:
-                self.db.execute("INSERT OR REPLACE INTO calls (key, call_id, seq) VALUES (?,?,?)",
-                                (key, rec["call_id"], rec["seq"]))
-            elif ev == "turn_end":
-                if type(rec.get("seq")) is int and type(rec.get("t")) is int:
-                    # Where the source's assistant texts stand (trace.turns): a text's hit carries its turn's seq.
-                    self.db.execute("INSERT OR REPLACE INTO turns (key, seq, t) VALUES (?,?,?)",
-                                    (key, rec["seq"], rec["t"]))
-                if key in self._conv:
-                    continue  # the assistant's text is indexed whole from the source transcript
-            got = record_text(rec)
-            if got is None:
-                continue
-            kind, body = got
-            if redact is not None:
-                body = redact(body)[0]
-            cur = self.db.execute("INSERT INTO spans (key, off, len, digest) VALUES (?,?,?,?)",
-                                  (key, here, len(line), _digest(line)))
-            seq = rec.get("seq") if type(rec.get("seq")) is int else None
-            t = rec.get("t") if type(rec.get("t")) is int else None
-            self.db.execute("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
-                            (cur.lastrowid, _valid(body), kind, seq, t))
-            figures.records += 1
+            if isinstance(rec, dict):
+                rows.feed(here, line, rec)
+        self._insert(key, rows.rows, figures)
+        if record:
+            self._record_trace(key, st, off, rows.started, rows.session_id)
+
+    def _insert(self, key: str, rows: list[Any], figures: SyncFigures) -> None:
+        """Insert one trace's rows (:class:`~rematch_trace.store.search_rows.TraceRows`), a statement per
+        table for all of them; the ids are known ahead (the sync holds the write lock)."""
+        calls = [(key, r[7], r[5]) for r in rows if r[7] is not None and r[5] is not None]
+        if calls:
+            self.db.executemany("INSERT OR REPLACE INTO calls (key, call_id, seq) VALUES (?,?,?)", calls)
+        # Where the source's assistant texts stand (trace.turns): a text's hit carries its turn's seq.
+        turns = [(key, r[5], r[6]) for r in rows if r[8] and r[5] is not None and r[6] is not None]
+        if turns:
+            self.db.executemany("INSERT OR REPLACE INTO turns (key, seq, t) VALUES (?,?,?)", turns)
+        conv = key in self._conv  # the assistant's text is indexed whole from the source transcript
+        text = [r for r in rows if r[3] and not (r[8] and conv)]
+        if not text:
+            return
+        first = int(self.db.execute("SELECT coalesce(max(id), 0) FROM spans").fetchone()[0]) + 1
+        self.db.executemany("INSERT INTO spans (id, key, off, len, digest) VALUES (?,?,?,?,?)",
+                            [(first + i, key, r[0], r[1], r[2]) for i, r in enumerate(text)])
+        self.db.executemany("INSERT INTO text (rowid, body, kind, seq, t) VALUES (?,?,?,?,?)",
+                            [(first + i, r[4], r[3], r[5], r[6]) for i, r in enumerate(text)])
+        figures.records += len(text)
+
+    def _record_trace(self, key: str, st: os.stat_result, off: int, started: int | None,
+                      session_id: str | None) -> None:
         self.db.execute(
             """INSERT INTO traces (key, ino, size, mtime_ns, end_off, started, session_id) VALUES (?,?,?,?,?,?,?)
                ON CONFLICT(key) DO UPDATE SET ino=excluded.ino, size=excluded.size, mtime_ns=excluded.mtime_ns,
@@ -423,8 +396,8 @@ class SearchIndex:
         # reading: an FTS5 delete between inserts flushes its pending terms to a new segment (and the
         # merges follow), so every delete of the pass is made in one statement at its end.
         heads: set[str] = set()
-        todo: list[_SourceTask] = []
-        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int], _SourceTask, bool]] = []
+        todo: list[SourceTask] = []
+        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int], SourceTask, bool]] = []
         for path, rows in groups.items():
             if only is not None and not any(r["key"] in only for r in rows):
                 continue
@@ -437,7 +410,7 @@ class SearchIndex:
             streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
             by_id = {r["session_id"]: r["key"] for r in rows}
             main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
-            task: _SourceTask = (path, rows[0]["harness"], start, streams, by_id, main, None)
+            task: SourceTask = (path, rows[0]["harness"], start, streams, by_id, main, None)
             # Rows the import read from where the index stopped are taken; one it read from elsewhere
             # (a continuation the import restarted whole, an index made anew) is read here, as before.
             given = handed is not None and handed.start_of(path) == start
@@ -449,7 +422,12 @@ class SearchIndex:
             # detect_source again while what detection saw still holds (importing.worker.kept_source).
             with Ledger(data.ledger, readonly=True) as ledger:
                 todo = [(*t[:6], ledger.saved_of(t[0])) for t in todo]
-        read = _read_all(todo, jobs)
+        if todo and not _READERS:
+            # No reader in this process (live capture's writer): the sources not handed over are left for a
+            # sync that has one (`rematch search`, `import`, `report`), unrecorded so that it reads them.
+            plans = [p for p in plans if p[4]]
+            todo = []
+        read = _READERS[0](todo, jobs) if todo else iter(())
         for path, rows, stamp, task, given in plans:
             taken = handed.take(path) if given and handed is not None else None
             if taken is None:
@@ -457,7 +435,7 @@ class SearchIndex:
             else:
                 # The import's own reading: its rows keyed here, as _source_rows keys what it reads
                 # (taken one source at a time: an archive's rows are never all in memory).
-                got = (_keyed(taken[2], task[3], task[4], task[5]), taken[1], task[3], taken[3])
+                got = (keyed(taken[2], task[3], task[4], task[5]), taken[1], task[3], taken[3])
             self._store_source(path, rows, stamp, task[2], got, figures, heads)
         for _ in read:
             raise AssertionError("a source read and not stored")
@@ -470,7 +448,7 @@ class SearchIndex:
             self.db.executemany("DELETE FROM text WHERE rowid = ? AND kind = 'assistant'", ids)
 
     def _store_source(self, path: str, rows: list[dict[str, Any]], stamp: tuple[int, int], start: int,
-                      got: _SourceRows, figures: SyncFigures, heads: set[str]) -> None:
+                      got: SourceRows, figures: SyncFigures, heads: set[str]) -> None:
         """Insert what :func:`_source_rows` read from one source, and record the source (unless it failed)."""
         found, end, streams, failed = got
         if not start:
@@ -544,59 +522,18 @@ class SearchIndex:
 
 #: One source to read: its path, harness, start offset, stream -> key map so far, session id -> key, main key,
 #: and the import's saved state of it (encoded), if any.
-_SourceTask = tuple[str, str, int, dict[str, str], dict[str, str], str, bytes | None]
+SourceTask = tuple[str, str, int, dict[str, str], dict[str, str], str, bytes | None]
 #: What one source gave: rows ``(key, kind, call_id, t, body)``, the end offset, the streams, whether it failed.
-_SourceRows = tuple[list[tuple[str, str, str | None, int | None, str]], int, dict[str, str], bool]
-#: One conversation row before its stream is a trace key: ``(stream, kind, call_id, t, body)``; a stream's
-#: opening is ``(stream, "session", session_id, None, "")``.
-SaidRow = tuple[str, str, str | None, int | None, str]
-#: What the import's reading of one source gives the index (:func:`conversation_rows`): the offset it read
-#: from, the offset past the last whole record the plugin's hook took, the rows, whether the plugin failed.
-Handed = tuple[int, int, list[SaidRow], bool]
-#: The plugin host of a process reading sources (made once per process; a forked worker inherits it).
-_HOST: list[Any] = []
-#: Fewer sources than this are read in this process: a pool costs more than it saves.
-POOL_MIN = 8
+SourceRows = tuple[list[tuple[str, str, str | None, int | None, str]], int, dict[str, str], bool]
+#: Reads the sources a sync must index (``(tasks, jobs) -> one result per task, in order``): registered by
+#: the driver that knows how to read a source (importing/search_sources.py); the store reads none itself.
+SourceReader = Callable[[list[SourceTask], int], Iterator[SourceRows]]
+_READERS: list[SourceReader] = []
 
 
-def _kept(host: Any, path: str, saved: bytes | None) -> Any:
-    """The source as the import claimed it (its saved state), or ``None`` to detect it again."""
-    if saved is None:
-        return None
-    from rematch_trace.importing.worker import kept_source
-    from rematch_trace.store.states import load_saved
-
-    try:
-        state = load_saved(saved)
-    except ValueError:
-        return None
-    hint = state.detected.hint if state.detected is not None else None
-    return kept_source(host, state, Path(path), hint, state.offset)
-
-
-def said_rows(items: Iterable[Any], out: list[SaidRow]) -> None:
-    """Append to ``out`` the rows of a source's conversation items: each stream's opening, and each assistant
-    text and tool output cut to its bound and redacted by the events' redactor (raises what the plugin raises)."""
-    from rematch_trace.host.conversation import Returned, Said
-    from rematch_trace.host.vocab import Session
-    from rematch_trace.security.redact import default_redactor
-
-    redact = default_redactor().redact
-    for it in items:
-        if isinstance(it, Session):
-            out.append((it.stream, "session", it.session_id, None, ""))
-            continue
-        call: str | None = None
-        if isinstance(it, Said) and it.role == "assistant":
-            kind, body = "assistant", it.text[:SAID_CHARS]
-        elif isinstance(it, Returned) and it.output.strip():
-            kind, body, call = "output", it.output[:OUTPUT_CHARS], it.call_id
-        else:
-            continue
-        body = redact(body)[0]
-        if not body.strip():
-            continue
-        out.append((it.stream, kind, call, it.t, _valid(body)))
+def register_source_reader(reader: SourceReader) -> None:
+    """Make ``reader`` the one a sync uses to read the sources it indexes (the last registered wins)."""
+    _READERS[:] = [reader]
 
 
 def _position(row: tuple[str, str, str | None, int | None, str], calls: Mapping[tuple[str, str], int | None],
@@ -609,7 +546,7 @@ def _position(row: tuple[str, str, str | None, int | None, str], calls: Mapping[
     return placed.seq_at(t) if kind == "assistant" and placed is not None else None
 
 
-def _keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str],
+def keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str],
            main: str) -> list[tuple[str, str, str | None, int | None, str]]:
     """``said``'s rows with each stream's trace key in place of the stream (``streams`` updated as they open);
     rows of a stream that names no session of the ledger's are left out."""
@@ -622,93 +559,6 @@ def _keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str
         if key:
             found.append((key, kind, call, t, body))
     return found
-
-
-def _tracked(records: Iterable[Any], end: list[int]) -> Iterator[Any]:
-    """``records`` (the raw records of a reading), ``end[0]`` kept just past the last one taken."""
-    for r in records:
-        if r.end > end[0]:
-            end[0] = r.end
-        yield r
-
-
-def conversation_rows(host: Any, source: Any, records: list[Any], start: int) -> Handed:
-    """What the import's reading of a source gives the index (in the import's worker, once it has imported
-    the file): its raw ``records`` from ``start`` through the plugin's ``conversation_items``, as
-    :func:`_source_rows` reads them from the file. Nothing is read or parsed again."""
-    end = [start]
-    said: list[SaidRow] = []
-    try:
-        items = host.conversation(source, _tracked(records, end))
-        said_rows(items or (), said)
-    except Exception:  # a plugin failing on its own file: what it gave so far is kept, the source read again
-        return start, end[0], said, True
-    return start, end[0], said, False
-
-
-def _source_rows(task: _SourceTask) -> _SourceRows:
-    """Read one source through its plugin's ``conversation_items`` hook: each assistant text and tool
-    output, cut to its bound and redacted by the events' redactor (in a worker, or in this process)."""
-    from rematch_trace.conversation.view import source_items
-
-    path, harness, start, streams, by_id, main, saved = task
-    if not _HOST:
-        from rematch_trace.importing.worker import worker_host
-
-        _HOST.append(worker_host())
-    end = [start]
-    said: list[SaidRow] = []
-    failed = False
-    try:
-        _, _, items = source_items(_HOST[0], path, harness, start, end, kept=_kept(_HOST[0], path, saved))
-        said_rows(items or (), said)
-    except Exception:  # a plugin failing on its own file: the trace's text stays searchable
-        failed = True
-    return _keyed(said, streams, by_id, main), end[0], streams, failed
-
-
-def _read_all(todo: list[_SourceTask], jobs: int) -> Iterator[_SourceRows]:
-    """:func:`_source_rows` of each task, in order: in ``jobs`` forked workers when there are enough.
-
-    Only the reading and the redaction are parallel; the one writer (the caller) inserts, in the
-    order of ``todo``, so the index is the same whatever ``jobs`` is.
-    """
-    if jobs <= 1 or len(todo) < POOL_MIN:
-        yield from map(_source_rows, todo)
-        return
-    import gc
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    from rematch_trace.security.redact import default_redactor
-
-    if not _HOST:
-        from rematch_trace.importing.worker import worker_host
-
-        _HOST.append(worker_host())  # made before the fork: each worker inherits it
-    default_redactor()  # its patterns compiled once, here, not in each worker
-    done = 0
-    # fork: the workers inherit the loaded plugins (the import's pool forks too); they never
-    # touch the parent's SQLite connection. A worker that dies breaks the pool (it does not
-    # hang it): what is left is read here.
-    # The parent's objects frozen first: a worker's collector then leaves them alone, so it does
-    # not copy the pages of a parent grown large by the import it just ran.
-    gc.freeze()
-    try:
-        with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
-            for got in pool.map(_source_rows, todo, chunksize=2):
-                done += 1
-                yield got
-    except BrokenProcessPool:
-        yield from map(_source_rows, todo[done:])
-    finally:
-        gc.unfreeze()
-
-
-def _valid(text: str) -> str:
-    """``text`` as SQLite takes it: lone surrogates spelled as escapes."""
-    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _raw_keys(data: DataDir) -> set[str]:

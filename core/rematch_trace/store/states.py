@@ -42,6 +42,9 @@ class StreamState:
     #: The lengths of the trace and events files the state goes with.
     trace_len: int
     events_len: int = 0
+    #: The stored summary's fold over the trace up to ``trace_len`` (report/summary.py ``SummaryFold.state``),
+    #: continued by the next import; ``None`` (states of earlier versions): the summary is folded whole.
+    summary: dict[str, Any] | None = None
 
 
 @attrs.define(slots=True)
@@ -95,7 +98,7 @@ _JSON_FIELDS: dict[type, tuple[str, ...]] = {
     SynthState: ("session", "first_model", "visible", "loaded", "buffer", "prev_tokens", "calls", "turn",
                  "last_model", "counts", "held_skills"),
     SinkState: ("calls",),
-    StreamState: ("session",),
+    StreamState: ("session", "summary"),
     SavedState: ("plugin",),
 }
 
@@ -151,6 +154,8 @@ def converter() -> Any:
             out["journal"] = override(omit_if_default=True, unstruct_hook=_same)  # absent from a first import's state
             out["detected"] = override(omit_if_default=True)
             out["rewritten"] = override(omit_if_default=True)  # absent for a log (every state of earlier versions)
+        elif cls is StreamState:
+            out["summary"] = override(omit_if_default=True, unstruct_hook=_same)  # absent from earlier versions
         elif cls is SinkState:
             # Absent when no call was blocked (every import, and every state of earlier versions).
             out["blocked_calls"] = override(omit_if_default=True, unstruct_hook=_same)

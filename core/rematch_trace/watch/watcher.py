@@ -255,7 +255,8 @@ class Watcher:
     def _import(self, found: list[tuple[str, str | None]], ledger: Ledger, *, lag: bool) -> None:
         summary = import_locked(found, self.data, self._one, ledger=ledger)
         if summary.count("imported") + summary.count("resumed") and summary.interrupted is None:
-            from rematch_trace.store.follow import follow_outputs
+            from rematch_trace.importing import search_sources  # noqa: F401  (the index sync's reader of sources)
+            from rematch_trace.report.follow import follow_outputs
 
             follow_outputs(self.data)  # stored summaries and the search index follow
         self._after(summary, ledger, lag=lag, skipped=False)

@@ -1,0 +1,187 @@
+"""The search index's reading of source transcripts: each assistant text and tool output of a source, through
+the plugin that claims it (``conversation_items``), cut to its bound and redacted by the events' redactor.
+
+Two drivers read sources for the index: the import's worker, on the records it has just parsed
+(:func:`conversation_rows`, handed over with the file's outcome), and a sync reading what no import
+handed it (a cluster's import, ``watch``, live capture's sessions, a source past the handover's bound):
+:func:`read_all`, registered with the index (:func:`~rematch_trace.store.search_index.register_source_reader`)
+when this module is loaded, since the store reads no transcript itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rematch_trace.store.search_index import (
+    OUTPUT_CHARS,
+    SAID_CHARS,
+    Handed,
+    SaidRow,
+    SourceRows,
+    SourceTask,
+    keyed,
+    register_source_reader,
+)
+from rematch_trace.store.search_rows import valid
+
+#: The plugin host of a process reading sources (made once per process; a forked worker inherits it).
+_HOST: list[Any] = []
+#: Fewer sources than this are read in this process: a pool costs more than it saves.
+POOL_MIN = 8
+
+
+def source_items(host: Any, path: str, harness: str, start: int = 0,
+                 end: list[int] | None = None, kept: Any = None) -> tuple[str, str, Iterator[Any] | None]:
+    """``(status, note, items)`` of a source file read from ``start`` through its plugin.
+
+    ``end``, when given, holds the offset just past the last whole record read so far (the search
+    index reads a grown file on from there). ``kept``: the source as the import claimed it (no
+    plugin is asked to detect it again).
+    """
+    from rematch_trace.host.source import RawRecord
+
+    def whole(records: Iterator[Any]) -> Iterator[Any]:
+        for r in records:
+            if isinstance(r, RawRecord):
+                if end is not None and r.end > end[0]:
+                    end[0] = r.end
+                yield r
+
+    p = Path(path)
+    if not path or not os.path.isfile(p):
+        return "gone", f"the source transcript {path or '(none)'} is gone: only the trace's records are shown", None
+    source = kept if kept is not None else host.detect(p, harness)
+    if source is None:
+        return "unclaimed", f"no installed plugin reads {path}", None
+    items = host.conversation(source, whole(host.read(source, start)))
+    if items is None:
+        return "no_plugin", f"no conversation from this plugin ({source.plugin or source.harness})", None
+    return "ok", "", items
+
+
+def _kept(host: Any, path: str, saved: bytes | None) -> Any:
+    """The source as the import claimed it (its saved state), or ``None`` to detect it again."""
+    if saved is None:
+        return None
+    from rematch_trace.importing.claimed import kept_source
+    from rematch_trace.store.states import load_saved
+
+    try:
+        state = load_saved(saved)
+    except ValueError:
+        return None
+    hint = state.detected.hint if state.detected is not None else None
+    return kept_source(host, state, Path(path), hint, state.offset)
+
+
+def said_rows(items: Iterable[Any], out: list[SaidRow]) -> None:
+    """Append to ``out`` the rows of a source's conversation items: each stream's opening, and each assistant
+    text and tool output cut to its bound and redacted by the events' redactor (raises what the plugin raises)."""
+    from rematch_trace.host.conversation import Returned, Said
+    from rematch_trace.host.vocab import Session
+    from rematch_trace.security.redact import default_redactor
+
+    redact = default_redactor().redact
+    for it in items:
+        if isinstance(it, Session):
+            out.append((it.stream, "session", it.session_id, None, ""))
+            continue
+        call: str | None = None
+        if isinstance(it, Said) and it.role == "assistant":
+            kind, body = "assistant", it.text[:SAID_CHARS]
+        elif isinstance(it, Returned) and it.output.strip():
+            kind, body, call = "output", it.output[:OUTPUT_CHARS], it.call_id
+        else:
+            continue
+        body = redact(body)[0]
+        if not body.strip():
+            continue
+        out.append((it.stream, kind, call, it.t, valid(body)))
+
+
+def _tracked(records: Iterable[Any], end: list[int]) -> Iterator[Any]:
+    """``records`` (the raw records of a reading), ``end[0]`` kept just past the last one taken."""
+    for r in records:
+        if r.end > end[0]:
+            end[0] = r.end
+        yield r
+
+
+def conversation_rows(host: Any, source: Any, records: list[Any], start: int) -> Handed:
+    """What the import's reading of a source gives the index (in the import's worker, once it has imported
+    the file): its raw ``records`` from ``start`` through the plugin's ``conversation_items``, as
+    :func:`_source_rows` reads them from the file. Nothing is read or parsed again."""
+    end = [start]
+    said: list[SaidRow] = []
+    try:
+        items = host.conversation(source, _tracked(records, end))
+        said_rows(items or (), said)
+    except Exception:  # a plugin failing on its own file: what it gave so far is kept, the source read again
+        return start, end[0], said, True
+    return start, end[0], said, False
+
+
+def _source_rows(task: SourceTask) -> SourceRows:
+    """Read one source through its plugin's ``conversation_items`` hook: each assistant text and tool
+    output, cut to its bound and redacted by the events' redactor (in a worker, or in this process)."""
+    path, harness, start, streams, by_id, main, saved = task
+    if not _HOST:
+        from rematch_trace.importing.claimed import worker_host
+
+        _HOST.append(worker_host())
+    end = [start]
+    said: list[SaidRow] = []
+    failed = False
+    try:
+        _, _, items = source_items(_HOST[0], path, harness, start, end, kept=_kept(_HOST[0], path, saved))
+        said_rows(items or (), said)
+    except Exception:  # a plugin failing on its own file: the trace's text stays searchable
+        failed = True
+    return keyed(said, streams, by_id, main), end[0], streams, failed
+
+
+def read_all(todo: list[SourceTask], jobs: int) -> Iterator[SourceRows]:
+    """:func:`_source_rows` of each task, in order: in ``jobs`` forked workers when there are enough.
+
+    Only the reading and the redaction are parallel; the one writer (the caller) inserts, in the
+    order of ``todo``, so the index is the same whatever ``jobs`` is.
+    """
+    if jobs <= 1 or len(todo) < POOL_MIN:
+        yield from map(_source_rows, todo)
+        return
+    import gc
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from rematch_trace.security.redact import default_redactor
+
+    if not _HOST:
+        from rematch_trace.importing.claimed import worker_host
+
+        _HOST.append(worker_host())  # made before the fork: each worker inherits it
+    default_redactor()  # its patterns compiled once, here, not in each worker
+    done = 0
+    # fork: the workers inherit the loaded plugins (the import's pool forks too); they never
+    # touch the parent's SQLite connection. A worker that dies breaks the pool (it does not
+    # hang it): what is left is read here.
+    # The parent's objects frozen first: a worker's collector then leaves them alone, so it does
+    # not copy the pages of a parent grown large by the import it just ran.
+    gc.freeze()
+    try:
+        with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
+            for got in pool.map(_source_rows, todo, chunksize=2):
+                done += 1
+                yield got
+    except BrokenProcessPool:
+        yield from map(_source_rows, todo[done:])
+    finally:
+        gc.unfreeze()
+
+
+
+
+register_source_reader(read_all)
