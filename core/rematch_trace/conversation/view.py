@@ -107,11 +107,13 @@ def _host() -> Any:
     return worker_host()
 
 
-def source_items(host: Any, path: str, harness: str) -> tuple[str, str, Iterator[Any] | None]:
-    """``(status, note, items)`` of a source file through its plugin (importing/search_sources.py)."""
+def source_items(host: Any, path: str, harness: str,
+                 problems: list[Any] | None = None) -> tuple[str, str, Iterator[Any] | None]:
+    """``(status, note, items)`` of a source file through its plugin (importing/search_sources.py);
+    ``problems``, when given, gets the reader's problems as the items are read."""
     from rematch_trace.importing.search_sources import source_items as read
 
-    return read(host, path, harness)
+    return read(host, path, harness, problems=problems)
 
 
 def _trace(path: Path) -> tuple[list[dict[str, Any]], dict[int, list[str]], dict[str, list[int]]]:
@@ -144,8 +146,9 @@ def _read_items(path: str, harness: str, shared: Shared | None) -> tuple[str, st
 
     if shared is not None and path in shared:
         return shared[path]
+    problems: list[Any] = []
     try:
-        status, note, items = source_items(_host(), path, harness)
+        status, note, items = source_items(_host(), path, harness, problems=problems)
     except Exception as err:  # a plugin that fails: said, never fatal to the page
         return "failed", f"the plugin failed reading {path}: {type(err).__name__}: {err}", None
     if items is None:
@@ -154,6 +157,9 @@ def _read_items(path: str, harness: str, shared: Shared | None) -> tuple[str, st
         got = list(items)
     except Exception as err:
         return "failed", f"the plugin failed reading {path}: {type(err).__name__}: {err}", []
+    unreadable = next((p for p in problems if p.kind == "unreadable"), None)
+    if unreadable is not None:  # (a hostile file swapped in): said, never an empty conversation
+        return "failed", f"the source could not be read ({unreadable}): only the trace's records are shown", None
     if shared is not None and len({it.stream for it in got if isinstance(it, Session)}) > 1:
         shared.clear()
         shared[path] = (status, note, got)

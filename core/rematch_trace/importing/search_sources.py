@@ -34,14 +34,16 @@ POOL_MIN = 8
 
 
 def source_items(host: Any, path: str, harness: str, start: int = 0,
-                 end: list[int] | None = None, kept: Any = None) -> tuple[str, str, Iterator[Any] | None]:
+                 end: list[int] | None = None, kept: Any = None,
+                 problems: list[Any] | None = None) -> tuple[str, str, Iterator[Any] | None]:
     """``(status, note, items)`` of a source file read from ``start`` through its plugin.
 
     ``end``, when given, holds the offset just past the last whole record read so far (the search
     index reads a grown file on from there). ``kept``: the source as the import claimed it (no
-    plugin is asked to detect it again).
+    plugin is asked to detect it again). ``problems``, when given, gets the reader's problems as
+    the items are read (a source that cannot be read at all gives no item, and says so there).
     """
-    from rematch_trace.host.source import RawRecord
+    from rematch_trace.host.source import Problem, RawRecord
 
     def whole(records: Iterator[Any]) -> Iterator[Any]:
         for r in records:
@@ -49,6 +51,8 @@ def source_items(host: Any, path: str, harness: str, start: int = 0,
                 if end is not None and r.end > end[0]:
                     end[0] = r.end
                 yield r
+            elif problems is not None and isinstance(r, Problem):
+                problems.append(r)
 
     p = Path(path)
     if not path or not os.path.isfile(p):

@@ -40,7 +40,7 @@ def _first_record(head: bytes) -> dict[str, object] | None:
         return None
     try:
         doc = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
 

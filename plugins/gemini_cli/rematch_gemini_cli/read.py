@@ -12,11 +12,10 @@ still the document's first records (see :mod:`rematch_gemini_cli.translate`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from rematch_trace.host.source import Problem, RawRecord, Source
-from rematch_trace.importing.reader import open_source, read_source
+from rematch_trace.importing.reader import loads, open_source, read_source
 
 #: The largest document read (Gemini CLI's own documents are a few MB).
 MAX_DOCUMENT = 256 * 1024 * 1024
@@ -38,9 +37,10 @@ def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
         yield Problem(path, 0, f"document larger than {MAX_DOCUMENT} bytes", "oversized")
         return
     try:
-        doc = json.loads(data)
+        doc = loads(data)
     except ValueError as err:
-        # A document caught mid-rewrite (the harness writes it in place in older versions).
+        # A document caught mid-rewrite (the harness writes it in place in older versions), or
+        # one nested past the parser's stack (the core's loads says so): that session is lost, one line.
         yield Problem(path, 0, f"not a JSON document: {err}", "malformed")
         return
     if not isinstance(doc, dict):

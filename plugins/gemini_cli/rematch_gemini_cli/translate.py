@@ -88,7 +88,10 @@ def _response_text(response: Any) -> str:
                 return str(response[key])
     if isinstance(response, str):
         return response
-    return json.dumps(response, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(response, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):  # nested past the encoder's stack: what it is, not its text
+        return "(a response nested too deeply to show)"
 
 
 def _failed(tc: dict[str, Any], out: str) -> bool:

@@ -86,7 +86,7 @@ def detect(path: Path, head: bytes) -> Source | None:
     parent = None
     try:
         doc = json.loads(head)  # a session file is a few hundred bytes: whole in the head
-    except ValueError:
+    except (ValueError, RecursionError):  # a hostile head nested past the stack: no parent read
         doc = None
     if isinstance(doc, dict) and isinstance(doc.get("parentID"), str):
         parent = session_file(storage, doc["parentID"])
@@ -153,7 +153,7 @@ def owner(path: Path) -> Path | None:
     if kind == "part":
         try:
             doc = json.loads(path.read_bytes())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
         sid = doc.get("sessionID") if isinstance(doc, dict) else None
         return session_file(storage, sid) if isinstance(sid, str) else None
