@@ -32,7 +32,7 @@ TESTS = {"claude_code": (HERE / "test_rig_claude_code.py",),
          "codex": (HERE / "test_rig_codex.py", HERE / "test_rig_codex_permission.py", HERE / "test_rig_codex_plugin.py"),
          "pi": (HERE / "test_rig_pi.py", HERE / "test_rig_pi_live.py"),
          "omp": (HERE / "test_rig_omp.py", HERE / "test_rig_omp_live.py")}
-TESTS["gemini_cli"] = (HERE / "test_rig_gemini_cli.py",)
+TESTS["gemini_cli"] = (HERE / "test_rig_gemini_cli.py", HERE / "test_rig_gemini_cli_live.py")
 TESTS["opencode"] = (HERE / "test_rig_opencode.py",)
 #: Which tests make each column (a prefix of the test's name).
 COLUMNS = {

@@ -121,6 +121,17 @@ class RigSession:
         env["HOME"] = str(self.home)
         return subprocess.run([*REMATCH, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
+    def approve_held(self, approved: list[dict[str, Any]]) -> None:
+        """What a person does while the harness runs: list the held calls, approve each once (each
+        approval, with what ``rematch approve`` said and its exit status, is added to ``approved``)."""
+        res = self.rematch("approvals", "--out", str(self.data), "--json")
+        if res.returncode != 0:
+            return
+        for held in json.loads(res.stdout or "[]"):
+            if held.get("state") == "pending" and held["approval_id"] not in {a["approval_id"] for a in approved}:
+                done = self.rematch("approve", held["approval_id"], "--out", str(self.data))
+                approved.append({**held, "rc": done.returncode, "said": done.stdout + done.stderr})
+
     def start_service(self) -> None:
         """``rematch serve --out data`` (the built-in policy): the verdicts the hooks ask for."""
         from rematch_trace.live import paths
@@ -363,6 +374,8 @@ class GeminiCliSession(RigSession):
 
     server: str = "gemini"
     model: str = "gemini-2.5-flash"
+    #: Whether ``rematch hooks install --harness gemini_cli`` adds rematch's hooks to the settings.
+    live: bool = False
 
     @property
     def gemini_home(self) -> Path:
@@ -370,12 +383,19 @@ class GeminiCliSession(RigSession):
         return self.home / ".gemini"
 
     def install_hooks(self) -> None:
-        """The settings file (no live hooks: the import side only)."""
+        """The settings file; with ``live``, then ``rematch hooks install --harness gemini_cli`` into it
+        (found through HOME, as a user's would be), writing to the session's data folder."""
         self.gemini_home.mkdir(parents=True, exist_ok=True)
         settings = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
                     "telemetry": {"enabled": False}, "privacy": {"usageStatisticsEnabled": False},
                     "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}}
         (self.gemini_home / "settings.json").write_text(json.dumps(settings))
+        if not self.live:
+            return
+        res = self.rematch("hooks", "install", "--harness", "gemini_cli", "--out", str(self.data),
+                           "--hold-seconds", str(HOLD_BUDGET_MS // 1000))
+        if res.returncode != 0:
+            raise RuntimeError(f"rematch hooks install --harness gemini_cli: {res.stdout} {res.stderr}")
 
     def env(self) -> dict[str, str]:
         """HOME in the root, the dummy key and the server's address."""

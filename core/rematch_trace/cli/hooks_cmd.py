@@ -16,24 +16,34 @@ if TYPE_CHECKING:
 _SETTINGS = click.option(
     "--settings", "settings", type=click.Path(dir_okay=False),
     help="The harness's hook file (default: Claude Code's $CLAUDE_CONFIG_DIR/settings.json, else "
-         "~/.claude/settings.json; Codex's $CODEX_HOME/hooks.json, else ~/.codex/hooks.json).",
+         "~/.claude/settings.json; Codex's $CODEX_HOME/hooks.json, else ~/.codex/hooks.json; Gemini CLI's "
+         "$GEMINI_CLI_HOME/.gemini/settings.json, else ~/.gemini/settings.json).",
 )
 _OUT = data_option
 _HARNESS = click.option(
-    "--harness", "harness", type=click.Choice(["claude_code", "codex", "pi", "omp"]), default="claude_code",
-    show_default=True, help="The harness: Claude Code's or Codex's hooks, or rematch's extension for pi or omp.",
+    "--harness", "harness", type=click.Choice(["claude_code", "codex", "gemini_cli", "pi", "omp"]),
+    default="claude_code", show_default=True,
+    help="The harness: Claude Code's, Codex's or Gemini CLI's hooks, or rematch's extension for pi or omp.",
 )
 #: The harnesses whose hooks live in a JSON hook file (the others take rematch's extension).
-_HOOK_FILES = ("claude_code", "codex")
-#: ``hooks folder``: only the harnesses whose plugin gives a plugin folder (pi and omp take the extension).
+_HOOK_FILES = ("claude_code", "codex", "gemini_cli")
+#: ``hooks folder``: only the harnesses whose plugin gives a plugin folder (pi and omp take the extension;
+#: Gemini CLI and opencode take rematch's hooks or plugin through ``hooks install``).
 _FOLDER_HARNESS = click.option(
-    "--harness", "harness", type=click.Choice(list(_HOOK_FILES)), default="claude_code", show_default=True,
+    "--harness", "harness", type=click.Choice(["claude_code", "codex"]), default="claude_code", show_default=True,
     help="Claude Code's plugin folder, or Codex's (pi and omp: rematch hooks install --harness pi|omp).",
 )
 #: What Codex asks of a person before it runs a new or changed hook, said after an install.
 CODEX_TRUST = ("Codex runs a new or changed hook only once you trust it: start codex and open /hooks to "
                "review and trust rematch's hooks (each install that changes them asks again). For automation "
                "whose hooks you checked yourself: codex exec --dangerously-bypass-hook-trust.")
+#: What Gemini CLI asks before it runs rematch's hooks, said after an install (docs/live-capture.md).
+GEMINI_TRUST = ("Gemini CLI runs hooks from your user settings as they are. A project's .gemini/settings.json "
+                "(--settings) is read only in a trusted folder, Gemini CLI warns before the first run of each "
+                "hook there and again whenever its name or command changes (a reinstall that changes it), and the "
+                "agent can edit that file: the user settings are the place for a guard.")
+#: Said after an install, per harness.
+_AFTER_INSTALL = {"codex": CODEX_TRUST, "gemini_cli": GEMINI_TRUST}
 _AGENT_DIR = click.option(
     "--agent-dir", "agent_dir", type=click.Path(file_okay=False),
     help="pi/omp: the agent folder (default: $PI_CODING_AGENT_DIR, else ~/.pi/agent or ~/.omp/agent).",
@@ -91,7 +101,7 @@ def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None,
         _edit(lambda: ext.install(harness, ext.target(harness, agent_dir), root, hold))
         return
     path, command = settings_path(settings, harness), hook_command(out, harness=harness)
-    _edit(lambda: install(path, command, hold, HARNESS_HOOKS[harness]), CODEX_TRUST if harness == "codex" else "")
+    _edit(lambda: install(path, command, hold, HARNESS_HOOKS[harness]), _AFTER_INSTALL.get(harness, ""))
 
 
 @hooks_cmd.command("folder")
@@ -198,7 +208,7 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: st
     if report["settings_error"]:
         click.echo(one_line(f"settings: {report['settings_error']}"))
     elif not found:
-        again = " --harness codex" if harness == "codex" else ""
+        again = f" --harness {harness}" if harness != "claude_code" else ""
         click.echo(one_line(f"not installed in {path} (rematch hooks install{again})"))
     else:
         missing = f"; missing: {', '.join(report['missing'])}" if report["missing"] else ""

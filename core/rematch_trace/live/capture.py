@@ -35,7 +35,7 @@ MAX_PAYLOAD_BYTES = 64 << 20
 #: The hook events the service judges before answering (a verdict may deny them): a call before it
 #: runs, and the harness asking its person to approve one (Codex's ``PermissionRequest``; its call is
 #: the one the plugin's records restate, else the payload's ``tool_name``/``tool_input``).
-JUDGED_EVENTS = frozenset({"PreToolUse", "PermissionRequest"})
+JUDGED_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "BeforeTool"})
 #: The hook events that carry one tool call (their records include a ToolStarted when it is recorded).
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 

@@ -113,7 +113,7 @@ def _taken(reply: Reply) -> bool:
 
 #: The hook events whose payload is judged (a verdict may deny it): a call before it runs, and the
 #: harness asking its person to approve one (Codex's ``PermissionRequest``).
-JUDGED_EVENTS = ("PreToolUse", "PermissionRequest")
+JUDGED_EVENTS = ("PreToolUse", "PermissionRequest", "BeforeTool")
 
 
 def _event_name(raw: bytes) -> str:

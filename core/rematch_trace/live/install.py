@@ -1,13 +1,15 @@
 """Installing the live hooks into a harness's hook file, and taking them out again.
 
-Two harnesses read hooks from a JSON file of the same shape (``{"hooks": {EVENT: [{"matcher",
-"hooks": [handler...]}]}}``): Claude Code (``settings.json``) and Codex (``hooks.json``). Each is
-a :class:`HarnessHooks`: the events installed, and what its handlers may say.
+Three harnesses read hooks from a JSON file of the same shape (``{"hooks": {EVENT: [{"matcher",
+"hooks": [handler...]}]}}``): Claude Code (``settings.json``), Codex (``hooks.json``) and Gemini CLI
+(``settings.json``). Each is a :class:`HarnessHooks`: the events installed, and what its handlers
+may say.
 
 Rules (docs/live-capture.md):
 
 * the file is ``--settings``, else, for Claude Code, ``$CLAUDE_CONFIG_DIR/settings.json``, else
   ``~/.claude/settings.json``; for Codex, ``$CODEX_HOME/hooks.json``, else ``~/.codex/hooks.json``;
+  for Gemini CLI, ``$GEMINI_CLI_HOME/.gemini/settings.json``, else ``~/.gemini/settings.json``;
 * a file that is not a JSON object, or whose ``hooks`` are not shaped as
   Claude Code reads them, is refused with a message saying where, and left
   untouched;
@@ -72,8 +74,23 @@ CODEX_EVENTS: tuple[tuple[str, bool, bool], ...] = (
     ("Stop", False, False),
     ("SessionEnd", False, False),
 )
+#: Gemini CLI's events (0.61; its docs: hooks/reference.md), all synchronous (Gemini CLI waits for
+#: every hook but ``SessionEnd``). ``BeforeTool`` is judged (a deny is Gemini CLI's ``decision:
+#: "deny"``, a hold waits); ``BeforeModel`` is where the log holds the step before it (the model's
+#: calls and their results, written when they complete), ``AfterAgent`` the run's last response.
+#: ``AfterModel`` (once per streamed chunk), ``AfterTool`` and ``BeforeToolSelection`` give nothing
+#: the log does not, and are not installed (each would cost a hook's start).
+GEMINI_CLI_EVENTS: tuple[tuple[str, bool, bool], ...] = (
+    ("SessionStart", False, False),
+    ("BeforeAgent", False, False),
+    ("BeforeModel", False, False),
+    ("BeforeTool", False, True),
+    ("AfterAgent", False, False),
+    ("PreCompress", False, False),
+    ("SessionEnd", False, False),
+)
 #: The events whose hook may hold a call for a person: their command carries the hold's budget.
-JUDGED_EVENTS = ("PreToolUse", "PermissionRequest")
+JUDGED_EVENTS = ("PreToolUse", "PermissionRequest", "BeforeTool")
 
 
 @attrs.frozen
@@ -81,18 +98,23 @@ class HarnessHooks:
     """One harness's hook file: its events (name, async, has a tool matcher) and its ``matcher``.
 
     ``matcher``: what a group of a tool event matches every tool with (``None``: no matcher key,
-    which Codex reads as every tool).
+    which Codex reads as every tool). ``timeout_ms``: a handler's ``timeout`` is in milliseconds
+    (Gemini CLI's), not seconds. ``name``: the handler's ``name`` key (Gemini CLI shows it in
+    ``/hooks`` and its trust prompt), or ``None``.
     """
 
     harness: str
     events: tuple[tuple[str, bool, bool], ...]
     matcher: str | None
+    timeout_ms: bool = False
+    name: str | None = None
 
 
 CLAUDE_CODE_HOOKS = HarnessHooks("claude_code", EVENTS, "*")
 CODEX_HOOKS = HarnessHooks("codex", CODEX_EVENTS, None)
+GEMINI_CLI_HOOKS = HarnessHooks("gemini_cli", GEMINI_CLI_EVENTS, "*", timeout_ms=True, name="rematch")
 #: The harnesses ``rematch hooks install --harness`` knows.
-HARNESS_HOOKS = {h.harness: h for h in (CLAUDE_CODE_HOOKS, CODEX_HOOKS)}
+HARNESS_HOOKS = {h.harness: h for h in (CLAUDE_CODE_HOOKS, CODEX_HOOKS, GEMINI_CLI_HOOKS)}
 
 #: How long a held ``PreToolUse`` waits for a person by default, seconds (when the policy gives none).
 HOLD_SECONDS = 120
@@ -114,9 +136,13 @@ class SettingsError(Exception):
 
 def settings_path(explicit: str | os.PathLike[str] | None = None, harness: str = "claude_code") -> Path:
     """``explicit``, else the harness's own file: for Claude Code ``$CLAUDE_CONFIG_DIR/settings.json``,
-    else ``~/.claude/settings.json``; for Codex ``$CODEX_HOME/hooks.json``, else ``~/.codex/hooks.json``."""
+    else ``~/.claude/settings.json``; for Codex ``$CODEX_HOME/hooks.json``, else ``~/.codex/hooks.json``;
+    for Gemini CLI ``$GEMINI_CLI_HOME/.gemini/settings.json``, else ``~/.gemini/settings.json``."""
     if explicit:
         return Path(explicit).expanduser()
+    if harness == "gemini_cli":
+        home = os.environ.get("GEMINI_CLI_HOME", "").strip()
+        return (Path(home).expanduser() if home else Path.home()) / ".gemini" / "settings.json"
     if harness == "codex":
         home = os.environ.get("CODEX_HOME", "").strip()
         return (Path(home).expanduser() if home else Path.home() / ".codex") / "hooks.json"
@@ -266,12 +292,14 @@ def _with_ours(doc: dict[str, Any], command: str, hold_seconds: float | None = N
     hooks = dict(out.get("hooks") or {})
     for event, is_async, matcher in target.events:
         handler: dict[str, Any] = {"type": "command", "command": command}
+        if target.name is not None:
+            handler = {"name": target.name, **handler}
         if event in JUDGED_EVENTS and hold_seconds is not None:
             # A held call waits for a person: the IPC budget (read by the hook client as one
-            # word, which rematch-hook ignores) and Claude Code's own timeout follow the hold.
+            # word, which rematch-hook ignores) and the harness's own timeout follow the hold.
             budget_ms, timeout_s = hold_budget(hold_seconds)
             handler["command"] = f"{command} --deadline-ms={budget_ms}"
-            handler["timeout"] = timeout_s
+            handler["timeout"] = timeout_s * 1000 if target.timeout_ms else timeout_s
         if is_async:
             handler["async"] = True
         group: dict[str, Any] = {"matcher": target.matcher} if matcher and target.matcher is not None else {}

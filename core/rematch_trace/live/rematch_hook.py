@@ -548,7 +548,8 @@ def taken(reply: dict[str, object]) -> bool:
 
 
 #: Each harness's documented ``PreToolUse`` output that denies the call, ``{reason}`` being the
-#: reason as a JSON string. Claude Code (docs: hooks, "PreToolUse decision control") and Codex
+#: reason as a JSON string (Gemini CLI's ``BeforeTool`` is its ``PreToolUse``). Claude Code (docs: hooks,
+#: "PreToolUse decision control") and Codex
 #: (0.124+, developers.openai.com/codex/hooks: ``permissionDecision: "deny"``, the reason shown
 #: to the model) read the same object; each is written here so one can change alone.
 DENY_SHAPES = {
@@ -556,6 +557,9 @@ DENY_SHAPES = {
                     '"permissionDecisionReason":{reason}}}\n'),
     "codex": ('{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",'
               '"permissionDecisionReason":{reason}}}\n'),
+    # Gemini CLI's BeforeTool (its hooks reference): ``decision: "deny"`` and the ``reason`` it
+    # gives the model as the call's error; the turn goes on.
+    "gemini_cli": '{"decision":"deny","reason":{reason}}\n',
 }
 
 
@@ -569,7 +573,7 @@ PERMISSION_DENY_SHAPES = {
 }
 #: The events whose payload the service judges (a verdict may deny it): a call before it runs, and
 #: a harness asking its person to approve one.
-JUDGED_EVENTS = (b'"PreToolUse"', b'"PermissionRequest"')
+JUDGED_EVENTS = (b'"PreToolUse"', b'"PermissionRequest"', b'"BeforeTool"')
 
 
 class _PlainScan:

@@ -4,8 +4,9 @@ Registered under the ``rematch`` entry-point group as ``gemini_cli``. Written
 against the public plugin contract only: the hooks find Gemini CLI's session
 folders (:mod:`.discover`), read a session (:mod:`.read`: the JSON-lines log of
 0.61 and later, or the JSON document older versions rewrite whole), map its
-records to the neutral vocabulary (:mod:`.translate`) and type tool calls
-(:mod:`.actions`). The format is described in ``docs/gemini-cli-format.md``.
+records to the neutral vocabulary (:mod:`.translate`), type tool calls
+(:mod:`.actions`) and translate live hook payloads (:mod:`.live`). The format is
+described in ``docs/gemini-cli-format.md``.
 """
 
 from __future__ import annotations
@@ -40,3 +41,9 @@ conversation_items = lazy_hook(__name__, "conversation_items", ("source", "recor
 def transcript_suffixes() -> Iterable[str]:
     """``.json``: the session documents Gemini CLI wrote before its JSON-lines log."""
     return (".json",)
+# The core asks only the plugin that owns the harness (the one whose default_locations name it).
+live_records = lazy_hook(__name__, "live_records", ("event", "t"), "live:records",
+                         "The records of one Gemini CLI hook payload (its log read by the import's translator); "
+                         "see :mod:`rematch_gemini_cli.live`.")
+hook_denial = lazy_hook(__name__, "hook_denial", ("verdict",), "live:denial",
+                        "Gemini CLI's deny of a ``BeforeTool``: ``{\"decision\": \"deny\", \"reason\": ...}``.")

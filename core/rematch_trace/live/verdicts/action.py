@@ -3,7 +3,8 @@
 The ``pre_tool_use`` request's ``host_payload`` is the harness's own hook
 input. Its call is read from these keys (Claude Code's ``PreToolUse`` input has
 them as they are; another adapter renames its own to them): ``session_id``,
-``cwd``, ``tool_name``, ``tool_input`` and ``tool_use_id`` (required),
+``cwd``, ``tool_name``, ``tool_input`` and ``tool_use_id`` (required but for the events of
+:data:`UNNAMED_CALL_EVENTS`),
 ``agent_id`` (a subagent's id, optional). Every other key is ignored.
 
 The event is built by the same :class:`~rematch_trace.security.events.EventSink`
@@ -35,6 +36,9 @@ from rematch_trace.security.redact import Redactor, default_redactor
 from rematch_trace.security.risk import file_paths
 
 _LIVE_PATH = Path("<live>")
+#: The judged events whose payload names no call id (Codex's ``PermissionRequest``, Gemini CLI's
+#: ``BeforeTool``).
+UNNAMED_CALL_EVENTS = ("PermissionRequest", "BeforeTool")
 
 
 @attrs.frozen
@@ -142,7 +146,11 @@ def build_action(host: Host, request: Request, redactor: Redactor | None = None)
     # when none does (a command the model did not call, e.g. one of a script's own), it is judged
     # as a call of its own, named for the invocation (nothing of it reaches the trace).
     asking = p.get("hook_event_name") == "PermissionRequest"
-    call_id = _field(p, "tool_use_id", required=not asking) or f"permission-{request['invocation_nonce'][:16]}"
+    # Gemini CLI's BeforeTool names no call either (its id is in the log only once the call is
+    # done): the call is named for the invocation too, and its records come from the log.
+    unnamed = p.get("hook_event_name") in UNNAMED_CALL_EVENTS
+    call_id = _field(p, "tool_use_id", required=not unnamed) or (
+        f"{'permission' if asking else 'call'}-{request['invocation_nonce'][:16]}")
     sub = _field(p, "agent_id", required=False)
     assert session_id is not None and cwd is not None and tool is not None and call_id is not None
     if "tool_input" not in p:
