@@ -73,6 +73,8 @@ def test_install_keeps_the_users_settings_and_uninstall_restores_them_byte_for_b
     assert "--deadline-ms=31500" in words
     status = _hooks(env, "status")
     assert f"{len(GEMINI_CLI_EVENTS)} of {len(GEMINI_CLI_EVENTS)} events" in status.stdout, status.stdout
+    doctor = subprocess.run([REMATCH, "doctor"], capture_output=True, text=True, env=env, timeout=60).stdout
+    assert f"hooks (gemini_cli): {len(GEMINI_CLI_EVENTS)} events installed in {settings}, their commands run" in doctor
     out = _hooks(env, "uninstall")
     assert out.returncode == 0 and "exactly as it was" in out.stdout, out.stdout
     assert settings.read_bytes() == USER_SETTINGS

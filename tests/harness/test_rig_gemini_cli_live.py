@@ -156,6 +156,7 @@ def test_status_doctor_and_no_error(gemini_live: GeminiLive) -> None:
     """``hooks status`` and ``doctor`` see the installed hooks and the live session; nothing was logged."""
     assert "installed in" in gemini_live.status and "7 of 7 events" in gemini_live.status, gemini_live.status
     assert "1 live sessions" in gemini_live.status, gemini_live.status
-    assert "gemini_cli" in gemini_live.doctor, gemini_live.doctor
+    assert "hooks (gemini_cli): 7 events installed in" in gemini_live.doctor, gemini_live.doctor
+    assert "their commands run" in gemini_live.doctor.split("hooks (gemini_cli)")[1].splitlines()[0]
     log = gemini_live.session.data / "live" / "errors.log"
     assert not log.exists() or not log.read_text().strip(), log.read_text()

@@ -10,11 +10,14 @@ import click
 
 from rematch_trace.cli.common import PACKAGES, data_folder, data_option, echo_json, missing_package
 
+#: The harnesses besides Claude Code whose hooks rematch installs into a hook file.
+_FILE_HOOKS = ("codex", "gemini_cli")
+
 
 def hooks_report(settings: str | None, harness: str = "claude_code") -> dict[str, Any]:
     """The hooks installed for ``harness``, each command checked (see :mod:`rematch_trace.live.hook_check`).
 
-    Shared with ``rematch hooks status``. Claude Code and Codex have hooks; omp is imported.
+    Shared with ``rematch hooks status``. Claude Code, Codex and Gemini CLI have hooks in a file.
     """
     from rematch_trace.live.hook_check import command_problem
     from rematch_trace.live.install import HARNESS_HOOKS, SettingsError, installed_events, settings_path
@@ -99,6 +102,17 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
         broken.append((f"hooks: {hooks['settings_error']}", "fix the settings file, then rematch hooks install"))
     for b in hooks["broken"]:
         broken.append((f"hook command cannot run: {b['problem']}", "rematch hooks install (writes this environment's paths)"))
+    # The other harnesses whose hooks rematch writes into a hook file (Codex, Gemini CLI), when their
+    # plugin is loaded and their file holds rematch's hooks or cannot be read: checked the same way.
+    loaded = {str(p["name"]) for p in plugins}
+    more = [r for r in (hooks_report(None, h) for h in _FILE_HOOKS if h in loaded)
+            if r["installed"] or r["settings_error"]]
+    for r in more:
+        again = f"rematch hooks install --harness {r['harness']}"
+        if r["settings_error"]:
+            broken.append((f"hooks ({r['harness']}): {r['settings_error']}", f"fix the settings file, then {again}"))
+        for b in r["broken"]:
+            broken.append((f"hook command ({r['harness']}) cannot run: {b['problem']}", again))
     running, pid = service_state(data["path"])
     policy: dict[str, Any] = {"path": str(policy_path()), "problem": None}
     try:
@@ -114,7 +128,7 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
         broken.append((f"config: {problem}", f"fix {config['path']} (see README: domains)"))
     report = {
         "plugins": plugins, "plugin_errors": [{"name": n, "error": e} for n, e in load_errors],
-        "packages": packages, "data": data, "hooks": [hooks],
+        "packages": packages, "data": data, "hooks": [hooks, *more],
         "service": {"running": running, "pid": pid}, "policy": policy, "config": config,
         "broken": [{"problem": what, "fix": fix} for what, fix in broken],
     }
@@ -138,9 +152,18 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
         else:
             state = f"not installed in {hooks['settings']} (rematch hooks install)"
         # The other harness plugins by name, as loaded: a plugin added (opencode...) is listed with no code here.
-        others = [str(p["name"]) for p in plugins if p["name"] != "claude_code" and not p.get("example")]
+        shown = {r["harness"] for r in more}
+        others = [str(p["name"]) for p in plugins
+                  if p["name"] != "claude_code" and p["name"] not in shown and not p.get("example")]
         rest = f"; {', '.join(others)}: imported, hooks not checked here" if others else ""
         click.echo(f"hooks (claude_code): {state}{rest}")
+        for r in more:
+            if r["settings_error"]:
+                click.echo(f"hooks ({r['harness']}): {r['settings']}: cannot be read")
+                continue
+            state = f"{len(r['installed'])} events installed in {r['settings']}"
+            state += f", {len(r['broken'])} cannot run" if r["broken"] else ", their commands run"
+            click.echo(f"hooks ({r['harness']}): {state}")
         # Each plugin's default folders, as it names them: no harness is known to the core here.
         for plugin in plugins:
             if plugin["locations"]:
