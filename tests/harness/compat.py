@@ -33,7 +33,7 @@ TESTS = {"claude_code": (HERE / "test_rig_claude_code.py",),
          "pi": (HERE / "test_rig_pi.py", HERE / "test_rig_pi_live.py"),
          "omp": (HERE / "test_rig_omp.py", HERE / "test_rig_omp_live.py")}
 TESTS["gemini_cli"] = (HERE / "test_rig_gemini_cli.py", HERE / "test_rig_gemini_cli_live.py")
-TESTS["opencode"] = (HERE / "test_rig_opencode.py",)
+TESTS["opencode"] = (HERE / "test_rig_opencode.py", HERE / "test_rig_opencode_live.py")
 #: Which tests make each column (a prefix of the test's name).
 COLUMNS = {
     "import": ("test_transcript_imports_with_no_skipped_line", "test_the_model_gets_each_calls_output"),

@@ -469,6 +469,8 @@ class OpencodeSession(RigSession):
 
     server: str = "chat"
     model: str = "rig-chat-1"
+    #: Whether ``rematch hooks install --harness opencode`` names rematch's plugin in the global config.
+    live: bool = False
 
     @property
     def data_home(self) -> Path:
@@ -481,9 +483,17 @@ class OpencodeSession(RigSession):
         return self.root / "opencode.json"
 
     def install_hooks(self) -> None:
-        """No live capture for opencode yet: only the folders."""
+        """The folders; with ``live``, then ``rematch hooks install --harness opencode`` into the global
+        config (``$XDG_CONFIG_HOME/opencode/opencode.json``), writing to the session's data folder."""
         for d in (self.data_home, self.home / ".config", self.home / ".cache", self.home / ".local" / "state"):
             d.mkdir(parents=True, exist_ok=True)
+        if not self.live:
+            return
+        res = self.rematch("hooks", "install", "--harness", "opencode", "--settings",
+                           str(self.home / ".config" / "opencode" / "opencode.json"), "--out", str(self.data),
+                           "--hold-seconds", str(HOLD_BUDGET_MS // 1000))
+        if res.returncode != 0:
+            raise RuntimeError(f"rematch hooks install --harness opencode: {res.stdout} {res.stderr}")
 
     def files(self) -> dict[str, str]:
         """``opencode.json``: provider ``rig`` at the server, updates and sharing off, permissions allowed."""

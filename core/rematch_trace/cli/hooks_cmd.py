@@ -17,13 +17,15 @@ _SETTINGS = click.option(
     "--settings", "settings", type=click.Path(dir_okay=False),
     help="The harness's hook file (default: Claude Code's $CLAUDE_CONFIG_DIR/settings.json, else "
          "~/.claude/settings.json; Codex's $CODEX_HOME/hooks.json, else ~/.codex/hooks.json; Gemini CLI's "
-         "$GEMINI_CLI_HOME/.gemini/settings.json, else ~/.gemini/settings.json).",
+         "$GEMINI_CLI_HOME/.gemini/settings.json, else ~/.gemini/settings.json; opencode's "
+         "$XDG_CONFIG_HOME/opencode/opencode.json, else ~/.config/opencode/opencode.json).",
 )
 _OUT = data_option
 _HARNESS = click.option(
-    "--harness", "harness", type=click.Choice(["claude_code", "codex", "gemini_cli", "pi", "omp"]),
+    "--harness", "harness", type=click.Choice(["claude_code", "codex", "gemini_cli", "opencode", "pi", "omp"]),
     default="claude_code", show_default=True,
-    help="The harness: Claude Code's, Codex's or Gemini CLI's hooks, or rematch's extension for pi or omp.",
+    help="The harness: Claude Code's, Codex's or Gemini CLI's hooks, rematch's plugin for opencode, or its "
+         "extension for pi or omp.",
 )
 #: The harnesses whose hooks live in a JSON hook file (the others take rematch's extension).
 _HOOK_FILES = ("claude_code", "codex", "gemini_cli")
@@ -93,6 +95,13 @@ def install_cmd(settings: str | None, out: str | None, hold_seconds: int | None,
     )
 
     hold = hold_seconds if hold_seconds is not None else default_hold_seconds()
+    if harness == "opencode":
+        from rematch_trace.live import opencode_install as oc
+        from rematch_trace.store.location import data_dir
+
+        root = data_dir(out).resolve()
+        _edit(lambda: oc.install(oc.config_path(settings), root, hold))
+        return
     if harness not in _HOOK_FILES:
         from rematch_trace.live import extension_install as ext
         from rematch_trace.store.location import data_dir
@@ -133,12 +142,19 @@ def folder_cmd(harness: str) -> None:
 
 @hooks_cmd.command("uninstall")
 @_SETTINGS
+@_OUT
 @_HARNESS
 @_AGENT_DIR
-def uninstall_cmd(settings: str | None, harness: str, agent_dir: str | None) -> None:
+def uninstall_cmd(settings: str | None, out: str | None, harness: str, agent_dir: str | None) -> None:
     """Remove rematch's hooks (restoring the settings file exactly when nothing else changed), or its extension."""
     from rematch_trace.live.install import settings_path, uninstall
 
+    if harness == "opencode":
+        from rematch_trace.live import opencode_install as oc
+        from rematch_trace.store.location import data_dir
+
+        _edit(lambda: oc.uninstall(oc.config_path(settings), data_dir(out).resolve()))
+        return
     if harness not in _HOOK_FILES:
         from rematch_trace.live import extension_install as ext
 
@@ -155,6 +171,9 @@ def uninstall_cmd(settings: str | None, harness: str, agent_dir: str | None) -> 
 @_AGENT_DIR
 def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: str, agent_dir: str | None) -> None:
     """Say which hooks are installed, and whether events arrived recently."""
+    if harness == "opencode":
+        _opencode_status(settings, out, as_json)
+        return
     if harness not in _HOOK_FILES:
         _extension_status(harness, agent_dir, out, as_json)
         return
@@ -247,6 +266,33 @@ def _extension_status(harness: str, agent_dir: str | None, out: str | None, as_j
             click.echo(one_line(f"not installed in {st.path} (rematch hooks install --harness {harness})"))
         for problem in st.problems:
             click.echo(one_line(f"broken: {problem}; fix: rematch hooks install --harness {harness}"))
+        click.echo(f"verdict service: running, pid {pid}" if serving else "verdict service: not running (rematch serve)")
+    if st.problems:
+        raise SystemExit(1)
+
+
+def _opencode_status(settings: str | None, out: str | None, as_json: bool) -> None:
+    """``hooks status --harness opencode``: the plugin named in opencode's config, its copy, the service;
+    exit 1 when broken."""
+    from rematch_trace.live import opencode_install as oc
+    from rematch_trace.live.hook_check import service_state
+    from rematch_trace.report.text import one_line
+
+    data = data_folder(out)
+    st = oc.status(oc.config_path(settings), data.root.resolve())
+    serving, pid = service_state(data.root)
+    report = {"harness": "opencode", "config": str(st.config), "path": str(st.copy), "installed": st.named,
+              "current": st.current, "problems": list(st.problems), "data": str(data.root),
+              "service": {"running": serving, "pid": pid}}
+    if as_json:
+        echo_json(report)
+    else:
+        if st.named:
+            click.echo(one_line(f"installed in {st.copy}, named in {st.config}" + ("" if st.current else " (not current)")))
+        else:
+            click.echo(one_line(f"not installed in {st.config} (rematch hooks install --harness opencode)"))
+        for problem in st.problems:
+            click.echo(one_line(f"broken: {problem}; fix: rematch hooks install --harness opencode"))
         click.echo(f"verdict service: running, pid {pid}" if serving else "verdict service: not running (rematch serve)")
     if st.problems:
         raise SystemExit(1)

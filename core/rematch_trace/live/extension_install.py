@@ -80,13 +80,19 @@ def config(harness: str, data: Path, hold_seconds: float | None) -> dict[str, An
             "deadline_ms": DEADLINE_MS, "call_deadline_ms": call_ms}
 
 
-def render(source: str, conf: dict[str, Any]) -> str:
-    """``source`` with its ``INSTALLED`` line holding ``conf`` (JSON is a TypeScript literal)."""
+def fill_installed(source: str, conf: dict[str, Any], missing: str) -> str:
+    """``source`` (a TypeScript file rematch ships) with its ``INSTALLED`` line holding ``conf`` (JSON is a
+    TypeScript literal); :class:`SettingsError` ``missing`` when it has no such line."""
     text = json.dumps(conf, ensure_ascii=True)
     out, n = INSTALLED_LINE.subn(lambda _m: f"const INSTALLED: Config | null = {text};", source, count=1)
     if n != 1:
-        raise SettingsError("the shipped extension has no INSTALLED line; reinstall rematch-omp")
+        raise SettingsError(missing)
     return out
+
+
+def render(source: str, conf: dict[str, Any]) -> str:
+    """``source`` with its ``INSTALLED`` line holding ``conf``."""
+    return fill_installed(source, conf, "the shipped extension has no INSTALLED line; reinstall rematch-omp")
 
 
 def _is_ours(text: str) -> bool:

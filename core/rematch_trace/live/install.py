@@ -195,7 +195,12 @@ def is_ours(handler: Any) -> bool:
     return os.path.basename(script) == HOOK_CLIENT
 
 
-def _read(path: Path) -> tuple[bytes | None, dict[str, Any]]:
+def read_object(path: Path, fix: str = "fix it or name another file with --settings") -> tuple[bytes | None, dict[str, Any]]:
+    """A settings file's exact bytes (``None``: no file) and its JSON object (``{}`` when absent or blank).
+
+    :raises SettingsError: it cannot be read, is not UTF-8, not JSON (``fix`` says what to do), or
+        not an object.
+    """
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -208,11 +213,15 @@ def _read(path: Path) -> tuple[bytes | None, dict[str, Any]]:
         raise SettingsError(f"{path}: not UTF-8 text; nothing was changed") from None
     except json.JSONDecodeError as err:
         raise SettingsError(
-            f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}); "
-            "fix it or name another file with --settings; nothing was changed"
+            f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}); {fix}; nothing was changed"
         ) from None
     if type(doc) is not dict:
         raise SettingsError(f"{path}: holds a JSON {type(doc).__name__}, not an object; nothing was changed")
+    return raw, doc
+
+
+def _read(path: Path) -> tuple[bytes | None, dict[str, Any]]:
+    raw, doc = read_object(path)
     hooks = doc.get("hooks")
     if hooks is not None:
         if type(hooks) is not dict:

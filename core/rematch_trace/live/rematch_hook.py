@@ -560,6 +560,8 @@ DENY_SHAPES = {
     # Gemini CLI's BeforeTool (its hooks reference): ``decision: "deny"`` and the ``reason`` it
     # gives the model as the call's error; the turn goes on.
     "gemini_cli": '{"decision":"deny","reason":{reason}}\n',
+    # rematch's opencode plugin reads this line and throws the reason in ``tool.execute.before``.
+    "opencode": '{"decision":"deny","reason":{reason}}\n',
 }
 
 

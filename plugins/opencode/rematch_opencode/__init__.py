@@ -9,7 +9,8 @@ files (``storage/session/<project>/<session>.json``, ``storage/message/<session>
 and part files. See ``docs/opencode-format.md``.
 
 The hooks only translate: finding and claiming (:mod:`.where`), reading (:mod:`.store`),
-mapping to the neutral vocabulary (:mod:`.translate`) and typing tool calls (:mod:`.actions`).
+mapping to the neutral vocabulary (:mod:`.translate`), typing tool calls (:mod:`.actions`) and
+the payloads of rematch's opencode plugin (:mod:`.live`, the plugin in ``plugin/rematch.ts``).
 """
 
 from __future__ import annotations
@@ -37,3 +38,8 @@ conversation_items = lazy_hook(__name__, "conversation_items", ("source", "recor
                                "view and search; see :mod:`rematch_opencode.conversation`.")
 classify_action = lazy_hook(__name__, "classify_action", ("tool",), "actions:classify",
                             "Type an opencode tool call by its tool name.")
+# The core asks only the plugin that owns the harness (the one whose default_locations name it).
+live_records = lazy_hook(__name__, "live_records", ("event", "t"), "live:records",
+                         "The records of one payload of rematch's opencode plugin; see :mod:`rematch_opencode.live`.")
+hook_denial = lazy_hook(__name__, "hook_denial", ("verdict",), "live:denial",
+                        "The deny line rematch's opencode plugin reads: ``{\"decision\": \"deny\", ...}``.")
