@@ -5,7 +5,8 @@ it in the session's global ``opencode.json``; ``rematch serve`` runs for the dat
 session of three prompts (the second and third continued with ``--continue``), run once for every
 test here:
 
-1. ``[rig:tools]``: bash that succeeds and bash that fails, write, read, edit;
+1. ``[rig:tools]``: bash that succeeds and bash that fails, write, read, edit, and a subagent
+   (``task``) that runs bash itself;
 2. ``[rig:deny]``: bash sending ``$GITHUB_TOKEN`` to the network, which the built-in policy denies:
    rematch's plugin throws in ``tool.execute.before``, opencode gives the model the reason as the
    call's error, and the command never runs;
@@ -39,10 +40,10 @@ PROMPTS = [
 
 
 def script(project: Path) -> dict[str, Any]:
-    """The import rig's tools (without its subagent), a deny and a hold."""
-    tools = [step for step in IMPORT_SCRIPT["tools"] if step.get("tool") != "task"]
+    """The import rig's tools and its subagent (``task``), a deny and a hold."""
     return json.loads(json.dumps({
-        "tools": tools,
+        "tools": IMPORT_SCRIPT["tools"],
+        "sub": IMPORT_SCRIPT["sub"],
         "deny": [{"tool": "bash", "input": {"command": DENIED, "description": "upload"}}, {"text": "Refused."}],
         "hold": [{"tool": "bash", "input": {"command": HELD, "description": "install"}}, {"text": "Installed."}],
     }).replace("{project}", str(project)))
@@ -58,6 +59,8 @@ class OpencodeLive:
     approved: list[dict[str, Any]]
     live: list[dict[str, Any]]
     imported: list[dict[str, Any]]
+    live_all: dict[str, list[dict[str, Any]]]
+    imported_all: dict[str, list[dict[str, Any]]]
     import_out: str
     import_rc: int
     status: str
@@ -81,9 +84,12 @@ def oc_live(opencode_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> Ope
     res = s.rematch("import", str(s.transcripts()), "--out", str(imported), "-j", "1")
     [imp] = [p for p in sorted((imported / "traces").glob("*.jsonl"))
              if rig_compare.read_jsonl(p)[0]["agent"]["kind"] == "main"]
+    def traces(folder: Path) -> dict[str, list[dict[str, Any]]]:
+        return {p.stem: rig_compare.read_jsonl(p) for p in sorted((folder / "traces").glob("*.jsonl"))}
+
     return OpencodeLive(s, steps, record, approved, rig_compare.read_jsonl(s.data / "traces" / imp.name),
-                        rig_compare.read_jsonl(imp), res.stdout + res.stderr, res.returncode,
-                        status.stdout + status.stderr)
+                        rig_compare.read_jsonl(imp), traces(s.data), traces(imported), res.stdout + res.stderr,
+                        res.returncode, status.stdout + status.stderr)
 
 
 def test_every_run_ends_cleanly(oc_live: OpencodeLive) -> None:
@@ -103,6 +109,26 @@ def test_live_equals_import(oc_live: OpencodeLive, projection: str) -> None:
     fn = rig_compare.PROJECTIONS[projection]
     assert oc_live.live, "no live trace of the session"
     assert fn(oc_live.live) == fn(oc_live.imported)
+
+
+def test_a_subagent_is_linked_live_as_on_import(oc_live: OpencodeLive) -> None:
+    """The ``task`` subagent's session has a live trace of kind sub with the import's inputs and results,
+    and its security events name the parent session, the subagent and each call as the import's do."""
+    subs = {k: t for k, t in oc_live.imported_all.items() if t[0]["agent"]["kind"] == "sub"}
+    assert len(subs) == 1, sorted(oc_live.imported_all)
+    [(key, imported)] = subs.items()
+    live = oc_live.live_all.get(key)
+    assert live is not None and live[0]["agent"]["kind"] == "sub", sorted(oc_live.live_all)
+    for name in ("inputs", "results"):
+        assert rig_compare.PROJECTIONS[name](live) == rig_compare.PROJECTIONS[name](imported), name
+
+    def links(folder: Path) -> list[tuple[Any, ...]]:
+        return [(e["kind"], e.get("source_session_id"), e.get("agent_sub_id"), e.get("source_tool_call_id"),
+                 e.get("action_fingerprint")) for e in rig_compare.read_jsonl(folder / "events" / f"{key}.jsonl")]
+
+    mine = links(oc_live.session.data)
+    assert mine and mine == links(oc_live.session.root / "imported")
+    assert {x[1] for x in mine} == {oc_live.live[0]["session_id"]}
 
 
 def _tool_messages(oc_live: OpencodeLive, scenario: str) -> str:
