@@ -49,6 +49,8 @@ def test_install_lays_out_the_folder_and_uninstall_takes_everything_back(tmp_pat
     assert (config.parent / "package-lock.json").read_bytes() == opencode_install.LOCK
     status = _hooks(env, "status")
     assert status.returncode == 0 and "installed in" in status.stdout and "broken" not in status.stdout, status.stdout
+    doctor = subprocess.run([REMATCH, "doctor"], capture_output=True, text=True, env=env, timeout=60).stdout
+    assert f"hooks (opencode): rematch's plugin named in {config}, it can run" in doctor, doctor
     assert _hooks(env, "install").returncode == 0 and json.loads(config.read_text())["plugin"] == [copy.resolve().as_uri()]
     res = _hooks(env, "uninstall")
     assert res.returncode == 0, res.stderr

@@ -107,6 +107,16 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
     loaded = {str(p["name"]) for p in plugins}
     more = [r for r in (hooks_report(None, h) for h in _FILE_HOOKS if h in loaded)
             if r["installed"] or r["settings_error"]]
+    if "opencode" in loaded:
+        from pathlib import Path
+
+        from rematch_trace.live import opencode_install as oc
+
+        st = oc.status(oc.config_path(None), Path(str(data["path"])).resolve())
+        if st.named or st.problems:
+            more.append({"harness": "opencode", "settings": str(st.config), "settings_error": None,
+                         "installed": ["plugin"] if st.named else [], "missing": [],
+                         "broken": [{"command": str(st.copy), "problem": why} for why in st.problems]})
     for r in more:
         again = f"rematch hooks install --harness {r['harness']}"
         if r["settings_error"]:
@@ -161,8 +171,12 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
             if r["settings_error"]:
                 click.echo(f"hooks ({r['harness']}): {r['settings']}: cannot be read")
                 continue
-            state = f"{len(r['installed'])} events installed in {r['settings']}"
-            state += f", {len(r['broken'])} cannot run" if r["broken"] else ", their commands run"
+            what = "rematch's plugin named" if r["harness"] == "opencode" else f"{len(r['installed'])} events installed"
+            state = f"{what} in {r['settings']}"
+            if r["harness"] == "opencode":
+                state += f", {len(r['broken'])} problem(s)" if r["broken"] else ", it can run"
+            else:
+                state += f", {len(r['broken'])} cannot run" if r["broken"] else ", their commands run"
             click.echo(f"hooks ({r['harness']}): {state}")
         # Each plugin's default folders, as it names them: no harness is known to the core here.
         for plugin in plugins:
