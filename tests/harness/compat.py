@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from rig_install import newest, pinned  # noqa: E402 - after the path it is found on
+from rig_install import newest_version, pinned  # noqa: E402 - after the path it is found on
 
 ROOT = HERE.parent.parent
 DOC = ROOT / "docs" / "compatibility.md"
@@ -75,7 +75,7 @@ def table(only: list[str] | None = None) -> str:
     for name in only or TESTS:
         h = pinned(name)
         versions = [(h.version, "pinned")]
-        latest = newest(h.package)
+        latest = newest_version(name)
         if latest != h.version:
             versions.append((latest, "newest"))
         else:
@@ -83,7 +83,12 @@ def table(only: list[str] | None = None) -> str:
         for version, what in versions:
             results = run_rig(name, version)
             cells = " | ".join(cell(results, COLUMNS[c]) for c in COLUMNS)
-            rows.append(f"| {h.package} | {version} ({what}) | {cells} |")
+            os.environ[f"REMATCH_RIG_VERSION_{name.upper()}"] = version
+            try:
+                package = pinned(name).package  # the package of that version (a harness may have moved)
+            finally:
+                del os.environ[f"REMATCH_RIG_VERSION_{name.upper()}"]
+            rows.append(f"| {package} | {version} ({what}) | {cells} |")
     return "\n".join(rows) + "\n"
 
 

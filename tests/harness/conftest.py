@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from rig_install import InstallError, binary, pinned
+from rig_install import InstallError, binary, moved_pin, pinned
 from rig_session import namespace_works
 
 
@@ -21,12 +21,13 @@ def _unavailable(why: str) -> None:
     pytest.skip(why)
 
 
-def harness_binary(name: str) -> Path:
-    """The pinned harness's executable, after checking a network namespace can be made."""
+def harness_binary(name: str, moved: bool = False) -> Path:
+    """The pinned harness's executable (``moved``: its pin in the package it moved to), after checking a
+    network namespace can be made."""
     if not namespace_works():
         _unavailable("no network namespace can be made here (unshare -n needs root or user namespaces)")
     try:
-        return binary(pinned(name))
+        return binary(moved_pin(name) if moved else pinned(name))
     except (InstallError, OSError) as exc:
         _unavailable(f"harness {name} is not available: {exc}")
         raise
@@ -48,6 +49,12 @@ def codex_exe() -> Path:
 def pi_exe() -> Path:
     """pi at the pinned version."""
     return harness_binary("pi")
+
+
+@pytest.fixture(scope="session")
+def pi_moved_exe() -> Path:
+    """pi as it ships now (``@earendil-works/pi-coding-agent``, with the Node it needs beside it)."""
+    return harness_binary("pi", moved=True)
 
 
 @pytest.fixture(scope="session")

@@ -37,15 +37,41 @@ class Harness:
     runtime: tuple[str, ...] = ()
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """``1.6.0`` as ``(1, 6, 0)`` (a pre-release's tail ignored), for comparing versions."""
+    return tuple(int(x) if x.isdigit() else 0 for x in version.split("-", 1)[0].split("."))
+
+
 def pinned(name: str) -> Harness:
     """The harness ``name`` (``claude_code``, ``codex``, ``pi``) at its pinned version.
 
     ``REMATCH_RIG_VERSION_<NAME>`` (e.g. ``REMATCH_RIG_VERSION_CLAUDE_CODE=2.1.330``) runs the rig
-    against another version: how ``compat.py`` tries the newest ones.
+    against another version: how ``compat.py`` tries the newest ones. A harness whose package moved
+    (versions.json's ``moved``: pi went on as ``@earendil-works/pi-coding-agent`` at 1.0.0) is that
+    package from its ``since`` version on, with the runtime it needs (``with``: pi 1.x needs Node
+    22.19 or later, installed from the npm registry as ``node@22`` beside it, first on ``PATH``).
     """
     doc = json.loads(VERSIONS.read_text())[name]
     version = os.environ.get(f"REMATCH_RIG_VERSION_{name.upper()}") or doc["version"]
+    moved = doc.get("moved")
+    if moved and _release(version) >= _release(moved["since"]):
+        return Harness(name, moved["package"], version, doc["bin"], tuple(moved.get("with", ())))
     return Harness(name, doc["package"], version, doc["bin"], tuple(doc.get("with", ())))
+
+
+def moved_pin(name: str) -> Harness:
+    """The harness ``name`` at the version pinned in the package it moved to (versions.json's
+    ``moved.version``: pi 1.6.0 as ``@earendil-works/pi-coding-agent``), run beside its old pin."""
+    doc = json.loads(VERSIONS.read_text())[name]["moved"]
+    return Harness(name, doc["package"], doc["version"], json.loads(VERSIONS.read_text())[name]["bin"],
+                   tuple(doc.get("with", ())))
+
+
+def newest_version(name: str) -> str:
+    """The newest published version of harness ``name``: of the package it moved to, if it moved (the
+    one place the packages of a harness are named is versions.json)."""
+    doc = json.loads(VERSIONS.read_text())[name]
+    return newest(doc["moved"]["package"] if doc.get("moved") else doc["package"])
 
 
 def cache_root() -> Path:

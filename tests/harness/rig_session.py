@@ -324,6 +324,8 @@ class PiSession(RigSession):
     live: bool = False
     #: The key of the harness in versions.json.
     harness: str = "pi"
+    #: The harness's version when it is not the key's pin (pi as it ships now: ``moved_pin``).
+    version: str | None = None
 
     @property
     def agent_dir(self) -> Path:
@@ -347,9 +349,10 @@ class PiSession(RigSession):
         return {str(self.agent_dir / "models.json"): json.dumps(doc)}
 
     def env(self) -> dict[str, str]:
-        """HOME and the agent folder in the root; startup network operations and telemetry off."""
-        return {**BASE_ENV, "HOME": str(self.home), "PI_CODING_AGENT_DIR": str(self.agent_dir),
-                "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
+        """HOME and the agent folder in the root; startup network operations and telemetry off; the
+        executable's folder first on ``PATH`` (pi 1.x runs on the Node installed beside it)."""
+        return {**BASE_ENV, "PATH": f"{self.exe.parent}:{BASE_ENV['PATH']}", "HOME": str(self.home),
+                "PI_CODING_AGENT_DIR": str(self.agent_dir), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
 
     def argv(self, prompt: Prompt, session_id: str, first: bool) -> list[str]:
         """``pi -p PROMPT`` with our provider, then ``--continue``."""

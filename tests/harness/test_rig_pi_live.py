@@ -200,7 +200,8 @@ def test_the_session_ends_with_files_changed(pi_live: LiveOutcome) -> None:
 def test_the_session_start_names_pis_version(pi_live: LiveOutcome) -> None:
     """Live, the extension reads pi's version from its package (pi's session file records none)."""
     [start] = [r for r in pi_live.live if r["ev"] == "session_start"]
-    assert (start["mode"], start["omp_version"]) == ("live", pinned(pi_live.session.harness).version)
+    version = pi_live.session.version or pinned(pi_live.session.harness).version
+    assert (start["mode"], start["omp_version"]) == ("live", version)
 
 
 def test_extension_only_fields(pi_live: LiveOutcome) -> None:

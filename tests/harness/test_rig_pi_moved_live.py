@@ -1,0 +1,44 @@
+"""pi as it ships now: ``@earendil-works/pi-coding-agent`` (pinned 1.6.0, run by the Node 22 the rig
+installs beside it from the npm registry: it needs 22.19 or later), with rematch's extension.
+
+The same five prompts and the same checks as pi 0.73.1's (``test_rig_pi_live.py``, whose tests are
+imported here and run against this module's session, as ``test_rig_omp_live.py`` does for omp):
+live equals the import of pi's session file on every projection, the deny is reported blocked by
+pi, an approved hold runs, the session start names 1.6.0, no error was logged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rig_install import moved_pin
+from rig_session import PiSession
+from test_rig_pi_live import (  # the same tests, against pi 1.6.0's session (this module's fixture)
+    LiveOutcome,
+    run_live,
+    test_an_approved_hold_lets_the_call_run,
+    test_deny_is_blocked,
+    test_every_run_ends_cleanly,
+    test_extension_only_fields,
+    test_input_sources,
+    test_live_equals_import,
+    test_mark_is_recorded_live,
+    test_nothing_was_logged,
+    test_the_session_ends_with_files_changed,
+    test_the_session_start_names_pis_version,
+)
+
+__all__ = [
+    "test_an_approved_hold_lets_the_call_run", "test_deny_is_blocked", "test_every_run_ends_cleanly",
+    "test_extension_only_fields", "test_input_sources", "test_live_equals_import", "test_mark_is_recorded_live",
+    "test_nothing_was_logged", "test_the_session_ends_with_files_changed", "test_the_session_start_names_pis_version",
+]
+
+
+@pytest.fixture(scope="module")
+def pi_live(pi_moved_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveOutcome:
+    """The five prompts run once in pi 1.6.0 with the extension and the service; the session file imported."""
+    session = PiSession(tmp_path_factory.mktemp("pi-moved-live"), pi_moved_exe, live=True,
+                        version=moved_pin("pi").version)
+    return run_live(session)
