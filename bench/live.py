@@ -23,6 +23,10 @@ side by side say what rematch itself costs.
 Targets (issue 15): p50 <= 30 ms and p99 <= 80 ms per invocation with the
 service running; correct output, just slower, without it.
 
+``--harness gemini_cli`` and ``--harness opencode`` (issue 42) replay a Gemini CLI 0.61 session
+(its log growing as Gemini CLI writes it, read whole by the plugin at each ``BeforeModel`` and
+``AfterAgent``) and the payloads rematch's opencode plugin hands the client.
+
 ``--harness codex`` replays a Codex session instead (issue 31): Codex 0.169's payloads (shell
 calls as ``Bash``/``command``) through ``<rematch_hook.py> codex``, with the rollout growing
 beside them as Codex writes it (the call and its usage before ``PreToolUse``, its
@@ -111,6 +115,95 @@ def codex_payloads(sid: str, cwd: str, turns: int, calls: int) -> list[dict[str,
                         line("token_usage_record", {"turn_id": tid, "usage": usage(n)})]})
     out.append({**base, "hook_event_name": "SessionEnd", "reason": "other"})
     return out
+
+
+def gemini_cli_payloads(sid: str, cwd: str, turns: int, calls: int) -> list[dict[str, Any]]:
+    """A Gemini CLI 0.61 session's hook payloads, each with the log lines Gemini CLI writes before it
+    (``APPEND``): a prompt before its first ``BeforeModel``, a model message before its ``BeforeTool``, the
+    message restated with its finished call and the result before the next ``BeforeModel``, the last
+    answer before ``AfterAgent`` (the plugin reads the whole log at each ``BeforeModel`` and ``AfterAgent``)."""
+    log = f"{cwd}/session-{sid}.jsonl"
+    base = {"session_id": sid, "transcript_path": log, "cwd": cwd, "timestamp": "2026-12-01T18:35:07.674Z"}
+    stamp = "2026-12-01T18:35:08.000Z"
+
+    def line(doc: dict[str, Any]) -> bytes:
+        return orjson.dumps(doc)
+
+    tokens = {"input": 9000, "output": 120, "cached": 8000, "thoughts": 0, "tool": 0, "total": 9120}
+    meta = {"sessionId": sid, "projectHash": "0" * 64, "startTime": stamp, "lastUpdated": stamp, "kind": "main"}
+    out: list[dict[str, Any]] = [{**base, "hook_event_name": "SessionStart", "source": "startup",
+                                  APPEND: [line(meta)]}]
+    n = 0
+    for turn in range(turns):
+        prompt = f"step {turn}: edit cli.py and run tests"
+        out.append({**base, "hook_event_name": "BeforeAgent", "prompt": prompt})
+        before: list[bytes] = [line({"id": f"u{turn}", "timestamp": stamp, "type": "user", "content": [{"text": prompt}]})]
+        for _ in range(calls):
+            n += 1
+            mid, cid, cmd = f"g{n}", f"run_shell_command__run_shell_command_{n}_0", f"pytest -q tests/test_{n}.py"
+            msg = {"id": mid, "timestamp": stamp, "type": "gemini", "content": "", "tokens": tokens,
+                   "model": "gemini-2.5-flash"}
+            out.append({**base, "hook_event_name": "BeforeModel", "llm_request": {"model": "gemini-2.5-flash"},
+                        APPEND: before})
+            out.append({**base, "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+                        "tool_input": {"command": cmd}, APPEND: [line(msg)]})
+            response = {"id": cid, "name": "run_shell_command", "response": {"output": "." * 200 + "\n1 passed\n"}}
+            call = {"id": cid, "name": "run_shell_command", "args": {"command": cmd},
+                    "result": [{"functionResponse": response}], "status": "success", "timestamp": stamp}
+            before = [line({**msg, "toolCalls": [call]}),
+                      line({"id": f"r{n}", "timestamp": stamp, "type": "user",
+                            "content": [{"functionResponse": response}]})]
+        out.append({**base, "hook_event_name": "BeforeModel", "llm_request": {"model": "gemini-2.5-flash"},
+                    APPEND: before})
+        last = {"id": f"a{turn}", "timestamp": stamp, "type": "gemini", "content": f"Step {turn} done.",
+                "tokens": tokens, "model": "gemini-2.5-flash"}
+        out.append({**base, "hook_event_name": "AfterAgent", "prompt": prompt, "prompt_response": last["content"],
+                    "stop_hook_active": False, APPEND: [line(last)]})
+    out.append({**base, "hook_event_name": "SessionEnd", "reason": "exit"})
+    return out
+
+
+def opencode_payloads(sid: str, cwd: str, turns: int, calls: int) -> list[dict[str, Any]]:
+    """The payloads rematch's opencode plugin hands the hook client for an opencode 1.18 session: its start,
+    per turn the prompt, each call before it runs and each finished assistant message (one step per call,
+    its tool part done), the last answer and the session's idle; then the process's exit."""
+    session = {"id": sid, "directory": cwd, "title": "bench", "version": "1.18.33", "time": {"created": 1}}
+    base = {"session_id": sid, "cwd": cwd, "session": session}
+    out: list[dict[str, Any]] = [{**base, "hook_event_name": "SessionStart"}]
+    n = 0
+    t = 1_760_000_000_000
+    tokens = {"input": 9000, "output": 120, "reasoning": 0, "cache": {"read": 8000, "write": 0}}
+    for turn in range(turns):
+        t += 1000
+        user = {"id": f"msg_{t:016d}u", "sessionID": sid, "role": "user", "time": {"created": t}}
+        out.append({**base, "hook_event_name": "UserMessage", "message": user,
+                    "parts": [{"id": f"prt_{t:016d}u", "type": "text", "text": f"step {turn}: edit cli.py"}]})
+        for _ in range(calls + 1):
+            n += 1
+            t += 10
+            parts: list[dict[str, Any]] = [{"id": f"prt_{t:016d}a", "type": "step-start"}]
+            if _ < calls:
+                cid, cmd = f"call_{n:05d}", f"pytest -q tests/test_{n}.py"
+                out.append({**base, "hook_event_name": "PreToolUse", "tool_name": "bash", "tool_use_id": cid,
+                            "tool_input": {"command": cmd, "description": "test"}})
+                parts.append({"id": f"prt_{t:016d}b", "type": "tool", "callID": cid, "tool": "bash",
+                              "state": {"status": "completed", "input": {"command": cmd, "description": "test"},
+                                        "output": "." * 200 + "\n1 passed\n", "metadata": {"exit": 0},
+                                        "time": {"start": t, "end": t + 5}}})
+            else:
+                parts.append({"id": f"prt_{t:016d}b", "type": "text", "text": f"Step {turn} done."})
+            parts.append({"id": f"prt_{t:016d}c", "type": "step-finish", "reason": "stop", "tokens": tokens})
+            msg = {"id": f"msg_{t:016d}a", "sessionID": sid, "role": "assistant", "modelID": "rig-chat-1",
+                   "providerID": "rig", "tokens": tokens, "time": {"created": t, "completed": t + 8}}
+            out.append({**base, "hook_event_name": "AssistantMessage", "message": msg, "parts": parts})
+        out.append({**base, "hook_event_name": "Stop"})
+    out.append({**base, "hook_event_name": "SessionEnd", "reason": "exit"})
+    return out
+
+
+#: Each harness's payload maker.
+MAKERS = {"claude_code": None, "codex": codex_payloads, "gemini_cli": gemini_cli_payloads,
+          "opencode": opencode_payloads}
 
 
 def sent(payload: dict[str, Any]) -> bytes:
@@ -236,10 +329,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--calls", type=int, default=4)
-    ap.add_argument("--harness", choices=["claude_code", "codex"], default="claude_code")
+    ap.add_argument("--harness", choices=sorted(MAKERS), default="claude_code")
     args = ap.parse_args()
     load_at_start = os.getloadavg()
-    make = codex_payloads if args.harness == "codex" else payloads
+    make = MAKERS[args.harness] or payloads
     work = Path(tempfile.mkdtemp(prefix="rematch-live-bench-"))
     try:
         repo = work / "repo"
@@ -251,8 +344,10 @@ def main() -> None:
         env["REMATCH_HOME"] = str(work / "data")
         env["REMATCH_LIVE_SERVICE"] = "0"
         served = replay_served(events, work, repo, args.harness)
-        # The same session again, into another folder, from a fresh transcript (rollout).
-        Path(events[0]["transcript_path"]).unlink()
+        # The same session again, into another folder, from a fresh transcript (rollout); opencode's
+        # payloads carry their messages and name none.
+        if "transcript_path" in events[0]:
+            Path(events[0]["transcript_path"]).unlink()
         every, bare = time_hooks(events, env, args.harness)
         by_event: dict[str, list[float]] = {}
         for payload, ms in zip(events, every, strict=True):
@@ -278,7 +373,7 @@ def main() -> None:
 
         judged: list[float] = []
         for payload in make("bench-judge", str(repo), args.turns, args.calls):
-            if payload["hook_event_name"] != "PreToolUse":
+            if payload["hook_event_name"] not in ("PreToolUse", "BeforeTool"):
                 continue
             payload = orjson.loads(sent(payload))
             start = time.perf_counter()
