@@ -15,7 +15,9 @@ the import's own translator (:mod:`.translate`): live and import agree by constr
   :class:`~rematch_trace.host.vocab.UserMessage`); after tool calls, the model message that made
   them (text, usage, model, calls), each call's :class:`~rematch_trace.host.vocab.ToolStarted`, and
   their results, a call Gemini CLI blocked with rematch's reason preceded by its
-  :class:`~rematch_trace.host.vocab.CallBlocked`;
+  :class:`~rematch_trace.host.vocab.CallBlocked`; a subagent one of them ran (``invoke_agent``, its
+  ``agentId``) is its own session, read whole from its own log (``chats/<session>/<agent>.jsonl``)
+  by the same translator, on the stream of its id, and ended;
 * ``AfterAgent``: the run's last model message, then :class:`~rematch_trace.host.vocab.RunEnd`;
 * ``PreCompress``: a :class:`~rematch_trace.host.vocab.Compaction`; ``SessionEnd``: the end.
 
@@ -26,7 +28,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import attrs
 
 from rematch_trace.host.source import RawRecord, Source
 from rematch_trace.host.text import clean
@@ -59,16 +63,50 @@ def _str(event: dict[str, Any], key: str) -> str:
     return clean(value) if type(value) is str else ""
 
 
-def _log(event: dict[str, Any]) -> list[Neutral]:
-    """What the import's translator gives for the payload's log, read whole now (``[]`` without one)."""
-    path = event.get("transcript_path")
+def _source(path: object, kind: Literal["main", "sub"] = "main") -> Source | None:
     if type(path) is not str or not path.endswith((".jsonl", ".json")) or "\x00" in path:
+        return None
+    source = Source(HARNESS, Path(path), agent_kind=kind)
+    return source if source.path.is_file() else None
+
+
+def _translated(source: Source) -> tuple[list[Neutral], list[Any]]:
+    """What the import's translator gives for ``source`` read whole now, and the records it read."""
+    raw = [r.value for r in read.read(source, 0) if isinstance(r, RawRecord)]
+    records = (RawRecord(i + 1, i, i + 1, v) for i, v in enumerate(raw))
+    return list(translate.translate(source, records, {})), raw
+
+
+def _log(event: dict[str, Any]) -> tuple[list[Neutral], list[Any]]:
+    """The payload's log translated (``[]`` without one), and its records."""
+    source = _source(event.get("transcript_path"))
+    return _translated(source) if source is not None else ([], [])
+
+
+def _agents(raw: list[Any], done: set[str]) -> dict[str, str]:
+    """Call id -> the subagent it ran (``agentId``, Gemini CLI 0.61's ``invoke_agent``), for the calls ``done``."""
+    out: dict[str, str] = {}
+    for v in raw:
+        calls = v.get("toolCalls") if isinstance(v, dict) else None
+        for tc in calls if isinstance(calls, list) else ():
+            if isinstance(tc, dict) and tc.get("id") in done and isinstance(tc.get("agentId"), str):
+                out[tc["id"]] = tc["agentId"]
+    return out
+
+
+def _subagent(event: dict[str, Any], agent: str, t: int) -> list[Neutral]:
+    """A finished subagent's session, read whole from its own log (``chats/<session>/<agent>.jsonl``, as the
+    import finds it) on its own stream, and its end."""
+    sid, log = event.get("session_id"), event.get("transcript_path")
+    if (type(sid) is not str or type(log) is not str or not agent or any(c in agent for c in "/\\\x00")
+            or agent in (".", "..") or any(c in sid for c in "/\\\x00") or sid in (".", "..")):
         return []
-    source = Source(HARNESS, Path(path))
-    if not source.path.is_file():
+    source = _source(str(Path(log).parent / sid / f"{agent}.jsonl"), "sub")
+    if source is None:
         return []
-    records = (r for r in read.read(source, 0) if isinstance(r, RawRecord))
-    return list(translate.translate(source, records, {}))
+    records, _raw = _translated(source)
+    out: list[Neutral] = [attrs.evolve(r, stream=agent) for r in _with_calls(records)]  # type: ignore[misc]
+    return [*out, SessionEnded(agent, t, "subagent_stop")] if out else []
 
 
 def _last_said(records: list[Neutral]) -> int:
@@ -97,21 +135,25 @@ def _with_calls(records: list[Neutral]) -> list[Neutral]:
     return out
 
 
-def _step(event: dict[str, Any], last: bool) -> list[Neutral]:
+def _step(event: dict[str, Any], last: bool, t: int) -> list[Neutral]:
     """The step the log ends with: before a model request (``last`` false), the prompt just made or
-    the model message whose calls are done and their results; at the run's end, its last message."""
-    records = _log(event)
+    the model message whose calls are done and their results (and the session of a subagent one of
+    them ran); at the run's end, its last message."""
+    records, raw = _log(event)
     i = _last_said(records)
     if i < 0:
         return []
     tail = records[i:]
     said = tail[0]
-    results = any(isinstance(r, ToolResult) for r in tail)
+    results = {r.call_id for r in tail if isinstance(r, ToolResult)}
     if isinstance(said, UserMessage):
         return [] if last else [said]
     if last:
         return [] if results else [said]
-    return _with_calls(tail) if results else []
+    if not results:
+        return []
+    subs = [rec for agent in sorted(set(_agents(raw, results).values())) for rec in _subagent(event, agent, t)]
+    return [*_with_calls(tail), *subs]
 
 
 def records(event: dict[str, Any], t: int) -> list[Neutral]:
@@ -122,9 +164,9 @@ def records(event: dict[str, Any], t: int) -> list[Neutral]:
     out: list[Neutral] = [Session("", t, sid, _str(event, "cwd"), "main")]
     name = event.get("hook_event_name")
     if name == "BeforeModel":
-        return [*out, *(r for r in _step(event, last=False) if not isinstance(r, Session))]
+        return [*out, *(r for r in _step(event, False, t) if not (isinstance(r, Session) and r.stream == ""))]
     if name == "AfterAgent":
-        return [*out, *(r for r in _step(event, last=True) if not isinstance(r, Session)), RunEnd("", t, "stop")]
+        return [*out, *(r for r in _step(event, True, t) if not isinstance(r, Session)), RunEnd("", t, "stop")]
     if name == "PreCompress":
         return [*out, Compaction("", t, _str(event, "trigger"))]
     if name == "SessionEnd":
