@@ -274,9 +274,9 @@ def _extension_status(harness: str, agent_dir: str | None, out: str | None, as_j
 def _opencode_status(settings: str | None, out: str | None, as_json: bool) -> None:
     """``hooks status --harness opencode``: the plugin named in opencode's config, its copy, the service;
     exit 1 when broken."""
+    from rematch_trace.host.text import one_line
     from rematch_trace.live import opencode_install as oc
     from rematch_trace.live.hook_check import service_state
-    from rematch_trace.report.text import one_line
 
     data = data_folder(out)
     st = oc.status(oc.config_path(settings), data.root.resolve())

@@ -41,6 +41,8 @@ conversation_items = lazy_hook(__name__, "conversation_items", ("source", "recor
 def transcript_suffixes() -> Iterable[str]:
     """``.json``: the session documents Gemini CLI wrote before its JSON-lines log."""
     return (".json",)
+
+
 # The core asks only the plugin that owns the harness (the one whose default_locations name it).
 live_records = lazy_hook(__name__, "live_records", ("event", "t"), "live:records",
                          "The records of one Gemini CLI hook payload (its log read by the import's translator); "
