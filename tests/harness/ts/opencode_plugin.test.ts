@@ -7,6 +7,9 @@
  */
 
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 
 import plugin, {
@@ -88,6 +91,19 @@ test("the installed client denies a token upload and lets a safe call run (judge
                                  { args: { command } });
   await assert.rejects(call(DENIED), /^Error: rematch: .*policy:credential-to-network/);
   await call("echo hello");
+});
+
+test("a client that cannot run lets the call through and says so in the error log, never the payload", async () => {
+  const data = mkdtempSync(join(tmpdir(), "rematch-oc-"));
+  const conf: Config = { python: join(data, "no-python"), client: "x", data, ...BUDGETS };
+  const hooks = makeHooks(clientRunner(conf), conf, data);
+  await hooks["tool.execute.before"]({ tool: "bash", sessionID: "ses_t", callID: "call_x" },
+                                     { args: { command: DENIED } });
+  await hooks["chat.message"]({ sessionID: "ses_t" }, { message: { id: "m" }, parts: [] });
+  const log = readFileSync(join(data, "live", "errors.log"), "utf8");
+  assert.match(log, /rematch_plugin opencode: the hook client did not finish .* for PreToolUse: the call ran unjudged/);
+  assert.match(log, /for UserMessage: the event is lost/);
+  assert.ok(!log.includes("GITHUB_TOKEN"));
 });
 
 test("not installed, the plugin gives opencode no hook", async () => {

@@ -20,8 +20,8 @@
  * handed over in the order opencode gives them, each while opencode waits (`spawnSync`: its `run`
  * exits as soon as the session is idle, and an event still on its way would be lost); a call's
  * verdict is awaited beside opencode's loop. The client exits 0 whatever fails (its failures are
- * lines in `<data>/live/errors.log`, never the payload); a client that cannot be started, or
- * outlives its deadline, is let go: opencode goes on (fail open).
+ * lines in `<data>/live/errors.log`, never the payload); a client that cannot be started, fails or
+ * outlives its deadline is let go and said there by the plugin: opencode goes on (fail open).
  *
  * opencode loads this file from the `plugin` list of its config (`file://...`): `rematch hooks
  * install --harness opencode` copies it into the data folder with its `INSTALLED` line filled in
@@ -29,6 +29,8 @@
  */
 
 import { spawn, spawnSync } from "node:child_process";
+import { appendFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 
 /** What `rematch hooks install` writes into this file. */
 export interface Config {
@@ -77,15 +79,39 @@ export const DENY_PREFIX = "rematch: ";
  */
 export type Runner = (payload: Obj, deadlineMs: number, wait: boolean) => Promise<string>;
 
-/** The runner of the installed client: never rejects (a client that cannot run gives ""). */
+/**
+ * One line in `<data>/live/errors.log` (`rematch_trace.live.folder.log_error`'s format), for what the
+ * client cannot say itself: that it did not run (the event lost, a call let through unjudged). Never
+ * the payload; never throws.
+ */
+export function logError(conf: Pick<Config, "data">, message: string): void {
+  try {
+    const live = join(conf.data, "live");
+    mkdirSync(live, { recursive: true, mode: 0o700 });
+    const stamp = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+    appendFileSync(join(live, "errors.log"), `${stamp} rematch_plugin opencode: ${message}\n`, { mode: 0o600 });
+  } catch {
+    // logging is best effort: opencode goes on
+  }
+}
+
+/** The runner of the installed client: never rejects (a client that cannot run gives "", and is logged). */
 export function clientRunner(conf: Config): Runner {
   const args = (deadlineMs: number): string[] => ["-S", "-I", conf.client, "opencode", "--out", conf.data,
                                                   `--deadline-ms=${deadlineMs}`];
+  const failed = (payload: Obj, why: string): void => {
+    const event = typeof payload.hook_event_name === "string" ? payload.hook_event_name : "?";
+    const lost = event === "PreToolUse" ? "the call ran unjudged (fail open)" : "the event is lost";
+    logError(conf, `the hook client did not finish (${why}) for ${event}: ${lost}`);
+  };
   return (payload, deadlineMs, wait) => {
     if (wait) {
       const done = spawnSync(conf.python, args(deadlineMs), { input: JSON.stringify(payload), encoding: "utf8",
                                                               stdio: ["pipe", "pipe", "ignore"],
                                                               timeout: deadlineMs + SLACK_MS });
+      if (done.error !== undefined || done.status !== 0) {
+        failed(payload, done.error?.message ?? `exit ${String(done.status ?? done.signal)}`);
+      }
       return Promise.resolve(typeof done.stdout === "string" ? done.stdout : "");
     }
     return new Promise((resolve) => {
@@ -101,14 +127,23 @@ export function clientRunner(conf: Config): Runner {
       const child = spawn(conf.python, args(deadlineMs), { stdio: ["pipe", "pipe", "ignore"] });
       const timer = setTimeout(() => {
         child.kill("SIGKILL");
+        failed(payload, "past its deadline");
         finish();
       }, deadlineMs + SLACK_MS);
       child.stdout.setEncoding("utf8");
       child.stdout.on("data", (chunk: string) => {
         out += chunk;
       });
-      child.on("error", finish);
-      child.on("close", finish);
+      child.on("error", (err: Error) => {
+        failed(payload, err.message);
+        finish();
+      });
+      child.on("close", (code: number | null) => {
+        if (code !== 0 && !settled) {
+          failed(payload, `exit ${String(code)}`);
+        }
+        finish();
+      });
       child.stdin.on("error", () => undefined); // a client gone before reading: its exit says the rest
       child.stdin.end(JSON.stringify(payload));
     });
