@@ -29,20 +29,72 @@ def _data(out: str | None) -> Path:
     return paths.data_folder(out)
 
 
+#: Columns of a command's wrapped rows.
+WRAP = 100
+
+
+def _rows(text: str) -> list[str]:
+    """``text`` as terminal rows: each of its lines escaped (:func:`one_line`), then wrapped; a row that goes on
+    from the one before starts with ``+``, a line of the text with ``|``."""
+    import textwrap
+
+    from rematch_trace.host.text import one_line
+
+    rows: list[str] = []
+    for line in text.split("\n"):
+        pieces = textwrap.wrap(one_line(line), WRAP, break_on_hyphens=False, drop_whitespace=False,
+                               replace_whitespace=False) or [""]
+        rows.extend(("      | " if i == 0 else "      + ") + piece for i, piece in enumerate(pieces))
+    return rows
+
+
 def _show(a: Any) -> None:
-    """One held call, for a person; the agent chose it (its summary, its session's id), so each line is
-    shown with hidden characters escaped."""
+    """One held call, for a person: its whole redacted command, wrapped, hidden characters escaped (the agent
+    chose it, and its session's id); when the service could not show it whole, a loud warning of its own, the
+    head, the tail and every risky part of what is between."""
     from rematch_trace.host.text import one_line
 
     who = a["session"] + (f"/{a['agent_sub_id']}" if a["agent_sub_id"] else "")
     click.echo(one_line(f"{a['approval_id']}  {a['tool_name']} ({a['tool_class']})  {a['rule']}  "
                         f"{a['expires_in_ms'] // 1000}s left  session {who}"))
-    click.echo(f"    {one_line(a['summary'])}")
+    if a["command_hidden"]:
+        click.echo(f"    !! this call is {a['command_chars']} characters long; {a['command_hidden']} in its middle "
+                   "are NOT shown below (its first and last parts are)")
+        click.echo("    first part:")
+        for row in _rows(a["command_head"]):
+            click.echo(row)
+        click.echo(f"    !! ... {a['command_hidden']} characters not shown ...")
+        if a["risky_parts"]:
+            click.echo(f"    !! risky parts of what is not shown ({len(a['risky_parts'])} of {a['risky_total']}):")
+            for part in a["risky_parts"]:
+                for row in _rows(part):
+                    click.echo(row)
+        elif a["risky_total"] == 0 and a["command_head"]:
+            click.echo("    (nothing in what is not shown looks risky to rematch's patterns)")
+        click.echo("    last part:")
+        for row in _rows(a["command_tail"]):
+            click.echo(row)
+        click.echo("    !! deny it unless you know what the unshown middle does")
+    else:
+        click.echo(f"    command ({a['command_chars']} characters, shown whole):")
+        for row in _rows(a["command_head"]):
+            click.echo(row)
     if a["risk_features"]:
         click.echo(one_line(f"    risk: {', '.join(a['risk_features'])}"))
     click.echo(one_line(f"    fingerprint {a['action_fingerprint']}  nonce {a['invocation_nonce']}"))
     if a.get("event_fingerprint"):
         click.echo(one_line(f"    event fingerprint {a['event_fingerprint']}"))
+
+
+def _whole(data: Path, items: list[Any]) -> list[Any]:
+    """Each listed call as ``show_approval`` gives it (as much of its command as one reply carries)."""
+    from rematch_trace.live.control import show
+
+    out = []
+    for a in items:
+        full = show(data, a["approval_id"])
+        out.append(full if full is not None else a)  # decided since it was listed: as listed
+    return out
 
 
 def _watch(data: Path, as_json: bool) -> None:
@@ -56,10 +108,11 @@ def _watch(data: Path, as_json: bool) -> None:
         while True:
             try:
                 items = list_approvals(data)
+                fresh = _whole(data, [a for a in items if a["approval_id"] not in shown])
             except ControlError as err:
                 raise click.ClickException(str(err)) from None
             now = {a["approval_id"] for a in items}
-            for a in items:
+            for a in fresh:
                 if a["approval_id"] not in shown:
                     if as_json:
                         click.echo(orjson.dumps(a, option=orjson.OPT_SORT_KEYS).decode())
@@ -91,7 +144,7 @@ def approvals_cmd(out: str | None, as_json: bool, watch: bool) -> None:
         _watch(_data(out), as_json)
         return
     try:
-        items = list_approvals(_data(out))
+        items = _whole(_data(out), list_approvals(_data(out)))
     except ControlError as err:
         raise click.ClickException(str(err)) from None
     if as_json:
@@ -130,8 +183,12 @@ def _prompt(data: Path) -> None:
 
 def _approve_at_terminal(data: Path, approval_id: str) -> str:
     """The interactive approval: the service writes a code to this terminal; the person types it back."""
-    from rematch_trace.live.control import Refused, decide, request_code
+    from rematch_trace.live.control import Refused, decide, request_code, show
 
+    held = show(data, approval_id)
+    if held is not None:  # what is approved, in full, before the code is asked for
+        click.echo("you are approving:")
+        _show(held)
     click.echo(request_code(data, approval_id))
     while True:
         try:

@@ -11,9 +11,11 @@ state only after checking, in this order and under one lock:
 4. the invocation is still live: its client is still connected and waiting
    (else it becomes ``cancelled``);
 5. the approver is not the held invocation's own harness: a process whose
-   ancestors include the process that ran the held client is refused
-   (Linux ``/proc``; the service applies the fuller checks of
-   :mod:`rematch_trace.live.approver_guard` before it asks the book);
+   ancestors include the harness that ran the held client (pid and start
+   time, :attr:`Approval.harness`), or whose ancestry cannot be read whole, is
+   refused (Linux ``/proc``; the service applies the fuller checks of
+   :mod:`rematch_trace.live.approver_guard` against the same bound harness
+   before it asks the book);
 6. an approval (not a denial) that needs a one-time code names the code
    issued for this approval (:meth:`ApprovalBook.issue_code`) from the same
    terminal it was written to; a few wrong codes void it.
@@ -36,6 +38,9 @@ from collections.abc import Callable
 
 import attrs
 
+from rematch_trace.live import approval_text, procs
+from rematch_trace.live.approval_text import LISTED_BYTES, SHOWN_BYTES
+from rematch_trace.live.approver_guard import Harness
 from rematch_trace.live.ipc.messages import MAX_LISTED_APPROVALS, ApprovalView
 
 #: Terminal states.
@@ -50,7 +55,8 @@ APPROVAL_ERRORS: dict[str, str] = {
     "binding_mismatch": "the fingerprint or nonce is not the held invocation's",
     "expired": "the approval's deadline passed (it is now `expired`)",
     "not_live": "the held call's client went away (the approval is now `cancelled`)",
-    "self_approval": "the decider may be the agent: its ancestry reaches a harness, a harness's program, session or process group, or a process detached after a harness (the message says which)",
+    "self_approval": "the decider may be the agent: its ancestry reaches a harness, a harness's program, session or process group, or a process detached after a harness, or cannot be read whole (the message says which)",
+    "guard_saturated": "no approval (nor code) while the table of harnesses is full of live ones and a harness seen since is not recorded; denying still works",
     "code_required": "approving needs the one-time code, given from the terminal it was written to",
     "wrong_code": "not the code; the message says how many tries are left (none: the code is void)",
     "code_exhausted": "every code this approval may be issued was issued; only a denial remains",
@@ -80,6 +86,13 @@ class Approval:
     expires_at: float
     is_live: Callable[[], bool]
     harness_pid: int | None = None
+    #: The harness that asked (pid, start time, session, program, cgroup): the guard checks every approver
+    #: of this call against it, whatever its table of harnesses holds.
+    harness: Harness | None = None
+    #: The call's whole redacted text (:func:`~rematch_trace.live.approval_text.held_text`; in memory only,
+    #: never logged) and the length of the text it was kept from.
+    command: str = attrs.field(default="", repr=False)
+    command_chars: int = 0
     #: The call's nonce-less action fingerprint: the one its event in events/<session>.jsonl carries.
     event_fingerprint: str | None = None
     state: str = "pending"
@@ -90,8 +103,11 @@ class Approval:
     codes_issued: int = 0
     done: threading.Event = attrs.field(factory=threading.Event)
 
-    def view(self) -> ApprovalView:
-        """The approval as the control channel lists it."""
+    def view(self, budget: int = LISTED_BYTES) -> ApprovalView:
+        """The approval as the control channel lists it (``budget``: bytes of its command's head and tail;
+        past it the middle is counted, and with :data:`SHOWN_BYTES`, its risky parts given)."""
+        text = self.command or self.summary
+        shown = approval_text.shown(text, self.command_chars or len(text), budget, risky=budget >= SHOWN_BYTES)
         return {
             "approval_id": self.approval_id,
             "state": self.state,
@@ -107,6 +123,12 @@ class Approval:
             "invocation_nonce": self.nonce,
             "event_fingerprint": self.event_fingerprint,
             "expires_in_ms": max(0, int((self.expires_at - time.monotonic()) * 1000)),
+            "command_chars": shown.chars,
+            "command_head": shown.head,
+            "command_tail": shown.tail,
+            "command_hidden": shown.hidden,
+            "risky_parts": list(shown.risky),
+            "risky_total": shown.risky_total,
         }
 
 
@@ -180,6 +202,16 @@ class ApprovalBook:
             with self._lock:
                 if candidate not in self._items:
                     return candidate
+
+    def bound_harnesses(self) -> list[Harness]:
+        """The harnesses of every held call (each approver is checked against all of them)."""
+        with self._lock:
+            return [a.harness for a in self._items.values() if a.harness is not None]
+
+    def get(self, approval_id: str) -> Approval | None:
+        """Held call ``approval_id`` while it is pending."""
+        with self._lock:
+            return self._items.get(approval_id)
 
     def pending(self) -> list[Approval]:
         """Held approvals, oldest deadline first."""
@@ -291,10 +323,13 @@ class ApprovalBook:
             a = self._open(approval_id, fingerprint, nonce)
             if isinstance(a, Outcome):
                 return a
-            if approver_pid is not None and a.harness_pid is not None and a.harness_pid in (
-                approver_pid, *ancestors(approver_pid)
-            ):
-                return Outcome(False, "self_approval", "the approver runs inside the harness whose call is held")
+            if approver_pid is not None and (a.harness_pid is not None or a.harness is not None):
+                chain = procs.lineage(approver_pid)
+                if chain is None:
+                    return Outcome(False, "self_approval", "the approver's ancestry cannot be read whole")
+                own = {(a.harness.proc.pid, a.harness.proc.start)} if a.harness is not None else set()
+                if any((x.pid, x.start) in own or x.pid == a.harness_pid for x in chain):
+                    return Outcome(False, "self_approval", "the approver runs inside the harness whose call is held")
             if approve and need_code:
                 refused = self._check_code(a, code, tty_nr)
                 if refused is not None:

@@ -67,6 +67,16 @@ def list_approvals(data: Path) -> list[ApprovalView]:
     return reply["approvals"]
 
 
+def show(data: Path, approval_id: str) -> ApprovalView | None:
+    """Held call ``approval_id`` with as much of its command as one reply carries; ``None`` when not pending."""
+    reply = _ask(data, "show_approval", {"approval_id": approval_id})
+    if not reply["ok"]:
+        if reply["error"] == "unknown_approval":
+            return None
+        raise ControlError(f"{reply['error']}: {reply['message']}")
+    return next((a for a in reply["approvals"] if a["approval_id"] == approval_id), None)
+
+
 def find(data: Path, approval_id: str) -> ApprovalView | None:
     """Held call ``approval_id`` as listed, or ``None`` when it is not pending."""
     return next((a for a in list_approvals(data) if a["approval_id"] == approval_id), None)
@@ -104,4 +114,4 @@ def decide(data: Path, approval_id: str, approve: bool, code: str | None = None)
     return reply["message"]
 
 
-__all__ = ["ControlError", "Refused", "decide", "find", "list_approvals", "request_code"]
+__all__ = ["ControlError", "Refused", "decide", "find", "list_approvals", "request_code", "show"]

@@ -66,6 +66,41 @@ def ancestry(pid: int, limit: int = 64) -> list[Proc]:
     return out
 
 
+#: Most processes in one ancestry: past it the ancestry is not proven (a chain nested deeper than this).
+LINEAGE_LIMIT = 4096
+
+
+def lineage(pid: int, limit: int = LINEAGE_LIMIT, tries: int = 3) -> list[Proc] | None:
+    """``pid`` itself, then every ancestor up to (not including) init; ``None`` when that cannot be proven.
+
+    Unlike :func:`ancestry`, a chain cut short is not taken for a whole one: a
+    parent that exits (or whose pid is reused, seen by a start time after its
+    child's) while the chain is read makes it read again, ``tries`` times; a
+    chain deeper than ``limit`` (an agent nesting shells past the bound) or a
+    process that cannot be read is ``None``. The guard refuses what it cannot
+    prove, so an approver judged by a partial ancestry is never approved.
+    """
+    for _ in range(tries):
+        chain: list[Proc] = []
+        p = stat(pid)
+        if p is None:
+            return None
+        while len(chain) < limit:
+            chain.append(p)
+            if p.ppid <= 1:  # init's child (or a namespace's first process): the chain is whole
+                return chain
+            parent = stat(p.ppid)
+            if parent is None or parent.start > p.start:
+                break  # the parent went (or its pid was reused) while we read: read the whole chain again
+            p = parent
+        else:
+            return None
+        p_now = stat(pid)
+        if p_now is None or p_now.start != chain[0].start:
+            return None
+    return None
+
+
 def cmdline(pid: int) -> list[str]:
     """``pid``'s arguments (empty when unreadable)."""
     try:
@@ -153,5 +188,5 @@ def pty_masters(index: int) -> list[int]:
     return holders
 
 
-__all__ = ["PTS_MAJORS", "VT_MAJOR", "Proc", "ancestry", "cgroup", "cmdline", "exe", "program", "pty_index",
-           "pty_masters", "same", "stat"]
+__all__ = ["LINEAGE_LIMIT", "PTS_MAJORS", "VT_MAJOR", "Proc", "ancestry", "cgroup", "cmdline", "exe", "lineage",
+           "program", "pty_index", "pty_masters", "same", "stat"]

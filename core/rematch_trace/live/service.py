@@ -62,7 +62,7 @@ from typing import Any
 
 import attrs
 
-from rematch_trace.live import paths
+from rematch_trace.live import paths, procs
 from rematch_trace.live.approvals import Approval, ApprovalBook, BookFull, Outcome
 from rematch_trace.live.approver_guard import Guard, Refusal, write_code
 from rematch_trace.live.hold_message import hold_message
@@ -242,6 +242,7 @@ class Service:
         self._handlers: dict[str, Handler] = {}
         self._control: dict[str, Handler] = {
             "list_approvals": self._list_approvals,
+            "show_approval": self._show_approval,
             "decide_approval": self._decide_approval,
             "request_code": self._request_code,
         }
@@ -686,14 +687,34 @@ class Service:
                               "The call needs an approval, but its input has no exact form to bind one to.",
                               source=verdict.source, tool_class=tool_class, incident_id=incident)
         ev = action.event
+        # The harness that asked, bound to this hold: every approver is checked against it whatever the
+        # guard's table holds (a client with no harness above it, re-parented to init, is bound itself).
+        itself = self._in_harness(inv.peer, request)
+        bound = self.guard.note_client(inv.peer.pid, itself=itself)
+        if bound is None:
+            client = procs.stat(inv.peer.pid)
+            bound = None if client is None else self.guard.record(client)
+        if bound is None:
+            return make_reply(rid, "deny", f"{verdict.reason}.unbound",
+                              "The call needs an approval, but the process that asked cannot be read.",
+                              source=verdict.source, tool_class=tool_class, incident_id=incident)
+        harness_proc = bound.proc
+        # The whole redacted text a person approves (the event's summary is cut at 200 characters).
+        from rematch_trace.live.approval_text import held_text
+        from rematch_trace.security.redact import default_redactor
+
+        payload = request["host_payload"]
+        command, command_chars = held_text(default_redactor(), tool_class, ev["tool_name"] or "",
+                                           payload.get("tool_input") if type(payload) is dict else None)
         approval = Approval(
             approval_id=self.approvals.new_id(), fingerprint=action.binding, nonce=action.nonce, request_id=rid,
             adapter=request["adapter"], session=ev["source_session_id"], agent_sub_id=ev["agent_sub_id"],
             tool_name=ev["tool_name"], tool_class=tool_class, summary=ev["args_summary"] or "",
             risk_features=list(ev["risk_features"]), rule=verdict.reason,
             expires_at=min(time.monotonic() + verdict.approval_timeout_s, inv.deadline - HOLD_MARGIN_S),
-            is_live=inv.is_live, harness_pid=getattr(self.guard.note_client(inv.peer.pid, itself=self._in_harness(inv.peer, request)), "pid",
-                                                    None),
+            # Live while its client waits and its harness runs (that very process, by its start time).
+            is_live=lambda: inv.is_live() and procs.same(harness_proc), harness_pid=harness_proc.pid,
+            harness=bound, command=command, command_chars=command_chars,
             event_fingerprint=ev["action_fingerprint"],
         )
         try:
@@ -725,6 +746,21 @@ class Service:
         views = [a.view() for a in self.approvals.pending()]
         return _control_reply(request["request_id"], True, None, f"{len(views)} pending", views)
 
+    def _show_approval(self, request: Request, inv: Invocation) -> ControlReply:
+        """One held call with as much of its command as one reply carries (and the risky parts of the rest)."""
+        rid = request["request_id"]
+        p = request["host_payload"]
+        if set(p) != {"approval_id"} or not isinstance(p["approval_id"], str):
+            return _control_reply(rid, False, "unexpected_field", "show_approval takes approval_id")
+        if not _APPROVAL_ID.fullmatch(p["approval_id"]):
+            return _control_reply(rid, False, "invalid_value", f"approval_id must match {_APPROVAL_ID.pattern}")
+        a = self.approvals.get(p["approval_id"])
+        if a is None:
+            return _control_reply(rid, False, "unknown_approval", f"no pending approval {p['approval_id']}")
+        from rematch_trace.live.approval_text import SHOWN_BYTES
+
+        return _control_reply(rid, True, None, "1 pending", [a.view(SHOWN_BYTES)])
+
     def _binding(self, rid: str, p: dict[str, Any], extra: set[str]) -> ControlReply | None:
         """A refusal when ``p`` is not exactly an approval's binding plus ``extra`` keys."""
         fields = {"approval_id": _APPROVAL_ID, "action_fingerprint": _FINGERPRINT, "invocation_nonce": _NONCE}
@@ -742,7 +778,8 @@ class Service:
         bad = self._binding(rid, p, set())
         if bad is not None:
             return bad
-        term = self.guard.vet_approver(inv.peer.pid) or self.guard.vet_terminal(inv.peer.pid)
+        bound = self.approvals.bound_harnesses()
+        term = self.guard.vet_approver(inv.peer.pid, bound) or self.guard.vet_terminal(inv.peer.pid, bound)
         if isinstance(term, Refusal):
             self.log(f"request_code approval_id={p['approval_id']} ok=False error={term.error} "
                      f"approver_pid={inv.peer.pid}")
@@ -773,10 +810,11 @@ class Service:
         if code is not None and (not isinstance(code, str) or not 1 <= len(code) <= 32):
             return _control_reply(rid, False, "invalid_value", "code must be a string of at most 32 characters")
         approve = p["decision"] == "approve"
-        refusal = self.guard.vet_approver(inv.peer.pid)
+        bound = self.approvals.bound_harnesses()
+        refusal = self.guard.vet_approver(inv.peer.pid, bound, approving=approve)
         tty_nr: int | None = None
         if refusal is None and approve and self.need_code and code is not None:
-            term = self.guard.vet_terminal(inv.peer.pid)
+            term = self.guard.vet_terminal(inv.peer.pid, bound)
             if isinstance(term, Refusal):
                 refusal = term
             else:

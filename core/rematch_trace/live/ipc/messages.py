@@ -29,13 +29,18 @@ TOOL_CLASSES: tuple[str, ...] = (
     "shell_exec", "file_read", "file_write", "file_edit", "network", "mcp", "subagent", "other", "unknown",
 )
 #: The request kinds of the control channel (never accepted on the event channel).
-CONTROL_KINDS: tuple[str, ...] = ("list_approvals", "decide_approval", "request_code")
+CONTROL_KINDS: tuple[str, ...] = ("list_approvals", "show_approval", "decide_approval", "request_code")
 #: States of an approval; every state but ``pending`` is terminal.
 APPROVAL_STATES: tuple[str, ...] = ("pending", "approved", "denied", "expired", "cancelled")
 #: Longest reply explanation, in characters.
 MAX_EXPLANATION = 1024
 #: Most approvals one control reply lists.
 MAX_LISTED_APPROVALS = 16
+#: Longest ``command_head`` and ``command_tail`` of an approval, in characters (one ``show_approval``
+#: reply bounds them together in bytes); most ``risky_parts`` and the longest of them.
+MAX_COMMAND_PART = 9_000
+MAX_RISKY_PARTS = 8
+MAX_RISKY_PART = 240
 #: Longest span from ``received_at_ms`` to ``hard_deadline_ms``.
 MAX_DEADLINE_SPAN_MS = 600_000
 
@@ -96,6 +101,12 @@ class ApprovalView(TypedDict):
     invocation_nonce: str
     event_fingerprint: str | None
     expires_in_ms: int
+    command_chars: int
+    command_head: str
+    command_tail: str
+    command_hidden: int
+    risky_parts: list[str]
+    risky_total: int
 
 
 class ControlReply(TypedDict):
@@ -232,6 +243,12 @@ _APPROVAL_SPEC: dict[str, Check] = {
     "invocation_nonce": _text(_NONCE),
     "event_fingerprint": _text(_FINGERPRINT, nullable=True),
     "expires_in_ms": _int(0, MAX_EXACT_INT),
+    "command_chars": _int(0, MAX_EXACT_INT),
+    "command_head": _text(None, limit=MAX_COMMAND_PART),
+    "command_tail": _text(None, limit=MAX_COMMAND_PART),
+    "command_hidden": _int(0, MAX_EXACT_INT),
+    "risky_parts": _strings(MAX_RISKY_PARTS, MAX_RISKY_PART),
+    "risky_total": _int(0, MAX_EXACT_INT),
 }
 
 
@@ -315,9 +332,12 @@ __all__ = [
     "CONTROL_KINDS",
     "DECISIONS",
     "DECISION_SOURCES",
+    "MAX_COMMAND_PART",
     "MAX_DEADLINE_SPAN_MS",
     "MAX_EXPLANATION",
     "MAX_LISTED_APPROVALS",
+    "MAX_RISKY_PART",
+    "MAX_RISKY_PARTS",
     "TOOL_CLASSES",
     "ApprovalView",
     "ControlReply",
