@@ -41,8 +41,9 @@ _RISKY = re.compile(
     r"|\.ssh\b|\.aws\b|\.env\b|\.netrc\b|\.git-credentials\b|id_rsa|id_ed25519|\b(?:token|secret|passw)",
     re.IGNORECASE,
 )
-#: Where a command splits into parts: control operators and newlines (a rough shell reading, for display).
-_PARTS = re.compile(r"\n|;|&&|\|\||(?<!\|)\|(?!\|)|&(?!&)")
+#: Where a command splits into parts: lists' control operators and newlines, not pipes (a pipeline is shown
+#: whole: ``curl … | sh`` is one risk). A rough shell reading, for display only.
+_PARTS = re.compile(r"\n|;|&&|\|\||(?<![&|>])&(?![&>])")
 
 
 @attrs.frozen
@@ -61,32 +62,32 @@ class Shown:
 
 
 def held_text(redactor: Redactor, tool_class: str, tool_name: str, tool_input: Any) -> tuple[str, int]:
-    """The redacted text of a held call (its whole command, paths or input), and its full length.
+    """The redacted text of a held call (its whole command, paths or input), and how many characters of it
+    were dropped from its middle to keep it (0: kept whole).
 
     Redacted in pieces around any cut: what is kept never holds a credential
     that the cut split (each piece is redacted with a margin that is then dropped).
     """
     raw = summarize(tool_class, tool_name, tool_input)
     if len(raw) <= KEPT_CHARS:
-        return redactor.redact(raw)[0], len(raw)
+        return redactor.redact(raw)[0], 0
     half = KEPT_CHARS // 2
     head = redactor.redact(raw[: half + 1024])[0]
     tail = redactor.redact(raw[-(half + 1024):])[0]
     # Drop the margins (a placeholder cut in two is dropped whole by the redaction of the other side).
-    return head[:half] + tail[-half:], len(raw)
+    return head[:half] + tail[-half:], len(raw) - 2 * half
 
 
 def _size(text: str) -> int:
     return len(orjson.dumps(text))
 
 
-def shown(text: str, full_chars: int | None = None, budget: int = SHOWN_BYTES, *, risky: bool = True) -> Shown:
-    """What a control reply shows of ``text`` (``full_chars``: the length of the text it was kept from).
+def shown(text: str, missing: int = 0, budget: int = SHOWN_BYTES, *, risky: bool = True) -> Shown:
+    """What a control reply shows of ``text`` (``missing``: characters dropped from its middle to keep it).
 
     ``risky``: look for the risky parts of an unshown middle (a listing leaves them to ``show_approval``).
     """
-    total = len(text) if full_chars is None else full_chars
-    missing = total - len(text)  # cut before it was kept (past KEPT_CHARS)
+    total = len(text) + missing
     if _size(text) <= budget and missing == 0:
         return Shown(total, text, "", 0, (), 0)
     lo, hi = 0, len(text) // 2

@@ -90,9 +90,9 @@ class Approval:
     #: of this call against it, whatever its table of harnesses holds.
     harness: Harness | None = None
     #: The call's whole redacted text (:func:`~rematch_trace.live.approval_text.held_text`; in memory only,
-    #: never logged) and the length of the text it was kept from.
+    #: never logged) and the characters dropped from its middle to keep it (0: whole).
     command: str = attrs.field(default="", repr=False)
-    command_chars: int = 0
+    command_dropped: int = 0
     #: The call's nonce-less action fingerprint: the one its event in events/<session>.jsonl carries.
     event_fingerprint: str | None = None
     state: str = "pending"
@@ -107,7 +107,7 @@ class Approval:
         """The approval as the control channel lists it (``budget``: bytes of its command's head and tail;
         past it the middle is counted, and with :data:`SHOWN_BYTES`, its risky parts given)."""
         text = self.command or self.summary
-        shown = approval_text.shown(text, self.command_chars or len(text), budget, risky=budget >= SHOWN_BYTES)
+        shown = approval_text.shown(text, self.command_dropped, budget, risky=budget >= SHOWN_BYTES)
         return {
             "approval_id": self.approval_id,
             "state": self.state,

@@ -704,8 +704,8 @@ class Service:
         from rematch_trace.security.redact import default_redactor
 
         payload = request["host_payload"]
-        command, command_chars = held_text(default_redactor(), tool_class, ev["tool_name"] or "",
-                                           payload.get("tool_input") if type(payload) is dict else None)
+        command, dropped = held_text(default_redactor(), tool_class, ev["tool_name"] or "",
+                                     payload.get("tool_input") if type(payload) is dict else None)
         approval = Approval(
             approval_id=self.approvals.new_id(), fingerprint=action.binding, nonce=action.nonce, request_id=rid,
             adapter=request["adapter"], session=ev["source_session_id"], agent_sub_id=ev["agent_sub_id"],
@@ -714,7 +714,7 @@ class Service:
             expires_at=min(time.monotonic() + verdict.approval_timeout_s, inv.deadline - HOLD_MARGIN_S),
             # Live while its client waits and its harness runs (that very process, by its start time).
             is_live=lambda: inv.is_live() and procs.same(harness_proc), harness_pid=harness_proc.pid,
-            harness=bound, command=command, command_chars=command_chars,
+            harness=bound, command=command, command_dropped=dropped,
             event_fingerprint=ev["action_fingerprint"],
         )
         try:
