@@ -80,7 +80,7 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
     """Check the installation: plugins, packages, the data folder, hooks, the verdict service, the policy,
     the configuration. Exit status 1 when something is broken, with what to run to fix it."""
     from rematch_trace.host.loading import get_plugins, load_errors
-    from rematch_trace.live.hook_check import service_state
+    from rematch_trace.live.hook_check import SERVICE_FIX, service_problems, service_state
     from rematch_trace.live.verdicts.policy import PolicyError, load_policy, policy_path
     from rematch_trace.place.domain import config_path, config_problems
 
@@ -124,6 +124,9 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
         for b in r["broken"]:
             broken.append((f"hook command ({r['harness']}) cannot run: {b['problem']}", again))
     running, pid = service_state(data["path"])
+    service_broken = service_problems(data["path"]) if running else []
+    for problem in service_broken:
+        broken.append((f"verdict service: {problem}", SERVICE_FIX))
     policy: dict[str, Any] = {"path": str(policy_path()), "problem": None}
     try:
         p = load_policy()
@@ -139,7 +142,7 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
     report = {
         "plugins": plugins, "plugin_errors": [{"name": n, "error": e} for n, e in load_errors],
         "packages": packages, "data": data, "hooks": [hooks, *more],
-        "service": {"running": running, "pid": pid}, "policy": policy, "config": config,
+        "service": {"running": running, "pid": pid, "problems": service_broken}, "policy": policy, "config": config,
         "broken": [{"problem": what, "fix": fix} for what, fix in broken],
     }
     if as_json:
@@ -183,7 +186,8 @@ def doctor_cmd(out: str | None, settings: str | None, as_json: bool) -> None:
             if plugin["locations"]:
                 where = ", ".join(loc if os.path.isdir(loc) else f"{loc} (none)" for loc in plugin["locations"])
                 click.echo(f"looks in ({plugin['name']}): {where}")
-        click.echo(f"verdict service: {'running, pid ' + str(pid) if running else 'not running (rematch serve)'}")
+        state = "BROKEN" if service_broken else "running"
+        click.echo(f"verdict service: {state + ', pid ' + str(pid) if running else 'not running (rematch serve)'}")
         click.echo(f"policy: {policy['path']}" + (f": {policy['rules']} rules, default {policy['default']}"
                                                   if policy["problem"] is None else ": BROKEN"))
         click.echo(f"config: {config['path']}" + (": BROKEN" if config["problems"] else ""))

@@ -203,11 +203,12 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: st
     errors = folder / "errors.log"
     lines = errors.read_text(errors="replace").splitlines() if errors.is_file() else []
     from rematch_trace.cli.doctor_cmd import hooks_report
-    from rematch_trace.live.hook_check import service_state
+    from rematch_trace.live.hook_check import SERVICE_FIX, service_problems, service_state
 
     serving, pid = service_state(data.root)
     report["broken"] = hooks_report(settings, harness)["broken"]
-    report["service"] = {"running": serving, "pid": pid}
+    service_broken = service_problems(data.root) if serving else []
+    report["service"] = {"running": serving, "pid": pid, "problems": service_broken}
     report.update(
         data=str(data.root),
         live_sessions=len(states),
@@ -218,7 +219,7 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: st
     )
     if as_json:
         echo_json(report)
-        if report["broken"]:
+        if report["broken"] or service_broken:
             raise SystemExit(1)
         return
     from rematch_trace.host.text import one_line
@@ -242,7 +243,9 @@ def status_cmd(settings: str | None, out: str | None, as_json: bool, harness: st
     click.echo(f"verdict service: running, pid {pid}" if serving else "verdict service: not running (rematch serve)")
     for b in report["broken"]:
         click.echo(f"broken: a hook command cannot run: {b['problem']}; fix: rematch hooks install")
-    if report["broken"]:
+    for problem in service_broken:
+        click.echo(f"broken: verdict service: {problem}; fix: {SERVICE_FIX}")
+    if report["broken"] or service_broken:
         raise SystemExit(1)
 
 
@@ -250,13 +253,15 @@ def _extension_status(harness: str, agent_dir: str | None, out: str | None, as_j
     """``hooks status --harness pi|omp``: the extension's copy, its configuration, the service; exit 1 when broken."""
     from rematch_trace.host.text import one_line
     from rematch_trace.live import extension_install as ext
-    from rematch_trace.live.hook_check import service_state
+    from rematch_trace.live.hook_check import SERVICE_FIX, service_problems, service_state
 
     data = data_folder(out)
     st = ext.status(ext.target(harness, agent_dir), data.root.resolve())
     serving, pid = service_state(data.root)
+    service_broken = service_problems(data.root) if serving else []
     report = {"harness": harness, "path": str(st.path), "installed": st.installed, "current": st.current,
-              "problems": list(st.problems), "data": str(data.root), "service": {"running": serving, "pid": pid}}
+              "problems": list(st.problems), "data": str(data.root),
+              "service": {"running": serving, "pid": pid, "problems": service_broken}}
     if as_json:
         echo_json(report)
     else:
@@ -267,7 +272,9 @@ def _extension_status(harness: str, agent_dir: str | None, out: str | None, as_j
         for problem in st.problems:
             click.echo(one_line(f"broken: {problem}; fix: rematch hooks install --harness {harness}"))
         click.echo(f"verdict service: running, pid {pid}" if serving else "verdict service: not running (rematch serve)")
-    if st.problems:
+        for problem in service_broken:
+            click.echo(one_line(f"broken: verdict service: {problem}; fix: {SERVICE_FIX}"))
+    if st.problems or service_broken:
         raise SystemExit(1)
 
 

@@ -41,6 +41,7 @@ from rematch_trace.live.ipc.codec import (
     read_frame,
 )
 from rematch_trace.live.ipc.messages import Reply, Request, check_reply, check_request, make_reply
+from rematch_trace.live.service_identity import socket_problem
 
 #: Default budget of one request, milliseconds (``REMATCH_IPC_DEADLINE_MS`` overrides it).
 DEFAULT_DEADLINE_MS = 1500
@@ -184,6 +185,11 @@ def _exchange_once(sock_path: Path, message: dict[str, Any], deadline: float, *,
                    limit: int) -> Any:
     sock = _connect(sock_path, deadline, data, start)
     try:
+        # The socket's process must be the service that holds the folder's lock, and not stopped: another
+        # process answering there (a socket moved aside and replaced) is never believed (docs/threat-model.md).
+        why = socket_problem(sock, sock_path.parent)
+        if why is not None:
+            raise ExchangeFailed(why)
         try:
             frame = encode_frame(message, MAX_REQUEST_BYTES)
         except DecodeError as err:

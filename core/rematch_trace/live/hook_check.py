@@ -62,3 +62,21 @@ def service_state(data_root: os.PathLike[str] | str) -> tuple[bool, int | None]:
         return False, None
     finally:
         os.close(fd)
+
+
+#: What to do about a problem :func:`service_problems` names.
+SERVICE_FIX = ("resume a paused service (kill -CONT PID) or restart it (kill PID, then rematch serve); a replaced "
+               "socket or a rewritten run/policy means another process of your user tampered with rematch "
+               "(docs/threat-model.md)")
+
+
+def service_problems(data_root: os.PathLike[str] | str) -> list[str]:
+    """What is wrong with the running verdict service of the data folder: a socket some other process answers,
+    a stopped service, a policy note that is not what it loaded (:func:`service_identity.problems`)."""
+    from pathlib import Path
+
+    from rematch_trace.live.paths import run_dir
+    from rematch_trace.live.service_identity import problems
+
+    return problems(run_dir(Path(data_root)))
+

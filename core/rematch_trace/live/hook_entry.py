@@ -217,17 +217,20 @@ def judge_and_capture(harness: str, raw: bytes, t: int, root: Path, cause: str,
         if type(event) is not dict:
             raise BadPayload(f"payload is a JSON {type(event).__name__}, not an object")
         if event.get("hook_event_name") in JUDGED_EVENTS:
-            policy, note = local.fallback_policy(root)
+            policies, note = local.fallback_policies(root)
             if note:
                 log(f"fallback {note}")
-            verdict = local.fallback_verdict(host, harness, event, t, policy, cause)
+            for policy in policies:  # more than one when the service's policy cannot be trusted: any deny wins
+                v = local.fallback_verdict(host, harness, event, t, policy, cause)
+                if verdict is None or (v["decision"] == "deny" and verdict["decision"] != "deny"):
+                    verdict = v
     except DecodeError as err:
         # The payload lacks a call's keys: the service answers such a request no_override too.
         log(f"fallback failed open {_ids(event)} cause={cause!r} why=no_call:{err.code}")
     except Exception as err:
         if not pre:
             raise
-        rule = local.could_match(local.fallback_policy(root)[0], raw)
+        rule = next((r for r in (local.could_match(p, raw) for p in local.fallback_policies(root)[0]) if r), None)
         if rule is None:
             log(f"fallback failed open {_ids(event)} cause={cause!r} why=unjudged:{type(err).__name__}, no rule could match")
             return

@@ -436,6 +436,47 @@ def _recv_exact(sock: _socket.socket, n: int, deadline: float) -> bytes:
     return buf
 
 
+def _lock_holders(lock: str) -> set[int]:
+    """The pids holding a ``flock`` on ``lock`` (``/proc/locks``; ``service_identity.lock_holders``)."""
+    try:
+        st = os.stat(lock)
+        with open("/proc/locks", "rb") as f:
+            text = f.read(1 << 22)
+    except OSError:
+        return set()
+    want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    found = set()
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != b"FLOCK":
+            continue
+        try:
+            major, minor, ino = fields[5].split(b":")
+            if (int(major, 16), int(minor, 16), int(ino)) == want:
+                found.add(int(fields[4]))
+        except ValueError:
+            continue
+    return found
+
+
+def socket_problem(sock: _socket.socket, run: str) -> str | None:
+    """Why the socket's process is not the running service of ``run`` (``service_identity.socket_problem``)."""
+    raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    pid = int.from_bytes(raw[:4], sys.byteorder, signed=True)
+    holders = _lock_holders(os.path.join(run, "serve.lock"))
+    if pid not in holders:
+        owner = ",".join(map(str, sorted(holders))) or "none"
+        return f"untrusted_service: the socket's process {pid} does not hold the service's lock (held by {owner})"
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    if raw[raw.rfind(b")") + 2:][:1] in (b"T", b"t"):
+        return f"service_paused: the service (pid {pid}) is stopped"
+    return None
+
+
 def exchange(sock_path: str, frame: bytes, deadline: float) -> dict[str, object]:
     """Send one request frame, return the reply object.
 
@@ -453,6 +494,11 @@ def exchange(sock_path: str, frame: bytes, deadline: float) -> dict[str, object]
             raise _Busy("busy: EAGAIN at connect") from None
         except OSError as err:
             raise _Failed(f"connect_failed: {type(err).__name__}") from None
+        # Another process answering on the socket (moved aside and replaced), or a stopped service, is
+        # never believed: the call is judged here instead (docs/threat-model.md).
+        why = socket_problem(sock, os.path.dirname(sock_path))
+        if why is not None:
+            raise _Failed(why)
         try:
             sock.sendall(frame)
             n = int.from_bytes(_recv_exact(sock, 4, deadline), "big")
@@ -757,7 +803,8 @@ def main(argv: list[str]) -> int:
             if reply is not None:
                 why = f"not taken: the service answered {reply.get('reason')!s:.64}"
                 log_error(data, harness, f"captured in-process: {why}")
-        if why.startswith(("connect_failed", "exchange_failed", "read_deadline", "closed", "bad_reply")):
+        if why.startswith(("connect_failed", "exchange_failed", "read_deadline", "closed", "bad_reply",
+                           "untrusted_service", "service_paused")):
             log_error(data, harness, f"captured in-process: {why}")
         # No service answered: the call is judged here by the same rules (whatever its size, its
         # numbers, its nesting), and captured as the harness was told.

@@ -265,6 +265,8 @@ class Service:
         self._stop_hooks: list[Callable[[float], object]] = []
         self._judging = 0
         self._judged_at = 0.0
+        #: The sealed memory file holding the policy's bytes (``service_identity.anchor_policy``), kept open.
+        self.policy_anchor: int | None = None
         if provider is not None:
             self.register_handler("pre_tool_use", self._pre_tool_use)
 
@@ -892,9 +894,19 @@ def serve(data: Path, *, policy: str | None = None, mode: str = "localRulesOnly"
         paths.append_log(data, f"{_stamp()} serve refused_to_start cause={str(err)[:300]}")
         return 2
     # The hook judges a call itself when this service cannot answer it: with this service's policy.
+    from rematch_trace.live.service_identity import anchor_policy
     from rematch_trace.live.verdicts.local import note_policy
+    from rematch_trace.live.verdicts.policy import DEFAULT_POLICY, policy_path
 
-    note_policy(data, noted)
+    # The policy's bytes, sealed in memory for the service's life (the hook's fallback reads them there, not
+    # from a note another process could rewrite), and noted with their digest (docs/threat-model.md).
+    source = policy_path(noted)
+    try:
+        text = b"" if source.resolve() == DEFAULT_POLICY.resolve() else source.read_bytes()[: 1 << 20]
+    except OSError:
+        text = b""
+    service.policy_anchor = anchor_policy(text)
+    note_policy(data, str(source) if text else None, text)
     say(f"rematch serve: listening on {service.events_path} (control: {service.control_path}), "
         f"provider {mode}, policy {_policy_line(provider)}")
     if ready is not None:

@@ -17,6 +17,16 @@ approval (no one could decide it), so a ``hold`` is a deny saying why.
 :func:`could_match` is what is left when even the fallback fails (an
 exception): the rules whose cheap pre-conditions (tool name) a payload meets,
 read from the bytes.
+
+**Which policy the fallback trusts** (:func:`fallback_policies`). A running
+service (the holder of its lock, paused or not) keeps the bytes of the policy
+it loaded in a sealed memory file: the fallback applies exactly those, whatever
+``run/policy`` or the policy file now say. With no service running, the note
+``run/policy`` (the file's path and the digest of the bytes the service
+loaded) is checked against the file: when they differ, or a running service's
+copy cannot be read, the built-in rules are applied **as well** (the stricter
+verdict wins) and the log says so: a rewritten note or file cannot switch a
+rule off unseen.
 """
 
 from __future__ import annotations
@@ -34,12 +44,16 @@ from rematch_trace.live.verdicts.policy import (
     Policy,
     PolicyError,
     Rule,
+    builtin_policy,
     load_policy,
+    merge,
+    parse_policy,
     policy_path,
 )
 from rematch_trace.live.verdicts.provider import LocalRulesProvider, Verdict
 
-#: The file in the service's private folder naming the policy it was started with (``--policy``).
+#: The file in the service's private folder naming the policy it was started with: the file's path ("" for the
+#: built-in rules), then the digest of the bytes it loaded (``sha256:<hex>``).
 POLICY_NOTE = "policy"
 #: The ``decision_source`` of a verdict the hook reached itself.
 FALLBACK_SOURCE = "local_rules"
@@ -78,48 +92,100 @@ def parse_unbounded(raw: bytes) -> Any:
         return json.loads(raw)
 
 
-def recorded_policy(data: Path) -> str | None:
-    """The ``--policy`` the service of ``data`` was started with, as it noted in its private folder."""
+def _note(data: Path) -> tuple[str | None, str | None]:
+    """``run/policy`` as (path or ``None``, digest or ``None``)."""
     from rematch_trace.live import paths
 
     try:
-        text = (paths.run_dir(data) / POLICY_NOTE).read_text("utf-8").strip()
+        lines = (paths.run_dir(data) / POLICY_NOTE).read_text("utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        return None
-    return text or None
+        return None, None
+    path = lines[0].strip() if lines else ""
+    return path or None, (lines[1].strip() or None) if len(lines) > 1 else None
 
 
-def note_policy(data: Path, explicit: str | os.PathLike[str] | None) -> None:
-    """Note the service's explicit ``--policy`` (absolute) for the hook's fallback, or clear the note."""
+def recorded_policy(data: Path) -> str | None:
+    """The policy file the service of ``data`` was started with, as it noted in its private folder."""
+    return _note(data)[0]
+
+
+def note_policy(data: Path, source: str | os.PathLike[str] | None, text: bytes | None = None) -> None:
+    """Note the service's policy file (absolute; ``None``: the built-in rules) and the digest of ``text``, the
+    bytes it loaded, for the hook's fallback."""
     from rematch_trace.live import paths
+    from rematch_trace.live.service_identity import digest
 
     note = paths.run_dir(data) / POLICY_NOTE
+    where = os.path.abspath(os.path.expanduser(source)) if source else ""
     try:
-        if explicit:
-            tmp = note.with_name(f".{POLICY_NOTE}.{os.getpid()}")
-            tmp.write_text(os.path.abspath(os.path.expanduser(explicit)) + "\n", "utf-8")
-            os.replace(tmp, note)
-        else:
-            note.unlink(missing_ok=True)
+        tmp = note.with_name(f".{POLICY_NOTE}.{os.getpid()}")
+        tmp.write_text(f"{where}\n{digest(text or b'')}\n", "utf-8")
+        os.replace(tmp, note)
     except OSError:
         pass
 
 
-def fallback_policy(data: Path) -> tuple[Policy, str]:
-    """The policy the hook's fallback applies, and a note when it is not the one asked for.
+def policy_of_bytes(text: bytes, source: str) -> Policy:
+    """The policy whose file held ``text`` (empty: the built-in rules); :class:`PolicyError` on any fault."""
+    import yaml
 
-    As the service resolves it: the service's own ``--policy`` (noted in its
-    folder), else ``$REMATCH_POLICY``, else ``~/.config/rematch/policy.yml``,
-    else the built-in. A file that does not load (the service refuses to start
-    on it) gives way to the built-in rules: a broken file must not switch the
-    rules off.
-    """
-    explicit = recorded_policy(data)
+    if not text:
+        return builtin_policy()
     try:
-        return load_policy(explicit), ""
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise PolicyError(f"{source}: not YAML: {str(err).splitlines()[0]}") from None
+    return merge(builtin_policy(), parse_policy(data, source), data)
+
+
+def fallback_policy(data: Path) -> tuple[Policy, str]:
+    """The first of :func:`fallback_policies` and its note."""
+    policies, note = fallback_policies(data)
+    return policies[0], note
+
+
+def fallback_policies(data: Path) -> tuple[list[Policy], str]:
+    """The policies the hook's fallback applies (a deny of any one is a deny), and a note when they are not
+    simply the one the service uses.
+
+    As the service resolves it: the running service's own copy (see the module
+    docstring); else the noted file, checked against its digest; else
+    ``$REMATCH_POLICY``, else ``~/.config/rematch/policy.yml``, else the built-in. A
+    file that does not load gives way to the built-in rules: a broken file must
+    not switch the rules off.
+    """
+    from rematch_trace.live import paths
+    from rematch_trace.live import service_identity as ident
+
+    run = paths.run_dir(data)
+    pid = ident.running_service(run)
+    explicit, noted = _note(data)
+    if pid is not None:
+        anchored = ident.anchored_policy(pid)
+        if anchored is not None:
+            try:
+                return [policy_of_bytes(anchored, explicit or "the service's policy")], ""
+            except PolicyError:
+                return [builtin_policy()], "the running service's policy does not load; the built-in rules applied"
+    try:
+        policy, note = load_policy(explicit), ""
     except PolicyError:
         where = policy_path(explicit)
-        return load_policy(DEFAULT_POLICY), f"policy {where} does not load; the built-in rules applied"
+        policy, note = load_policy(DEFAULT_POLICY), f"policy {where} does not load; the built-in rules applied"
+    if pid is not None:
+        return [policy, builtin_policy()], (f"{note}; " if note else "") + (
+            f"policy_untrusted: the running service (pid {pid}) holds no readable copy of its policy; the "
+            "built-in rules applied as well")
+    if noted is not None:
+        try:
+            now = policy_path(explicit).read_bytes() if explicit else b""
+        except OSError:
+            now = b""
+        if ident.digest(now) != noted:
+            return [policy, builtin_policy()], (f"{note}; " if note else "") + (
+                "policy_untrusted: the policy file is not the one run/policy names (rewritten since the service "
+                "started, or the note was); the built-in rules applied as well")
+    return [policy], note
 
 
 def fallback_verdict(host: Any, harness: str, event: dict[str, Any], t: int, policy: Policy, cause: str) -> Reply:
@@ -175,11 +241,13 @@ __all__ = [
     "FALLBACK_SOURCE",
     "POLICY_NOTE",
     "could_match",
+    "fallback_policies",
     "fallback_policy",
     "fallback_verdict",
     "incident_of",
     "judge",
     "note_policy",
     "parse_unbounded",
+    "policy_of_bytes",
     "recorded_policy",
 ]
