@@ -281,3 +281,32 @@ def test_the_hook_never_acts_on_a_reply_that_breaks_the_codec(tmp_path: Path, ca
         assert res.stdout == b""  # fail open: nothing printed, the call is not denied on a broken reply
         lines = log.read_text().splitlines()
         assert len(lines) == 1 and f"bad_reply: {code}" in lines[0], lines
+
+
+#: The table of replies the Python clients and the pi/omp extension must judge alike (tests/harness/ts/
+#: extension.test.ts reads it too): each accepted or refused as a reply to request ``abc``.
+REPLY_CASES = Path(__file__).resolve().parents[1] / "harness" / "ts" / "reply_cases.json"
+
+
+def _case_bytes(case: dict[str, Any]) -> bytes:
+    return bytes.fromhex(case["body_hex"]) if "body_hex" in case else case["body"].encode("utf-8", "surrogatepass")
+
+
+@pytest.mark.parametrize("case", json.loads(REPLY_CASES.read_text("utf-8")), ids=lambda c: c["name"])
+def test_the_shared_reply_table(case: dict[str, Any]) -> None:
+    """Both Python clients accept exactly the table's replies to request ``abc`` (a ``protocol_error`` may name
+    none): duplicate keys, another request's id, extra or missing fields are refused."""
+    payload = _case_bytes(case)
+
+    def for_this_request(reply: dict[str, Any]) -> bool:
+        return reply["decision_source"] == "protocol_error" or reply["request_id"] == "abc"
+
+    try:
+        codec = for_this_request(dict(check_reply(decode_payload(payload))))
+    except DecodeError:
+        codec = False
+    try:
+        hook = for_this_request(HOOK.decode_reply(payload))
+    except HOOK._Failed:
+        hook = False
+    assert (codec, hook) == (case["accept"], case["accept"]), case["name"]

@@ -118,7 +118,8 @@ def test_the_extensions_own_tests_pass_under_node(setup: tuple[Path, Path, Path]
     env = {**_env(tmp_path), "REMATCH_PYTHON": sys.executable, "SERVED_DATA": str(served),
            "UNSERVED_DATA": str(unserved), "SHORT_DATA": str(short), "LONG_DATA": str(long),
            "EXPECT_RUN_SHORT": str(paths.run_dir(short)), "EXPECT_RUN_LONG": str(paths.run_dir(long)),
-           "PI_SCRIPT": str(binary(pinned("pi"))), "PI_VERSION": pinned("pi").version}
+           "PI_SCRIPT": str(binary(pinned("pi"))), "PI_VERSION": pinned("pi").version,
+           "REPLY_CASES": str(HERE / "ts" / "reply_cases.json")}
     service = _serve(served)
     try:
         res = subprocess.run(["node", "--test", str(work / "out" / "tests" / "harness" / "ts" / "extension.test.js")],

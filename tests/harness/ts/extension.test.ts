@@ -7,6 +7,7 @@
  */
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
@@ -45,6 +46,23 @@ function call(command: string, id: string): { [key: string]: string | { command:
 
 const REPLY = { protocol_version: 2, request_id: "abc", decision: "deny", reason: "policy:x", explanation: "Because.",
   incident_id: "inc1", decision_source: "local_rules", tool_class: "shell_exec", execution_observed: "unknown" };
+
+test("a reply is judged as the Python clients judge it (the shared table, tests/harness/ts/reply_cases.json)", () => {
+  const cases = JSON.parse(readFileSync(env("REPLY_CASES"), "utf8")) as
+    { name: string; body?: string; body_hex?: string; accept: boolean }[];
+  assert.ok(cases.length >= 20);
+  for (const c of cases) {
+    const body = c.body_hex !== undefined ? Buffer.from(c.body_hex, "hex") : Buffer.from(c.body ?? "", "utf8");
+    let accepted = true;
+    try {
+      decodeReply(body, "abc");
+    } catch (err) {
+      accepted = false;
+      assert.match((err as Error).message, /^bad_reply: /, c.name);
+    }
+    assert.equal(accepted, c.accept, c.name);
+  }
+});
 
 test("the run folder is the one rematch_trace.live.paths computes", () => {
   assert.equal(runDir(env("SHORT_DATA")), env("EXPECT_RUN_SHORT"));

@@ -192,22 +192,146 @@ export function requestFrame(config: Config, payload: Payload, t: number, budget
   return Buffer.concat([head, body]);
 }
 
-/** A reply's bytes as a {@link Reply}; throws on anything this extension must not act on. */
-export function decodeReply(body: Buffer): Reply {
+/** The reply's domains (`rematch_trace.live.ipc.messages._REPLY_SPEC`). */
+const REPLY_FIELDS = ["protocol_version", "request_id", "decision", "reason", "explanation", "incident_id",
+  "decision_source", "tool_class", "execution_observed"];
+const DECISION_SOURCES = ["local_rules", "demo_provider", "model_provider", "approval", "service", "protocol_error",
+  "fail_open"];
+const TOOL_CLASSES = ["shell_exec", "file_read", "file_write", "file_edit", "network", "mcp", "subagent", "other",
+  "unknown"];
+const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const REASON = /^[a-z0-9][a-z0-9_.:-]{0,63}$/;
+const INCIDENT = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
+const MAX_EXPLANATION = 1024;
+const MAX_DEPTH = 32;
+const MAX_EXACT_INT = 2 ** 53 - 1;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const JSON_STRING = /^"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/;
+const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/;
+
+/** One JSON value of `text` from `at`, as strict as the service's codec where a reply can tell: a key twice
+ * in one object, a lone surrogate, a number with a fraction or exponent (no reply field is one) or an integer
+ * past ±(2^53-1), nesting past 32: each throws. Returns the value and where it ended. */
+function strictValue(text: string, at: number, depth: number): [unknown, number] {
+  const skip = (i: number): number => {
+    while (i < text.length && " \t\n\r".includes(text[i] as string)) {
+      i += 1;
+    }
+    return i;
+  };
+  let i = skip(at);
+  const c = text[i];
+  if (c === "{" || c === "[") {
+    if (depth > MAX_DEPTH) {
+      throw new Error("too_deep");
+    }
+    const isObject = c === "{";
+    const out: { [key: string]: unknown } = {};
+    const items: unknown[] = [];
+    const keys = new Set<string>();
+    i = skip(i + 1);
+    if (text[i] === (isObject ? "}" : "]")) {
+      return [isObject ? out : items, i + 1];
+    }
+    for (;;) {
+      if (isObject) {
+        const key = JSON_STRING.exec(text.slice(i));
+        if (key === null) {
+          throw new Error("invalid_json");
+        }
+        const name = JSON.parse(key[0]) as string;
+        if (keys.has(name)) {
+          throw new Error("duplicate_key");
+        }
+        keys.add(name);
+        i = skip(i + key[0].length);
+        if (text[i] !== ":") {
+          throw new Error("invalid_json");
+        }
+        const [value, end] = strictValue(text, i + 1, depth + 1);
+        Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+        i = skip(end);
+      } else {
+        const [value, end] = strictValue(text, i, depth + 1);
+        items.push(value);
+        i = skip(end);
+      }
+      if (text[i] === ",") {
+        i = skip(i + 1);
+        continue;
+      }
+      if (text[i] === (isObject ? "}" : "]")) {
+        return [isObject ? out : items, i + 1];
+      }
+      throw new Error("invalid_json");
+    }
+  }
+  if (c === '"') {
+    const lit = JSON_STRING.exec(text.slice(i));
+    if (lit === null) {
+      throw new Error("invalid_json");
+    }
+    const value = JSON.parse(lit[0]) as string;
+    if (LONE_SURROGATE.test(value)) {
+      throw new Error("invalid_utf8");
+    }
+    return [value, i + lit[0].length];
+  }
+  for (const [word, value] of [["true", true], ["false", false], ["null", null]] as const) {
+    if (text.startsWith(word, i)) {
+      return [value, i + word.length];
+    }
+  }
+  const num = JSON_NUMBER.exec(text.slice(i));
+  if (num === null || num[0] === "-") {
+    throw new Error("invalid_json");
+  }
+  if (num[1] !== undefined || num[2] !== undefined || num[0].replace("-", "").length > 17
+    || Math.abs(Number(num[0])) > MAX_EXACT_INT) {
+    throw new Error("number_out_of_bounds");
+  }
+  return [Number(num[0]), i + num[0].length];
+}
+
+/** A reply's bytes as a {@link Reply}, checked as the Python hook client checks it (the codec's rules, every
+ * field of `check_reply` and no other, and, unless it is a `protocol_error`, the request's own `requestId`);
+ * throws `bad_reply: <code>` on anything this extension must not act on. */
+export function decodeReply(body: Buffer, requestId: string | null = null): Reply {
   if (body.length > MAX_REPLY_BYTES) {
     throw new Error(`bad_reply: ${body.length} bytes`);
   }
-  const obj: unknown = JSON.parse(body.toString("utf8"));
+  let obj: unknown;
+  try {
+    const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(body);
+    const [value, end] = strictValue(text, 0, 1);
+    if (text.slice(end).trim() !== "" && /[^ \t\n\r]/.test(text.slice(end))) {
+      throw new Error("invalid_json");
+    }
+    obj = value;
+  } catch (err) {
+    throw new Error(`bad_reply: ${err instanceof TypeError ? "invalid_utf8" : (err as Error).message}`);
+  }
   if (typeof obj !== "object" || obj === null || Array.isArray(obj)) {
     throw new Error("bad_reply: not an object");
   }
   const rep = obj as { [key: string]: unknown };
-  const str = (k: string): boolean => typeof rep[k] === "string";
-  const strOrNull = (k: string): boolean => rep[k] === null || typeof rep[k] === "string";
-  if (rep.protocol_version !== 2 || !strOrNull("request_id") || !str("reason") || !str("explanation")
-    || !strOrNull("incident_id") || !str("decision_source")
-    || (rep.decision !== "no_override" && rep.decision !== "deny")) {
+  const keys = Object.keys(rep);
+  if (keys.length !== REPLY_FIELDS.length || !keys.every((k) => REPLY_FIELDS.includes(k))) {
+    throw new Error("bad_reply: not exactly the fields of an IPC v2 reply");
+  }
+  const word = (k: string, re: RegExp, nullable: boolean): boolean =>
+    (nullable && rep[k] === null) || (typeof rep[k] === "string" && re.test(rep[k] as string));
+  const oneOf = (k: string, values: string[]): boolean => typeof rep[k] === "string" && values.includes(rep[k] as string);
+  if (rep.protocol_version !== 2 || !word("request_id", REQUEST_ID, true) || !word("reason", REASON, false)
+    || typeof rep.explanation !== "string" || [...rep.explanation].length > MAX_EXPLANATION
+    || !word("incident_id", INCIDENT, true) || !oneOf("decision_source", DECISION_SOURCES)
+    || !oneOf("tool_class", TOOL_CLASSES) || rep.execution_observed !== "unknown"
+    || (rep.decision !== "no_override" && rep.decision !== "deny")
+    || (rep.request_id === null && rep.decision_source !== "protocol_error")) {
     throw new Error("bad_reply: not an IPC v2 reply");
+  }
+  if (requestId !== null && rep.decision_source !== "protocol_error" && rep.request_id !== requestId) {
+    throw new Error("bad_reply: the reply of another request");
   }
   return rep as unknown as Reply;
 }
@@ -226,7 +350,8 @@ export function denyReason(reply: Reply): string {
 }
 
 /** Send one frame to the socket at `path`; the reply, or an error whose message says what failed. */
-export function exchange(path: string, frame: Buffer, deadline: number): Promise<Reply> {
+export function exchange(path: string, frame: Buffer, deadline: number, requestId: string | null = null,
+): Promise<Reply> {
   return new Promise((done, fail) => {
     const sock = createConnection(path);
     let buf = Buffer.alloc(0);
@@ -254,7 +379,7 @@ export function exchange(path: string, frame: Buffer, deadline: number): Promise
           finish(new Error(`bad_reply: frame of ${n} bytes`));
         } else if (buf.length >= 4 + n) {
           try {
-            finish(null, decodeReply(buf.subarray(4, 4 + n)));
+            finish(null, decodeReply(buf.subarray(4, 4 + n), requestId));
           } catch (err) {
             finish(err as Error);
           }
@@ -341,13 +466,14 @@ export class Link {
     for (;;) {
       const began = Date.now();
       const until = isCall ? deadline : began + Math.max(budgetMs, ORDINARY_MS);
-      const frame = requestFrame(this.config, payload, t, budgetMs, hex(12), until);
+      const rid = hex(12);
+      const frame = requestFrame(this.config, payload, t, budgetMs, rid, until);
       if (frame === null) {
         break;
       }
       let again = false;
       try {
-        const reply = await exchange(sock, frame, until);
+        const reply = await exchange(sock, frame, until, rid);
         if (taken(reply)) {
           return { block: reply.decision === "deny" ? { block: true, reason: denyReason(reply) } : null, error: "" };
         }
