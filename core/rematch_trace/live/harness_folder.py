@@ -15,12 +15,18 @@ renames, so a harness reading it sees the old folder or the new, never half of
 one (between the two renames, for an instant, none). The data
 folder is the one the folder's hooks write to: ``$REMATCH_HOME``, else the
 platform's user data folder (the hooks' commands name no ``--data``).
+
+Nothing is written through a link: ``harness-plugins/`` and the plugin's folder
+must be real folders (or absent); a symbolic link at either (another process
+of the user pointing it elsewhere) is refused with :class:`LinkedFolder`, before
+anything is written, and checked again after the swap.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -33,6 +39,24 @@ FOLDERS = "harness-plugins"
 CLIENT_IN_FOLDER = f"bin/{HOOK_CLIENT}"
 
 
+class LinkedFolder(OSError):
+    """``harness-plugins/`` or a plugin folder in it is a symbolic link (or not a folder): nothing is written."""
+
+
+def _not_linked(*paths: Path) -> None:
+    """:class:`LinkedFolder` when any of ``paths`` exists as a link or as something other than a folder."""
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise LinkedFolder(f"{path} is a symbolic link: rematch writes no plugin folder through it "
+                               "(remove the link; the folder is made in the data folder)")
+        if not stat.S_ISDIR(st.st_mode):
+            raise LinkedFolder(f"{path} is not a folder: remove it")
+
+
 def made_whole(template: Path, name: str, data: Path | None = None) -> Path:
     """``<data>/harness-plugins/<name>``: ``template``'s files and the hook client, as this installation ships them.
 
@@ -42,11 +66,13 @@ def made_whole(template: Path, name: str, data: Path | None = None) -> Path:
     folder = (data if data is not None else data_dir()).expanduser().absolute()
     root = folder / FOLDERS
     target = root / name
+    _not_linked(root, target)
     wanted = _wanted(template)
     if _holds(target, wanted):
         return target
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # a data folder made here is private too
     root.mkdir(mode=0o700, exist_ok=True)
+    _not_linked(root, target)  # (made by another process between the first look and the mkdir)
     built = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
     try:
         for rel, (data_bytes, mode) in wanted.items():
@@ -57,6 +83,7 @@ def made_whole(template: Path, name: str, data: Path | None = None) -> Path:
         _swap(built, target)
     finally:
         shutil.rmtree(built, ignore_errors=True)  # gone already unless the swap failed
+    _not_linked(root, target)
     if not _holds(target, wanted):  # another process swapped in a different folder meanwhile
         raise OSError(f"{target}: another rematch wrote a different plugin folder; run again")
     return target
@@ -109,4 +136,4 @@ def _swap(built: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-__all__ = ["CLIENT_IN_FOLDER", "FOLDERS", "made_whole"]
+__all__ = ["CLIENT_IN_FOLDER", "FOLDERS", "LinkedFolder", "made_whole"]
