@@ -290,7 +290,10 @@ class Host:
         if result is None:
             raise PluginFailure(source.plugin or source.harness, "to_trace_records",
                                 LookupError("no plugin translates this source"))
-        return _guard(result, source.plugin or source.harness, "to_trace_records")
+        from rematch_trace.host.ids import clean_record
+
+        # Every id a plugin fills is checked to be an id (host/ids.py): a planted credential or text goes no further.
+        return map(clean_record, _guard(result, source.plugin or source.harness, "to_trace_records"))
 
     def conversation(self, source: Source, records: Iterator[RawRecord]) -> Iterator[Any] | None:
         """The source's conversation items (``host/conversation.py``), or ``None``: its plugin gives none.
@@ -301,7 +304,9 @@ class Host:
         result = self._per_source("conversation_items", source, records=records)
         if result is None:
             return None
-        return _guard(result, source.plugin or source.harness, "conversation_items")
+        from rematch_trace.host.ids import clean_record
+
+        return map(clean_record, _guard(result, source.plugin or source.harness, "conversation_items"))
 
     def place(self, cwd: str) -> Place:
         """The place of ``cwd`` (cached per cwd for the life of this host)."""
@@ -410,9 +415,10 @@ class Host:
             raise
         except Exception as err:
             raise PluginFailure(self._culprit("live_records", err) or "?", "live_records", err) from err
+        from rematch_trace.host.ids import clean_record
         from rematch_trace.host.vocab import NEUTRAL_TYPES
 
-        return [r for r in result or () if isinstance(r, NEUTRAL_TYPES)]  # type: ignore[misc]
+        return [clean_record(r) for r in result or () if isinstance(r, NEUTRAL_TYPES)]  # type: ignore[misc]
 
     def action_type(self, source: Source, tool: str, tool_input: Any) -> str:
         """The security action type of a tool call (``other`` when the plugin does not say)."""

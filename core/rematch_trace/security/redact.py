@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 
 from rematch_trace.host.casefold import lowered
+from rematch_trace.host.ids import register_credential_check
 from rematch_trace.security.scan import Alt, alt, occurs
 from rematch_trace.security.strings import input_strings
 
@@ -702,6 +703,14 @@ def default_redactor() -> Redactor:
 
 #: Every placeholder kind a redactor may write.
 KINDS: tuple[str, ...] = tuple(dict.fromkeys([r.kind for r in RULES] + ["secret_assignment"]))
+
+def _holds_credential(text: str) -> bool:
+    """Whether the redactor finds a credential in ``text`` (an id, say)."""
+    return len(text) >= 8 and default_redactor().redact(text)[1] > 0
+
+
+# The host checks every id a plugin fills with this (host/ids.py): an id that holds a credential is not kept.
+register_credential_check(_holds_credential)
 
 __all__ = [
     "KINDS",
