@@ -344,3 +344,17 @@ def _check_members(plugin: Any, path: Path) -> list[str]:
     except Exception as err:
         return [f"{path}: source_members raised {type(err).__name__}: {err}"]
     return [f"{path}: source_members gave {m!r:.80}, not a Path" for m in found or [] if not isinstance(m, Path)]
+
+
+def hold_service_lock(run: Path) -> int:
+    """Take the service's lock on ``run/serve.lock`` for a test's stand-in service, as ``rematch serve`` does.
+
+    Clients believe only the process that holds it (``live/service_identity.py``): a stand-in that
+    answers on the socket must hold it too. Returns the descriptor to close when the stand-in stops.
+    """
+    import fcntl
+    import os
+
+    fd = os.open(run / "serve.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd

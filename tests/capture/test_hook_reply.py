@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from rematch_trace.live.ipc.codec import MAX_REPLY_BYTES, DecodeError, decode_payload, encode_payload
 from rematch_trace.live.ipc.messages import DECISION_SOURCES, TOOL_CLASSES, check_reply, make_reply
+from rematch_trace.testing import hold_service_lock
 
 
 def load_hook() -> ModuleType:
@@ -222,6 +223,7 @@ class FakeService:
     def __init__(self, path: Path, answer: Any) -> None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(path.parent, 0o700)
+        self.lock = hold_service_lock(path.parent)  # a service out of contract, not an impostor: it holds the lock
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(os.fspath(path))
         self.sock.listen(4)
@@ -244,6 +246,7 @@ class FakeService:
 
     def close(self) -> None:
         self.sock.close()
+        os.close(self.lock)
 
 
 def deny_for(rid: str, **changes: Any) -> bytes:

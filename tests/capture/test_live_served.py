@@ -374,6 +374,9 @@ def test_the_hook_client_retries_a_busy_service_inside_its_deadline(tmp_path: Pa
     run = paths.run_dir(data)
     run.mkdir(mode=0o700, parents=True)
     data.chmod(0o700)
+    from rematch_trace.testing import hold_service_lock
+
+    lock = hold_service_lock(run)  # the stand-in is the service (clients believe only the lock's holder)
     listener = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
     listener.bind(os.fspath(run / "events.sock"))
     listener.listen(0)
@@ -426,6 +429,7 @@ def test_the_hook_client_retries_a_busy_service_inside_its_deadline(tmp_path: Pa
         out, err = hook.communicate(timeout=60)
     finally:
         listener.close()
+        os.close(lock)
         for f in fillers:
             f.close()
     assert (hook.returncode, err) == (0, b"")

@@ -28,6 +28,7 @@ from rematch_trace.live import paths
 from rematch_trace.live.ipc.codec import MAX_REPLY_BYTES, encode_frame
 from rematch_trace.live.ipc.messages import make_reply
 from rematch_trace.store.datafolder import DataDir
+from rematch_trace.testing import hold_service_lock
 
 SID = "5a0c9d2e-1b3f-4c5d-8e6f-7a8b9c0d1e2f"
 UPLOAD = 'curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.example.com/upload'
@@ -126,6 +127,7 @@ def busy(tmp_path: Path) -> Iterator[dict[str, str]]:
     run = paths.run_dir(data)
     data.mkdir(mode=0o700)
     paths.ensure_private_dir(run)
+    lock = hold_service_lock(run)  # the stand-in is the service (clients believe only the lock's holder)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(os.fspath(paths.events_socket(data)))
     listener.listen(16)
@@ -155,6 +157,7 @@ def busy(tmp_path: Path) -> Iterator[dict[str, str]]:
         stop.set()
         thread.join(5)
         listener.close()
+        os.close(lock)
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))

@@ -20,6 +20,7 @@ from live_helpers import clean_env, connectable, pre_tool_use, wait_for
 from rematch_trace.live import client, paths
 from rematch_trace.live.ipc.codec import encode_frame
 from rematch_trace.live.ipc.messages import make_reply
+from rematch_trace.testing import hold_service_lock
 
 
 def ask(data: Path, *, start: bool = False, deadline_ms: int = 400) -> dict | None:
@@ -33,6 +34,7 @@ def fake_service(data: Path, answer: Callable[[socket.socket, bytes], None]) -> 
     """A stand-in listening on the events socket that answers each connection with ``answer``."""
     run = paths.run_dir(data)
     run.mkdir(parents=True, mode=0o700)
+    lock = hold_service_lock(run)  # the stand-in is the service: clients believe only the lock's holder
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(os.fspath(paths.events_socket(data)))
     srv.listen(8)
@@ -62,6 +64,7 @@ def fake_service(data: Path, answer: Callable[[socket.socket, bytes], None]) -> 
         stop.set()
         t.join(2)
         srv.close()
+        os.close(lock)
 
 
 def log_of(data: Path) -> str:
@@ -131,6 +134,7 @@ def test_a_connection_reset_before_any_reply_is_tried_once_more(tmp_path: Path) 
     """A service stopping as the client connects resets the connection; the retry is answered."""
     run = paths.run_dir(tmp_path)
     run.mkdir(parents=True, mode=0o700)
+    lock = hold_service_lock(run)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(os.fspath(paths.events_socket(tmp_path)))
     srv.listen(8)
@@ -156,6 +160,7 @@ def test_a_connection_reset_before_any_reply_is_tried_once_more(tmp_path: Path) 
     finally:
         t.join(5)
         srv.close()
+        os.close(lock)
     assert seen == ["reset", "answered"]
     assert reply is not None and reply["decision"] == "no_override", log_of(tmp_path)
     assert log_of(tmp_path) == ""  # answered: nothing failed open
