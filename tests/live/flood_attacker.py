@@ -36,7 +36,7 @@ def _fake(data: Path, gate: int) -> None:
         "pre_tool_use",
         {"session_id": f"fake-{os.getpid()}", "cwd": "/tmp", "hook_event_name": "PreToolUse", "tool_name": "Read",
          "tool_input": {"file_path": "/tmp/notes.txt"}, "tool_use_id": f"toolu_{os.getpid()}", "harness_pid": os.getpid()},
-        adapter="claude_code", adapter_version="0.1.0", host_version="2.1.200", deadline_ms=20000)
+        adapter="claude_code", adapter_version="0.1.0", host_version="2.1.200", deadline_ms=60000)
     ok = client.send(request, data=data, start=False) is not None
     os.write(1, b"1" if ok else b"0")
     os.read(gate, 1)  # stays alive (a live harness) until the attacker closes the gate
@@ -90,7 +90,7 @@ def attack(aid: str, data: Path, fakes: int, result: Path, rematch: str) -> None
         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert maker.stdout is not None and maker.stdin is not None
     got = b""
-    end = time.monotonic() + 120
+    end = time.monotonic() + 150
     while len(got) < fakes and time.monotonic() < end:
         chunk = os.read(maker.stdout.fileno(), 4096)
         if not chunk:
