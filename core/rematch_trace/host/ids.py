@@ -29,6 +29,10 @@ from rematch_trace.host import vocab
 
 #: What an id looks like: UUIDs, ``toolu_…``, ``call_…``, ``a1b2.c3``, ``agent-…``, ``permission-…``.
 ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=/-]{0,255}")
+#: The harnesses' own id forms (Claude Code's ``toolu_…``, Codex's ``call_…``, UUIDs and a subagent's
+#: ``<uuid>.agent-…``): no credential has them, so the credential check (a few µs an id) is skipped.
+KNOWN_FORM = re.compile(r"(?:toolu|call|fc)_[A-Za-z0-9]{16,48}"
+                        r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:\.agent-[A-Za-z0-9_-]{1,64})?")
 #: Ids remembered with their verdict (each call's id comes again with its result).
 _CACHE_LIMIT = 1 << 16
 
@@ -47,7 +51,8 @@ def clean_id(value: str) -> str:
     known = _seen.get(value)
     if known is not None:
         return known
-    ok = type(value) is str and ID_SHAPE.fullmatch(value) is not None and not any(f(value) for f in _check)
+    ok = type(value) is str and (KNOWN_FORM.fullmatch(value) is not None or (
+        ID_SHAPE.fullmatch(value) is not None and not any(f(value) for f in _check)))
     out = value if ok else "redacted-" + hashlib.sha256(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:20]
     if len(_seen) >= _CACHE_LIMIT:
         _seen.clear()
@@ -64,31 +69,59 @@ def _call(c: vocab.ToolCall) -> vocab.ToolCall:
     return c if new == c.id else attrs.evolve(c, id=new)
 
 
+def _message(rec: vocab.AssistantMessage) -> vocab.AssistantMessage:
+    calls = tuple(_call(c) for c in rec.tool_calls)
+    return rec if all(a is b for a, b in zip(calls, rec.tool_calls, strict=True)) else attrs.evolve(
+        rec, tool_calls=calls)
+
+
+def _call_id(rec: Any) -> Any:
+    if not isinstance(rec.call_id, str) or not rec.call_id:
+        return rec
+    new = clean_id(rec.call_id)
+    return rec if new == rec.call_id else attrs.evolve(rec, call_id=new)
+
+
+def _started(rec: vocab.ToolStarted) -> vocab.ToolStarted:
+    call = _call(rec.call)
+    return rec if call is rec.call else attrs.evolve(rec, call=call)
+
+
+def _turn(rec: vocab.TurnStarted) -> vocab.TurnStarted:
+    if not isinstance(rec.turn_id, str) or not rec.turn_id:
+        return rec
+    new = clean_id(rec.turn_id)
+    return rec if new == rec.turn_id else attrs.evolve(rec, turn_id=new)
+
+
+def _session(rec: vocab.Session) -> vocab.Session:
+    if not isinstance(rec.session_id, str):
+        return rec
+    sid, parent = clean_id(rec.session_id) if rec.session_id else rec.session_id, _opt(rec.parent_session_id)
+    if sid == rec.session_id and parent == rec.parent_session_id:
+        return rec
+    return attrs.evolve(rec, session_id=sid, parent_session_id=parent)
+
+
+def _spawned(rec: conv.Spawned) -> conv.Spawned:
+    if not isinstance(rec.call_id, str) or not isinstance(rec.session_id, str):
+        return rec
+    cid, sid = clean_id(rec.call_id), clean_id(rec.session_id)
+    return rec if (cid, sid) == (rec.call_id, rec.session_id) else attrs.evolve(rec, call_id=cid, session_id=sid)
+
+
+#: The record types that carry ids, each with what cleans them (found by exact type: one look per record).
+_CLEANERS: dict[type, Callable[[Any], Any]] = {
+    vocab.AssistantMessage: _message, vocab.ToolResult: _call_id, vocab.CallBlocked: _call_id,
+    conv.Called: _call_id, conv.Returned: _call_id, vocab.ToolStarted: _started, vocab.TurnStarted: _turn,
+    vocab.Session: _session, conv.Spawned: _spawned,
+}
+
+
 def clean_record(rec: Any) -> Any:
     """``rec`` (a neutral or conversation record) with each of its id fields through :func:`clean_id`."""
-    if isinstance(rec, vocab.AssistantMessage):
-        calls = tuple(_call(c) for c in rec.tool_calls)
-        return rec if all(a is b for a, b in zip(calls, rec.tool_calls, strict=True)) else attrs.evolve(
-            rec, tool_calls=calls)
-    if isinstance(rec, vocab.ToolResult | vocab.CallBlocked | conv.Called | conv.Returned) and isinstance(
-            rec.call_id, str) and rec.call_id:
-        new = clean_id(rec.call_id)
-        return rec if new == rec.call_id else attrs.evolve(rec, call_id=new)
-    if isinstance(rec, vocab.ToolStarted):
-        call = _call(rec.call)
-        return rec if call is rec.call else attrs.evolve(rec, call=call)
-    if isinstance(rec, vocab.TurnStarted) and isinstance(rec.turn_id, str) and rec.turn_id:
-        new = clean_id(rec.turn_id)
-        return rec if new == rec.turn_id else attrs.evolve(rec, turn_id=new)
-    if isinstance(rec, vocab.Session) and isinstance(rec.session_id, str):
-        sid, parent = clean_id(rec.session_id) if rec.session_id else rec.session_id, _opt(rec.parent_session_id)
-        if sid == rec.session_id and parent == rec.parent_session_id:
-            return rec
-        return attrs.evolve(rec, session_id=sid, parent_session_id=parent)
-    if isinstance(rec, conv.Spawned) and isinstance(rec.call_id, str) and isinstance(rec.session_id, str):
-        cid, sid = clean_id(rec.call_id), clean_id(rec.session_id)
-        return rec if (cid, sid) == (rec.call_id, rec.session_id) else attrs.evolve(rec, call_id=cid, session_id=sid)
-    return rec
+    cleaner = _CLEANERS.get(type(rec))
+    return rec if cleaner is None else cleaner(rec)
 
 
-__all__ = ["ID_SHAPE", "clean_id", "clean_record", "register_credential_check"]
+__all__ = ["ID_SHAPE", "KNOWN_FORM", "clean_id", "clean_record", "register_credential_check"]
