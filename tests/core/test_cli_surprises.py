@@ -306,7 +306,7 @@ def test_doctor_shows_the_running_service(tmp_path: Path) -> None:
                 break
             time.sleep(0.05)
         report = json.loads(rematch("doctor", "--data", str(data), "--json", home=home).stdout)
-        assert report["service"] == {"running": True, "pid": serve.pid}
+        assert report["service"] == {"running": True, "pid": serve.pid, "problems": []}
     finally:
         serve.terminate()
         serve.wait(timeout=30)
