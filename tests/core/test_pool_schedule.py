@@ -60,6 +60,8 @@ def _full_outcome(item: WorkItem) -> FileOutcome:
         head_fp="a" * 64, tail_fp="b" * 64, saved=b'{"offset":123}', size=456, mtime_ns=789, plugin_failures=["p: x"],
         conflicts=[Conflict(sid, "theirs", 5, 7)], stamps={sid: (1, 2, 3)},
         said=(0, 10, [("", "session", sid, None, ""), ("", "output", "c1", 5, "text")], False),
+        traces={f"traces/{sid}.jsonl": (0, 20, [(0, 20, b"d" * 16, "prompt", "hi", 1, 5, None, False)], 5, sid,
+                                        True, (1, 2, 3))},
     )
 
 

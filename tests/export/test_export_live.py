@@ -172,7 +172,7 @@ def test_rematch_serve_exports_a_live_session_with_its_deny(tmp_path: Path) -> N
         receiver.close()
     spans = receiver.spans()
     blocked = [s for s in spans if s.name == "execute_tool Write" and s.events]
-    [event] = blocked[-1].events
+    [event] = [e for e in blocked[-1].events if e.name == "rematch.verdict"]
     verdict = {kv.key: kv.value.string_value for kv in event.attributes}
     assert event.name == "rematch.verdict" and verdict["gen_ai.guardrail.verdict.type"] == "deny"
     assert verdict["gen_ai.guardrail.security.policy.rule.id"] == "policy:write-outside-repository"

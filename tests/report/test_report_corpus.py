@@ -36,7 +36,7 @@ def test_corpus_report(corpus_dir: Path, tmp_path: Path) -> None:
         shown = {int(x) for x in re.findall(r'<li class="rec [^"]*\bhl"[^>]* id="seq-(\d+)"', page)}
         assert shown == flagged, trace_path
         # Risky actions most severe first.
-        severities = [int(x) for x in re.findall(r'<tr class="sev sev-\w+">\s*<td class="n">(\d+)</td>', page)]
+        severities = [int(x) for x in re.findall(r'<tr class="sev sev-\w+">\s*<td class="n"[^>]*>(\d+)</td>', page)]
         assert severities == sorted(severities, reverse=True), trace_path
         risky_pages += bool(severities)
     assert risky_pages >= 3
