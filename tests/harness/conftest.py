@@ -1,5 +1,10 @@
 """Fixtures of the harness rig: the pinned harness binaries, installed once per test run.
 
+Under pytest-xdist each worker looks the binaries up; a missing one is installed once, by the first
+worker to need it, under :mod:`rig_install`'s file lock (the other waits for it). Each rig module runs
+its harness session in a module-scoped fixture, and ``--dist loadfile`` keeps a module on one worker,
+so every session runs once per test run.
+
 Without ``REMATCH_REQUIRE_HARNESSES=1`` a harness that cannot be had (no npm, no registry, no
 network namespace) skips its tests; with it (``.ci/run`` sets it) they fail, as the corpus tests do
 under ``REMATCH_REQUIRE_CORPUS=1``.

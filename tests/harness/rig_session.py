@@ -29,6 +29,9 @@ REMATCH = [sys.executable, "-c", "import sys; from rematch_trace.cli import main
 RUN_TIMEOUT = 90
 #: How long a hook may wait for the service's verdict in the rig: time for a test to approve a held call.
 HOLD_BUDGET_MS = 30_000
+#: Seconds between two calls of a run's ``while_running``: each call runs ``rematch`` processes (a
+#: person looking at the held calls); back to back they would take a core from the harness.
+POLL_EVERY = 0.5
 #: The environment every harness run starts from: no variable of the caller leaks in.
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TERM": "dumb"}
 
@@ -167,8 +170,8 @@ class RigSession:
             while_running: Callable[[], None] | None = None, resumed: bool = False) -> Record:
         """Each prompt in turn, in one fresh network namespace with the scripted server; the record.
 
-        ``while_running`` is called about every 50 ms while the harness runs (a person approving
-        a held call, say). ``resumed``: the session was started by an earlier call (its first
+        ``while_running`` is called every :data:`POLL_EVERY` seconds while the harness runs (a person
+        approving a held call, say). ``resumed``: the session was started by an earlier call (its first
         prompt resumes it too).
         """
         sid = session_id or str(uuid.uuid4())
@@ -181,12 +184,14 @@ class RigSession:
         proc = subprocess.Popen(["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
                                  sys.executable, str(DRIVER), str(spec), str(out)])
         end = time.monotonic() + RUN_TIMEOUT * len(runs) + 30
+        polled = 0.0
         try:
             while proc.poll() is None:
                 if time.monotonic() > end:
                     raise RuntimeError("the rig's driver outlived every run's timeout")
-                if while_running is not None:
+                if while_running is not None and time.monotonic() - polled >= POLL_EVERY:
                     while_running()
+                    polled = time.monotonic()
                 time.sleep(0.05)
         finally:
             if proc.poll() is None:
