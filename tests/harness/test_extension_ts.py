@@ -113,20 +113,22 @@ def test_the_extensions_own_tests_pass_under_node(setup: tuple[Path, Path, Path]
     res = subprocess.run([str(prefix / "node_modules" / ".bin" / "tsc"), "-p", str(_tsconfig(work, modules, True))],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
-    served, unserved = tmp_path / "served", tmp_path / "unserved"
+    served, unserved, swapped = tmp_path / "served", tmp_path / "unserved", tmp_path / "swapped"
     short, long = tmp_path / "d", tmp_path / ("x" * 120)
     env = {**_env(tmp_path), "REMATCH_PYTHON": sys.executable, "SERVED_DATA": str(served),
-           "UNSERVED_DATA": str(unserved), "SHORT_DATA": str(short), "LONG_DATA": str(long),
+           "UNSERVED_DATA": str(unserved), "SWAPPED_DATA": str(swapped),
+           "SHORT_DATA": str(short), "LONG_DATA": str(long),
            "EXPECT_RUN_SHORT": str(paths.run_dir(short)), "EXPECT_RUN_LONG": str(paths.run_dir(long)),
            "PI_SCRIPT": str(binary(pinned("pi"))), "PI_VERSION": pinned("pi").version,
            "REPLY_CASES": str(HERE / "ts" / "reply_cases.json")}
-    service = _serve(served)
+    service, other = _serve(served), _serve(swapped)
     try:
         res = subprocess.run(["node", "--test", str(work / "out" / "tests" / "harness" / "ts" / "extension.test.js")],
                              capture_output=True, text=True, timeout=300, env=env)
     finally:
-        service.send_signal(signal.SIGTERM)
-        service.wait(60)
+        for proc in (service, other):
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
         # The extension started a service for the folder that had none: stopped by its pid.
         running, pid = service_state(unserved)
         if running and pid:

@@ -258,6 +258,10 @@ class Service:
         self._active_lock = threading.Lock()
         self._last_activity = time.monotonic()
         self._listeners: list[tuple[socket.socket, Path, int]] = []
+        #: An ``O_PATH`` fd on each socket file this service bound, open for its life: a client without
+        #: ``SO_PEERCRED`` (the pi/omp extension) finds the file through ``/proc/PID/fd`` of the lock holder
+        #: and connects through that link, so it reaches this service's socket whatever lies at the path.
+        self._socket_anchors: list[int] = []
         self._threads: list[threading.Thread] = []
         self._lock_fd: int | None = None
         #: Where a held call's "run `rematch approve ID`" line goes besides the log (``rematch serve``: stderr).
@@ -360,9 +364,11 @@ class Service:
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
+        anchor = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+        self._socket_anchors.append(anchor)
         sock.listen(LISTEN_BACKLOG)
         sock.settimeout(0.25)
-        return sock, path, os.stat(path).st_ino
+        return sock, path, os.fstat(anchor).st_ino
 
     def request_stop(self, reason: str) -> None:
         """Ask the service to stop (safe from a signal handler)."""
@@ -391,6 +397,9 @@ class Service:
             except OSError:
                 pass
         self._listeners = []
+        for anchor in self._socket_anchors:
+            os.close(anchor)
+        self._socket_anchors = []
         cancelled = self.approvals.cancel_all()
         end = time.monotonic() + STOP_GRACE_S
         while time.monotonic() < end:

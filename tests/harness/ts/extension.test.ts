@@ -3,11 +3,14 @@
  *
  * tests/harness/test_extension_ts.py runs them with the environment they read: the run folders
  * Python computes (`EXPECT_RUN_*`), a data folder with `rematch serve` answering (`SERVED_DATA`),
- * one with no service (`UNSERVED_DATA`), and the interpreter that has rematch (`REMATCH_PYTHON`).
+ * one with no service (`UNSERVED_DATA`), one whose service's socket a test replaces (`SWAPPED_DATA`), and the
+ * interpreter that has rematch (`REMATCH_PYTHON`).
  */
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, renameSync, rmSync } from "node:fs";
+import { type Server, createServer } from "node:net";
+import { join } from "node:path";
 import { test } from "node:test";
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
@@ -217,4 +220,67 @@ test("omp's retry fallback is sent with the model it moved to (ctx.model)", () =
   assert.deepEqual(link.sent.map((p) => [p.hook_event_name, p.event, p.model]), [
     ["retry_fallback_applied", { from: "rig/a", to: "rig/b", role: "default" }, { provider: "rig", id: "claude-rig-1" }],
   ]);
+});
+
+/** The agent's stand-in on a socket path: every request it is told gets `no_override`, `recorded` (what would
+ * let the call run); `told` counts the connections that sent it anything. */
+function fakeService(path: string): Promise<[Server, { told: number }]> {
+  const seen = { told: 0 };
+  const server = createServer((conn) => {
+    let buf = Buffer.alloc(0);
+    conn.on("data", (chunk: Buffer) => {
+      if (buf.length === 0) {
+        seen.told += 1;
+      }
+      buf = Buffer.concat([buf, chunk]);
+      if (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0)) {
+        const req = JSON.parse(buf.subarray(4, 4 + buf.readUInt32BE(0)).toString("utf8")) as { request_id: string };
+        const body = Buffer.from(JSON.stringify({ ...REPLY, request_id: req.request_id, decision: "no_override",
+          reason: "recorded", explanation: "", incident_id: null })); // (REPLY's other fields: a valid v2 reply)
+        const head = Buffer.alloc(4);
+        head.writeUInt32BE(body.length, 0);
+        conn.end(Buffer.concat([head, body]));
+      }
+    });
+    conn.on("error", () => undefined);
+  });
+  return new Promise((done) => server.listen(path, () => done([server, seen])));
+}
+
+test("a socket put in the service's place is never told: the call is judged by rematch-hook, denied", async () => {
+  const data = env("SWAPPED_DATA");
+  const run = runDir(data);
+  const sock = join(run, "events.sock");
+  const link = new Link(config(data));
+  const real = await link.deliver(call(DENIED, "toolu_ts_swap0"), 20_000, true);
+  assert.equal(real.error, "");
+  assert.ok(real.block?.reason.includes("policy:credential-to-network"), JSON.stringify(real));
+  // The service's socket moved aside; the fake bound at its path, or bound elsewhere and moved onto it (then
+  // no socket the kernel lists under the path is the fake's).
+  for (const [n, bindAt] of [[1, sock], [2, join(run, "other.sock")]] as const) {
+    renameSync(sock, join(run, "aside.sock"));
+    const [server, seen] = await fakeService(bindAt);
+    if (bindAt !== sock) {
+      renameSync(bindAt, sock);
+    }
+    try {
+      const got = await link.deliver(call(DENIED, `toolu_ts_swap${n}`), 20_000, true);
+      assert.match(got.error, /^PreToolUse: untrusted_service: /, JSON.stringify(got));
+      assert.ok(got.block?.reason.includes("policy:credential-to-network"), JSON.stringify(got));
+      assert.equal(seen.told, 0);
+    } finally {
+      await new Promise((done) => server.close(done));
+      rmSync(sock, { force: true });
+      renameSync(join(run, "aside.sock"), sock);
+    }
+  }
+  const log = readFileSync(join(data, "live", "errors.log"), "utf8");
+  assert.match(log, /rematch_extension pi: PreToolUse: handed to rematch-hook: untrusted_service: /);
+  // rematch-hook did not believe it either: it judged the calls itself
+  const judged = readFileSync(join(data, "live.log"), "utf8");
+  assert.equal(judged.match(/ fallback deny .*reason=policy:credential-to-network/g)?.length, 2, judged);
+  // The service's socket back in its place: its verdict again, at once.
+  const back = await link.deliver(call(DENIED, "toolu_ts_swap3"), 20_000, true);
+  assert.equal(back.error, "");
+  assert.ok(back.block?.reason.includes("policy:credential-to-network"), JSON.stringify(back));
 });

@@ -16,6 +16,9 @@
  *   call's, for its verdict (at most `call_deadline_ms`), and the shutdown's, to flush (within
  *   pi's 2 s); the others return at once, and an attempt of theirs that a held event loop failed
  *   is made again (omp holds it for seconds as it starts).
+ * - Only the service is told anything (node has no `SO_PEERCRED`): it connects through the lock holder's own
+ *   fd on the socket file it bound ({@link serviceSocket}); a socket put at the path by another process is
+ *   `untrusted_service`, and the event goes to `rematch-hook` (below), as when no service answers.
  * - When no service answers, it starts one (`python -m rematch_trace.live.service --data DIR
  *   --quiet`, once) and hands the event to `rematch-hook` (`python -m
  *   rematch_trace.live.hook_entry omp --out DIR`, the payload on stdin), which judges a call by
@@ -30,7 +33,9 @@
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { appendFileSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync } from "node:fs";
+import {
+  appendFileSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, statSync,
+} from "node:fs";
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -349,9 +354,115 @@ export function denyReason(reply: Reply): string {
   return `rematch: ${explanation} (${reply.reason.slice(0, 64)}${incident})`;
 }
 
-/** Send one frame to the socket at `path`; the reply, or an error whose message says what failed. */
+/** The pids holding a `flock` on file `lock`, as the kernel lists them in `/proc/locks`
+ * (`rematch_trace.live.service_identity.lock_holders`); none when either cannot be read. */
+export function lockHolders(lock: string): number[] {
+  let text: string;
+  let dev: bigint;
+  let ino: bigint;
+  try {
+    const st = statSync(lock, { bigint: true });
+    [dev, ino] = [st.dev, st.ino];
+    text = readFileSync("/proc/locks", "latin1");
+  } catch {
+    return [];
+  }
+  // glibc's encoding of st_dev (what os.major / os.minor undo); /proc/locks prints the kernel's major:minor.
+  const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn);
+  const minor = (dev & 0xffn) | ((dev >> 12n) & ~0xffn);
+  const found: number[] = [];
+  for (const line of text.split("\n")) {
+    // "1: FLOCK  ADVISORY  WRITE 1234 fe:00:2179895 0 EOF" (a blocked waiter's "->" takes field 1)
+    const fields = line.trim().split(/\s+/);
+    const where = (fields[5] ?? "").split(":");
+    if (fields[1] !== "FLOCK" || where.length !== 3 || !/^[0-9]+$/.test(fields[4] ?? "")
+      || !where.every((part, i) => (i < 2 ? /^[0-9a-f]+$/i : /^[0-9]+$/).test(part))) {
+      continue;
+    }
+    if (BigInt(`0x${where[0] as string}`) === major && BigInt(`0x${where[1] as string}`) === minor
+      && BigInt(where[2] as string) === ino) {
+      found.push(Number(fields[4]));
+    }
+  }
+  return found;
+}
+
+/** Where the service's own socket file was found: the lock holder, its start time, and its fd on the file. */
+export interface Anchor {
+  pid: number;
+  start: string;
+  fd: string;
+}
+
+/** How to reach the running service of run folder `run` on its socket `name` (`events.sock`) without
+ * `SO_PEERCRED` (node has none): the path `/proc/PID/fd/N` of the `O_PATH` fd the service holds on the socket
+ * file it bound, PID being the holder of the flock on `run/serve.lock` (docs/threat-model.md). A connection
+ * through that link reaches the socket file the service bound, whatever now lies at `run/name`; and the file
+ * must still be at `run/name` (else another process answers there, as for the Python hook client).
+ *
+ * `cache` (the last anchor found) spares the scan of the service's fds while the same process (pid and start
+ * time: no reused pid) still holds that fd on that path. Throws `no_service` (no lock holder: a socket there is
+ * stale or not the service's, and a service started takes the path back), `untrusted_service: ...` or
+ * `service_paused: ...`. */
+export function serviceSocket(run: string, name: string, cache: Anchor | null = null): [string, Anchor] {
+  const holders = lockHolders(join(run, "serve.lock"));
+  if (holders.length === 0) {
+    throw new Error("no_service");
+  }
+  let expected: string;
+  try {
+    expected = join(realpathSync(run), name);
+  } catch {
+    throw new Error("no_service");
+  }
+  const target = (pid: number, fd: string): boolean => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`) === expected;
+    } catch {
+      return false;
+    }
+  };
+  for (const pid of holders) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    } catch {
+      continue;
+    }
+    // After the command's ")": field 3 (the state) on; field 22 is the start time.
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const start = rest[19] ?? "";
+    let fd: string | undefined;
+    if (cache !== null && cache.pid === pid && cache.start === start && target(pid, cache.fd)) {
+      fd = cache.fd;
+    } else {
+      try {
+        fd = readdirSync(`/proc/${pid}/fd`).find((n) => target(pid, n));
+      } catch {
+        fd = undefined;
+      }
+    }
+    if (fd === undefined) {
+      continue;
+    }
+    if (rest[0] === "T" || rest[0] === "t") {
+      throw new Error(`service_paused: the service (pid ${pid}) is stopped`);
+    }
+    return [`/proc/${pid}/fd/${fd}`, { pid, start, fd }];
+  }
+  try {
+    lstatSync(join(run, name));
+  } catch {
+    throw new Error("no_service"); // (a service starting: its lock taken, its socket not yet bound)
+  }
+  throw new Error(`untrusted_service: run/${name} is not the socket the service (pid ${holders.join(",")}) bound`);
+}
+
+/** Send one frame to the socket at `path`; the reply, or an error whose message says what failed.
+ *
+ * `verify`, once connected and before anything is sent: why the other end is not to be told (`null`: it is). */
 export function exchange(path: string, frame: Buffer, deadline: number, requestId: string | null = null,
-): Promise<Reply> {
+  verify: () => string | null = () => null): Promise<Reply> {
   return new Promise((done, fail) => {
     const sock = createConnection(path);
     let buf = Buffer.alloc(0);
@@ -370,7 +481,14 @@ export function exchange(path: string, frame: Buffer, deadline: number, requestI
       }
     };
     const timer = setTimeout(() => finish(new Error("read_deadline")), Math.max(1, deadline - Date.now()));
-    sock.on("connect", () => sock.write(frame));
+    sock.on("connect", () => {
+      const why = verify();
+      if (why === null) {
+        sock.write(frame);
+      } else {
+        finish(new Error(why));
+      }
+    });
     sock.on("data", (chunk: Buffer) => {
       buf = Buffer.concat([buf, chunk]);
       if (buf.length >= 4) {
@@ -437,6 +555,7 @@ export function parseDenyLine(out: string): Outcome["block"] {
 export class Link {
   private tail: Promise<unknown> = Promise.resolve();
   private started = false;
+  private anchor: Anchor | null = null;
 
   constructor(private readonly config: Config) {}
 
@@ -460,7 +579,7 @@ export class Link {
     // none of it. Sent again, the event keeps its time `t`: the service applies it once.
     const deadline = t + budgetMs;
     let why = "unsendable: over IPC v2's 1 MiB request bound";
-    const sock = join(runDir(this.config.data), "events.sock");
+    const run = runDir(this.config.data);
     let waitUntil: number | null = isCall ? Math.min(deadline, Date.now() + START_WAIT_MS) : null;
     let held = 0;
     for (;;) {
@@ -473,7 +592,12 @@ export class Link {
       }
       let again = false;
       try {
-        const reply = await exchange(sock, frame, until, rid);
+        // Only the service is told: through its own fd on the socket file it bound, and only while it still
+        // holds the lock once connected (its pid not reused since).
+        const [path, anchor] = serviceSocket(run, "events.sock", this.anchor);
+        this.anchor = anchor;
+        const reply = await exchange(path, frame, until, rid, () => (lockHolders(join(run, "serve.lock"))
+          .includes(anchor.pid) ? null : `untrusted_service: pid ${anchor.pid} no longer holds the service's lock`));
         if (taken(reply)) {
           return { block: reply.decision === "deny" ? { block: true, reason: denyReason(reply) } : null, error: "" };
         }
