@@ -27,12 +27,13 @@ import attrs
 from rematch_trace.host import conversation as conv
 from rematch_trace.host import vocab
 
-#: What an id looks like: UUIDs, ``toolu_…``, ``call_…``, ``a1b2.c3``, ``agent-…``, ``permission-…``.
-ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=/-]{0,255}")
+#: What an id looks like: UUIDs, ``toolu_…``, ``call_…``, ``a1b2.c3``, ``agent-…``, ``permission-…``, and
+#: Gemini CLI's subagent streams ``<session uuid>#<n>-<n>``.
+ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=/#-]{0,255}")
 #: The harnesses' own id forms (Claude Code's ``toolu_…``, Codex's ``call_…``, UUIDs and a subagent's
 #: ``<uuid>.agent-…``): no credential has them, so the credential check (a few µs an id) is skipped.
 KNOWN_FORM = re.compile(r"(?:toolu|call|fc)_[A-Za-z0-9]{16,48}"
-                        r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:\.agent-[A-Za-z0-9_-]{1,64})?")
+                        r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:\.agent-[A-Za-z0-9_-]{1,64}|#[0-9]{1,9}-[0-9]{1,9})?")
 #: Ids remembered with their verdict (each call's id comes again with its result).
 _CACHE_LIMIT = 1 << 16
 
