@@ -369,17 +369,35 @@ def install(path: Path, command: str, hold_seconds: float | None = None,
     new = _with_ours(doc, command, hold_seconds, target)
     if new == doc:
         return Outcome(path, False, f"already installed in {path}")
+    keep_original(path, raw)
+    _write(path, _dump(new))
+    held = f"; a held call waits up to {hold_seconds:g} s for a decision" if hold_seconds is not None else ""
+    return Outcome(path, True, f"installed {len(target.events)} hooks in {path}{held}")
+
+
+def keep_original(path: Path, raw: bytes | None) -> None:
+    """Save ``path``'s state before rematch first writes it (its bytes ``raw``, or that it was absent): what
+    uninstall restores. Kept once: a second install leaves the first record alone."""
     backup = path.with_name(path.name + BACKUP_SUFFIX)
     absent = path.with_name(path.name + ABSENT_SUFFIX)
     if not backup.exists() and not absent.exists():
-        # The state before rematch ever touched it: what uninstall restores.
         if raw is None:
             _write(absent, b"")
         else:
             _write(backup, raw)
-    _write(path, _dump(new))
-    held = f"; a held call waits up to {hold_seconds:g} s for a decision" if hold_seconds is not None else ""
-    return Outcome(path, True, f"installed {len(target.events)} hooks in {path}{held}")
+
+
+def original_of(path: Path) -> dict[str, Any] | None:
+    """The JSON object ``path`` held before rematch's install (:func:`keep_original`), or ``None`` when no
+    record of it is kept or it cannot be read."""
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    if not backup.exists():
+        return None
+    try:
+        doc = json.loads(backup.read_bytes().decode("utf-8") or "{}")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def uninstall(path: Path) -> Outcome:
@@ -390,12 +408,7 @@ def uninstall(path: Path) -> Outcome:
     stripped = _without_ours(doc)
     if raw is None and not backup.exists():
         return Outcome(path, False, f"nothing to uninstall: {path} does not exist")
-    original: dict[str, Any] | None = None
-    if backup.exists():
-        try:
-            original = json.loads(backup.read_bytes().decode("utf-8") or "{}")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            original = None
+    original = original_of(path)
     if absent.exists() and stripped in ({}, {"hooks": {}}):
         _target(path).unlink(missing_ok=True)  # a link stays, leading nowhere again, as before install
         absent.unlink()

@@ -44,6 +44,8 @@ from rematch_trace.live.install import (
     _write,
     hold_budget,
     hook_client,
+    keep_original,
+    original_of,
     read_object,
 )
 
@@ -172,13 +174,7 @@ def install(config: Path, data: Path, hold_seconds: float | None = None) -> Outc
     if new == doc and not laid:
         said = "updated rematch's plugin" if copied else "rematch's plugin is already installed"
         return Outcome(config, copied, f"{said} in {copy}, named in {config}")
-    backup = config.with_name(config.name + BACKUP_SUFFIX)
-    absent = config.with_name(config.name + ABSENT_SUFFIX)
-    if not backup.exists() and not absent.exists():
-        if raw is None:
-            _write(absent, b"")
-        else:
-            _write(backup, raw)
+    keep_original(config, raw)
     _write(config, _dump(new))
     return Outcome(config, True, f"installed rematch's plugin in {copy}, named in {config} (data: {data})")
 
@@ -197,12 +193,7 @@ def uninstall(config: Path, data: Path) -> Outcome:
         _target(config).unlink(missing_ok=True)
         absent.unlink()
         return Outcome(config, True, f"removed {config} (there was none before rematch's install) and {copy}")
-    original: dict[str, Any] | None = None
-    if backup.exists():
-        try:
-            original = json.loads(backup.read_bytes().decode("utf-8") or "{}")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            original = None
+    original = original_of(config)
     if original is not None and original == stripped:
         _write(config, backup.read_bytes())
         backup.unlink()
