@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING
 
 import click
 
-from rematch_trace.cli.common import check_harness, data_option, echo_json, nothing_matched, readable
+from rematch_trace.cli.common import (
+    Fatal,
+    check_harness,
+    columns,
+    data_option,
+    echo_json,
+    nothing_matched,
+    readable,
+    wide_option,
+)
 from rematch_trace.cli.listing import filter_options, prices_option
 
 if TYPE_CHECKING:
     from rematch_trace.report.collect import Entry
 
 #: ``--by``'s choices (report/totals.py PERIODS, not imported here: ``rematch --help`` loads this module).
-BY = ("day", "week", "month", "session")
+BY = ("day", "week", "month", "session", "block")
 
 
 @click.command("stats")
@@ -21,15 +31,19 @@ BY = ("day", "week", "month", "session")
 @filter_options
 @prices_option
 @click.option("--by", "by", type=click.Choice(BY),
-              help="Tokens by kind (input, output, cache write, cache read) and cost per UTC day, week (from "
-                   "Monday), month or session (a main session with what it started), as ccusage shows them; "
-                   "--since/--until then choose the usage by its day.")
-@click.option("--until", help="Only up to this day (YYYY-MM-DD, UTC, kept): sessions started by then, or with "
-                              "--by the usage of that day and before.")
+              help="Tokens by kind (input, output, cache write, cache read) and cost per day, week (from "
+                   "Monday), month, session (a main session with what it started) or 5-hour block, as ccusage "
+                   "shows them; --since/--until then choose the usage (a block: its start) by its day.")
+@click.option("--until", help="Only up to this day (YYYY-MM-DD, kept): sessions started by then (UTC), or with "
+                              "--by the usage of that day and before (in --tz).")
+@click.option("--tz", "tz_name", metavar="ZONE",
+              help="With --by: the time zone of days, weeks, months, --since/--until and block times (an IANA "
+                   "name such as Europe/Paris, or UTC); default the machine's ($TZ, else /etc/localtime).")
+@wide_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str | None, domain: str | None,
               flag: str | None, since: str | None, prices_file: str | None, by: str | None, until: str | None,
-              as_json: bool) -> None:
+              tz_name: str | None, wide: bool, as_json: bool) -> None:
     """Sessions, inputs, redirects, error clusters, tokens and cost per day, model and harness; --by for
     token totals per day, week, month or session.
 
@@ -39,7 +53,14 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
     from rematch_trace.cli.listing import chosen, price_table, summaries
     from rematch_trace.report.collect import with_json
     from rematch_trace.report.figures import figures, format_figures
+    from rematch_trace.report.zones import ZoneError, zone
 
+    if tz_name is not None and by is None:
+        raise Fatal("--tz needs --by (stats' own per-day figures are kept by UTC day)")
+    try:
+        tz = zone(tz_name)
+    except ZoneError as err:
+        raise Fatal(f"--tz: {err}") from None
     data = readable(out)
     check_harness(data, harness)
     prices = price_table(data, prices_file)
@@ -49,7 +70,8 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
     last = since_day(until)
     every = summaries(data, prices)
     if by is not None:
-        _by_period(every, by, harness, model, repo, domain, flag, since_day(since), last, as_json)
+        _by_period(every, by, (harness, model, repo, domain, flag), since_day(since), last, tz, columns(wide),
+                   as_json)
         return
     picked = chosen(every, harness, model, repo, domain, flag, since)
     if last is not None:
@@ -69,22 +91,24 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
         nothing_matched()
 
 
-def _by_period(every: list[Entry], by: str, harness: str | None, model: str | None, repo: str | None,
-               domain: str | None, flag: str | None, since: str | None, until: str | None, as_json: bool) -> None:
-    """``stats --by``: the usage of the chosen sessions (whole) per period or session, and its total."""
+def _by_period(every: list[Entry], by: str, filters: tuple[str | None, str | None, str | None, str | None, str | None], since: str | None, until: str | None,
+               tz: tuple[str, dt.tzinfo], width: int | None, as_json: bool) -> None:
+    """``stats --by``: the usage of the chosen sessions (whole) per period, session or block, and its total;
+    ``filters`` are harness, model, repository, domain and flag, ``tz`` the zone's name and zone."""
     from rematch_trace.cli.grouped import whole
     from rematch_trace.cli.listing import chosen
     from rematch_trace.report.collect import with_json
     from rematch_trace.report.totals import format_totals, totals
 
-    entries = whole(every, chosen(every, harness, model, repo, domain, flag, None))
-    rows, total = with_json(entries, lambda js: totals(js, by, since, until))
+    entries = whole(every, chosen(every, *filters, None))
+    rows, total = with_json(entries, lambda js: totals(js, by, since, until, tz[1]))
     if as_json:
-        echo_json({"by": by, "since": since, "until": until, "rows": [r.as_json() for r in rows],
-                   "total": total.as_json()})
+        echo_json({"by": by, "tz": tz[0], "since": since, "until": until,
+                   "rows": [r.as_json(tz[1]) for r in rows], "total": total.as_json()})
         if not rows:
             nothing_matched()
         return
     if not rows:
         nothing_matched("no usage matches")
-    click.echo(format_totals(rows, total, by))
+    click.echo(format_totals(rows, total, by, width))
+    click.echo(f"times in {tz[0]}")

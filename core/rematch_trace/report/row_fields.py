@@ -14,9 +14,9 @@ from typing import Any
 from rematch_trace.trace.reasons import REASONS
 
 #: Bumped whenever what a summary holds changes: cached summaries of another version are recomputed.
-SUMMARY_VERSION = 4
-#: The version before ``parent`` was kept: such a summary is brought up to date without its trace
-#: (:func:`upgrade`).
+SUMMARY_VERSION = 5
+#: The version before ``parent`` was kept: such a summary is brought up to the next version without its
+#: trace (:func:`upgrade`); version 5 added the quarter-hour ``slots``, which need the trace.
 _NO_PARENT_VERSION = 3
 
 
@@ -36,10 +36,10 @@ def parent_of(row: Mapping[str, Any]) -> str | None:
 
 
 def upgrade(value: Any, row: Mapping[str, Any]) -> Any:
-    """A stored summary of the version before ``parent`` brought to this version from its ledger
+    """A stored summary of the version before ``parent`` brought to the next version from its ledger
     ``row`` (nothing else changed between them); any other value is returned as it is."""
     if isinstance(value, dict) and value.get("version") == _NO_PARENT_VERSION:
-        value = dict(value, parent=parent_of(row), version=SUMMARY_VERSION)
+        value = dict(value, parent=parent_of(row), version=_NO_PARENT_VERSION + 1)
         # The fields in the order a summary of this version gives them (its JSON is compared whole).
         value["version"] = value.pop("version")
     return value

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from rematch_trace.report.row_fields import SUMMARY_VERSION
 from rematch_trace.store.datafolder import DataDir, key_of
 
 
@@ -79,7 +80,7 @@ def store_summaries(data: DataDir, only: set[str] | None = None) -> int:
     try:
         with Ledger(data.ledger) as ledger:
             stale = []
-            for harness, session_id, trace_path, held in list(ledger.summary_bases()):
+            for harness, session_id, trace_path, held in list(ledger.summary_bases(SUMMARY_VERSION)):
                 name = os.path.basename(trace_path) if isinstance(trace_path, str) else ""
                 key = name[:-6] if name.endswith(".jsonl") else ""
                 if not key or (only is not None and key not in only):

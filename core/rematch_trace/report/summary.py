@@ -2,7 +2,8 @@
 
 A summary is made from the ledger's row of a session (harness, flags and the
 seqs behind them, domain, repository) and one streaming pass over its trace
-(dates, models, counts, tokens and cost per day and model). Nothing of the
+(dates, models, counts, tokens and cost per day and model, and per quarter hour
+and model for the totals by time zone and 5-hour block). Nothing of the
 transcript's text is kept: a summary holds names, counts and dates only.
 """
 
@@ -32,6 +33,10 @@ from rematch_trace.trace.flags import CLUSTER_WINDOW
 MAX_TOOLS = 200
 #: The name the tools past :data:`MAX_TOOLS` are counted under.
 OTHER_TOOLS = "(other tools)"
+#: Milliseconds of a :class:`Slot`: a quarter hour. Every time zone's offset from UTC today is a whole
+#: number of quarter hours (+05:45, -09:30), so a local day, week or month starts on a slot's edge;
+#: a 5-hour block starts on a whole UTC hour, so it ends on one too (report/totals.py).
+SLOT_MS = 15 * 60_000
 
 
 def day_of(t_ms: int | None) -> str | None:
@@ -85,6 +90,25 @@ class Usage:
 
 
 @attrs.define
+class Slot:
+    """Tokens and cost of one quarter hour (UTC, from ``at``) and model of one session, with the time of
+    its first and last turn (``first``, ``last``: milliseconds), which the 5-hour blocks need exactly
+    (a gap is measured from the last turn before it to the first after)."""
+
+    at: int
+    model: str
+    first: int
+    last: int
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    tokens: int = 0
+    cost: Decimal = Decimal(0)
+    priced_tokens: int = 0
+
+
+@attrs.define
 class Daily:
     """What happened in one session on one UTC day."""
 
@@ -131,6 +155,8 @@ class SessionSummary:
     tools: dict[str, list[int]] = attrs.field(factory=dict)
     #: The session id of the main session that started this one (:func:`parent_of`), or ``None``.
     parent: str | None = None
+    #: The turns' usage per quarter hour and model (turns with a time only), oldest first.
+    slots: list[Slot] = attrs.field(factory=list)
     version: int = SUMMARY_VERSION
 
 
@@ -248,6 +274,7 @@ class SummaryFold:
         self.agent_name: str | None = None
         self.models: list[str] = []
         self.usage: dict[tuple[str, str], Usage] = {}
+        self.slots: dict[tuple[int, str], Slot] = {}
         self.price_of: dict[str, Price | None] = {}
         self.daily: dict[str, Daily] = {}
         #: Each input's seq -> its day (the ledger's redirect flags are counted against them at the end).
@@ -267,6 +294,8 @@ class SummaryFold:
             "agent_name": self.agent_name, "models": list(self.models),
             "usage": [[u.day, u.model, u.turns, u.input, u.output, u.cache_read, u.cache_write, u.cache_write_1h,
                        u.tokens, str(u.cost), u.priced_tokens] for u in self.usage.values()],
+            "slots": [[q.at, q.model, q.first, q.last, q.input, q.output, q.cache_read, q.cache_write, q.tokens,
+                       str(q.cost), q.priced_tokens] for q in self.slots.values()],
             "daily": [[d.day, d.inputs, d.redirects, d.error_clusters, d.tool_errors] for d in self.daily.values()],
             "input_day": [[k, v] for k, v in self.input_day.items()],
             "result_index": [[k, v] for k, v in self.result_index.items()],
@@ -289,6 +318,9 @@ class SummaryFold:
             for day, model, turns, inp, out, c_read, c_write, c_write_1h, tokens, cost, priced in state["usage"]:
                 fold.usage[(day, model)] = Usage(day, model, turns, inp, out, c_read, c_write, c_write_1h, tokens,
                                                  Decimal(cost), priced)
+            for at, model, first, last, inp, out, c_read, c_write, tokens, cost, priced in state["slots"]:
+                fold.slots[(at, model)] = Slot(at, model, first, last, inp, out, c_read, c_write, tokens,
+                                               Decimal(cost), priced)
             for day, *figures in state["daily"]:
                 fold.daily[day] = Daily(day, *figures)
             fold.input_day = {int(k): v for k, v in state["input_day"]}
@@ -369,9 +401,27 @@ class SummaryFold:
             if cost is not None:
                 slot.cost += cost
                 slot.priced_tokens += total
+            if t is not None:
+                self._slot(t, name, u, total, cost)
         name_ = model_name(rec.get("model")) if ev in ("session_start", "turn_end") else None
         if name_ and name_ not in self.models:
             self.models.append(name_)
+
+    def _slot(self, t: int, name: str, u: Mapping[str, Any], total: int, cost: Decimal | None) -> None:
+        """Add a turn at ``t`` to its quarter hour's slot of model ``name``."""
+        at = t - t % SLOT_MS
+        q = self.slots.get((at, name))
+        if q is None:
+            q = self.slots[(at, name)] = Slot(at, name, t, t)
+        q.first, q.last = min(q.first, t), max(q.last, t)
+        q.input += _int(u.get("input"))
+        q.output += _int(u.get("output"))
+        q.cache_read += _int(u.get("cacheRead"))
+        q.cache_write += _int(u.get("cacheWrite"))
+        q.tokens += total
+        if cost is not None:
+            q.cost += cost
+            q.priced_tokens += total
 
     def result(self, key: str, row: Mapping[str, Any]) -> SessionSummary:
         """The summary of the records fed, with the ledger ``row``'s flags and place."""
@@ -420,6 +470,7 @@ class SummaryFold:
             usage=use,
             daily=sorted(daily.values(), key=lambda d: d.day),
             parent=parent_of(row),
+            slots=sorted((attrs.evolve(q) for q in self.slots.values()), key=lambda q: (q.at, q.model)),
         )
 
 

@@ -516,14 +516,16 @@ class Ledger:
         row = self._q("SELECT * FROM sessions WHERE harness = ? AND session_id = ?", (harness, session_id)).fetchone()
         return None if row is None else _decoded(row)
 
-    def summary_bases(self) -> Iterator[tuple[str, str, str, str | None]]:
-        """(harness, session id, trace path, the stored summary's basis as JSON or ``None``) of every session.
+    def summary_bases(self, version: int) -> Iterator[tuple[str, str, str, str | None]]:
+        """(harness, session id, trace path, the stored summary's basis as JSON or ``None``) of every session;
+        ``None`` too for a summary of another ``version`` than the reader's (it is made again).
 
         The basis alone is read out of each summary (by SQLite): checking which summaries still
         hold costs no decoding of them.
         """
         yield from self._q("SELECT harness, session_id, trace_path, "
-                           "CASE WHEN json_valid(summary) THEN json_extract(summary, '$.basis') END FROM sessions")
+                           "CASE WHEN json_valid(summary) AND json_extract(summary, '$.summary.version') = ? "
+                           "THEN json_extract(summary, '$.basis') END FROM sessions", (version,))
 
     def session_keys(self) -> dict[str, set[tuple[str, str]]]:
         """Source path -> the (harness, session id) of the sessions it produced, for every source."""
