@@ -36,7 +36,7 @@ RIG = TESTS / "harness"
 #: binaries (a lookup in the cache; the install itself runs once, under a file lock) and the browser
 #: (a Chromium started in a second or two).
 CHEAP_SESSION = frozenset({"claude_code_exe", "codex_exe", "pi_exe", "gemini_cli_exe", "gemini_cli_doc_exe",
-                        "omp_exe", "opencode_exe", "browser"})
+                        "omp_exe", "opencode_exe", "ccusage_exe", "browser"})
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -257,8 +257,9 @@ def test_stats_by_period_adds_up_to_the_same_total(corpus_dir: Path, tmp_path: P
     day = seen["day"][len(seen["day"]) // 2]
     one = json.loads(rematch("stats", "--data", str(data), "--json", "--by", "day", "--since", day, "--until", day).stdout)
     assert [r["period"] for r in one["rows"]] == [day]
-    text = rematch("stats", "--data", str(data), "--by", "month").stdout.splitlines()
-    assert text[0].split()[:4] == ["month", "input", "output", "cache"] and text[-1].startswith("total")
+    text = rematch("stats", "--data", str(data), "--by", "month", env={"TZ": "UTC"}).stdout.splitlines()
+    assert text[0].split()[:4] == ["month", "input", "output", "cache"] and text[-2].startswith("total")
+    assert text[-1] == "times in UTC"
     assert max(len(line) for line in text) <= 80
     later = rematch("stats", "--data", str(data), "--by", "day", "--since", "2099-01-01")
     assert later.returncode == 1 and later.stdout.strip() == "no usage matches"

@@ -84,3 +84,9 @@ def omp_exe() -> Path:
 def opencode_exe() -> Path:
     """opencode at the pinned version."""
     return harness_binary("opencode")
+
+
+@pytest.fixture(scope="session")
+def ccusage_exe() -> Path:
+    """ccusage at the pinned version (the totals it prints are compared with ``rematch stats --by``)."""
+    return harness_binary("ccusage")

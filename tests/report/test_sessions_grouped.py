@@ -4,7 +4,6 @@ sidechains and compaction runs under it, counted once, by project (``rematch ses
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -162,8 +161,8 @@ def test_orphans_cycles_and_self_parents_are_listed_once(tmp_path: Path) -> None
 def test_existing_data_folder_gets_parents_without_a_reimport(corpus_dir: Path, tmp_path: Path) -> None:
     """A data folder from before the parent link (ledger schema 8, summaries version 3): reading commands
     group Claude Code's children at once (their ids name the parent); the next import, which finds nothing
-    new, fills in every parent from the ids and saved states and upgrades the stored summaries in place,
-    reading no transcript or trace again."""
+    new, fills in every parent from the ids and saved states (reading no transcript again) and makes the
+    stored summaries again from the traces (version 5 keeps usage per quarter hour, which only a trace has)."""
     data = tmp_path / "data"
     assert run_import(data, corpus_dir, timeout=600).returncode in (0, 1)
     ledger = data / "ledger.sqlite"
@@ -176,17 +175,13 @@ def test_existing_data_folder_gets_parents_without_a_reimport(corpus_dir: Path, 
     before = {r["session_id"]: r for r in _sessions(data)}
     assert sum(r["parent"] is not None for r in before.values()) == 8  # Claude Code's, from their ids
     assert before["0198d27b-b9c1-7e44-8a0f-2d6c91e5f3a8"]["parent"] is None  # omp's needs the migration
-    # Each trace blanked at its size and mtime: a summary made again from one would count nothing.
-    for path, mtime in traces.items():
-        path.write_bytes(b"\n" * path.stat().st_size)
-        os.utime(path, ns=(mtime, mtime))
     rerun = run_import(data, corpus_dir, timeout=600)
     assert rerun.returncode in (0, 1)
     assert json.loads(rerun.stdout)["files"]["unchanged"] == 21
     with sqlite3.connect(ledger) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 9
         stored = {sid: json.loads(s)["summary"] for sid, s in db.execute("SELECT session_id, summary FROM sessions")}
-    assert {s["version"] for s in stored.values()} == {4}
+    assert {s["version"] for s in stored.values()} == {5}
     assert stored["0198d27b-b9c1-7e44-8a0f-2d6c91e5f3a8"]["parent"] == "0198d27b-5e03-7b8a-91c6-4fa2d83e0b57"
     assert stored["019d924b-53f5-78f1-a0d4-69aa13191f54"]["parent"] == "019d9249-e0ee-7020-a305-b6369cd02251"
     assert {p: p.stat().st_mtime_ns for p in (data / "traces").iterdir()} == traces

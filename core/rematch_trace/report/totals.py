@@ -80,8 +80,9 @@ class Total:
 
 
 def iso(t_ms: int, tz: dt.tzinfo | None) -> str:
-    """A millisecond time as ISO 8601 with its offset in ``tz`` (UTC when ``None``), to the second."""
-    return dt.datetime.fromtimestamp(t_ms // 1000, tz or dt.timezone.utc).isoformat()
+    """A millisecond time as ISO 8601 with its offset in ``tz`` (UTC when ``None``), to the millisecond."""
+    at = dt.datetime.fromtimestamp(t_ms // 1000, tz or dt.timezone.utc) + dt.timedelta(milliseconds=t_ms % 1000)
+    return at.isoformat(timespec="milliseconds")
 
 
 def period_of(day: str, by: str) -> str:
