@@ -237,13 +237,13 @@ def _merge(into: Total, q: Total) -> None:
 
 
 def _block_name(r: Total, tz: dt.tzinfo) -> str:
-    """A block's row name: its start in ``tz`` (``2025-09-03 14:00``), ``active`` after it when it is; a gap's:
-    its length in whole hours."""
+    """A block's row name: its start in ``tz`` (``2025-09-03 14:00``), ``now`` after it when it is the active
+    one (a short word: the row fits 80 columns); a gap's: its length in whole hours."""
     assert r.start is not None and r.end is not None
     if r.gap:
         return f"gap {(r.end - r.start) // HOUR_MS}h"
     name = dt.datetime.fromtimestamp(r.start / 1000, tz).strftime("%Y-%m-%d %H:%M")
-    return f"{name} active" if r.active else name
+    return f"{name} now" if r.active else name
 
 
 def compact(n: int) -> str:
@@ -262,6 +262,8 @@ def format_totals(rows: list[Total], total: Total, by: str, width: int | None = 
     """The rows and the total as a terminal table, at most ``width`` columns wide (``None``: every cell
     whole): token counts shortened (``12.3M``) when whole ones do not fit, then the first column cut."""
     heads = [by, *(h for _, h in KINDS), "all tokens", "cost"]
+    #: The heads of short counts (fewer characters than the long heads above them).
+    short_heads = [by, "input", "output", "cache wr", "cache rd", "tokens", "cost"]
 
     def cells(short: bool) -> list[list[str]]:
         num = compact if short else (lambda n: f"{n:,}")
@@ -275,7 +277,7 @@ def format_totals(rows: list[Total], total: Total, by: str, width: int | None = 
     table = cells(False)
     widths = widths_of(table)
     if width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
-        table = cells(True)
+        table, heads = cells(True), short_heads
         widths = widths_of(table)
         over = sum(widths) + 2 * (len(widths) - 1) - width
         if over > 0:
