@@ -159,3 +159,23 @@ def test_sessions_agree_but_for_a_top_level_sidechain_file(both: dict[str, Any])
     assert sorted(merged) == sorted(ours)
     for sid, its in merged.items():
         _same_usage(ours[sid], its)
+
+
+def test_a_response_copied_into_another_session_counts_once_in_ccusage_only(
+        ccusage_exe: Path, tmp_path: Path) -> None:
+    """ccusage counts an API response (message id and request id) once across all files; rematch counts each
+    session's own responses (a line another session's id names, as a resume copies, is skipped by that id).
+    A session file copied under a new session id, as the 1 GiB bench corpus is made, so counts once in
+    ccusage and twice in rematch: the whole difference there (docs/report.md)."""
+    original = corpus() / "claude_code" / "projects" / "-Users-USER-spotter" / "55604662-cf2a-4331-851a-ec234028f8ca.jsonl"
+    claude_dir = tmp_path / "claude"
+    copy_id = "55604662-cf2a-4331-851a-ec234028f8cb"
+    for project, sid in (("-a", original.stem), ("-b", copy_id)):
+        (claude_dir / "projects" / project).mkdir(parents=True)
+        (claude_dir / "projects" / project / f"{sid}.jsonl").write_text(original.read_text().replace(original.stem, sid))
+    theirs = _ccusage(ccusage_exe, claude_dir, tmp_path, "daily")["totals"]
+    assert _rematch("import", str(claude_dir), "--data", str(tmp_path / "d"), home=tmp_path).returncode == 0
+    proc = _rematch("stats", "--data", str(tmp_path / "d"), "--by", "day", "--tz", "UTC", "--json", home=tmp_path)
+    ours = json.loads(proc.stdout)["total"]
+    assert (theirs["totalTokens"], ours["tokens"]) == (25_366, 2 * 25_366)
+    assert Decimal(ours["cost"]) == 2 * Decimal("0.1444475") and abs(theirs["totalCost"] - 0.1444475) < 1e-9
