@@ -147,3 +147,11 @@ def test_the_table_fits_its_width_with_short_counts() -> None:
     assert max(map(len, fit)) <= 80 and "244B" in fit[-1] and fit[1].startswith("2026-05-04 09:00")
     assert [compact(n) for n in (999, 1000, 12_345, 123_456, 4_560_000, 1_230_000_000)] == [
         "999", "1.00K", "12.3K", "123K", "4.56M", "1.23B"]
+
+
+def test_times_past_what_a_date_holds_are_counted_not_fatal() -> None:
+    s = summary((at("9999-12-31T23:50:00"), 3), (at("1969-12-31T23:00:00"), 4))
+    for by in ("day", "block"):
+        rows, total = totals([s], by, tz=zoneinfo.ZoneInfo("Pacific/Kiritimati"), now=0)  # UTC+14: past year 9999
+        assert total.tokens == 7 == sum(r.tokens for r in rows), by
+        assert "unknown" in {r.name for r in rows}, by

@@ -401,7 +401,7 @@ class SummaryFold:
             if cost is not None:
                 slot.cost += cost
                 slot.priced_tokens += total
-            if t is not None:
+            if t is not None and day != "unknown":  # a time a date can hold (else the usage's day is unknown too)
                 self._slot(t, name, u, total, cost)
         name_ = model_name(rec.get("model")) if ev in ("session_start", "turn_end") else None
         if name_ and name_ not in self.models:

@@ -79,9 +79,13 @@ class Total:
         return out
 
 
-def iso(t_ms: int, tz: dt.tzinfo | None) -> str:
-    """A millisecond time as ISO 8601 with its offset in ``tz`` (UTC when ``None``), to the millisecond."""
-    at = dt.datetime.fromtimestamp(t_ms // 1000, tz or dt.timezone.utc) + dt.timedelta(milliseconds=t_ms % 1000)
+def iso(t_ms: int, tz: dt.tzinfo | None) -> str | None:
+    """A millisecond time as ISO 8601 with its offset in ``tz`` (UTC when ``None``), to the millisecond;
+    ``None`` past what a date holds."""
+    try:
+        at = dt.datetime.fromtimestamp(t_ms // 1000, tz or dt.timezone.utc) + dt.timedelta(milliseconds=t_ms % 1000)
+    except (OverflowError, OSError, ValueError):
+        return None
     return at.isoformat(timespec="milliseconds")
 
 
@@ -105,7 +109,11 @@ class _Days:
     def __call__(self, at: int) -> str:
         day = self.seen.get(at)
         if day is None:
-            day = self.seen[at] = dt.datetime.fromtimestamp(at / 1000, self.tz).strftime("%Y-%m-%d")
+            try:
+                day = dt.datetime.fromtimestamp(at / 1000, self.tz).strftime("%Y-%m-%d")
+            except (OverflowError, OSError, ValueError):  # a time past what a date holds, in this zone
+                day = UNKNOWN
+            self.seen[at] = day
         return day
 
 
@@ -202,7 +210,8 @@ def _blocks(chosen: list[Mapping[str, Any]], since: str | None, until: str | Non
         _merge(block, q)
     for r in rows:
         if not r.gap and r.last is not None and r.end is not None:
-            r.active = now_ms - r.last < BLOCK_MS and now_ms < r.end
+            # (A block starting later than now, from a clock that was wrong, is not running.)
+            r.active = now_ms - r.last < BLOCK_MS and r.start is not None and r.start <= now_ms < r.end
         assert r.start is not None
         r.name = _block_name(r, tz)
     day_of = _Days(tz)
@@ -242,7 +251,8 @@ def _block_name(r: Total, tz: dt.tzinfo) -> str:
     assert r.start is not None and r.end is not None
     if r.gap:
         return f"gap {(r.end - r.start) // HOUR_MS}h"
-    name = dt.datetime.fromtimestamp(r.start / 1000, tz).strftime("%Y-%m-%d %H:%M")
+    when = iso(r.start, tz)
+    name = f"{when[:10]} {when[11:16]}" if when else UNKNOWN
     return f"{name} now" if r.active else name
 
 
