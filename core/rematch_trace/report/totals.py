@@ -10,7 +10,7 @@ of whole slots), per session (a main session with everything it started), or per
   5 hours from there (its end excluded);
 - the first turn after a block's 5 hours starts the next one; when it comes more than 5 hours after the
   turn before it, the time between (from that turn plus 5 hours to this one) is a gap, shown as a row;
-- a block is active while now is before its end and less than 5 hours after its last turn.
+- a block is active while now is between its start and its end and less than 5 hours after its last turn.
 
 This is ccusage's ``blocks`` rule, read from its documentation and source, but for a turn at exactly a
 block's end to the millisecond, which ccusage keeps in the block ending then (docs/report.md).
