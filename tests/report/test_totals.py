@@ -155,3 +155,26 @@ def test_times_past_what_a_date_holds_are_counted_not_fatal() -> None:
         rows, total = totals([s], by, tz=zoneinfo.ZoneInfo("Pacific/Kiritimati"), now=0)  # UTC+14: past year 9999
         assert total.tokens == 7 == sum(r.tokens for r in rows), by
         assert "unknown" in {r.name for r in rows}, by
+
+
+def test_a_continued_fold_keeps_its_slots() -> None:
+    """An import continued from a saved fold state (a transcript that grew) ends with the slots of a whole fold."""
+    import orjson
+
+    from rematch_trace.report.summary import to_json
+
+    prices = load(None)
+    recs = [{"seq": i, "t": at("2026-05-04T09:00:00") + i * 7 * MIN, "ev": "turn_end", "model": {"id": "m"},
+             "usage": {"input": i, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": i + 1}} for i in range(9)]
+    whole, part = SummaryFold(prices), SummaryFold(prices)
+    for r in recs:
+        whole.feed(r)
+    for r in recs[:4]:
+        part.feed(r)
+    again = SummaryFold.resume(prices, orjson.loads(orjson.dumps(part.state())))
+    assert again is not None
+    for r in recs[4:]:
+        again.feed(r)
+    row = {"harness": "claude_code", "session_id": "s"}
+    assert to_json(again.result("k", row))["slots"] == to_json(whole.result("k", row))["slots"]
+    assert len(to_json(whole.result("k", row))["slots"]) == 4  # turns at 0, 7, ... 56 minutes
