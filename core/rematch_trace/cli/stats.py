@@ -45,7 +45,7 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
               flag: str | None, since: str | None, prices_file: str | None, by: str | None, until: str | None,
               tz_name: str | None, wide: bool, as_json: bool) -> None:
     """Sessions, inputs, redirects, error clusters, tokens and cost per day, model and harness; --by for
-    token totals per day, week, month or session.
+    token totals per day, week, month, session or 5-hour block (in --tz, default the machine's zone).
 
     Cost: what the trace states (omp), else each turn's tokens at the price table's prices, exact; a
     model without a price is named and its cost is n/a.

@@ -297,5 +297,5 @@ def format_totals(rows: list[Total], total: Total, by: str, width: int | None = 
         if i == len(table) - 1:
             lines.append("-" * len(lines[0]))
         lines.append("  ".join([clip(c[0], widths[0]).ljust(widths[0]),
-                                *(x.rjust(w) for x, w in zip(c[1:], widths[1:], strict=True))]))
+                                *(x.rjust(w) for x, w in zip(c[1:], widths[1:], strict=True))]).rstrip())
     return "\n".join(lines)
