@@ -179,3 +179,48 @@ def test_a_response_copied_into_another_session_counts_once_in_ccusage_only(
     ours = json.loads(proc.stdout)["total"]
     assert (theirs["totalTokens"], ours["tokens"]) == (25_366, 2 * 25_366)
     assert Decimal(ours["cost"]) == 2 * Decimal("0.1444475") and abs(theirs["totalCost"] - 0.1444475) < 1e-9
+
+
+#: The example Claude Code session: three responses of claude-opus-4-6 (input, output, cache write, cache read).
+EXAMPLE = (Path(__file__).resolve().parents[2] / "examples" / "transcripts" / "claude_code" / "projects"
+           / "-home-dev-webapp" / "5b1f0c3e-8a7d-4e52-9b61-2f0d7c4a9e11.jsonl")
+
+
+def test_a_long_prompt_is_billed_whole_in_rematch_and_split_or_not_at_all_in_ccusage(
+        ccusage_exe: Path, tmp_path: Path) -> None:
+    """The example session with its second response's cache reads made 250,000: a prompt of 251,500 tokens,
+    past the 200K that Anthropic bills at its long-context rates. rematch bills that turn whole at them
+    (every kind: input, output, cache reads); ccusage splits each kind by itself at 200K (only the cache
+    reads past 200,000 at the higher rate) for Sonnet 4.5, and has no long-context rate for Opus 4.6 (all at
+    the base rate). The other two responses cost the same in both. Prices per million tokens, from
+    rematch's table (ccusage's agree on the base rates)."""
+    long_turn = (1_500, 60, 250_000)  # input, output, cache reads of the long response
+    others = {"claude-sonnet-4-5-20250929": (3, 15, 3.75, 0.30), "claude-opus-4-6": (5, 25, 6.25, 0.50)}
+    more: dict[str, Decimal] = {}
+    for model, (inp, out, write, read) in others.items():
+        text = EXAMPLE.read_text().replace("claude-opus-4-6", model).replace(
+            '"input_tokens":1500,"output_tokens":60,"cache_read_input_tokens":3000',
+            '"input_tokens":1500,"output_tokens":60,"cache_read_input_tokens":250000')
+        claude_dir = tmp_path / model / "claude"
+        (claude_dir / "projects" / "-x").mkdir(parents=True)
+        (claude_dir / "projects" / "-x" / EXAMPLE.name).write_text(text)
+        theirs = _ccusage(ccusage_exe, claude_dir, tmp_path / model, "daily")["totals"]
+        data = tmp_path / model / "d"
+        assert _rematch("import", str(claude_dir), "--data", str(data), home=tmp_path / model).returncode == 0
+        ours = json.loads(_rematch("stats", "--data", str(data), "--by", "day", "--tz", "UTC", "--json",
+                                   home=tmp_path / model).stdout)["total"]
+        assert (ours["tokens"], theirs["totalTokens"]) == (260_586, 260_586)
+        # The two short responses: 1,200 in, 96 out, 3,000 written; 1,700 in, 30 out, 3,000 read.
+        short = Decimal(1_200 * inp + 96 * out) + Decimal(str(write)) * 3_000 + Decimal(1_700 * inp + 30 * out) \
+            + Decimal(str(read)) * 3_000
+        i, o, r = long_turn
+        whole = Decimal(i * inp * 2) + Decimal(o) * Decimal(out) * Decimal("1.5") + Decimal(str(read)) * 2 * r
+        assert Decimal(ours["cost"]) == (short + whole) / 1_000_000
+        if model.startswith("claude-sonnet"):
+            split = Decimal(i * inp + o * out) + Decimal(str(read)) * (200_000 + 2 * (r - 200_000))
+        else:
+            split = Decimal(i * inp + o * out) + Decimal(str(read)) * r
+        assert abs(Decimal(str(theirs["totalCost"])) - (short + split) / 1_000_000) < FLOAT_NOISE
+        more[model] = (whole - split) / 1_000_000
+    # What that one turn costs more in rematch than in ccusage.
+    assert more == {"claude-sonnet-4-5-20250929": Decimal("0.06495"), "claude-opus-4-6": Decimal("0.13325")}
