@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING
 
 import click
@@ -20,7 +19,12 @@ from rematch_trace.cli.common import (
 from rematch_trace.cli.listing import filter_options, prices_option
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from rematch_trace.report.collect import Entry
+
+#: harness, model, repository, domain and flag: the filters of ``stats``.
+Filters = tuple[str | None, str | None, str | None, str | None, str | None]
 
 #: ``--by``'s choices (report/totals.py PERIODS, not imported here: ``rematch --help`` loads this module).
 BY = ("day", "week", "month", "session", "block")
@@ -91,7 +95,7 @@ def stats_cmd(out: str | None, harness: str | None, model: str | None, repo: str
         nothing_matched()
 
 
-def _by_period(every: list[Entry], by: str, filters: tuple[str | None, str | None, str | None, str | None, str | None], since: str | None, until: str | None,
+def _by_period(every: list[Entry], by: str, filters: Filters, since: str | None, until: str | None,
                tz: tuple[str, dt.tzinfo], width: int | None, as_json: bool) -> None:
     """``stats --by``: the usage of the chosen sessions (whole) per period, session or block, and its total;
     ``filters`` are harness, model, repository, domain and flag, ``tz`` the zone's name and zone."""
