@@ -387,13 +387,15 @@ class SummaryFold:
             u = rec.get("usage") if isinstance(rec.get("usage"), Mapping) else {}
             assert isinstance(u, Mapping)
             slot = self.usage.setdefault((day, name), Usage(day, name))
-            slot.turns += 1
-            slot.input += _int(u.get("input"))
-            slot.output += _int(u.get("output"))
-            slot.cache_read += _int(u.get("cacheRead"))
-            slot.cache_write += _int(u.get("cacheWrite"))
-            slot.cache_write_1h += _int(u.get("cacheWrite1h"))
+            inp, out, c_read, c_write = _int(u.get("input")), _int(u.get("output")), _int(u.get("cacheRead")), \
+                _int(u.get("cacheWrite"))
             total = _int(u.get("totalTokens"))
+            slot.turns += 1
+            slot.input += inp
+            slot.output += out
+            slot.cache_read += c_read
+            slot.cache_write += c_write
+            slot.cache_write_1h += _int(u.get("cacheWrite1h"))
             slot.tokens += total
             if name not in self.price_of:
                 self.price_of[name] = self.prices.lookup(name)
@@ -402,26 +404,26 @@ class SummaryFold:
                 slot.cost += cost
                 slot.priced_tokens += total
             if t is not None and day != "unknown":  # a time a date can hold (else the usage's day is unknown too)
-                self._slot(t, name, u, total, cost)
+                # The turn's quarter hour and model (report/totals.py's periods in any zone, and blocks).
+                at = t - t % SLOT_MS
+                q = self.slots.get((at, name))
+                if q is None:
+                    q = self.slots[(at, name)] = Slot(at, name, t, t)
+                elif t < q.first:
+                    q.first = t
+                elif t > q.last:
+                    q.last = t
+                q.input += inp
+                q.output += out
+                q.cache_read += c_read
+                q.cache_write += c_write
+                q.tokens += total
+                if cost is not None:
+                    q.cost += cost
+                    q.priced_tokens += total
         name_ = model_name(rec.get("model")) if ev in ("session_start", "turn_end") else None
         if name_ and name_ not in self.models:
             self.models.append(name_)
-
-    def _slot(self, t: int, name: str, u: Mapping[str, Any], total: int, cost: Decimal | None) -> None:
-        """Add a turn at ``t`` to its quarter hour's slot of model ``name``."""
-        at = t - t % SLOT_MS
-        q = self.slots.get((at, name))
-        if q is None:
-            q = self.slots[(at, name)] = Slot(at, name, t, t)
-        q.first, q.last = min(q.first, t), max(q.last, t)
-        q.input += _int(u.get("input"))
-        q.output += _int(u.get("output"))
-        q.cache_read += _int(u.get("cacheRead"))
-        q.cache_write += _int(u.get("cacheWrite"))
-        q.tokens += total
-        if cost is not None:
-            q.cost += cost
-            q.priced_tokens += total
 
     def result(self, key: str, row: Mapping[str, Any]) -> SessionSummary:
         """The summary of the records fed, with the ledger ``row``'s flags and place."""
