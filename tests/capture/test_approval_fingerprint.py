@@ -147,6 +147,72 @@ def test_an_approval_and_the_event_stream_and_the_import_carry_one_fingerprint(t
         assert approval["action_fingerprint"] != approval["event_fingerprint"]
     # Three calls with the same input, in two turns: the turn and the call id are bound.
     assert len({a["event_fingerprint"] for a in held.values()}) == 3
+    # Issue 44: each hold and its approval are events of the call in the live stream, bound to it by
+    # its call id and its event fingerprint (the approval's own binding is never written).
+    verdicts = verdict_events(data)
+    for call_id, approval in held.items():
+        assert [(e["metadata"]["verdict"], e["metadata"]["rule"]) for e in verdicts[call_id]] == [
+            ("hold", "policy:hold-shell"), ("approve", "approval:approved")], call_id
+        for e in verdicts[call_id]:
+            assert e["action_fingerprint"] == approval["event_fingerprint"] == live[call_id]
+            assert e["metadata"]["approval_id"] == approval["approval_id"]
+            assert approval["action_fingerprint"] not in json.dumps(e)
+    assert "make deploy" not in json.dumps(verdicts) or all(
+        e["args_summary"] == "make deploy" for es in verdicts.values() for e in es)  # the redacted summary only
+    # ...and the export sends them on the call's span, as the guardrail verdict events.
+    assert exported_verdicts(data, env) == {c: ["hold", "approve"] for c in held}
+    # The import of the same transcript into the same folder keeps the live trace: nothing lost, nothing twice.
+    res = subprocess.run([REMATCH, "import", str(transcript), "--out", str(data), "-j", "1"], capture_output=True,
+                         env=env)
+    assert res.returncode == 0, res.stderr
+    assert verdict_events(data) == verdicts
+    assert exported_verdicts(data, env) == {c: ["hold", "approve"] for c in held}
+    # An import that wins over the live trace (a live capture that stopped early: here its trace cut to its
+    # first line) writes the stream from the transcript, and carries the live verdicts over, once.
+    trace = DataDir(data).trace_path(SID)
+    trace.write_bytes(trace.read_bytes().splitlines(keepends=True)[0])
+    transcript.write_bytes(transcript.read_bytes() + b"\n")  # a changed file: the import reads it again
+    for _ in range(2):
+        res = subprocess.run([REMATCH, "import", str(transcript), "--out", str(data), "-j", "1", "--json"],
+                             capture_output=True, env=env)
+        assert res.returncode == 0, res.stderr
+        assert len(trace.read_bytes().splitlines()) > 1  # the import's trace, not the cut live one
+        assert verdict_events(data) == verdicts
+        assert exported_verdicts(data, env) == {c: ["hold", "approve"] for c in held}
+        transcript.write_bytes(transcript.read_bytes() + b"\n")
+
+
+def verdict_events(data: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each call's ``tool_verdict`` events in every events file of ``data``, in order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in sorted((data / "events").glob("*.jsonl")):
+        for e in read_jsonl(f):
+            if e["kind"] == "tool_verdict":
+                out.setdefault(e["source_tool_call_id"], []).append(e)
+    return out
+
+
+def exported_verdicts(data: Path, env: dict[str, str]) -> dict[str, list[str]]:
+    """``rematch export otlp --file``: each tool span's ``rematch.verdict`` events, by its call id."""
+    out_file = data.parent / "export.otlp.json"
+    res = subprocess.run([REMATCH, "export", "otlp", "--out", str(data), "--file", str(out_file)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got: dict[str, list[str]] = {}
+    for line in out_file.read_bytes().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    attrs = {a["key"]: a["value"] for a in span.get("attributes", [])}
+                    call = attrs.get("gen_ai.tool.call.id", {}).get("stringValue")
+                    for ev in span.get("events", []):
+                        if ev["name"] != "rematch.verdict":
+                            continue
+                        ev_attrs = {a["key"]: a["value"]["stringValue"] for a in ev.get("attributes", [])
+                                    if "stringValue" in a["value"]}
+                        assert ev_attrs["gen_ai.guardrail.target.id"] == call
+                        got.setdefault(call, []).append(ev_attrs["rematch.verdict"])
+    return got
 
 
 def test_a_subagents_approval_carries_its_events_fingerprint(tmp_path: Path, project: Path) -> None:

@@ -248,12 +248,15 @@ def test_grown_session_sends_only_new_spans(tmp_path: Path, receiver: Receiver) 
     assert got.returncode == 0, got.stderr
     later = [s for b in receiver.bodies[before:] for s in _decode(b)]
     assert later, "the grown session was not sent"
-    # The session's own span comes again (its end and counts moved), with the spans of new or
-    # rewritten lines; the spans of lines that did not change are not sent again.
+    # A second session span (a new id, under the first: the session's end and counts now), with the
+    # spans of new or rewritten lines under it; the spans of lines that did not change are not sent again.
+    [root] = [s for s in receiver.spans()[: len(first)] if not s.parent_span_id]
+    [part] = [s for s in later if s.name.startswith("invoke_agent")]
+    assert part.span_id not in first and part.parent_span_id == root.span_id
+    assert part.end_time_unix_nano > root.end_time_unix_nano
     again = [s for s in later if s.span_id in first]
-    assert any(not s.parent_span_id for s in again)
-    assert len(again) < len(first)
-    assert len(later) > len(again)
+    assert len(again) < len(first) and not any(s.name.startswith("invoke_agent") for s in again)
+    assert len(later) > len(again) + 1
 
 
 def _decode(body: bytes) -> list[Any]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import attrs
 import orjson
 import pytest
 
 from rematch_trace.export.keys import Ids, load_key
-from rematch_trace.export.run import families
-from rematch_trace.export.spans import LINE_DIGEST, ROOT, SessionInfo, build, changed
+from rematch_trace.export.run import _to_send, families
+from rematch_trace.export.spans import LINE_DIGEST, ROOT, SessionInfo, build, changed, part_span_id
 
 IDS = Ids(b"k" * 32)
 
@@ -59,17 +60,45 @@ def test_a_parent_loop_is_cut_and_every_session_is_in_one_family(tmp_path: Path)
     assert sorted(members) == ["a", "b", "c", "d"]
 
 
-def test_a_rerun_sends_the_session_span_and_the_changed_lines_only(tmp_path: Path) -> None:
-    lines = [START, rec(1, 1100, "input", text="hi", prelabel="none"),
-             rec(2, 1200, "turn_end", model={"id": "m"}, usage={}), rec(3, 1300, "session_shutdown", reasons=[])]
-    first = build(trace(tmp_path, lines), IDS, 1, None)
-    assert list(changed(first, first.lines)) == [first.spans[0]]
-    grown = [*lines[:3], rec(3, 1250, "tool_result", tool="bash", call_id="c1", is_error=False),
+def test_a_session_span_is_sent_once_when_settled_and_a_grown_session_gets_a_new_one(tmp_path: Path) -> None:
+    """No span id twice: the session's span waits for its end; growth after it gets a further span under it."""
+    live = [START, rec(1, 1100, "input", text="hi", prelabel="none"), rec(2, 1200, "turn_end", model={"id": "m"}, usage={})]
+    hex_id = f"{1:032x}"
+    running = build(trace(tmp_path, live), IDS, 1, None)
+    assert not running.shut
+    todo = _to_send(trace(tmp_path, live), running, IDS, None, hex_id, 10_000)
+    assert todo is not None
+    spans, acked = todo
+    assert [s.seq for s in spans] == [2] and acked.roots == 0  # the response now, the session span held
+    assert spans[0].parent_id == running.spans[0].span_id
+    assert _to_send(trace(tmp_path, live), running, IDS, acked, hex_id, 10_000) is None  # nothing new, still running
+    ended = [*live, rec(3, 1300, "session_shutdown", reasons=[])]
+    first = build(trace(tmp_path, ended), IDS, 1, None)
+    assert first.shut and first.end_ms == 1300
+    assert _to_send(trace(tmp_path, ended), first, IDS, acked, hex_id, 1299) == ([], attrs.evolve(
+        acked, size=first.size, digest=first.digest, lines=first.lines))  # ended, but not long enough ago
+    todo = _to_send(trace(tmp_path, ended), first, IDS, acked, hex_id, 1300)
+    assert todo is not None
+    spans, acked = todo
+    assert [s.seq for s in spans] == [ROOT] and spans[0].span_id == first.spans[0].span_id and acked.roots == 1
+    assert spans[0].attributes["rematch.turns"] == 1
+    assert _to_send(trace(tmp_path, ended), first, IDS, acked, hex_id, 99_999) is None  # sent: never again
+    grown = [*ended[:3], rec(3, 1250, "tool_result", tool="bash", call_id="c1", is_error=False),
              rec(4, 1300, "turn_end", model={"id": "m"}, usage={}), rec(5, 1400, "session_shutdown", reasons=[])]
     second = build(trace(tmp_path, grown), IDS, 1, None)
-    sent = list(changed(second, first.lines))
-    assert [s.seq for s in sent] == [ROOT, 3, 4]  # the session span, the new call, the new response
-    assert {s.span_id for s in second.spans if s.seq in (ROOT, 2)} == {s.span_id for s in first.spans if s.seq in (ROOT, 2)}
+    todo = _to_send(trace(tmp_path, grown), second, IDS, acked, hex_id, 99_999)
+    assert todo is not None
+    spans, acked = todo
+    part = part_span_id(IDS, "s", 1)
+    # A second session span (a new id, under the first: its end and counts now), the new call and response
+    # under it; the first session span and the unchanged response are not sent again.
+    assert [s.seq for s in spans] == [ROOT, 3, 4] and acked.roots == 2
+    assert spans[0].span_id == part != first.spans[0].span_id and spans[0].parent_id == first.spans[0].span_id
+    assert spans[0].attributes["rematch.turns"] == 2 and spans[0].attributes["rematch.session.part"] == 1
+    assert spans[0].end_ns == 1400 * 1_000_000
+    assert {s.parent_id for s in spans[1:]} == {part}
+    assert _to_send(trace(tmp_path, grown), second, IDS, acked, hex_id, 99_999) is None
+    assert list(changed(second, None)) == second.spans[1:]
 
 
 def test_the_export_key_is_private_stable_and_checked(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,10 @@ from rematch_trace.cli.common import (
     writable,
 )
 from rematch_trace.store.datafolder import DataDir
+
+#: Seconds after a session's trace ended (``session_shutdown``) before its own span is sent: a session
+#: still being imported as it runs would otherwise get a session span at every export.
+SETTLED_AFTER_S = 600.0
 
 if TYPE_CHECKING:
     from rematch_trace.export.keys import Ids
@@ -72,11 +77,15 @@ def _headers(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--with-text", "with_text", is_flag=True,
               help="Also send prompts, answers' text and tool inputs, redacted (off by default).")
 @click.option("--dry-run", "dry_run", is_flag=True, help="Say what would be sent; send and record nothing.")
+@click.option("--settled-after", "settled_after", type=click.FloatRange(min=0), default=SETTLED_AFTER_S,
+              show_default=True, metavar="SECONDS",
+              help="A session's own span is sent once its trace has ended (session_shutdown) this long ago; "
+                   "until then its calls and responses go without it (docs/otel.md).")
 @click.option("--file", "file_", type=click.Path(dir_okay=False), metavar="PATH",
               help="Write OTLP JSON (one request a line) to PATH instead of sending; every chosen session.")
 def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers: tuple[str, ...],
              timeout: float | None, since: str | None, harness: str | None, with_text: bool, dry_run: bool,
-             file_: str | None) -> None:
+             settled_after: float, file_: str | None) -> None:
     """Send SESSION (an id or id prefix, with the sessions under it; else every session) as OpenTelemetry
     traces: one trace per session with its subagents, GenAI semantic conventions. A rerun sends only
     new or grown sessions."""
@@ -113,12 +122,15 @@ def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers
     from rematch_trace.store.export_acks import AckBook, Acked, acks_path
 
     url = shown_url(traces_url(endpoint))
+    # The time is the one place the export reads the clock: whether a session has settled.
+    settled_before = int((time.time() - settled_after) * 1000)
     if dry_run:
         acked: dict[tuple[str, str], Acked] = {}
         if acks_path(data.root).is_file() and writable(data):
             with AckBook(acks_path(data.root)) as book:
                 acked = book.of_endpoint(url)
-        got = export(infos, keep, ids, Batcher(None, None), with_text=with_text, acked=acked, started=started)
+        got = export(infos, keep, ids, Batcher(None, None), with_text=with_text, acked=acked, started=started,
+                     settled_before=settled_before)
         _problems(got.problems)
         _none_matched(got.sessions + got.unchanged, since)
         click.echo(f"would send {got.spans} span(s) of {got.sessions} session(s) to {url}; "
@@ -130,7 +142,7 @@ def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers
     try:
         with AckBook(acks_path(data.root)) as book:
             got = export(infos, keep, ids, Batcher(sender, book), with_text=with_text,
-                         acked=book.of_endpoint(sender.url), started=started)
+                         acked=book.of_endpoint(sender.url), started=started, settled_before=settled_before)
     finally:
         sender.close()
     _problems(got.problems)

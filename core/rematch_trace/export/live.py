@@ -104,8 +104,9 @@ class LiveExporter:
                                              events=data.events_path(sid)))
             ids = Ids(load_key(data.root))
             with AckBook(acks_path(data.root)) as book:
+                # A live session has settled once its writer ended it (SessionEnd): no quiet time to wait.
                 got = export(infos, lambda i: i.session_id in wanted, ids, Batcher(sender, book),
-                             acked=book.of_endpoint(sender.url))
+                             acked=book.of_endpoint(sender.url), settled_before=int(time.time() * 1000))
         except Exception as err:  # the service goes on whatever an export meets
             self.log(f"otlp_export failed endpoint={sender.url} error={type(err).__name__}")
             return

@@ -18,7 +18,16 @@ import attrs
 import orjson
 
 from rematch_trace.export.keys import Ids
-from rematch_trace.export.spans import Built, SessionInfo, SpanData, SubagentCall, build, changed
+from rematch_trace.export.spans import (
+    Built,
+    SessionInfo,
+    SpanData,
+    SubagentCall,
+    build,
+    changed,
+    part_span_id,
+    session_span,
+)
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.store.export_acks import AckBook, Acked
 
@@ -178,13 +187,50 @@ def _place(child: Built, calls: list[SubagentCall], taken: set[int]) -> int | No
     return best.span_id
 
 
+def _settled(built: Built, settled_before: int | None) -> bool:
+    """Whether a session's span is due: its trace ends with its ``session_shutdown``, at or before
+    ``settled_before`` (unix ms; ``None``: every session is)."""
+    return settled_before is None or (built.shut and built.end_ms <= settled_before)
+
+
+def _to_send(info: SessionInfo, built: Built, ids: Ids, old: Acked | None, trace_hex: str,
+             settled_before: int | None) -> tuple[list[SpanData], Acked] | None:
+    """The spans of one session to send, and what to record once they are acknowledged (``None``: nothing).
+
+    The session's span is sent once, when the session is settled (:func:`_settled`); its record
+    spans as their lines appear. A session that grows after its span was sent gets a further
+    session span (a new id, under the first) once it settles again, and the record spans sent
+    meanwhile hang under that one: no span id is ever sent twice (docs/otel.md, Decisions).
+    """
+    same = old is not None and old.trace_id == trace_hex
+    parts = old.roots if same and old is not None else 0
+    root_current = same and old is not None and old.roots > 0 and old.root_digest == built.digest
+    lines_same = same and old is not None and old.size == built.size and old.digest == built.digest
+    settled = _settled(built, settled_before)
+    if lines_same and (root_current or not settled):
+        return None
+    spans = list(changed(built, old.lines if same and old is not None else None))
+    if parts > 0:
+        first, now = built.spans[0].span_id, part_span_id(ids, info.session_id, parts)
+        for span in spans:
+            if span.parent_id == first:
+                span.parent_id = now
+    send_root = settled and not root_current
+    if send_root:
+        spans.insert(0, session_span(built, ids, info.session_id, parts))
+    root_digest = built.digest if send_root else (old.root_digest if same and old is not None else b"")
+    return spans, Acked(trace_hex, built.size, built.digest, built.lines, parts + send_root, root_digest)
+
+
 def export(infos: Sequence[SessionInfo], chosen: Callable[[SessionInfo], bool], ids: Ids, batcher: Batcher, *,
            with_text: bool = False, acked: dict[tuple[str, str], Acked] | None = None,
-           started: Callable[[SessionInfo, int], bool] | None = None) -> Outcome:
+           started: Callable[[SessionInfo, int], bool] | None = None, settled_before: int | None = None) -> Outcome:
     """Send the chosen sessions' new or changed spans through ``batcher``; its outcome.
 
     ``acked``: what the endpoint acknowledged (``None``: send everything, as to a file).
     ``started(info, start_ms)``: a filter on the session's start, once its trace is read.
+    ``settled_before``: a session whose trace ended (``session_shutdown``) at or before this time
+    (unix ms) is settled, and its session span due; ``None``: every session is.
     """
     from rematch_trace.export.otlp import SendFailed
 
@@ -203,7 +249,8 @@ def export(infos: Sequence[SessionInfo], chosen: Callable[[SessionInfo], bool], 
                 out.problems.append(f"{m.trace}: cannot read the trace ({err.strerror or err}); session skipped")
                 continue
             old = acked.get((m.harness, m.session_id)) if acked is not None else None
-            if old is None or old.size != len(raw) or old.trace_id != f"{trace_id:032x}" or old.digest != _digest(raw):
+            if (old is None or old.size != len(raw) or old.trace_id != f"{trace_id:032x}" or old.digest != _digest(raw)
+                    or old.root_digest != old.digest):  # (its session span is still held: settled now?)
                 stale = True
         if not stale:
             out.unchanged += sum(1 for m in members if chosen(m))
@@ -231,14 +278,18 @@ def export(infos: Sequence[SessionInfo], chosen: Callable[[SessionInfo], bool], 
                 calls_of[info.session_id] = (built.subagent_calls, set(), built.spans[0].span_id)
                 if not chosen(info) or (started is not None and not started(info, built.start_ms)):
                     continue
-                old = acked.get((info.harness, info.session_id)) if acked is not None else None
-                same_trace = old is not None and old.trace_id == f"{trace_id:032x}"
-                if old is not None and same_trace and old.size == built.size and old.digest == built.digest:
+                trace_hex = f"{trace_id:032x}"
+                if acked is None:  # a file: every span, the session's own as it is now
+                    todo: tuple[list[SpanData], Acked] | None = (
+                        built.spans, Acked(trace_hex, built.size, built.digest, built.lines, 1, built.digest))
+                else:
+                    todo = _to_send(info, built, ids, acked.get((info.harness, info.session_id)), trace_hex,
+                                    settled_before)
+                if todo is None:
                     out.unchanged += 1
                     continue
                 try:
-                    batcher.add(info, changed(built, old.lines if same_trace and old is not None else None),
-                                Acked(f"{trace_id:032x}", built.size, built.digest, built.lines))
+                    batcher.add(info, todo[0], todo[1])
                 except SendFailed as err:
                     out.failed = str(err)
                     return out

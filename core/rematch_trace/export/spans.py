@@ -94,6 +94,10 @@ class Built:
     lines: bytes
     start_ms: int
     subagent_calls: list[SubagentCall]
+    #: The session's last record's time (unix ms), and whether that record is a ``session_shutdown``
+    #: (the session ended, as far as its trace says): what decides that its span is due (docs/otel.md).
+    end_ms: int = 0
+    shut: bool = False
 
 
 def _iso_ms(text: object) -> int | None:
@@ -112,20 +116,24 @@ def _complete(data: bytes) -> bytes:
     return data[: end + 1] if end >= 0 else b""
 
 
-def _security(events: Path | None) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """(call id -> its ``pre_tool_use`` event, call id -> its ``tool_blocked`` event) of a stream."""
+def _security(events: Path | None) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]],
+                                           dict[str, list[dict[str, Any]]]]:
+    """(call id -> its ``pre_tool_use`` event, call id -> its ``tool_blocked`` event, call id -> its
+    ``tool_verdict`` events in order) of a stream."""
     pre: dict[str, dict[str, Any]] = {}
     blocked: dict[str, dict[str, Any]] = {}
+    verdicts: dict[str, list[dict[str, Any]]] = {}
     if events is None:
-        return pre, blocked
+        return pre, blocked, verdicts
     try:
         f = events.open("rb")
     except OSError:
-        return pre, blocked
+        return pre, blocked, verdicts
+    seen: set[object] = set()
     with f:
         for line in f:
-            # Only the two kinds read here are parsed: the others are most of a stream's lines.
-            if b'"pre_tool_use"' not in line and b'"tool_blocked"' not in line:
+            # Only the kinds read here are parsed: the others are most of a stream's lines.
+            if b'"pre_tool_use"' not in line and b'"tool_blocked"' not in line and b'"tool_verdict"' not in line:
                 continue
             try:
                 ev = orjson.loads(line)
@@ -136,11 +144,15 @@ def _security(events: Path | None) -> tuple[dict[str, dict[str, Any]], dict[str,
             call = ev.get("source_tool_call_id")
             if not isinstance(call, str):
                 continue
-            if ev.get("kind") == "pre_tool_use":
+            kind = ev.get("kind")
+            if kind == "pre_tool_use":
                 pre.setdefault(call, ev)
-            elif ev.get("kind") == "tool_blocked":
+            elif kind == "tool_blocked":
                 blocked[call] = ev
-    return pre, blocked
+            elif kind == "tool_verdict" and ev.get("event_id") not in seen:
+                seen.add(ev.get("event_id"))  # (one verdict once, wherever a stream holds it)
+                verdicts.setdefault(call, []).append(ev)
+    return pre, blocked, verdicts
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -163,6 +175,33 @@ def _text(value: object) -> str | None:
 
 def _ns(ms: int) -> int:
     return ms * 1_000_000
+
+
+#: A ``tool_verdict``'s verdict -> (the guardrail verdict type, its action type).
+JUDGED = {"hold": ("escalate", "hold"), "approve": ("allow", "allow")}
+
+
+def _judged_event(ev: Mapping[str, Any], call: str, begin_ms: int) -> tuple[str, int, dict[str, Any]]:
+    """The ``rematch.verdict`` span event of a ``tool_verdict`` (a hold for a person, an approval)."""
+    meta = _dict(ev.get("metadata"))
+    got = meta.get("verdict")
+    name = got if isinstance(got, str) else "unknown"
+    verdict, action = JUDGED.get(name, ("unknown", "unknown"))
+    at = _iso_ms(ev.get("occurred_at"))
+    out: dict[str, Any] = {
+        "gen_ai.guardrail.component.name": "rematch",
+        "gen_ai.guardrail.verdict.type": verdict,
+        "gen_ai.guardrail.action.type": action,
+        "gen_ai.guardrail.target.type": "input",
+        "gen_ai.guardrail.target.subtype": "tool_call",
+        "gen_ai.guardrail.target.id": call,
+        "rematch.verdict": name,
+    }
+    if isinstance(meta.get("rule"), str) and meta["rule"]:
+        out["gen_ai.guardrail.security.policy.rule.id"] = meta["rule"]
+    if isinstance(meta.get("approval_id"), str) and meta["approval_id"]:
+        out["rematch.approval.id"] = meta["approval_id"]
+    return "rematch.verdict", _ns(at if at is not None else begin_ms), out
 
 
 def _verdict(rule: str, hook: str | None) -> tuple[str, str, str]:
@@ -188,7 +227,7 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
     from rematch_trace.security.risk import SEVERITY
 
     raw = _complete(data if data is not None else info.trace.read_bytes())
-    pre, blocked = _security(info.events)
+    pre, blocked, judged = _security(info.events)
     sid = info.session_id
     root_id = ids.span_id(sid, ROOT)
     spans: list[SpanData] = []
@@ -210,6 +249,7 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
     turn_from: int | None = None
     first_call: int | None = None
     seq = -1
+    last_ev: object = None
     blake = hashlib.blake2b
     for line in raw.splitlines(keepends=True):
         seq += 1
@@ -225,7 +265,7 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
         if first_t is None:
             first_t = t
         last_t = t if last_t is None else max(last_t, t)
-        ev = rec.get("ev")
+        ev = last_ev = rec.get("ev")
         if ev == "turn_end":
             counts["turns"] += 1
             m = _dict(rec.get("model"))
@@ -298,6 +338,9 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
                         # rematch's severity rank (1-15, docs/security-events.md) over 15.
                         "gen_ai.guardrail.security.risk.score": round(SEVERITY.get(feature, 0) / max(SEVERITY.values()), 4),
                     }))
+            if call:
+                for v in judged.get(call, ()):
+                    events.append(_judged_event(v, call, begin))
             error: str | None = None
             span_id = ids.span_id(sid, seq)
             if ev == "tool_result":
@@ -382,7 +425,8 @@ def build(info: SessionInfo, ids: Ids, trace_id: int, parent_span: int | None, *
         root_events.append(("rematch.flag", _ns(end), {"rematch.flag.reason": reason, "rematch.flag.seqs": seqs}))
     spans.insert(0, SpanData(f"invoke_agent {info.harness}", trace_id, root_id, parent_span, _ns(first), _ns(end),
                              _root_attributes(info, head, model, counts, prelabels, flags), root_events))
-    return Built(spans, len(raw), hashlib.blake2b(raw, digest_size=16).digest(), bytes(digests), first, calls)
+    return Built(spans, len(raw), hashlib.blake2b(raw, digest_size=16).digest(), bytes(digests), first, calls,
+                 end, last_ev == "session_shutdown")
 
 
 def _root_attributes(info: SessionInfo, head: Mapping[str, Any], model: Mapping[str, Any], counts: dict[str, int],
@@ -437,19 +481,37 @@ def _root_attributes(info: SessionInfo, head: Mapping[str, Any], model: Mapping[
 
 
 def changed(built: Built, old_lines: bytes | None) -> Iterator[SpanData]:
-    """The spans of ``built`` to send when ``old_lines`` (the line digests acknowledged) were sent before.
-
-    The session's span always (its end and counts move with any change); a record's span when
-    its line is new or its bytes changed (a continued import rewrites the trace's tail).
+    """The record spans of ``built`` (not the session's own) to send when ``old_lines`` (the line
+    digests acknowledged) were sent before: a record's span when its line is new or its bytes
+    changed (a continued import rewrites the trace's tail); every one when ``old_lines`` is ``None``.
     """
-    if old_lines is None:
-        yield from built.spans
-        return
     n = LINE_DIGEST
     for span in built.spans:
         s = span.seq
-        if s == ROOT or built.lines[s * n:(s + 1) * n] != old_lines[s * n:(s + 1) * n]:
+        if s == ROOT:
+            continue
+        if old_lines is None or built.lines[s * n:(s + 1) * n] != old_lines[s * n:(s + 1) * n]:
             yield span
 
 
-__all__ = ["ROOT", "SEMCONV_REVISION", "Built", "SessionInfo", "SpanData", "SubagentCall", "build", "changed"]
+def session_span(built: Built, ids: Ids, session_id: str, part: int) -> SpanData:
+    """The session's span to send as its ``part``-th (0: the first, whose id every record span hangs under).
+
+    A later part is a span of its own (never the first's id again: a backend keeps one copy of a
+    span id, Phoenix the first), under the first, with the session's current end, counts and events;
+    the record spans sent since the previous part hang under it.
+    """
+    root = built.spans[0]
+    if part == 0:
+        return root
+    return SpanData(root.name, root.trace_id, ids.span_id(session_id, ROOT - part), root.span_id, root.start_ns,
+                    root.end_ns, {**root.attributes, "rematch.session.part": part}, list(root.events))
+
+
+def part_span_id(ids: Ids, session_id: str, part: int) -> int:
+    """The span id of the session's ``part``-th session span (:func:`session_span`)."""
+    return ids.span_id(session_id, ROOT - part)
+
+
+__all__ = ["ROOT", "SEMCONV_REVISION", "Built", "SessionInfo", "SpanData", "SubagentCall", "build", "changed",
+           "part_span_id", "session_span"]

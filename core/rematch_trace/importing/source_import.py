@@ -145,6 +145,27 @@ class _Discarded:
 HELD_KINDS = ("input", "tool_result", "tool_blocked", "turn_end")
 
 
+def _verdicts_of(events: Any, path: Path) -> list[bytes]:
+    """The ``tool_verdict`` lines an import writing ``events`` would drop (none for a stream it keeps).
+
+    A stream written whole replaces the file's every line; one continued in place rewrites its tail.
+    """
+    from rematch_trace.security.events import VERDICT_KIND, verdict_lines
+
+    if isinstance(events, AppendFile):
+        old = events.tail
+    elif isinstance(events, AtomicFile):
+        try:
+            old = path.read_bytes()
+        except OSError:  # none yet (every first import), or unreadable: nothing to carry
+            return []
+    else:
+        return []
+    if VERDICT_KIND not in old:
+        return []
+    return list(dict.fromkeys(verdict_lines(old)))
+
+
 def held_by(trace: Path) -> int:
     """How many inputs, tool results (or blocks) and turn ends a trace file holds (0 when it is absent)."""
     try:
@@ -220,6 +241,9 @@ class _Out:
         else:
             self.trace = AtomicFile(trace_path)
             self.events = AtomicFile(events_path) if sink is not None else None
+        #: The ``tool_verdict`` lines of the stream this import replaces (or of the part it rewrites):
+        #: rematch's live verdicts, which no transcript states, written again after the import's events.
+        self.carried: list[bytes] = _verdicts_of(self.events, events_path)
 
     def appended(self) -> list[AppendFile]:
         """The files continued in place."""
@@ -589,6 +613,8 @@ class SourceImport:
     def _commit_one(self, out: _Out) -> None:
         out.trace.commit(self.fsync)
         if out.events is not None:
+            if out.carried:
+                out.events.write(b"".join(out.carried))
             out.events.commit(self.fsync)
         elif isinstance(out.trace, AtomicFile):
             # Written whole without events (--no-events): an event stream an earlier import left

@@ -20,6 +20,7 @@ from rematch_trace.host.facade import Host
 from rematch_trace.live.folder import live_dir, lock_path
 from rematch_trace.live.session_writer import (
     VERDICT_HOOK_ID,
+    JudgedCall,
     SessionLock,
     SessionWriter,
     open_state_dir,
@@ -63,7 +64,7 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
 
 
 def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any], t: int,
-                  blocked: tuple[str, str] | None = None, told: bool = False) -> list[str]:
+                  blocked: tuple[str, str] | None = None, told: bool = False, held: Any = None) -> list[str]:
     """Apply one hook payload; return the session ids it touched.
 
     Each stream's records go to that session's writer, under its lock, in the
@@ -72,7 +73,11 @@ def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any]
     service denied the payload's call, so it is held as ``tool_blocked`` (the
     harness runs no post-tool hook for it). ``told``: the hook's own process captures,
     knowing what the harness was told; its verdict stands over a service's that
-    captured the same invocation first (:meth:`SessionWriter.apply`).
+    captured the same invocation first (:meth:`SessionWriter.apply`). ``held``
+    (:class:`~rematch_trace.live.service.Held`): the service held the payload's call for a
+    person; the call gets a ``hold`` verdict at its time and, when a person approved it, an
+    ``approve`` verdict when they did (``tool_verdict`` events; a hold that ended otherwise is
+    the call's block).
     """
     records = host.live(harness, event, t)
     name = event.get("hook_event_name")
@@ -86,10 +91,19 @@ def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any]
                   f"found in the transcript) session={_id_text(sid)}")
     if not records:
         return []
+    started = [r for r in records if isinstance(r, vocab.ToolStarted)]
+    # A call's own PreToolUse states it; a permission request restates a started call (fallback).
+    targets = [r for r in started if not r.fallback] or started
+    if held is not None:
+        judged: list[Any] = []
+        for r in targets:
+            at = r.t if r.t is not None else t
+            judged.append(JudgedCall(r.stream, at, r.call.id, "hold", held.rule, held.approval_id))
+            if held.state == "approved":
+                judged.append(JudgedCall(r.stream, at + held.held_ms, r.call.id, "approve", "approval:approved",
+                                         held.approval_id))
+        records = [*records, *judged]
     if blocked is not None:
-        started = [r for r in records if isinstance(r, vocab.ToolStarted)]
-        # A call's own PreToolUse states it; a permission request restates a started call (fallback).
-        targets = [r for r in started if not r.fallback] or started
         records = [*records, *(vocab.CallBlocked(r.stream, r.t, r.call.id, r.call.name, *blocked) for r in targets)]
     # The same invocation delivered twice (a service that answered too late, then the
     # in-process fallback) is applied once: its digest, never the payload, is remembered.
@@ -147,7 +161,7 @@ def default_host() -> Host:
 
 
 def handle_hook_event(request: dict[str, Any], data: DataDir, host: Host | None = None,
-                      blocked: tuple[str, str] | None = None) -> list[str]:
+                      blocked: tuple[str, str] | None = None, held: Any = None) -> list[str]:
     """Capture the payload of an IPC v2 ``hook_event`` request (docs/ipc-v2.md): what the service runs.
 
     ``adapter`` names the harness, ``host_payload`` is the hook's payload and
@@ -158,7 +172,7 @@ def handle_hook_event(request: dict[str, Any], data: DataDir, host: Host | None 
     t = request.get("received_at_ms")
     if type(payload) is not dict or type(harness) is not str or type(t) is not int:
         raise BadPayload("a hook_event request needs host_payload (object), adapter (string), received_at_ms (int)")
-    return capture_event(host or default_host(), data, harness, payload, t, blocked)
+    return capture_event(host or default_host(), data, harness, payload, t, blocked, held=held)
 
 
 
@@ -193,10 +207,10 @@ def register_capture(service: Any, data: Path) -> None:
         service.host = host
     folder = DataDir(data)
 
-    def logged(request: dict[str, Any], blocked: tuple[str, str] | None) -> Any:
+    def logged(request: dict[str, Any], blocked: tuple[str, str] | None, held: Any = None) -> Any:
         def work() -> None:
             try:
-                handle_hook_event(request, folder, host, blocked)
+                handle_hook_event(request, folder, host, blocked, held)
             except Exception as err:
                 log_error(folder.root, "rematch serve hook_event",
                           f"a judged call was not recorded: {type(err).__name__}")
@@ -214,19 +228,21 @@ def register_capture(service: Any, data: Path) -> None:
         if (type(payload) is dict and payload.get("hook_event_name") in JUDGED_EVENTS
                 and getattr(service, "provider", None) is not None):
             verdict = service.verdict(request, invocation)
+            # A held call's hold and approval reach its security stream (the core records them, never a plugin).
+            held = service.held(request["request_id"]) if hasattr(service, "held") else None
             if verdict["decision"] != "deny":
-                line.submit(logged(request, None))
+                line.submit(logged(request, None, held))
                 return make_reply(request["request_id"], "no_override", "recorded", "", source="service",
                                   tool_class=verdict["tool_class"])
             blocked = (VERDICT_HOOK_ID, f"{verdict['reason']}: {verdict['explanation']}")
             # The place in the line is taken now (the session's order); what is written there
             # waits for the reply: tool_blocked once the deny was delivered in time, else the call.
-            job = line.reserve(logged(request, None), RESERVE_S)
+            job = line.reserve(logged(request, None, held), RESERVE_S)
             after = getattr(invocation, "after_reply", None)
             if after is None:
-                job.release(logged(request, blocked))
+                job.release(logged(request, blocked, held))
             else:
-                after(lambda delivered: job.release(logged(request, blocked) if delivered else None))
+                after(lambda delivered: job.release(logged(request, blocked, held) if delivered else None))
             return verdict
         job = line.submit(lambda: handle_hook_event(request, folder, host))
         # Past the request's deadline the client has gone (it captures in its own process, and the

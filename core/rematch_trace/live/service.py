@@ -269,6 +269,9 @@ class Service:
         self._stop_hooks: list[Callable[[float], object]] = []
         self._judging = 0
         self._judged_at = 0.0
+        #: Request id -> how its held call ended (:class:`Held`), until live capture takes it (:meth:`held`).
+        self._held: OrderedDict[str, Held] = OrderedDict()
+        self._held_lock = threading.Lock()
         #: The sealed memory file holding the policy's bytes (``service_identity.anchor_policy``), kept open.
         self.policy_anchor: int | None = None
         if provider is not None:
@@ -735,19 +738,31 @@ class Service:
                               source=verdict.source, tool_class=tool_class, incident_id=incident)
         self.log(f"hold approval_id={approval.approval_id} request_id={rid} reason={verdict.reason} "
                  f"fingerprint={approval.fingerprint}")
-        wait_s = max(0.0, approval.expires_at - time.monotonic())
+        held_at = time.monotonic()
+        wait_s = max(0.0, approval.expires_at - held_at)
         if self.announce is not None:
             # The person who runs `rematch serve` in a terminal sees what to type, while the call waits.
             self.announce(f"rematch serve: {hold_message(approval.approval_id, 'pending', verdict.explanation, wait_s)}"
                           f" [{tool_class}: {approval.summary[:120]}]")
         state = self.approvals.wait(approval)
         self.log(f"approval approval_id={approval.approval_id} state={state}")
+        with self._held_lock:
+            # What the session's security stream records of this hold (live capture takes it: held()).
+            self._held[rid] = Held(approval.approval_id, verdict.reason, state,
+                                   max(0, int((time.monotonic() - held_at) * 1000)))
+            while len(self._held) > HELD_KEPT:
+                self._held.popitem(last=False)
         text = hold_message(approval.approval_id, state, verdict.explanation, wait_s)
         if state == "approved":
             return make_reply(rid, "no_override", "approval:approved", text, source="approval",
                               tool_class=tool_class)
         return make_reply(rid, "deny", f"approval:{state}", text,
                           source="approval", tool_class=tool_class, incident_id=incident)
+
+    def held(self, request_id: str) -> Held | None:
+        """How the held call of ``request_id`` ended, once (``None``: it was not held, or was taken)."""
+        with self._held_lock:
+            return self._held.pop(request_id, None)
 
     # -- control channel ---------------------------------------------------------------------
 
@@ -839,6 +854,23 @@ class Service:
         self.log(f"decide approval_id={p['approval_id']} decision={p['decision']} ok={outcome.ok} "
                  f"error={outcome.error} approver_pid={inv.peer.pid}")
         return _control_reply(rid, outcome.ok, outcome.error, outcome.message)
+
+
+#: Holds remembered for live capture to take (:meth:`Service.held`); the oldest go past this.
+HELD_KEPT = 256
+
+
+@attrs.frozen
+class Held:
+    """How one held call ended: what the session's security stream records of the hold (no input)."""
+
+    approval_id: str
+    #: The verdict's reason that held it (``policy:<rule id>``).
+    rule: str
+    #: ``approved``, ``denied``, ``expired``, ``cancelled``.
+    state: str
+    #: Milliseconds from the hold to its end.
+    held_ms: int
 
 
 def _control_reply(rid: str | None, ok: bool, error: str | None, message: str,

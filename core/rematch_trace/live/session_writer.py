@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 
 from rematch_trace.host import vocab
@@ -90,6 +91,26 @@ MAX_DONE = 256
 MAX_HELD = 256
 #: Action types whose successful calls change files.
 _WRITES = ("file_write", "file_edit")
+
+
+@attrs.frozen(slots=True)
+class JudgedCall:
+    """rematch's verdict on a call that is not a deny (the service held it; a person approved it).
+
+    Made by the core's live capture from the service's verdict, never by a plugin (it is not in the
+    neutral vocabulary): the writer turns it into the call's ``tool_verdict`` event
+    (:meth:`~rematch_trace.security.events.EventSink.verdict_event`). A deny, and a hold that ended
+    denied or expired, are the call's ``tool_blocked``.
+    """
+
+    stream: str
+    t: int | None
+    call_id: str
+    #: ``hold`` or ``approve``.
+    verdict: str
+    #: The reason code: the rule that held it (``policy:<id>``), ``approval:approved``.
+    rule: str
+    approval_id: str
 
 
 class LockTimeout(Exception):
@@ -414,6 +435,11 @@ class SessionWriter:
                 error_class = vocab.result_error_class(rec) if rec.is_error else None
                 held["results"][rec.call_id] = [t, max(0, int(rec.output_bytes)), bool(rec.is_error), error_class,
                                                 rec.tool or ""]
+        elif isinstance(rec, JudgedCall):
+            judged: list[list[Any]] = held.setdefault("judged", [])  # (a state saved before verdicts has none)
+            entry = [t, rec.call_id, rec.verdict, rec.rule, rec.approval_id]
+            if entry not in judged:
+                judged.append(entry)
         elif isinstance(rec, vocab.CallBlocked):
             if rec.call_id not in held["blocked"]:
                 held["blocked"][rec.call_id] = [t, rec.tool, self.synth.clean_text(rec.hook_id, 256),
@@ -471,6 +497,10 @@ class SessionWriter:
         items: list[tuple[tuple[Any, ...], str, Any]] = []
         for cid, c in calls.items():
             items.append(((c["t"], 0, cid), "call", cid))
+        # A verdict after its call's pre_tool_use (a hold at the call's time, an approval when it came),
+        # before a result or block of the same time.
+        for j in held.get("judged", []):
+            items.append(((max(j[0], calls[j[1]]["t"]) if j[1] in calls else j[0], 1, j[1]), "judged", j))
         for cid, r in held["results"].items():
             t_call = calls[cid]["t"] if cid in calls else r[0]
             items.append(((max(r[0], t_call), 1, cid), "result", cid))
@@ -501,6 +531,10 @@ class SessionWriter:
                 if done is not None and not is_error:
                     self._changed(done[2])
                 self._done(ident)
+            elif kind == "judged":
+                _jt, cid, verdict, rule, approval_id = ident
+                self.sink.t = t
+                events.append(self.sink.verdict_event(cid, verdict, rule, approval_id))
             elif kind == "blocked":
                 _bt, tool, hook_id, reason = held["blocked"][ident]
                 blocked = vocab.CallBlocked(stream, t, ident, tool, hook_id, reason)

@@ -495,6 +495,32 @@ class EventSink:
             fp, meta,
         )
 
+    def verdict_event(self, call_id: str, verdict: str, rule: str, approval_id: str) -> dict[str, Any]:
+        """The ``tool_verdict`` event of rematch's verdict on a call that was not denied: ``hold`` (the
+        service held it for a person) or ``approve`` (a person approved it), with the call's fields.
+
+        Its id is UUIDv5 over the call and the verdict, not the stream's position, and it takes no
+        position: the other events keep the ids an import of the same transcript gives them, and an
+        import that replaces a live stream carries it over under the same id
+        (:func:`verdict_lines`).
+        """
+        pending = self.calls.get(call_id) or self.blocked_calls.get(call_id)
+        meta: dict[str, Any] = {"verdict": verdict, "rule": rule[:ID_LIMIT], "approval_id": approval_id[:ID_LIMIT]}
+        if pending is None:
+            name, action, fp, summary, features, redactions, cut = "", "other", None, None, [], 0, False
+            turn = self.turn
+            meta["call_seen"] = False
+        else:
+            name, action, fp, summary, features, redactions, cut, _fp_error, *rest = pending
+            turn = rest[0] if rest else None
+        n = self.n
+        event = self._event("tool_verdict", turn, call_id, name, action, summary, list(features) if features else [],
+                            redactions, cut, fp, meta)
+        self.n = n
+        key = f"{self.agent}\x1f{self.session.session_id}\x1fverdict\x1f{call_id}\x1f{verdict}"
+        event["event_id"] = str(uuid.uuid5(EVENT_NAMESPACE, key))
+        return event
+
     def _post(self, rec: vocab.ToolResult) -> dict[str, Any]:
         call_id = rec.call_id if isinstance(rec.call_id, str) else str(rec.call_id)
         pending = self.calls.pop(call_id, None)
@@ -521,4 +547,18 @@ class EventSink:
         )
 
 
-__all__ = ["EVENT_NAMESPACE", "SCHEMA_VERSION", "EventSink", "rfc3339", "summarize"]
+#: The marker of a ``tool_verdict`` event's line (events are written by orjson: no spaces).
+VERDICT_KIND = b'"kind":"tool_verdict"'
+
+
+def verdict_lines(stream: bytes) -> list[bytes]:
+    """The ``tool_verdict`` lines of an event stream's bytes (each with its newline), in order.
+
+    What an import that replaces a live session's stream carries over: the transcript does not
+    say what rematch's verdicts were, only the live stream does.
+    """
+    return [line if line.endswith(b"\n") else line + b"\n"
+            for line in stream.splitlines() if VERDICT_KIND in line and line.startswith(b"{")]
+
+
+__all__ = ["EVENT_NAMESPACE", "SCHEMA_VERSION", "VERDICT_KIND", "EventSink", "rfc3339", "summarize", "verdict_lines"]

@@ -39,6 +39,15 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (endpoint, harness, session_id)
     );
     """,
+    # How many session spans of the session the endpoint acknowledged (docs/otel.md, "a grown session"):
+    # 0 while its span is held (not settled), then one more each time it grew and settled again.
+    # A row from before: its one session span was sent.
+    # root_digest: the trace's digest when the last of them was sent (its counts and end are that trace's).
+    """
+    ALTER TABLE acked ADD COLUMN roots INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE acked ADD COLUMN root_digest BLOB NOT NULL DEFAULT X'';
+    UPDATE acked SET root_digest = digest;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -52,6 +61,10 @@ class Acked:
     digest: bytes
     #: One 8-byte digest per trace line, in seq order.
     lines: bytes
+    #: How many session spans were acknowledged (0: the session's span is held until it settles).
+    roots: int = 1
+    #: The trace's digest when the last of them was sent (``b""``: none was).
+    root_digest: bytes = b""
 
 
 class AckBook:
@@ -96,15 +109,16 @@ class AckBook:
 
     def of_endpoint(self, endpoint: str) -> dict[tuple[str, str], Acked]:
         """Every session ``endpoint`` acknowledged, by (harness, session id)."""
-        rows = self.db.execute("SELECT harness, session_id, trace_id, size, digest, lines FROM acked WHERE endpoint = ?",
-                               (endpoint,))
-        return {(h, s): Acked(t, int(n), bytes(d), bytes(ln)) for h, s, t, n, d, ln in rows}
+        rows = self.db.execute("SELECT harness, session_id, trace_id, size, digest, lines, roots, root_digest FROM acked "
+                               "WHERE endpoint = ?", (endpoint,))
+        return {(h, s): Acked(t, int(n), bytes(d), bytes(ln), int(r), bytes(rd)) for h, s, t, n, d, ln, r, rd in rows}
 
     def get(self, endpoint: str, harness: str, session_id: str) -> Acked | None:
         """What ``endpoint`` acknowledged of one session, or ``None``."""
-        row = self.db.execute("SELECT trace_id, size, digest, lines FROM acked WHERE endpoint = ? AND harness = ? "
+        row = self.db.execute("SELECT trace_id, size, digest, lines, roots, root_digest FROM acked WHERE endpoint = ? AND harness = ? "
                               "AND session_id = ?", (endpoint, harness, _text(session_id))).fetchone()
-        return None if row is None else Acked(row[0], int(row[1]), bytes(row[2]), bytes(row[3]))
+        return None if row is None else Acked(row[0], int(row[1]), bytes(row[2]), bytes(row[3]), int(row[4]),
+                                                bytes(row[5]))
 
     def record(self, endpoint: str, done: Iterable[tuple[str, str, Acked]]) -> None:
         """Record (harness, session id, what was acknowledged) of sessions, in one transaction."""
@@ -113,11 +127,12 @@ class AckBook:
         try:
             for harness, session_id, a in done:
                 self.db.execute(
-                    "INSERT INTO acked (endpoint, harness, session_id, trace_id, size, digest, lines, acked_at) "
-                    "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(endpoint, harness, session_id) DO UPDATE SET "
+                    "INSERT INTO acked (endpoint, harness, session_id, trace_id, size, digest, lines, acked_at, roots, "
+                    "root_digest) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(endpoint, harness, session_id) DO UPDATE SET "
                     "trace_id=excluded.trace_id, size=excluded.size, digest=excluded.digest, lines=excluded.lines, "
-                    "acked_at=excluded.acked_at",
-                    (endpoint, harness, _text(session_id), a.trace_id, a.size, a.digest, a.lines, now))
+                    "acked_at=excluded.acked_at, roots=excluded.roots, root_digest=excluded.root_digest",
+                    (endpoint, harness, _text(session_id), a.trace_id, a.size, a.digest, a.lines, now, a.roots,
+                     a.root_digest))
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
