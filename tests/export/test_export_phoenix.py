@@ -195,3 +195,45 @@ def test_planted_secrets_never_reach_phoenix(phoenix: Phoenix, tmp_path: Path) -
     assert "[REDACTED:" in stored
     for secret in SECRETS.values():
         assert secret not in stored
+
+
+def test_a_grown_session_shows_its_new_end_and_counts_and_no_span_twice(phoenix: Phoenix, tmp_path: Path) -> None:
+    """Phoenix keeps the first copy of a span id: a grown session's end and counts come on a new session span."""
+    from test_export_otlp import CC, CC_ID
+
+    src = tmp_path / "src" / "-home-dev-webapp"
+    src.mkdir(parents=True)
+    lines = CC.read_text().splitlines(keepends=True)
+    (src / f"{CC_ID}.jsonl").write_text("".join(lines[:5]))
+    data = tmp_path / "data"
+    env = {"OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=grown"}
+    sent = 0
+    for part in (lines[:5], lines):
+        (src / f"{CC_ID}.jsonl").write_text("".join(part))
+        assert rematch("import", str(tmp_path / "src"), "--data", str(data)).returncode == 0
+        got = rematch("export", "otlp", "--data", str(data), "--endpoint", phoenix.url, env=env, prefix=phoenix.prefix)
+        assert got.returncode == 0, got.stderr
+        sent += int(got.stdout.split("sent ")[1].split(" span")[0])
+    spans = phoenix.settled(sent, "grown")
+    # Phoenix stores a span id once: as many stored as sent means no id was sent twice.
+    assert len(spans) == sent and len({s["context"]["span_id"] for s in spans}) == sent
+    [trace_path] = sqlite3.connect(data / "ledger.sqlite").execute("SELECT trace_path FROM sessions").fetchone()
+    records = [json.loads(x) for x in (data / trace_path).read_text().splitlines()]
+    agents = [s for s in spans if s["attributes"].get("gen_ai.operation.name") == "invoke_agent"]
+    [first] = [s for s in agents if not s["parent_id"]]
+    [latest] = [s for s in agents if s["parent_id"] == first["context"]["span_id"]]
+    assert len({s["context"]["trace_id"] for s in spans}) == 1 and len(agents) == 2
+    # The latest session span: the session's end and counts as they are now.
+    assert latest["attributes"]["rematch.session.part"] == 1
+    turns = latest["attributes"]["rematch.turns"]
+    assert turns == sum(1 for r in records if r["ev"] == "turn_end") > first["attributes"]["rematch.turns"]
+    assert latest["attributes"]["rematch.tool_calls"] == sum(1 for r in records if r["ev"] == "tool_result")
+    end_ms = max(r["t"] for r in records)
+    assert latest["end_time"].startswith(time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(end_ms // 1000)))
+    assert latest["end_time"] > first["end_time"]
+    # Every response and call of the whole session once, under one of its two session spans.
+    roots = {first["context"]["span_id"], latest["context"]["span_id"]}
+    under = Counter(s["attributes"]["gen_ai.operation.name"] for s in spans if s["parent_id"] in roots
+                    and s["attributes"].get("gen_ai.operation.name") in ("chat", "execute_tool"))
+    assert under["chat"] == turns
+    assert under["execute_tool"] == sum(1 for r in records if r["ev"] in ("tool_result", "tool_blocked"))

@@ -130,3 +130,39 @@ def test_parallel_subagents_take_parallel_calls_in_order(tmp_path: Path) -> None
         kid = build(trace(tmp_path, [rec(0, start, "session_start", agent={"name": "omp"})], f"k{start}"), IDS, 1, None)
         got.append(_place(kid, built.subagent_calls, taken))
     assert got == [c.span_id for c in built.subagent_calls] and len(set(got)) == 3
+
+
+def test_the_otlp_json_file_is_what_protobufs_json_mapping_gives_the_sdks_encoding(tmp_path: Path) -> None:
+    """The file is written from the spans directly; it must say what the SDK's encoding says, field by field."""
+    import base64
+    import io
+
+    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from rematch_trace.export.otlp import Converter, FileSender
+    from rematch_trace.export.spans import SpanData
+
+    info = trace(tmp_path, [
+        START, rec(1, 1100, "input", text="hi", prelabel="interrupt"),
+        rec(2, 1200, "tool_result", tool="bash", call_id="c1", is_error=True, error_class="exit_nonzero", args_hash="ab"),
+        rec(3, 1300, "turn_end", model={"id": "m", "provider": "p"}, usage={"input": 1, "output": 2, "cost": 0.5},
+            stop_reason="end_turn"),
+        rec(4, 1400, "session_shutdown", reasons=["tool_error"]),
+    ])
+    built = build(info, IDS, 7, None)
+    odd = SpanData("odd", 7, 9, None, 1, 2, {"b": True, "i": -3, "f": 1.0, "e": [], "l": ["x", "y"], "n": [1, 2]},
+                   [("bare", 5, {}), ("full", 6, {"k": "v"})])
+    spans = [*built.spans, odd]
+
+    def hexed(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId") else hexed(v))
+                    for k, v in value.items()}
+        return [hexed(v) for v in value] if isinstance(value, list) else value
+
+    convert = Converter()
+    expected = hexed(MessageToDict(encode_spans([convert(s) for s in spans])))
+    out = io.BytesIO()
+    FileSender(out, tmp_path / "f.json").send(spans)
+    assert orjson.loads(out.getvalue()) == expected
