@@ -232,16 +232,23 @@ def test_down_endpoint_and_error_status_record_nothing(corpus_data: Path, receiv
     assert f"of {n} session(s)" in got.stdout
 
 
-def test_grown_session_sends_only_new_spans(tmp_path: Path, receiver: Receiver) -> None:
+def cc_source(tmp_path: Path, lines: int) -> tuple[Path, list[str]]:
+    """The Claude Code session's first ``lines`` lines as a transcript under ``tmp_path/src``; the file and
+    all its lines (to grow it with)."""
     src = tmp_path / "src" / "-home-dev-webapp"
-    src.mkdir(parents=True)
-    lines = CC.read_text().splitlines(keepends=True)
-    (src / f"{CC_ID}.jsonl").write_text("".join(lines[:5]))
+    src.mkdir(parents=True, exist_ok=True)
+    every = CC.read_text().splitlines(keepends=True)
+    (src / f"{CC_ID}.jsonl").write_text("".join(every[:lines]))
+    return src / f"{CC_ID}.jsonl", every
+
+
+def test_grown_session_sends_only_new_spans(tmp_path: Path, receiver: Receiver) -> None:
+    transcript, lines = cc_source(tmp_path, 5)
     data = tmp_path / "data"
     assert rematch("import", str(tmp_path / "src"), "--data", str(data)).returncode == 0
     assert rematch("export", "otlp", "--data", str(data), "--endpoint", receiver.url).returncode == 0
     first = {s.span_id for s in receiver.spans()}
-    (src / f"{CC_ID}.jsonl").write_text("".join(lines))
+    transcript.write_text("".join(lines))
     assert rematch("import", str(tmp_path / "src"), "--data", str(data)).returncode == 0
     before = len(receiver.bodies)
     got = rematch("export", "otlp", "--data", str(data), "--endpoint", receiver.url)

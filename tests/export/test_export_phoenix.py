@@ -199,17 +199,14 @@ def test_planted_secrets_never_reach_phoenix(phoenix: Phoenix, tmp_path: Path) -
 
 def test_a_grown_session_shows_its_new_end_and_counts_and_no_span_twice(phoenix: Phoenix, tmp_path: Path) -> None:
     """Phoenix keeps the first copy of a span id: a grown session's end and counts come on a new session span."""
-    from test_export_otlp import CC, CC_ID
+    from test_export_otlp import cc_source
 
-    src = tmp_path / "src" / "-home-dev-webapp"
-    src.mkdir(parents=True)
-    lines = CC.read_text().splitlines(keepends=True)
-    (src / f"{CC_ID}.jsonl").write_text("".join(lines[:5]))
+    transcript, lines = cc_source(tmp_path, 5)
     data = tmp_path / "data"
     env = {"OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=grown"}
     sent = 0
     for part in (lines[:5], lines):
-        (src / f"{CC_ID}.jsonl").write_text("".join(part))
+        transcript.write_text("".join(part))
         assert rematch("import", str(tmp_path / "src"), "--data", str(data)).returncode == 0
         got = rematch("export", "otlp", "--data", str(data), "--endpoint", phoenix.url, env=env, prefix=phoenix.prefix)
         assert got.returncode == 0, got.stderr
