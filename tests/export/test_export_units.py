@@ -166,3 +166,21 @@ def test_the_otlp_json_file_is_what_protobufs_json_mapping_gives_the_sdks_encodi
     out = io.BytesIO()
     FileSender(out, tmp_path / "f.json").send(spans)
     assert orjson.loads(out.getvalue()) == expected
+
+
+def test_a_book_from_before_keeps_its_sessions_sent_whole(tmp_path: Path) -> None:
+    """Schema 1 had no session-span columns: its sessions' spans were all sent, so they count as settled and sent."""
+    import sqlite3
+
+    from rematch_trace.store.export_acks import MIGRATIONS, AckBook
+
+    path = tmp_path / "exports.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0])
+    db.execute("INSERT INTO acked VALUES ('e', 'omp', 's', 't', 3, x'0102', x'', 0)")
+    db.execute("PRAGMA user_version=1")
+    db.commit()
+    db.close()
+    with AckBook(path) as book:
+        [got] = book.of_endpoint("e").values()
+    assert (got.roots, got.root_digest, got.digest) == (1, b"\x01\x02", b"\x01\x02")
