@@ -320,3 +320,28 @@ def test_the_standard_variables_name_the_endpoint_and_headers(tmp_path: Path, re
     req.ParseFromString(receiver.bodies[0])
     resource = {kv.key: kv.value.string_value for kv in req.resource_spans[0].resource.attributes}
     assert resource["service.name"] == "laptop-7"
+
+
+def test_jobs_send_the_same_spans_and_record_the_same_book(corpus_data: Path, tmp_path: Path) -> None:
+    """Worker processes (--jobs) each send their share: together what one process sends, each span once."""
+    from rematch_trace.export.keys import load_key
+
+    base = tmp_path / "base"
+    subprocess.run(["cp", "-a", str(corpus_data), str(base)], check=True)
+    load_key(base)  # one key for both copies: the same ids
+    got: dict[int, tuple[list[bytes], list[tuple[Any, ...]], str]] = {}
+    for jobs in (1, 3):
+        data = tmp_path / f"j{jobs}"
+        subprocess.run(["cp", "-a", str(base), str(data)], check=True)
+        r = Receiver()
+        try:
+            res = rematch("export", "otlp", "--data", str(data), "--endpoint", r.url, "-j", str(jobs))
+            assert res.returncode == 0, res.stderr
+            spans = sorted(s.SerializeToString(deterministic=True) for s in r.spans())
+        finally:
+            r.close()
+        book = sorted(sqlite3.connect(data / "exports.sqlite").execute(
+            "SELECT harness, session_id, trace_id, size, digest, lines, roots, root_digest FROM acked").fetchall())
+        got[jobs] = (spans, book, res.stdout.replace(r.url, "URL"))
+    assert len(got[1][0]) == len(set(got[1][0])) > 100
+    assert got[1] == got[3]

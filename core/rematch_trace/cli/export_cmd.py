@@ -81,11 +81,13 @@ def _headers(values: tuple[str, ...]) -> dict[str, str]:
               show_default=True, metavar="SECONDS",
               help="A session's own span is sent once its trace has ended (session_shutdown) this long ago; "
                    "until then its calls and responses go without it (docs/otel.md).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes sending to the endpoint, each its share of the sessions (default: cores).")
 @click.option("--file", "file_", type=click.Path(dir_okay=False), metavar="PATH",
               help="Write OTLP JSON (one request a line) to PATH instead of sending; every chosen session.")
 def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers: tuple[str, ...],
              timeout: float | None, since: str | None, harness: str | None, with_text: bool, dry_run: bool,
-             settled_after: float, file_: str | None) -> None:
+             settled_after: float, jobs: int | None, file_: str | None) -> None:
     """Send SESSION (an id or id prefix, with the sessions under it; else every session) as OpenTelemetry
     traces: one trace per session with its subagents, GenAI semantic conventions. A rerun sends only
     new or grown sessions."""
@@ -138,20 +140,27 @@ def otlp_cmd(session: str | None, out: str | None, endpoint: str | None, headers
         return
     if not writable(data):
         raise read_only_error(data, "an export (it records what the endpoint acknowledged)")
-    sender = HttpSender(endpoint, extra, timeout)
-    try:
-        with AckBook(acks_path(data.root)) as book:
-            got = export(infos, keep, ids, Batcher(sender, book), with_text=with_text,
-                         acked=book.of_endpoint(sender.url), started=started, settled_before=settled_before)
-    finally:
-        sender.close()
+    from rematch_trace.export.run import Outcome, families, in_parts
+
+    def one(part: tuple[int, int]) -> Outcome:
+        sender = HttpSender(endpoint, extra, timeout)
+        try:
+            with AckBook(acks_path(data.root)) as book:
+                return export(infos, keep, ids, Batcher(sender, book), with_text=with_text,
+                              acked=book.of_endpoint(sender.url), started=started, settled_before=settled_before,
+                              part=part)
+        finally:
+            sender.close()
+
+    AckBook(acks_path(data.root)).close()  # made and migrated here, once, before the workers open it
+    got = in_parts(jobs or (os.cpu_count() or 1), len(families(infos)), one)
     _problems(got.problems)
     if got.failed is None:
         _none_matched(got.sessions + got.unchanged, since)
     if got.failed is not None:
-        raise NotAcknowledged(f"{sender.url} did not acknowledge a batch ({got.failed}); nothing it did not "
+        raise NotAcknowledged(f"{url} did not acknowledge a batch ({got.failed}); nothing it did not "
                               "acknowledge is recorded as sent: the next run sends it")
-    click.echo(f"sent {got.spans} span(s) of {got.sessions} session(s) to {sender.url}; {got.unchanged} unchanged")
+    click.echo(f"sent {got.spans} span(s) of {got.sessions} session(s) to {url}; {got.unchanged} unchanged")
     if got.problems:
         raise click.exceptions.Exit(EXIT_PARTIAL)
 

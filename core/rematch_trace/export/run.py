@@ -224,18 +224,22 @@ def _to_send(info: SessionInfo, built: Built, ids: Ids, old: Acked | None, trace
 
 def export(infos: Sequence[SessionInfo], chosen: Callable[[SessionInfo], bool], ids: Ids, batcher: Batcher, *,
            with_text: bool = False, acked: dict[tuple[str, str], Acked] | None = None,
-           started: Callable[[SessionInfo, int], bool] | None = None, settled_before: int | None = None) -> Outcome:
+           started: Callable[[SessionInfo, int], bool] | None = None, settled_before: int | None = None,
+           part: tuple[int, int] = (0, 1)) -> Outcome:
     """Send the chosen sessions' new or changed spans through ``batcher``; its outcome.
 
     ``acked``: what the endpoint acknowledged (``None``: send everything, as to a file).
     ``started(info, start_ms)``: a filter on the session's start, once its trace is read.
     ``settled_before``: a session whose trace ended (``session_shutdown``) at or before this time
     (unix ms) is settled, and its session span due; ``None``: every session is.
+    ``part`` (k, n): only every n-th family from the k-th (one of n worker processes: :func:`in_parts`).
     """
     from rematch_trace.export.otlp import SendFailed
 
     out = batcher.outcome
-    for top, kids in families(infos):
+    for index, (top, kids) in enumerate(families(infos)):
+        if index % part[1] != part[0]:
+            continue
         members = [top, *(k for ks in kids.values() for k in ks)]
         if not any(chosen(m) for m in members):
             continue
@@ -301,4 +305,44 @@ def export(infos: Sequence[SessionInfo], chosen: Callable[[SessionInfo], bool], 
     return out
 
 
-__all__ = ["BATCH_SPANS", "Batcher", "Outcome", "Sender", "export", "families", "ledger_sessions"]
+#: The export of one part (k, n) in a worker process (:func:`in_parts`; set before the workers fork).
+_PART: Callable[[tuple[int, int]], Outcome] | None = None
+
+
+def _run_part(part: tuple[int, int]) -> Outcome:
+    assert _PART is not None
+    return _PART(part)
+
+
+def in_parts(jobs: int, families_count: int, one: Callable[[tuple[int, int]], Outcome]) -> Outcome:
+    """``one((k, n))`` for each of n parts, in n forked worker processes (in this one when n is 1); the
+    outcomes summed (the first failure kept).
+
+    Families are independent (their own traces, their own rows of the book, each batch recorded
+    once acknowledged), so parts need nothing of each other: as the import's jobs, they share the
+    cores, and the book's writes (SQLite, WAL) take turns.
+    """
+    global _PART
+    n = max(1, min(jobs, families_count))
+    if n == 1:
+        return one((0, 1))
+    import multiprocessing
+
+    _PART = one
+    try:
+        with multiprocessing.get_context("fork").Pool(n) as pool:
+            got = pool.map(_run_part, [(k, n) for k in range(n)])
+    finally:
+        _PART = None
+    out = Outcome()
+    for o in got:
+        out.sessions += o.sessions
+        out.spans += o.spans
+        out.unchanged += o.unchanged
+        out.problems.extend(o.problems)
+        if out.failed is None:
+            out.failed = o.failed
+    return out
+
+
+__all__ = ["BATCH_SPANS", "Batcher", "Outcome", "Sender", "export", "families", "in_parts", "ledger_sessions"]
