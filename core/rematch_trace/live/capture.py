@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -28,6 +28,9 @@ from rematch_trace.live.session_writer import (
     session_of_state,
 )
 from rematch_trace.store.datafolder import DataDir, reaper, safe_name
+
+if TYPE_CHECKING:
+    from rematch_trace.live.service import Held
 
 #: The largest payload read from a hook's stdin (a Write of a large file is a large payload).
 MAX_PAYLOAD_BYTES = 64 << 20
@@ -64,7 +67,7 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
 
 
 def capture_event(host: Host, data: DataDir, harness: str, event: dict[str, Any], t: int,
-                  blocked: tuple[str, str] | None = None, told: bool = False, held: Any = None) -> list[str]:
+                  blocked: tuple[str, str] | None = None, told: bool = False, held: Held | None = None) -> list[str]:
     """Apply one hook payload; return the session ids it touched.
 
     Each stream's records go to that session's writer, under its lock, in the
@@ -161,7 +164,7 @@ def default_host() -> Host:
 
 
 def handle_hook_event(request: dict[str, Any], data: DataDir, host: Host | None = None,
-                      blocked: tuple[str, str] | None = None, held: Any = None) -> list[str]:
+                      blocked: tuple[str, str] | None = None, held: Held | None = None) -> list[str]:
     """Capture the payload of an IPC v2 ``hook_event`` request (docs/ipc-v2.md): what the service runs.
 
     ``adapter`` names the harness, ``host_payload`` is the hook's payload and
@@ -207,7 +210,7 @@ def register_capture(service: Any, data: Path) -> None:
         service.host = host
     folder = DataDir(data)
 
-    def logged(request: dict[str, Any], blocked: tuple[str, str] | None, held: Any = None) -> Any:
+    def logged(request: dict[str, Any], blocked: tuple[str, str] | None, held: Held | None = None) -> Any:
         def work() -> None:
             try:
                 handle_hook_event(request, folder, host, blocked, held)
