@@ -77,6 +77,9 @@ def test_a_session_span_is_sent_once_when_settled_and_a_grown_session_gets_a_new
     assert first.shut and first.end_ms == 1300
     assert _to_send(trace(tmp_path, ended), first, IDS, acked, hex_id, 1299) == ([], attrs.evolve(
         acked, size=first.size, digest=first.digest, lines=first.lines))  # ended, but not long enough ago
+    # A trace whose own times lie ahead (skewed, or set so by whoever wrote the transcript) settles by its file's.
+    future = _to_send(trace(tmp_path, ended), first, IDS, acked, hex_id, 1299, written_ms=1200)
+    assert future is not None and [s.seq for s in future[0]] == [ROOT]
     todo = _to_send(trace(tmp_path, ended), first, IDS, acked, hex_id, 1300)
     assert todo is not None
     spans, acked = todo

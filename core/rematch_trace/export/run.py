@@ -187,14 +187,23 @@ def _place(child: Built, calls: list[SubagentCall], taken: set[int]) -> int | No
     return best.span_id
 
 
-def _settled(built: Built, settled_before: int | None) -> bool:
-    """Whether a session's span is due: its trace ends with its ``session_shutdown``, at or before
-    ``settled_before`` (unix ms; ``None``: every session is)."""
-    return settled_before is None or (built.shut and built.end_ms <= settled_before)
+def _settled(built: Built, settled_before: int | None, written_ms: int | None) -> bool:
+    """Whether a session's span is due: its trace ends with its ``session_shutdown``, and either that
+    record's time or the trace file's last write (``written_ms``) is at or before ``settled_before``
+    (unix ms; ``None``: every session is).
+
+    Either clock may say it: a trace's own times are the transcript's (skewed, shifted, or set in
+    the future by whoever wrote it: it would never settle), the file's is this machine's (a session
+    imported long after it ended was written just now).
+    """
+    if settled_before is None:
+        return True
+    quiet = built.end_ms if written_ms is None else min(built.end_ms, written_ms)
+    return built.shut and quiet <= settled_before
 
 
 def _to_send(info: SessionInfo, built: Built, ids: Ids, old: Acked | None, trace_hex: str,
-             settled_before: int | None) -> tuple[list[SpanData], Acked] | None:
+             settled_before: int | None, written_ms: int | None = None) -> tuple[list[SpanData], Acked] | None:
     """The spans of one session to send, and what to record once they are acknowledged (``None``: nothing).
 
     The session's span is sent once, when the session is settled (:func:`_settled`); its record
@@ -206,7 +215,7 @@ def _to_send(info: SessionInfo, built: Built, ids: Ids, old: Acked | None, trace
     parts = old.roots if same and old is not None else 0
     root_current = same and old is not None and old.roots > 0 and old.root_digest == built.digest
     lines_same = same and old is not None and old.size == built.size and old.digest == built.digest
-    settled = _settled(built, settled_before)
+    settled = _settled(built, settled_before, written_ms)
     if lines_same and (root_current or not settled):
         return None
     spans = list(changed(built, old.lines if same and old is not None else None))
@@ -245,9 +254,11 @@ def export(infos: Sequence[SessionInfo], chosen: Callable[[SessionInfo], bool], 
             continue
         trace_id = ids.trace_id(top.session_id)
         raws: dict[tuple[str, str], bytes] = {}
+        written: dict[tuple[str, str], int] = {}
         stale = False
         for m in members:
             try:
+                written[(m.harness, m.session_id)] = m.trace.stat().st_mtime_ns // 1_000_000
                 raws[(m.harness, m.session_id)] = raw = _complete(m.trace.read_bytes())
             except OSError as err:
                 out.problems.append(f"{m.trace}: cannot read the trace ({err.strerror or err}); session skipped")
@@ -288,7 +299,7 @@ def export(infos: Sequence[SessionInfo], chosen: Callable[[SessionInfo], bool], 
                         built.spans, Acked(trace_hex, built.size, built.digest, built.lines, 1, built.digest))
                 else:
                     todo = _to_send(info, built, ids, acked.get((info.harness, info.session_id)), trace_hex,
-                                    settled_before)
+                                    settled_before, written.get((info.harness, info.session_id)))
                 if todo is None:
                     out.unchanged += 1
                     continue
