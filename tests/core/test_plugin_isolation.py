@@ -175,6 +175,12 @@ def test_without_a_failure_the_third_party_plugin_imports(tmp_path: Path, site: 
 def test_a_plugin_that_fails_to_load_is_said_once(tmp_path: Path, site: Path, args: tuple[str, ...]) -> None:
     if args[0] == "import":
         args = (*args, str(_sources(tmp_path)), "--out", str(tmp_path / "d"))
+    elif args[0] == "search":
+        # search loads the plugins when its index must read a source (here: an index made anew).
+        rematch(site, "import", str(_sources(tmp_path)), "--out", str(tmp_path / "d"), "-j", "1",
+                REMATCH_LOAD_PLUGINS="toy")
+        (tmp_path / "d" / "search.sqlite").unlink()
+        args = (*args, "--out", str(tmp_path / "d"))
     elif args[0] != "plugins":
         args = (*args, "--out", str(tmp_path / "nothing-here"))
     res = rematch(site, *args, REMATCH_LOAD_PLUGINS="toy,broken,unloadable")
@@ -183,14 +189,16 @@ def test_a_plugin_that_fails_to_load_is_said_once(tmp_path: Path, site: Path, ar
     assert "ImportError: a dependency is missing" in said[0]
 
 
-@pytest.mark.parametrize("command", ["sessions", "stats", "flagged"])
-def test_the_commands_that_read_only_the_data_folder_load_no_plugin(tmp_path: Path, site: Path, command: str) -> None:
-    # They answer from the ledger's stored summaries and call no hook: a plugin that cannot even be
-    # imported is not imported (nor said) by them, and their answer is the same (cli/__init__.py, DATA_ONLY).
+@pytest.mark.parametrize("command", [("sessions",), ("stats",), ("flagged",), ("search", "failing")])
+def test_the_commands_that_read_only_the_data_folder_load_no_plugin(tmp_path: Path, site: Path,
+                                                                     command: tuple[str, ...]) -> None:
+    # They answer from the ledger's stored summaries (search: from its index, up to date) and call no hook: a
+    # plugin that cannot even be imported is not imported (nor said) by them, and their answer is the same
+    # (cli/__init__.py, DATA_ONLY and ON_USE).
     data = tmp_path / "d"
     rematch(site, "import", str(_sources(tmp_path)), "--out", str(data), "-j", "1", REMATCH_LOAD_PLUGINS="toy")
-    with_broken = rematch(site, command, "--json", "--out", str(data), REMATCH_LOAD_PLUGINS="toy,broken,unloadable")
-    alone = rematch(site, command, "--json", "--out", str(data), REMATCH_LOAD_PLUGINS="toy")
+    with_broken = rematch(site, *command, "--json", "--out", str(data), REMATCH_LOAD_PLUGINS="toy,broken,unloadable")
+    alone = rematch(site, *command, "--json", "--out", str(data), REMATCH_LOAD_PLUGINS="toy")
     assert "failed to load" not in with_broken.stderr and with_broken.returncode == alone.returncode == 0
     assert with_broken.stdout == alone.stdout and json.loads(alone.stdout)
 

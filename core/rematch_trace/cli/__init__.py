@@ -44,6 +44,10 @@ COMMANDS: dict[str, str] = {
 #: tenth of ``rematch sessions`` on 3,300 sessions (bench/listing.py); a plugin that fails to load is said
 #: by the commands that use plugins (``import``, ``watch``, ``plugins``, ``doctor``, ``show``, ...).
 DATA_ONLY = frozenset({"sessions", "stats", "flagged"})
+#: Commands that load the plugins only when they call a hook (``search``: when its index must read a source
+#: transcript the import did not hand it, through ``importing.claimed.worker_host``). A query answered from
+#: the index loads none: the plugins' imports were most of the command's start-up (bench/search_latency.py).
+ON_USE = frozenset({"search"})
 
 
 class LazyGroup(click.Group):
@@ -131,7 +135,7 @@ class LazyGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Import coding-agent transcripts into one trace schema and flag sessions worth reflecting on."""
-    if ctx.invoked_subcommand in DATA_ONLY:
+    if ctx.invoked_subcommand in DATA_ONLY or ctx.invoked_subcommand in ON_USE:
         return
     # Every other command says, once, which installed plugin failed to load: its answer may be
     # missing what that plugin would have imported or read.

@@ -300,7 +300,7 @@ def check_harness(data: DataDir, harness: str | None) -> None:
             known = set()
     if harness in known:
         return
-    from rematch_trace.host.loading import GROUP, entry_points
+    from rematch_trace.host.entry_points import GROUP, entry_points
 
     known |= {ep.name for ep in entry_points(GROUP)}
     if harness not in known:

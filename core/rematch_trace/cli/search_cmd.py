@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+import orjson
 
 from rematch_trace.cli.common import (
     Fatal,
@@ -16,11 +17,17 @@ from rematch_trace.cli.common import (
     data_option,
     echo_json,
     nothing_matched,
+    open_ledger,
     readable,
     writable,
 )
 from rematch_trace.cli.listing import FLAG_CHOICES
 from rematch_trace.store.search_kinds import KINDS
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rematch_trace.store.datafolder import DataDir
 
 #: Where FTS5's snippet() marks a match (control characters no indexed text keeps: escaped on output).
 _OPEN, _CLOSE = "\x02", "\x03"
@@ -54,6 +61,68 @@ def _snippet(text: str, open_: str, close: str) -> str:
     return "".join(out).strip()
 
 
+def _stale(path: Path, data: DataDir) -> bool:
+    """Whether the index at ``path`` must be synced (missing, of another version, or behind the traces): asked
+    on a read-only connection, as an up-to-date index (the usual case) is then never opened for writing."""
+    from rematch_trace.store.search_index import SearchIndex
+
+    if not path.is_file():
+        return True
+    try:
+        with SearchIndex(path, readonly=True) as index:
+            return index.stale(data)
+    except sqlite3.Error:
+        return True  # said by the sync, which opens it for writing
+
+
+def _filter_rows(data: DataDir, harness: str | None, flag: str | None) -> dict[str, dict[str, Any]]:
+    """Trace key -> the ledger's columns the filters read (``harness``: its sessions only; the reasons decoded
+    when ``flag`` is a reason)."""
+    from rematch_trace.store.datafolder import key_of
+
+    if not data.ledger.exists():
+        return {}
+    sql = "SELECT trace_path, harness, repo, cwd, flagged, reasons FROM sessions"
+    with open_ledger(data) as ledger:
+        found = ledger.db.execute(sql + " WHERE harness = ?", (harness,)) if harness is not None \
+            else ledger.db.execute(sql)
+        rows = {}
+        for trace_path, harness_, repo, cwd, flagged, reasons in found:
+            key = key_of({"trace_path": trace_path})
+            if key is not None:
+                rows[key] = {"harness": harness_, "repo": repo, "cwd": cwd, "flagged": bool(flagged),
+                             "reasons": orjson.loads(reasons) if flag not in (None, "flagged", "none") and reasons
+                             else []}
+    return rows
+
+
+def _harnesses_of(data: DataDir, hits: set[tuple[str, str | None]]) -> dict[str, str]:
+    """Trace key -> harness of the sessions behind ``hits`` (trace key, session id): looked up by the ledger's
+    key (harness, session id), a few rows, not every session's."""
+    from rematch_trace.store.datafolder import key_of
+
+    wanted = {sid for _, sid in hits if sid is not None}
+    if not hits or not data.ledger.exists():
+        return {}
+    keys = {key for key, _ in hits}
+    out: dict[str, str] = {}
+    with open_ledger(data) as ledger:
+        for (name,) in ledger.db.execute("SELECT DISTINCT harness FROM sessions").fetchall():
+            for sid in wanted:
+                for (trace_path,) in ledger.db.execute(
+                        "SELECT trace_path FROM sessions WHERE harness = ? AND session_id = ?", (name, sid)):
+                    key = key_of({"trace_path": trace_path})
+                    if key in keys:
+                        out[key] = name
+        if keys - out.keys():
+            # A trace whose session id the index does not know (or another session's): every row read once.
+            for trace_path, name in ledger.db.execute("SELECT trace_path, harness FROM sessions"):
+                key = key_of({"trace_path": trace_path})
+                if key in keys and key not in out:
+                    out[key] = name
+    return out
+
+
 @click.command("search")
 @click.argument("query", nargs=-1)
 @data_option
@@ -84,8 +153,6 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     from rematch_trace.cli.listing import since_day
     from rematch_trace.host.text import one_line
     from rematch_trace.report.text import when
-    from rematch_trace.store.datafolder import key_of
-    from rematch_trace.store.ledger import Ledger
     from rematch_trace.store.search_index import QueryError, SearchIndex, hits_iter, index_path, to_query
 
     day = since_day(since)
@@ -110,7 +177,7 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     check_harness(data, harness)
     path = index_path(data)
     try:
-        if writable(data):
+        if writable(data) and (rebuild or _stale(path, data)):
             from rematch_trace.importing import search_sources  # noqa: F401  (the sync's reader of sources)
 
             with SearchIndex(path) as index:
@@ -126,16 +193,13 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
                                 "it is made by rematch import or rematch search where the folder can be written)")
         if not fts:
             return
-        rows: dict[str, dict[str, Any]] = {}
-        if data.ledger.exists():
-            with Ledger(data.ledger, readonly=True) as ledger:
-                for r in ledger.sessions():
-                    key = key_of(r)
-                    if key is not None:
-                        rows[key] = r
+        filtered = any(v is not None for v in (harness, day, repo, flag))
+        # The ledger's rows the filters read (each session's, its columns only); without a filter, only the
+        # hits' harnesses are looked up, after the query (decoding every row cost more than the query).
+        rows = _filter_rows(data, harness, flag) if filtered and (harness, repo, flag) != (None, None, None) else {}
         with SearchIndex(path, readonly=True) as index:
             keys: set[str] | None = None
-            if any(v is not None for v in (harness, day, repo, flag)):
+            if filtered:
                 started = index.started()
                 keys = set()
                 for key, st in started.items():
@@ -154,11 +218,13 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
                 hits = list(hits_iter(index, fts, keys, limit, kinds or None))
             except ValueError as err:
                 raise click.UsageError(f"not a query SQLite can search for: {err}") from None
+        harnesses = ({k: r["harness"] for k, r in rows.items()} if rows
+                     else _harnesses_of(data, {(h.key, h.session_id) for h in hits}))
     except sqlite3.Error as err:
         raise Fatal(f"{path}: {err}") from None
     if as_json:
         echo_json([
-            {"harness": (rows.get(h.key) or {}).get("harness"), "session_id": h.session_id,
+            {"harness": harnesses.get(h.key), "session_id": h.session_id,
              "trace": f"traces/{h.key}.jsonl", "seq": h.seq, "kind": h.kind, "t": when(h.t),
              "snippet": _snippet(h.snippet, "«", "»"), "rank": h.rank}
             for h in hits
@@ -171,7 +237,7 @@ def search_cmd(query: tuple[str, ...], out: str | None, harness: str | None, sin
     bold = sys.stdout.isatty()
     open_, close = ("\x1b[1m", "\x1b[0m") if bold else ("«", "»")
     for h in hits:
-        harness_ = (rows.get(h.key) or {}).get("harness") or "-"
+        harness_ = harnesses.get(h.key) or "-"
         click.echo(f"{when(h.t, '%Y-%m-%d %H:%M')}  {one_line(harness_)}  {one_line(h.session_id or h.key)}"
                    f"  #{h.seq if h.seq is not None else '?'} {h.kind}")
         click.echo(f"    {_snippet(h.snippet, open_, close)}")

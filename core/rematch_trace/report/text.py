@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rematch_trace.host.text import HIDDEN_CLASS, escape_char
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 #: A hidden character of a page (tabs and newlines are shown as such there).
 _HIDDEN = re.compile(f"[{HIDDEN_CLASS}]")
@@ -105,6 +107,8 @@ def money(cost: Decimal, priced: int, total: int) -> str:
 
 def dollars(cost: Decimal) -> str:
     """Dollars and cents; a cost above zero but below a cent is ``<$0.01``, never a zero it is not."""
+    from decimal import Decimal  # here: ``rematch search`` formats times with this module, never money
+
     return "<$0.01" if 0 < cost < Decimal("0.005") else f"${cost:,.2f}"
 
 

@@ -26,9 +26,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import attrs
 import orjson
 
 from rematch_trace.store.datafolder import DataDir
@@ -80,18 +79,22 @@ def index_path(data: DataDir) -> Path:
     return data.root / INDEX_NAME
 
 
-@attrs.define
 class SyncFigures:
     """What a sync did: traces read in full, traces continued, traces dropped, records indexed."""
 
-    full: int = 0
-    grown: int = 0
-    dropped: int = 0
-    records: int = 0
+    # A plain class, not attrs: ``rematch search`` imports this module on every query, and attrs costs
+    # more to import than the query takes (tests/search/test_search_imports.py).
+    __slots__ = ("dropped", "full", "grown", "records")
+
+    def __init__(self, full: int = 0, grown: int = 0, dropped: int = 0, records: int = 0) -> None:
+        self.full, self.grown, self.dropped, self.records = full, grown, dropped, records
+
+    def __repr__(self) -> str:
+        return (f"SyncFigures(full={self.full}, grown={self.grown}, dropped={self.dropped}, "
+                f"records={self.records})")
 
 
-@attrs.frozen
-class Hit:
+class Hit(NamedTuple):
     """One search hit: the session's trace key, the record's seq, kind and time, a snippet, its rank."""
 
     key: str
@@ -195,17 +198,9 @@ class SearchIndex:
         with self._writing():
             self.drop(key)
 
-    def sync(self, data: DataDir, only: set[str] | None = None, jobs: int = 1,
-             handed: HandedRows | None = None) -> SyncFigures:
-        """Bring the index up to date with the data folder's traces (``only``: just these keys).
-
-        ``handed``: the rows the import's workers read with the sources (``rematch import``); a source
-        they cover is not read again (:meth:`sync_sources`).
-
-        An unchanged trace costs one ``stat`` (its inode, size and mtime as indexed): a rerun
-        that changed nothing reads no trace.
-        """
-        figures = SyncFigures()
+    def _changes(self, data: DataDir, only: set[str] | None = None) -> tuple[list[str], list[str], dict[str, Any]]:
+        """The traces gone since the last sync, those new or changed (their stamp as indexed differs), and
+        each indexed trace's row (key, inode, size, mtime, end offset)."""
         stats: dict[str, os.stat_result] = {}
         try:
             with os.scandir(data.traces) as it:
@@ -228,6 +223,28 @@ class SearchIndex:
         changed = sorted(k for k, st in stats.items()
                          if (k not in known or (known[k][1], known[k][2], known[k][3])
                              != (st.st_ino, st.st_size, st.st_mtime_ns)))
+        return gone, changed, known
+
+    def stale(self, data: DataDir) -> bool:
+        """Whether :meth:`sync` has anything to do (also on a read-only index: ``rematch search`` asks first
+        and opens the index for writing only then, since opening and closing it so costs more than a query)."""
+        if int(self.db.execute("PRAGMA user_version").fetchone()[0]) != INDEX_VERSION:
+            return True
+        gone, changed, _ = self._changes(data)
+        return bool(gone or changed)
+
+    def sync(self, data: DataDir, only: set[str] | None = None, jobs: int = 1,
+             handed: HandedRows | None = None) -> SyncFigures:
+        """Bring the index up to date with the data folder's traces (``only``: just these keys).
+
+        ``handed``: the rows the import's workers read with the sources (``rematch import``); a source
+        they cover is not read again (:meth:`sync_sources`).
+
+        An unchanged trace costs one ``stat`` (its inode, size and mtime as indexed): a rerun
+        that changed nothing reads no trace.
+        """
+        figures = SyncFigures()
+        gone, changed, known = self._changes(data, only)
         if not gone and not changed:
             return figures
         raw = _raw_keys(data)
@@ -496,8 +513,11 @@ class SearchIndex:
                limit: int = 20) -> list[Hit]:
         """The best ``limit`` hits of an FTS5 ``query`` (bm25 order), in the traces ``keys`` and of the
         :data:`~rematch_trace.store.search_kinds.KINDS` ``kinds`` if given."""
+        # ORDER BY rank (FTS5's bm25, the same figure as bm25(text)), not by bm25(text): FTS5 then ranks the
+        # matches itself and the outer query makes the snippet, and joins, only for the rows it returns; by
+        # bm25(text) every match had its snippet made before SQLite sorted them (a common word: most of the time).
         sql = ("SELECT s.key, tr.session_id, x.seq, x.kind, x.t, snippet(text, 0, char(2), char(3), '…', 16), "
-               "bm25(text) FROM text x JOIN spans s ON s.id = x.rowid LEFT JOIN traces tr ON tr.key = s.key "
+               "x.rank FROM text x JOIN spans s ON s.id = x.rowid LEFT JOIN traces tr ON tr.key = s.key "
                "WHERE text MATCH ?")
         params: list[Any] = [query]
         if keys is not None:
@@ -509,7 +529,7 @@ class SearchIndex:
             chosen = sorted(set(kinds))
             sql += f" AND x.kind IN ({','.join('?' * len(chosen))})"
             params.extend(chosen)
-        sql += " ORDER BY bm25(text) LIMIT ?"
+        sql += " ORDER BY x.rank LIMIT ?"
         params.append(limit)
         return [Hit(r[0], r[1], r[2], r[3], r[4], r[5] or "", float(r[6])) for r in self.db.execute(sql, params)]
 

@@ -10,9 +10,15 @@ whose source gives the assistant's whole text).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
+
+try:
+    # hashlib's own BLAKE2 (it never takes OpenSSL's): imported without hashlib, whose OpenSSL start-up
+    # ``rematch search`` would pay on every query for a digest it computes only when a trace changed.
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover (a Python built without it)
+    from hashlib import blake2b
 
 #: One conversation row before its stream is a trace key: ``(stream, kind, call_id, t, body)``; a stream's
 #: opening is ``(stream, "session", session_id, None, "")``.
@@ -29,7 +35,7 @@ HandedTrace = tuple[int, int, list[TraceRow], int | None, str | None, bool, tupl
 
 def digest(line: bytes) -> bytes:
     """The digest a line's span is checked by."""
-    return hashlib.blake2b(line, digest_size=16).digest()
+    return blake2b(line, digest_size=16).digest()
 
 
 def _flatten(value: Any, out: list[str], budget: list[int]) -> None:
