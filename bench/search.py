@@ -7,7 +7,8 @@ Measures, in one process (imports as ``rematch import`` runs them, with every co
 - the added cost of keeping the search index and the stored summaries (``follow_outputs``) to a cold
   import and to a rerun after +1% appended (the import timed with it switched off, then it alone);
 - the index's size beside the archive's and the traces' bytes (and so per GiB of transcripts);
-- search latency: the query alone (in process) and ``rematch search`` as a command;
+- search latency: the query alone (in process) and ``rematch search`` as a command (issue 40's targets,
+  before and after in one run, on an imported folder: ``bench/search_latency.py``);
 - ``rematch sessions`` / ``stats`` / ``flagged`` reading stored summaries, against the same commands
   with the stored summaries cleared (what main does: every trace read and summarized).
 """
