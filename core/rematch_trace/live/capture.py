@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from rematch_trace.host import vocab
 from rematch_trace.host.facade import Host
 from rematch_trace.live.folder import live_dir, lock_path
+from rematch_trace.live.held import Held
 from rematch_trace.live.session_writer import (
     VERDICT_HOOK_ID,
     JudgedCall,
@@ -28,9 +29,6 @@ from rematch_trace.live.session_writer import (
     session_of_state,
 )
 from rematch_trace.store.datafolder import DataDir, reaper, safe_name
-
-if TYPE_CHECKING:
-    from rematch_trace.live.service import Held
 
 #: The largest payload read from a hook's stdin (a Write of a large file is a large payload).
 MAX_PAYLOAD_BYTES = 64 << 20

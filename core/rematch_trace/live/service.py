@@ -65,6 +65,7 @@ import attrs
 from rematch_trace.live import paths, procs
 from rematch_trace.live.approvals import Approval, ApprovalBook, BookFull, Outcome
 from rematch_trace.live.approver_guard import Guard, Refusal, write_code
+from rematch_trace.live.held import Held
 from rematch_trace.live.hold_message import hold_message
 from rematch_trace.live.ipc.codec import (
     MAX_REPLY_BYTES,
@@ -858,19 +859,6 @@ class Service:
 
 #: Holds remembered for live capture to take (:meth:`Service.held`); the oldest go past this.
 HELD_KEPT = 256
-
-
-@attrs.frozen
-class Held:
-    """How one held call ended: what the session's security stream records of the hold (no input)."""
-
-    approval_id: str
-    #: The verdict's reason that held it (``policy:<rule id>``).
-    rule: str
-    #: ``approved``, ``denied``, ``expired``, ``cancelled``.
-    state: str
-    #: Milliseconds from the hold to its end.
-    held_ms: int
 
 
 def _control_reply(rid: str | None, ok: bool, error: str | None, message: str,
