@@ -122,6 +122,13 @@ def test_a_source_that_is_gone_is_said_plainly(corpus_dir: Path, tmp_path: Path)
     data = tmp_path / "data"
     ok("import", str(tmp_path / "src"), "--data", str(data), "-q")
     copy.unlink()
+    # The import stored the conversation: it is all there without the transcript (outputs too).
+    conv = conversation(data, sid)
+    assert conv["status"] == "ok" and conv["read_from"] == "store"
+    assert any(e["kind"] == "call" and e["output"] for e in conv["entries"])
+    # Without what the import stored (a data folder from before), the trace is all there is, said so.
+    for rows in (data / "conversations").glob("*.rows"):
+        rows.unlink()
     conv = conversation(data, sid)
     assert conv["status"] == "gone" and "is gone" in conv["note"]
     # What the trace keeps is still shown: the prompts and the calls (without their output).

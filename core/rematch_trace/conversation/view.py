@@ -1,13 +1,15 @@
 """One session's conversation: its plugin's items, ordered, redacted and placed beside its trace.
 
-The items come from the session's **source transcript** through the
-``conversation_items`` hook of the plugin that claims it (the trace keeps only
-what the schema keeps). The core then:
+The items are the ones the import stored of the session's source
+(:mod:`rematch_trace.store.conversation_rows`: its plugin's ``conversation_items``, read in the
+import's one pass, redacted). A source of which none are stored (a data folder from before they
+were, a ``watch`` or a cluster's import) is read again through its plugin, and the conversation's
+note says so. The core then:
 
 * keeps the items of the session's own stream (a file may hold several);
 * redacts every text and every string of a call's input with the events'
   redactor (:func:`rematch_trace.security.redact.default_redactor`), always,
-  whatever the import's settings were;
+  whatever the import's settings were (the stored items already are);
 * pairs each call with its output, and with the trace's ``tool_result`` (its
   seq, error class) and ``tool_blocked`` records (denied or held);
 * places the trace's marks and unpaired blocked calls by seq, and gives each
@@ -24,7 +26,7 @@ said so in :attr:`Conversation.status` and :attr:`Conversation.note`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,9 @@ from rematch_trace.store.datafolder import DataDir
 STATUSES = ("ok", "gone", "unclaimed", "no_plugin", "failed", "no_source")
 #: A subagent's conversation is nested this many levels deep at most (deeper ones are links).
 NEST_DEPTH = 2
+#: The note of a conversation read from its transcript because the import stored none of it.
+NOT_STORED = ("the import stored no conversation of this source (imported before rematch kept them, or by "
+              "watch or a cluster): read from the transcript again; a new import stores it")
 
 
 @attrs.define
@@ -78,6 +83,8 @@ class Conversation:
     entries: list[Entry] = attrs.field(factory=list)
     parent: dict[str, Any] | None = None
     flag_seqs: dict[str, list[int]] = attrs.field(factory=dict)
+    #: Where the entries came from: ``store`` (what the import kept), ``transcript`` (read again) or ``trace``.
+    read_from: str = "trace"
 
     def as_json(self) -> dict[str, Any]:
         """The conversation as plain JSON values (``rematch show --conversation --format json``)."""
@@ -139,13 +146,42 @@ def _trace(path: Path) -> tuple[list[dict[str, Any]], dict[int, list[str]], dict
 Shared = dict[str, tuple[str, str, list[Any] | None]]
 
 
-def _read_items(path: str, harness: str, shared: Shared | None) -> tuple[str, str, list[Any] | None]:
-    """``(status, note, items)`` of a source, every item read; a source of more than one session is kept in
-    ``shared`` (the last such one only), so a report's pages of one database's sessions read it once."""
+class _AsStored:
+    """The redactor of items the store gives: they were redacted when stored."""
+
+    @staticmethod
+    def redact_text(text: str) -> str:
+        """``text`` as it is."""
+        return text
+
+    @staticmethod
+    def redact_value(value: Any) -> Any:
+        """``value`` as it is."""
+        return value
+
+
+def _read_items(data: DataDir, path: str, harness: str,
+                shared: Shared | None) -> tuple[str, str, list[Any] | None, bool]:
+    """``(status, note, items, stored)`` of a source, every item read: the import's stored ones
+    (``stored``), else read through its plugin; a source of more than one session is kept in ``shared``
+    (the last such one only), so a report's pages of one database's sessions read it once."""
     from rematch_trace.host.vocab import Session
+    from rematch_trace.store.conversation_rows import read
 
     if shared is not None and path in shared:
-        return shared[path]
+        return (*shared[path], False)
+    kept = read(data, path)
+    if kept is not None:
+        if shared is not None and len({it.stream for it in kept if isinstance(it, Session)}) > 1:
+            shared.clear()
+            shared[path] = ("ok", "", kept)
+        return "ok", "", kept, True
+    return (*_read_source(path, harness, shared), False)
+
+
+def _read_source(path: str, harness: str, shared: Shared | None) -> tuple[str, str, list[Any] | None]:
+    """``(status, note, items)`` of a source read through its plugin (see :func:`_read_items`)."""
+    from rematch_trace.host.vocab import Session
     problems: list[Any] = []
     try:
         status, note, items = source_items(_host(), path, harness, problems=problems)
@@ -197,12 +233,15 @@ def read_conversation(data: DataDir, key: str, *, depth: int = 0,
         conv.entries = _trace_only(recs, why)
         return conv
     conv.note = ""
-    status, note, items = _read_items(conv.source, harness, shared)
+    status, note, items, stored = _read_items(data, conv.source, harness, shared)
     conv.status, conv.note = status, note
     if items is None:
         conv.entries = _trace_only(recs, why)
         return conv
-    red = default_redactor()
+    conv.read_from = "store" if stored else "transcript"
+    if not stored and not conv.note:
+        conv.note = NOT_STORED
+    red: Any = _AsStored() if stored else default_redactor()
     # The stream of this session: the one whose Session has its id, else the file's first.
     entries: list[Entry] = []
     calls: dict[str, Entry] = {}
@@ -289,16 +328,27 @@ def _find_spawner(data: DataDir, conv: Conversation, rows: dict[str, dict[str, A
         conv.parent["call_id"] = next((it.call_id for it in kept[2] or () if isinstance(it, Spawned)
                                        and it.session_id == conv.session_id), None)
         return
+    from rematch_trace.store.conversation_rows import path_of, read
+
+    # The stored rows when there are (their file's stamp), else the source read through its plugin.
+    stored = path_of(data, path)
     try:
-        st = os.stat(path)
+        st = os.stat(stored)
+        from_store = True
     except OSError:
-        return  # the link back names the parent session without the call
-    stamp = (path, st.st_size, st.st_mtime_ns)
+        from_store = False
+        try:
+            st = os.stat(path)
+        except OSError:
+            return  # the link back names the parent session without the call
+    stamp = (str(stored) if from_store else path, st.st_size, st.st_mtime_ns)
     found = _SPAWNERS.get(stamp)
     if found is None:
         found = {}
         try:
-            _, _, items = source_items(_host(), path, str(prow.get("harness") or ""))
+            items: Iterable[Any] | None = read(data, path) if from_store else None
+            if items is None:
+                _, _, items = source_items(_host(), path, str(prow.get("harness") or ""))
             for it in items or ():
                 if isinstance(it, Spawned):
                     found.setdefault(it.session_id, it.call_id)

@@ -114,14 +114,39 @@ def _tracked(records: Iterable[Any], end: list[int]) -> Iterator[Any]:
         yield r
 
 
-def conversation_rows(host: Any, source: Any, records: list[Any], start: int) -> Handed:
+#: Kept first when the plugin gives no conversation (no ``conversation_items``): there is nothing to store.
+NO_CONVERSATION: list[Any] = ["none"]
+
+
+def _stored(items: Iterable[Any], keep: list[list[Any]]) -> Iterator[Any]:
+    """``items``, each also kept in ``keep`` as the conversation store's row (store/conversation_rows.py)."""
+    from rematch_trace.security.redact import default_redactor
+    from rematch_trace.store.conversation_rows import encode
+
+    red = default_redactor()
+    for it in items:
+        row = encode(it, red)
+        if row is not None:
+            keep.append(row)
+        yield it
+
+
+def conversation_rows(host: Any, source: Any, records: list[Any], start: int,
+                      keep: list[list[Any]] | None = None) -> Handed:
     """What the import's reading of a source gives the index (in the import's worker, once it has imported
     the file): its raw ``records`` from ``start`` through the plugin's ``conversation_items``, as
-    :func:`_source_rows` reads them from the file. Nothing is read or parsed again."""
+    :func:`_source_rows` reads them from the file. Nothing is read or parsed again.
+
+    ``keep``, when given, gets every item as the conversation store keeps it (redacted; the same pass)."""
     end = [start]
     said: list[SaidRow] = []
     try:
         items = host.conversation(source, _tracked(records, end))
+        if keep is not None:
+            if items is None:
+                keep.append(NO_CONVERSATION)  # the plugin gives none: nothing is stored
+            else:
+                items = _stored(items, keep)
         said_rows(items or (), said)
     except Exception:  # a plugin failing on its own file: what it gave so far is kept, the source read again
         return start, end[0], said, True

@@ -33,6 +33,26 @@ if TYPE_CHECKING:
     from rematch_trace.store.rows import SessionRow
     from rematch_trace.store.states import Detected
 
+
+def _store_conversation(data: DataDir, path: str, said: tuple[int, int, object, bool] | None, offset: int,
+                        rows: list[list[object]]) -> None:
+    """Keep the conversation rows of the source just imported (store/conversation_rows.py), read in the same
+    pass as the search index's; a reading that failed, or whose records were not kept, removes the old ones
+    (they would be stale: the readers say so and read the transcript)."""
+    from rematch_trace.store import conversation_rows as stored
+    from rematch_trace.store.ledger import as_stored
+
+    from rematch_trace.importing.search_sources import NO_CONVERSATION
+
+    source = as_stored(path)
+    if said is None or said[3] or rows[:1] == [NO_CONVERSATION]:
+        stored.forget(data, source)
+        return
+    try:
+        stored.write(data, source, said[0], offset, rows)
+    except OSError:
+        stored.forget(data, source)
+
 def warm(settings: ImportSettings) -> None:
     """Load what importing a file needs, in the process about to fork the local workers.
 
@@ -195,8 +215,12 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             # read the file again (store/search_handover.py).
             from rematch_trace.importing.search_sources import conversation_rows
 
-            said = conversation_rows(host, source, result.records, result.start)
+            kept: list[list[object]] = []
+            said = conversation_rows(host, source, result.records, result.start, kept)
             result.records = None
+            _store_conversation(data, item.path, said, result.offset, kept)
+        else:
+            _store_conversation(data, item.path, None, result.offset, [])
     except FileNotFoundError as err:
         if err.filename in (None, item.path):
             return failed("no such file or folder")
