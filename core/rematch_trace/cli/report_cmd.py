@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -17,8 +18,11 @@ from rematch_trace.cli.listing import price_table, prices_option, since_day
 @click.option("--data", "data_dir", type=click.Path(), help="Data folder (default: $REMATCH_HOME or the platform's).")
 @click.option("--since", help="Only sessions started on or after this day (YYYY-MM-DD, UTC).")
 @click.option("--open", "open_", is_flag=True, help="Open the index in a browser when done ($BROWSER, else the system's).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes rendering the pages (default: one per CPU); the site is the same whatever it is.")
 @prices_option
-def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: bool, prices_file: str | None) -> None:
+def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: bool, prices_file: str | None,
+               jobs: int | None) -> None:
     """Build or refresh a static HTML report of every session (only changed pages are rewritten)."""
     import importlib.util
 
@@ -42,7 +46,8 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
     prices = price_table(data, prices_file)
     started = time.perf_counter()
     try:
-        res = build(data, folder, day, prices, conversation=ConversationPages(data).page)
+        res = build(data, folder, day, prices, conversation=ConversationPages(data).page,
+                    jobs=jobs or os.cpu_count() or 1)
     except NothingImported as err:
         raise click.ClickException(str(err)) from None
     except (OSError, sqlite3.Error) as err:

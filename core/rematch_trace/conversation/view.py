@@ -143,7 +143,7 @@ def _trace(path: Path) -> tuple[list[dict[str, Any]], dict[int, list[str]], dict
 
 
 #: A source of several sessions, read once for all of them: its path -> (status, note, items).
-Shared = dict[str, tuple[str, str, list[Any] | None]]
+Shared = dict[str, tuple[str, str, list[Any] | None, bool]]
 
 
 class _AsStored:
@@ -169,12 +169,12 @@ def _read_items(data: DataDir, path: str, harness: str,
     from rematch_trace.store.conversation_rows import read
 
     if shared is not None and path in shared:
-        return (*shared[path], False)
+        return shared[path]
     kept = read(data, path)
     if kept is not None:
         if shared is not None and len({it.stream for it in kept if isinstance(it, Session)}) > 1:
             shared.clear()
-            shared[path] = ("ok", "", kept)
+            shared[path] = ("ok", "", kept, True)
         return "ok", "", kept, True
     return (*_read_source(path, harness, shared), False)
 
@@ -198,7 +198,7 @@ def _read_source(path: str, harness: str, shared: Shared | None) -> tuple[str, s
         return "failed", f"the source could not be read ({unreadable}): only the trace's records are shown", None
     if shared is not None and len({it.stream for it in got if isinstance(it, Session)}) > 1:
         shared.clear()
-        shared[path] = (status, note, got)
+        shared[path] = (status, note, got, False)
     return status, note, got
 
 

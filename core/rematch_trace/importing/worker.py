@@ -39,10 +39,9 @@ def _store_conversation(data: DataDir, path: str, said: tuple[int, int, object, 
     """Keep the conversation rows of the source just imported (store/conversation_rows.py), read in the same
     pass as the search index's; a reading that failed, or whose records were not kept, removes the old ones
     (they would be stale: the readers say so and read the transcript)."""
+    from rematch_trace.importing.search_sources import NO_CONVERSATION
     from rematch_trace.store import conversation_rows as stored
     from rematch_trace.store.ledger import as_stored
-
-    from rematch_trace.importing.search_sources import NO_CONVERSATION
 
     source = as_stored(path)
     if said is None or said[3] or rows[:1] == [NO_CONVERSATION]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import ROUND_HALF_EVEN, Decimal
 from importlib import resources
 from pathlib import Path
@@ -40,7 +40,7 @@ from rematch_trace.store.datafolder import AtomicFile, DataDir, clean_temporarie
 #: The files copied into ``assets/``.
 ASSETS = ("chart.umd.min.js", "chart.js.LICENSE.md", "report.css", "index.js", "session.js", "tree.js")
 #: Bumped when the pages change in a way the templates' bytes do not show.
-PAGE_VERSION = 2
+PAGE_VERSION = 3
 #: Characters of one text (a tool's output) a session page holds; ``rematch show --conversation --full`` has all.
 PAGE_CHARS = 200_000
 
@@ -100,7 +100,7 @@ def _write_if_changed(target: Path, data: bytes) -> bool:
     return True
 
 
-def _write_stream(target: Path, chunks: Iterable[str]) -> None:
+def _write_stream(target: Path, chunks: Iterable[str], before_commit: Callable[[], None] | None = None) -> None:
     f = AtomicFile(target)
     buf: list[str] = []
     try:
@@ -112,6 +112,8 @@ def _write_stream(target: Path, chunks: Iterable[str]) -> None:
                 f.write("".join(buf).encode("utf-8", "backslashreplace"))
                 buf.clear()
         f.write("".join(buf).encode("utf-8", "backslashreplace"))
+        if before_commit is not None:
+            before_commit()
         f.commit()
     except BaseException:
         f.discard()
@@ -195,7 +197,9 @@ def _entries_and_body(js: list[dict[str, Any]], rows: list[str],
 
 
 def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices: PriceTable,
-                    conversation: Callable[[str], Mapping[str, Any]], family: dict[str, Any] | None = None) -> None:
+                    conversation: Callable[[str], Mapping[str, Any]], family: dict[str, Any] | None = None) -> str:
+    """Render and write one session's page and its folder; where its conversation came from (``store``,
+    ``transcript`` or ``trace``: :attr:`rematch_trace.conversation.view.Conversation.read_from`)."""
     # Imported here: a rerun that writes no page never pays for the risk rules or Jinja2.
     from rematch_trace.report.audit import actions, most_severe_first
     from rematch_trace.report.render import flag_reasons_by_seq, timeline
@@ -210,12 +214,45 @@ def _render_session(env: Any, e: Entry, target: Path, since: str | None, prices:
     # The ledger counts the records of each kind; seqs run from 0, so the last is their sum less one.
     last_seq = max(0, sum(v for v in (e.row.get("counts") or {}).values() if isinstance(v, int)) - 1)
     template = env.get_template("session.html")
+    from rematch_trace.report.render import Parts
+
+    conv = conversation(e.key)
+    parts = Parts()
+    folder = target.with_suffix("")
+
+    def write_parts() -> None:
+        # Before the page that names them: a killed build leaves the old page with its own files, or the new.
+        files = parts.files()
+        if files:
+            _private_dir(folder)
+            for name, blob in files:
+                _write_if_changed(folder / name, blob)
+
     _write_stream(target, template.generate(
         root="../", s=e.summary, row=e.row, last_seq=last_seq, seqs=seqs, risky=risky, actions=len(rows),
         unanswered=unanswered, records=timeline(e.trace, why, prices), since=since,
-        family=family or {"parent": None, "children": []}, PAGE_CHARS=PAGE_CHARS,
-        **conversation(e.key),
-    ))
+        family=family or {"parent": None, "children": []}, PAGE_CHARS=PAGE_CHARS, part=parts,
+        **conv,
+    ), write_parts)
+    _prune_parts(folder, {name for name, _ in parts.files()})
+    return str(getattr(conv.get("conv"), "read_from", ""))
+
+
+def _prune_parts(folder: Path, keep: set[str]) -> None:
+    """Remove the files of a page's folder its page no longer names (after the page is in place); the
+    folder too when it is left empty."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name not in keep:
+            (folder / name).unlink(missing_ok=True)
+    if not keep:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 class _Env:
@@ -249,8 +286,54 @@ def _cache_entry(e: Entry, old: dict[str, Any], page: bool, row: str | None, sam
     return entry
 
 
+#: What the pages' workers render from (set before they fork: they inherit it).
+_JOB: list[Any] = []
+#: Fewer pages than this are rendered in this process: a pool costs more than it saves.
+POOL_MIN = 16
+
+
+def _render_at(i: int) -> str | OSError:
+    """Render the ``i``-th page of :data:`_JOB`: where its conversation came from, or the error met."""
+    todo, (env, pages, since, prices, conversation, fams) = _JOB
+    e = todo[i]
+    try:
+        return _render_session(env, e, pages / f"{e.key}.html", since, prices, conversation, fams.get(e.key))
+    except OSError as err:
+        return OSError(err.errno, err.strerror or str(err))  # plain: it crosses back from a worker
+
+
+def _render_all(todo: list[Entry], jobs: int, job: tuple[Any, ...]) -> Iterator[str | OSError]:
+    """:func:`_render_at` of each page, in order: in ``jobs`` forked workers when there are enough. Each
+    page is a function of its session alone, so the site is the same whatever ``jobs`` is."""
+    _JOB[:] = [todo, job]
+    try:
+        if jobs <= 1 or len(todo) < POOL_MIN:
+            yield from map(_render_at, range(len(todo)))
+            return
+        import gc
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        # fork: the workers inherit the sessions, the templates and the plugins; the parent's objects are
+        # frozen first, so a worker's collector does not copy their pages.
+        gc.freeze()
+        done = 0
+        try:
+            with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
+                for got in pool.map(_render_at, range(len(todo)), chunksize=4):
+                    done += 1
+                    yield got
+        except BrokenProcessPool:  # a worker that died (killed, out of memory): the rest rendered here
+            yield from map(_render_at, range(done, len(todo)))
+        finally:
+            gc.unfreeze()
+    finally:
+        _JOB.clear()
+
+
 def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable | None = None, *,
-          conversation: Callable[[str], Mapping[str, Any]]) -> BuildResult:
+          conversation: Callable[[str], Mapping[str, Any]], jobs: int = 1) -> BuildResult:
     """Build or refresh the report of ``data`` in ``out``; see the module's docstring.
 
     ``prices`` defaults to the shipped table with the data folder's ``prices.yml`` over it.
@@ -291,6 +374,7 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
 
     fams = with_json(chosen, families)
     fam_digest = {k: hashlib.sha256(orjson.dumps(v)).hexdigest()[:16] for k, v in fams.items()}
+    todo: list[Entry] = []
     for e in chosen:
         old = cache.get(e.key) or {}
         if same_build and old.get("stamp") == e.stamp and old.get("page") and old.get("family") == fam_digest.get(
@@ -299,14 +383,19 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
             kept += 1
             paged.add(e.key)
             continue
-        target = pages / f"{e.key}.html"
-        try:
-            _render_session(env, e, target, since, prices, conversation, fams.get(e.key))
-        except OSError as err:
-            got.problems.append(f"{target}: {err.strerror or err}; page not written")
+        todo.append(e)
+    reread = 0
+    for e, done in zip(todo, _render_all(todo, jobs, (env, pages, since, prices, conversation, fams)), strict=True):
+        if isinstance(done, OSError):
+            got.problems.append(f"{pages / f'{e.key}.html'}: {done.strerror or done}; page not written")
             continue
+        reread += done == "transcript"
         written += 1
         paged.add(e.key)
+    if reread:
+        got.problems.append(f"{reread} session page(s) read their transcript again: the import stored no conversation "
+                            "of it (a data folder from before rematch kept them, or a watch or cluster import); "
+                            "a new import stores it")
     for name in ASSETS:
         _write_if_changed(assets / name, _package_bytes("static", name))
     # The index is a function of the build, --since, the chosen sessions' stamps and the problems met:
@@ -364,5 +453,7 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
         if p.name.endswith(".html") and p.name not in keep:
             p.unlink()
             removed += 1
+        elif f"{p.name}.html" not in keep and p.is_dir() and not p.is_symlink():
+            _prune_parts(p, set())  # the folder of a page just removed (or removed by a killed build)
     os.chmod(out, 0o700)
     return BuildResult(out, len(chosen), written, kept, removed, sum(e.fresh for e in got.entries), got.problems)

@@ -178,3 +178,66 @@ def flag_reasons_by_seq(row: Mapping[str, Any]) -> dict[int, list[str]]:
         for seq in seqs:
             why.setdefault(seq, []).append(reason)
     return why
+
+
+#: Characters of the long sections put in one file of a page's folder (a chunk: loaded when one of its
+#: sections is first unfolded): a few chunks a page, each small to load.
+CHUNK_CHARS = 256 * 1024
+#: zlib's level for a chunk (the browser inflates it with ``DecompressionStream("deflate")``).
+CHUNK_LEVEL = 6
+
+
+class Parts:
+    """The long sections of one session page (long texts, outputs, nested conversations, the timeline),
+    kept out of the page: each is rendered as the page would show it, and the page holds in its place an
+    empty ``<div class="lazy">`` that session.js fills when the section is unfolded.
+
+    The sections go, in order, into chunks of about :data:`CHUNK_CHARS` characters, each written to the
+    page's own folder as a script (``sessions/<key>/<digest>.js``) that hands its sections, compressed, to
+    the page: a ``<script src>`` loads from ``file://`` where ``fetch`` of a sibling file is refused. The
+    sections are HTML the templates escaped; the page parses them into a ``<template>`` (no script in them
+    runs, and the pages' CSP allows no inline script or handler).
+    """
+
+    def __init__(self) -> None:
+        self.chunks: list[list[str]] = [[]]
+        self._size = 0
+        self._files: list[tuple[str, bytes]] | None = None
+
+    def __call__(self, html: Any) -> Any:
+        """Keep ``html`` (a section the template rendered) for its chunk; the placeholder the page holds."""
+        from markupsafe import Markup
+
+        if self._size >= CHUNK_CHARS:
+            self.chunks.append([])
+            self._size = 0
+        c, i = len(self.chunks) - 1, len(self.chunks[-1])
+        text = str(html)
+        self.chunks[-1].append(text)
+        self._size += len(text)
+        return Markup(f'<div class="lazy" data-c="{c}" data-i="{i}"></div>')
+
+    def files(self) -> list[tuple[str, bytes]]:
+        """Each chunk's file name (a digest of its content) and bytes, once every section is kept."""
+        if self._files is None:
+            import base64
+            import hashlib
+            import zlib
+
+            out = []
+            for chunk in self.chunks:
+                if not chunk:
+                    continue
+                try:
+                    blob = orjson.dumps(chunk)
+                except orjson.JSONEncodeError:  # a lone surrogate (visible() escapes them: belt and braces)
+                    blob = orjson.dumps([s.encode("utf-8", "backslashreplace").decode() for s in chunk])
+                packed = base64.b64encode(zlib.compress(blob, CHUNK_LEVEL)).decode("ascii")
+                name = hashlib.sha256(packed.encode()).hexdigest()[:20] + ".js"
+                out.append((name, f'rematchPart("{name}","{packed}");\n'.encode()))
+            self._files = out
+        return self._files
+
+    def names(self) -> list[str]:
+        """The chunks' file names, in order (the page's map from a chunk's number to its file)."""
+        return [name for name, _ in self.files()]
