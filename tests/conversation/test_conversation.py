@@ -16,8 +16,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "security"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "capture"))
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from hostile_gen import cli_env
+from page_check import page_text
 from test_security_planted import PLANTED, claude_code_file, codex_file, omp_file
 
 #: One corpus file per harness, and a phrase of a tool output in it (not in the trace, which keeps sizes only).
@@ -138,7 +139,7 @@ def test_a_source_that_is_gone_is_said_plainly(corpus_dir: Path, tmp_path: Path)
     assert "NOTE: the source transcript" in text and "is gone" in text
     report = tmp_path / "report"
     ok("report", "--data", str(data), "--out", str(report))
-    page = (report / "sessions" / f"{sid}.html").read_text()
+    page = page_text(report / "sessions" / f"{sid}.html")
     assert "is gone: only the trace" in page
 
 
@@ -162,7 +163,7 @@ def test_a_planted_secret_in_a_tool_output_appears_in_no_view(redact: bool, tmp_
                  ok("show", sid, "--data", str(data), "--format", "markdown"),
                  ok("show", sid, "--data", str(data), "--format", "json")]
         for page in (report / "sessions").glob("*.html"):
-            html = page.read_text()
+            html = page_text(page)
             if not redact:
                 # The timeline shows the trace as the import kept it (--no-redact: as the user chose);
                 # the conversation is redacted whatever the import's settings.

@@ -18,8 +18,9 @@ import orjson
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "opencode"))
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from oc_build import TREE, database_from_tree
+from page_check import page_text
 
 GEMINI = Path(__file__).resolve().parent.parent / "gemini_cli" / "fixtures"
 LOG = GEMINI / "session-2026-12-01T18-35-c0445b57.jsonl"
@@ -188,7 +189,7 @@ def test_search_finds_assistant_text_and_tool_output_never_a_planted_secret(harn
     assert SHOWN in views[0] and SHOWN in views[1]
     report = tmp_path / "report"
     ok("report", "--data", str(data), "--out", str(report))
-    page = (report / "sessions" / f"{sid}.html").read_text()
+    page = page_text(report / "sessions" / f"{sid}.html")
     # The report's conversation section (the timeline shows the trace as the import kept it).
     section = page[page.index('<section class="conversation"'):page.index('<section class="timeline"')]
     assert SHOWN in section
@@ -306,7 +307,7 @@ def test_a_report_reads_an_opencode_database_once_for_all_its_session_pages(tmp_
                          text=True, env=env, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stderr.rstrip().endswith("READS=1"), res.stderr[-500:]
-    main = (report / "sessions" / f"{OC_MAIN}.html").read_text()
-    sub = (report / "sessions" / f"{OC_SUB}.html").read_text()
+    main = page_text(report / "sessions" / f"{OC_MAIN}.html")
+    sub = page_text(report / "sessions" / f"{OC_SUB}.html")
     assert "No rule to make target" in main and "a.txt" in main  # the subagent's output nested on the page
     assert "a.txt" in sub and "toolu_02" in sub  # and its own page names the call that started it

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 from test_conversation import conversation, ok
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+from page_check import page_text
 
 OMP_DIR = "omp/sessions/--home-dev-acme-api--"
 OMP_MAIN = "0198d27b-5e03-7b8a-91c6-4fa2d83e0b57"
@@ -55,9 +59,9 @@ def test_an_omp_task_subagent_is_nested_under_its_task_call(corpus_dir: Path, tm
     # The report's pages: the subagent under the call, linking to its page; its page back to that call.
     ok("report", "--data", str(data))
     pages = data / "report" / "sessions"
-    page = (pages / f"{conv['key']}.html").read_text()
+    page = page_text(pages / f"{conv['key']}.html")
     assert f'<a class="sub-link" href="{sub["key"]}.html">{OMP_SUB}</a>' in page
-    back_page = (pages / f"{sub['key']}.html").read_text()
+    back_page = page_text(pages / f"{sub['key']}.html")
     assert f'class="parent-link" href="{conv["key"]}.html#call-{OMP_TASK}"' in back_page
     assert f'class="family-parent" href="{conv["key"]}.html#call-{OMP_TASK}"' in back_page
 
@@ -144,11 +148,11 @@ def test_a_claude_code_1_0_sidechain_is_nested_under_the_task_call_whose_prompt_
     # The report's pages: each sidechain under its call, and its page back to that call.
     ok("report", "--data", str(data))
     pages = data / "report" / "sessions"
-    page = (pages / f"{conv['key']}.html").read_text()
+    page = page_text(pages / f"{conv['key']}.html")
     for task in tasks:
         sub = task["subagent"]
         assert f'<a class="sub-link" href="{sub["key"]}.html">{sub["session_id"]}</a>' in page
-        back_page = (pages / f"{sub['key']}.html").read_text()
+        back_page = page_text(pages / f"{sub['key']}.html")
         assert f'class="family-parent" href="{conv["key"]}.html#call-{task["call_id"]}"' in back_page
 
 

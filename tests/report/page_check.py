@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import html
 import json
+import re
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -38,10 +42,41 @@ class Page(HTMLParser):
             self.json_text.append(data)
 
 
+_LAZY = re.compile(r'<div class="lazy" data-c="(\d+)" data-i="(\d+)"></div>')
+_PART = re.compile(r'rematchPart\("([0-9a-f]+\.js)","([A-Za-z0-9+/=]*)"\);\n')
+_PARTS = re.compile(r'<script type="application/json" id="parts" data-dir="([^"]*)">(.*?)</script>', re.S)
+
+
+def sections(path: Path) -> list[list[str]]:
+    """The long sections of a session page, chunk by chunk, as its folder holds them (what session.js loads)."""
+    m = _PARTS.search(path.read_text("utf-8"))
+    if m is None:
+        return []
+    out = []
+    for name in json.loads(html.unescape(m.group(2))):
+        got = _PART.fullmatch((path.parent / html.unescape(m.group(1)) / name).read_text("ascii"))
+        assert got is not None and got.group(1) == name, name
+        out.append(json.loads(zlib.decompress(base64.b64decode(got.group(2)))))
+    return out
+
+
+def page_text(path: Path) -> str:
+    """A page's HTML with every section it loads on demand in place (what a reader who unfolds all sees)."""
+    text = path.read_text("utf-8")
+    if path.parent.name != "sessions":
+        return text
+    parts = sections(path)
+    for _ in range(8):  # a section may hold more (a nested conversation's long outputs)
+        text, n = _LAZY.subn(lambda m: parts[int(m.group(1))][int(m.group(2))], text)
+        if not n:
+            break
+    return text
+
+
 def parse(path: Path) -> Page:
-    """The parsed page."""
+    """The parsed page (its sections loaded on demand in place)."""
     p = Page()
-    p.feed(path.read_text("utf-8"))
+    p.feed(page_text(path))
     p.close()
     return p
 

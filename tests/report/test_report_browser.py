@@ -111,6 +111,10 @@ def test_session_page_highlights_flagged_seqs(hostile: dict[str, Any], watched: 
     for s in flagged:
         path = hostile["report"] / "sessions" / f"{s['key']}.html"
         page = watched.open(path)
+        # The timeline is kept in the page's folder: unfolded, it is loaded (from file://) in place.
+        assert page.locator("li.rec").count() == 0
+        page.click("#timeline-fold > summary")
+        page.wait_for_selector("li.rec")
         ids = page.eval_on_selector_all("li.rec.hl", "els => els.map(e => e.id)")
         seqs = parse(path)
         assert ids, s["key"]
@@ -235,6 +239,8 @@ def test_every_filter_on_the_shared_corpus(corpus_dir: Path, tmp_path: Path, wat
     for s in sessions:
         p = watched.open(data / "report" / "sessions" / f"{s['k']}.html")
         if s["f"]:
+            p.click("#timeline-fold > summary")  # the timeline is loaded from the page's folder when unfolded
+            p.wait_for_selector("li.rec")
             assert p.locator("li.rec.hl").count() > 0, s["k"]
     watched.clean()
 

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from hostile_gen import run_import
-from page_check import broken_links, embedded, parse, unsafe_markup
+from page_check import broken_links, embedded, page_text, parse, unsafe_markup
 from report_gen import rematch
 
 
@@ -31,7 +31,7 @@ def test_corpus_report(corpus_dir: Path, tmp_path: Path) -> None:
         assert broken_links(path, page, parsed) == [], path
     risky_pages = 0
     for trace_path, *seqs in rows:
-        page = (report / "sessions" / f"{Path(trace_path).stem}.html").read_text()
+        page = page_text(report / "sessions" / f"{Path(trace_path).stem}.html")
         flagged = {int(s) for col in seqs for s in json.loads(col)}
         shown = {int(x) for x in re.findall(r'<li class="rec [^"]*\bhl"[^>]* id="seq-(\d+)"', page)}
         assert shown == flagged, trace_path

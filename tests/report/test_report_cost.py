@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from hostile_gen import lines_for, path_for, run_import, sid_for, write
-from page_check import embedded, parse
+from page_check import embedded, page_text, parse
 from report_gen import rematch, run
 
 from rematch_trace.report.model_names import one_model
@@ -159,10 +159,10 @@ def test_report_shows_the_cost_and_names_what_has_no_price(data: Path, tmp_path:
     assert [u[3] for u in usage if u[1] == UNKNOWN] == [0] and [u[4] for u in usage if u[1] == UNKNOWN] == [0]
     # A turn's cost in the timeline; "no price" where the model has none.
     key = next(s["k"] for s in embedded(parse(out / "index.html"))["sessions"] if s["m"] == one_model(SONNET))
-    page = (out / "sessions" / f"{key}.html").read_text()
+    page = page_text(out / "sessions" / f"{key}.html")
     assert "$0.0270" in page and "$0.0130" in page
-    unknown_page = next(p for p in (out / "sessions").glob("*.html") if UNKNOWN in p.read_text())
-    assert "no price" in unknown_page.read_text()
+    unknown_page = next(p for p in (out / "sessions").glob("*.html") if UNKNOWN in page_text(p))
+    assert "no price" in page_text(unknown_page)
 
 
 def test_prices_file_in_the_data_folder_and_flag(data: Path, tmp_path: Path) -> None:

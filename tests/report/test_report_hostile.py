@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from page_check import broken_links, embedded, parse, unsafe_markup
+from page_check import broken_links, embedded, page_text, parse, unsafe_markup
 from report_gen import CMD, CWD, MODEL, PROMPT, SID, TOKEN
 
 from rematch_trace.host.ids import clean_id
@@ -40,7 +40,7 @@ def test_no_page_holds_markup_from_a_transcript(hostile: dict[str, Any]) -> None
 def test_payloads_are_shown_as_text(hostile: dict[str, Any]) -> None:
     """The payloads are there, escaped: a reviewer sees what the agent was sent."""
     session = next(s for s in hostile["sessions"] if s["harness"] == "claude_code" and s["cwd"] == CWD)
-    page = (hostile["report"] / "sessions" / f"{session['key']}.html").read_text()
+    page = page_text(hostile["report"] / "sessions" / f"{session['key']}.html")
     assert "&lt;script&gt;alert(&#39;prompt&#39;)&lt;/script&gt;" in page
     assert "&lt;img src=x onerror=alert(&#39;img&#39;)&gt;" in page
     assert "<script>alert" not in page
@@ -96,7 +96,7 @@ def test_the_50mb_line_is_collapsed_and_not_cut_silently(hostile: dict[str, Any]
     huge = next(s for s in hostile["sessions"] if s["session_id"].endswith("000003") and s["harness"] == "omp")
     path = hostile["report"] / "sessions" / f"{huge['key']}.html"
     assert path.stat().st_size < 200_000  # the trace holds 16 KiB of the prompt; the page shows that
-    text = path.read_text()
+    text = page_text(path)
     assert "<details class=\"long\">" in text and "characters, 1 line(s)</span></summary>" in text
 
 
@@ -113,7 +113,7 @@ def test_nothing_written_outside_the_report_folder(hostile: dict[str, Any]) -> N
     assert {"index.html", "summaries.json", "assets/chart.umd.min.js", "assets/chart.js.LICENSE.md"} <= names
     data = hostile["data"]
     assert sorted(p.name for p in data.iterdir()) == sorted(
-        ["claims.lock", "events", "import.lock", "journal", "ledger.sqlite", "pending", "report", "traces",
+        ["claims.lock", "conversations", "events", "import.lock", "journal", "ledger.sqlite", "pending", "report", "traces",
          "search.sqlite",  # the search index, made by the import (docs/search.md)
          *[p.name for p in data.iterdir() if p.name.startswith(("ledger.sqlite-", "search.sqlite-"))]])
 
@@ -125,4 +125,4 @@ def test_redaction_applies_the_report_shows_only_what_the_trace_holds(hostile: d
     for p in hostile["report"].rglob("*"):
         if p.is_file():
             assert TOKEN.encode() not in p.read_bytes(), p  # ... and the report shows nothing else
-    assert any("[REDACTED:" in p.read_text() for p in (hostile["report"] / "sessions").glob("*.html"))
+    assert any("[REDACTED:" in page_text(p) for p in (hostile["report"] / "sessions").glob("*.html"))

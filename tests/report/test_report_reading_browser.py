@@ -47,6 +47,12 @@ def test_markdown_is_rendered_safely_and_an_edit_reads_as_a_diff(tmp_path: Path,
     run("import", str(_session(tmp_path / "src")), "--data", str(data), "-q")
     run("report", "--data", str(data))
     page = watched.open(data / "report" / "sessions" / f"{SID}.html")
+    # The answer is long: folded, its text kept in the page's folder and loaded (from file://) when unfolded,
+    # parsed as the page's own markup (no script in it runs: watched.clean() below sees no dialog or error).
+    answer = page.locator("li.ce-assistant details.fold").first
+    assert answer.locator(".md").count() == 0
+    answer.locator("summary").click()
+    answer.locator(".lazy[data-state=done]").wait_for()
     md = page.locator("li.ce-assistant .md").first
     assert md.locator("h1").inner_text() == "Plan" and md.locator("strong").inner_text() == "bold"
     assert md.locator("pre code").inner_text().strip() == "print('fenced')"
@@ -83,6 +89,8 @@ def test_a_search_hit_on_an_answer_lands_on_its_conversation_entry(tmp_path: Pat
     page.goto((data / "report" / "sessions" / f"{SID}.html").resolve().as_uri() + f"#conv-{hits[0]['seq']}")
     page.wait_for_load_state("load")
     target = page.locator(f"#conv-{hits[0]['seq']}")
+    # Landing on it unfolds its long text (loaded from the page's folder), where the word is.
+    target.locator(".lazy[data-state=done]").first.wait_for()
     assert "ce-assistant" in (target.get_attribute("class") or "") and "fenced" in target.inner_text()
     assert target.is_visible() and page.evaluate("() => window.scrollY") > 0
     watched.clean()

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+from page_check import page_text
 from test_cli_surprises import CC_ID, rematch, transcript
 
 
@@ -31,6 +33,6 @@ def test_every_search_hit_has_a_position_and_its_conversation_entry_carries_it(t
     assert f"#{said['seq']} " in next(line for line in shown.splitlines() if "assistant" in line)
     # On the session page, that seq is the anchor of the conversation entry.
     assert rematch("report", "--data", str(data)).returncode == 0
-    page = (data / "report" / "sessions" / f"{CC_ID}.html").read_text()
+    page = page_text(data / "report" / "sessions" / f"{CC_ID}.html")
     for h in hits:
         assert f'id="conv-{h["seq"]}"' in page, h

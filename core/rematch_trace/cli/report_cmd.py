@@ -56,6 +56,11 @@ def report_cmd(out: str | None, data_dir: str | None, since: str | None, open_: 
 
     for p in res.problems:
         click.echo(f"rematch: {one_line(p)}", err=True)
+    if res.reread:
+        # Not a problem (the pages are whole), but slower and not what issue 40 wants: said once.
+        click.echo(f"rematch: {res.reread} session page(s) read their transcript again: the import stored no "
+                   "conversation of it (a data folder from before rematch kept them, or a watch or cluster import); "
+                   "a new import stores it", err=True)
     click.echo(
         f"{res.sessions} session(s): {res.written} page(s) written, {res.kept} unchanged, {res.removed} removed; "
         f"{res.read} trace(s) read, in {time.perf_counter() - started:.2f}s"

@@ -56,6 +56,8 @@ class BuildResult:
     removed: int
     read: int
     problems: list[str]
+    #: Pages whose conversation was read from its transcript again (the import stored none of it).
+    reread: int = 0
 
 
 def _package_bytes(folder: str, name: str) -> bytes:
@@ -392,10 +394,6 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
         reread += done == "transcript"
         written += 1
         paged.add(e.key)
-    if reread:
-        got.problems.append(f"{reread} session page(s) read their transcript again: the import stored no conversation "
-                            "of it (a data folder from before rematch kept them, or a watch or cluster import); "
-                            "a new import stores it")
     for name in ASSETS:
         _write_if_changed(assets / name, _package_bytes("static", name))
     # The index is a function of the build, --since, the chosen sessions' stamps and the problems met:
@@ -456,4 +454,5 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
         elif f"{p.name}.html" not in keep and p.is_dir() and not p.is_symlink():
             _prune_parts(p, set())  # the folder of a page just removed (or removed by a killed build)
     os.chmod(out, 0o700)
-    return BuildResult(out, len(chosen), written, kept, removed, sum(e.fresh for e in got.entries), got.problems)
+    return BuildResult(out, len(chosen), written, kept, removed, sum(e.fresh for e in got.entries), got.problems,
+                       reread)

@@ -74,9 +74,15 @@
   // A link to a timeline record (#seq-N) opens the timeline first; a link to a conversation entry (a
   // search hit, a flag) whose page has no such entry (the transcript is gone, a prompt the trace did not
   // match) lands on that record in the timeline instead.
+  // A link to a conversation entry (a search hit, a flag) unfolds the entry's long texts, where the words
+  // found may be.
   function toRecord() {
     var m = /^#(conv|seq)-(\d+)$/.exec(location.hash);
-    if (!m || document.getElementById(location.hash.slice(1))) { return; }
+    var here = m && document.getElementById(location.hash.slice(1));
+    if (here && m[1] === "conv") {
+      here.querySelectorAll(":scope > details.fold, :scope > .io > details.fold").forEach(function (d) { d.open = true; });
+    }
+    if (!m || here) { return; }
     var seq = m[2];
     var fold = document.getElementById("timeline-fold");
     if (!fold) { return; }
