@@ -73,6 +73,23 @@ def page_text(path: Path) -> str:
     return text
 
 
+def search_entries(path: Path) -> list[Any]:
+    """The session entries of one of the report's search files (search/NNNN.js: deflated, in base64)."""
+    from rematch_trace.report.search_site import shard_entries
+
+    return shard_entries(path.read_bytes())
+
+
+def readable_bytes(path: Path) -> bytes:
+    """A file of the site as a reader gets it: a session page with its sections loaded on demand in place, a
+    search file's entries inflated (as JSON, every character as itself), anything else as it is."""
+    if path.suffix == ".html":
+        return page_text(path).encode()
+    if path.parent.name == "search" and path.suffix == ".js":
+        return json.dumps(search_entries(path), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return path.read_bytes()
+
+
 def parse(path: Path) -> Page:
     """The parsed page (its sections loaded on demand in place)."""
     p = Page()

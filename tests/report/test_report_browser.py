@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from hostile_gen import lines_for, make, path_for, run_import, sid_for, write
-from page_check import Watched, embedded, parse
+from page_check import Watched, embedded, parse, search_entries
 from report_gen import NAMES, run
 
 
@@ -293,14 +293,12 @@ def test_corpus_index_folds_children_under_their_main_session(corpus_dir: Path, 
 def check_search_per_harness(page: Any, report: Path, sessions: list[dict[str, Any]]) -> None:
     """For each harness, the rarest word of its sessions' shipped search text, typed into the search box,
     finds a record of a session of that harness, linked to its page."""
-    import json
     import re
     from collections import Counter
 
     entries = []
     for p in sorted((report / "search").glob("*.js")):
-        text = p.read_text()
-        entries += json.loads("[" + text[len("rematchSearch(["):-len("]);\n")] + "]")
+        entries += search_entries(p)
     harness = {s["k"]: s["h"] for s in sessions}
     words: dict[str, set[str]] = {}
     count: Counter[str] = Counter()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from hostile_gen import cli_env, import_cmd, lines_for, path_for, run_import, sid_for, write
-from page_check import embedded, page_text, parse
+from page_check import embedded, parse, readable_bytes
 from report_gen import TOKEN, run
 
 #: A phrase only one prompt holds: the search box must find it.
@@ -204,11 +204,10 @@ def test_search_box_finds_a_planted_phrase_from_file_url(site: dict[str, Any], p
 
 
 def _site_bytes(report: Path) -> Iterator[tuple[Path, bytes]]:
-    """Every file of the site, a session page with its sections loaded on demand in place (they are
-    compressed in its folder)."""
+    """Every file of the site as a reader gets it (page_check.readable_bytes: compressed parts inflated)."""
     for p in sorted(report.rglob("*")):
         if p.is_file():
-            yield p, page_text(p).encode() if p.suffix == ".html" else p.read_bytes()
+            yield p, readable_bytes(p)
 
 
 def test_no_planted_secret_in_the_shipped_index(site: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from hostile_gen import lines_for, path_for, run_import, sid_for, write
+from page_check import readable_bytes
 from report_gen import TOKEN, rematch, run
 
 MANY = sid_for("claude_code", 21)  # every query word, many times
@@ -164,10 +165,10 @@ def test_the_filters_still_apply(page: Any) -> None:
 
 def test_no_planted_secret_in_any_file_of_the_site(site: Path) -> None:
     files = [p for p in sorted(site.rglob("*")) if p.is_file()]
-    shipped = b"".join(p.read_bytes() for p in (site / "search").glob("*.js"))
+    shipped = b"".join(readable_bytes(p) for p in (site / "search").glob("*.js"))
     assert b"harmonica" in shipped  # the control: the prompt that held it is shipped
     for p in files:
-        b = p.read_bytes()
+        b = readable_bytes(p)
         assert TOKEN.encode() not in b, p
         assert re.search(rb"ghp_[A-Za-z0-9]{20}", b) is None, p
 

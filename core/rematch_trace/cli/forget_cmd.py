@@ -48,6 +48,11 @@ def forget_cmd(session: str, out: str | None) -> None:
             ids = [rows[0]["session_id"] if rows else stem, *(r["session_id"] for r in family[len(rows):])]
             for sid in ids:
                 remove_outputs(data, sid)
+            from rematch_trace.store import conversation_rows
+
+            for src in {s for s in sources if s}:
+                # The conversation the import stored of its source goes too (the next import stores it again).
+                conversation_rows.forget(data, src)
             from rematch_trace.store.search_index import SearchIndex, index_path
 
             if index_path(data).is_file():

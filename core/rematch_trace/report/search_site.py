@@ -2,8 +2,9 @@
 
 A page opened from ``file://`` cannot ``fetch()`` a JSON file, but it may load a ``<script src>`` of its
 own folder (the pages' CSP allows ``'self'``). So the index is written as ``search/NNNN.js`` files, each a
-call ``rematchSearch([...])`` with sessions' entries (``[key, session id, records, stamp]``, a record
-``[seq, kind, time, text]``), and the index page loads them when its search box is
+call ``rematchSearch("...")`` with the base64 of the deflated JSON list of sessions' entries (``[key, session
+id, records, stamp]``, a record ``[seq, kind, time, text]``; the page inflates it with the browser's
+``DecompressionStream``: a fifth of the bytes), and the index page loads them when its search box is
 first used. The text is what ``rematch search`` indexes (:mod:`rematch_trace.store.search_index`: prompts,
 assistant text, tool inputs, blocked calls, marks; redacted, also for a trace imported with
 ``--no-redact``), read from the data folder's index, never from a trace or a transcript.
@@ -15,8 +16,11 @@ sessions first, the page says how many of the sessions it covers. docs/search.md
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import sqlite3
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -35,9 +39,11 @@ SHARD_BYTES = 2 * 1024 * 1024
 #: The whole index at most (the newest sessions first): what a browser tab holds in memory at ease.
 CAP_BYTES = 48 * 1024 * 1024
 _SHARD = re.compile(r"\d{4}\.js")
-_OPEN, _CLOSE = b"rematchSearch([", b"]);\n"
+_OPEN, _CLOSE = b'rematchSearch("', b'");\n'
+#: zlib's level of a file (written when a session changed; read back by a refresh).
+LEVEL = 6
 #: Part of each session's mark in the files: a change of what a session's entry holds makes it read again.
-FORMAT = f"1/{CLIP}"
+FORMAT = f"2/{CLIP}"
 
 
 def _records(db: sqlite3.Connection, key: str) -> list[list[Any]]:
@@ -56,8 +62,22 @@ def _records(db: sqlite3.Connection, key: str) -> list[list[Any]]:
 
 
 def _shard(sessions: list[bytes]) -> bytes:
-    # JSON is a JavaScript expression; a file loaded by <script src> has no "</script>" to fear.
-    return _OPEN + b",".join(sessions) + _CLOSE
+    # Base64 in a string: nothing of the text can end it (a file loaded by <script src> has no "</script>"
+    # to fear either).
+    return _OPEN + base64.b64encode(zlib.compress(b"[" + b",".join(sessions) + b"]", LEVEL)) + _CLOSE
+
+
+def shard_entries(blob: bytes) -> list[Any]:
+    """The session entries of a file's bytes (:func:`_shard`'s); ``ValueError`` when they are not one."""
+    if not (blob.startswith(_OPEN) and blob.endswith(_CLOSE)):
+        raise ValueError("not a search file")
+    try:
+        got = orjson.loads(zlib.decompress(base64.b64decode(blob[len(_OPEN):-len(_CLOSE)], validate=True)))
+    except (zlib.error, binascii.Error, orjson.JSONDecodeError) as err:
+        raise ValueError(f"not a search file: {err}") from None
+    if not isinstance(got, list):
+        raise ValueError("not a search file")
+    return got
 
 
 def _remove_others(folder: Path, names: list[str]) -> None:
@@ -74,11 +94,8 @@ def _previous(folder: Path) -> dict[str, tuple[str, list[Any]]]:
         if not _SHARD.fullmatch(p.name) or p.is_symlink():
             continue
         try:
-            blob = p.read_bytes()
-            if not (blob.startswith(_OPEN) and blob.endswith(_CLOSE)):
-                continue
-            entries = orjson.loads(b"[" + blob[len(_OPEN):-len(_CLOSE)] + b"]")
-        except (OSError, orjson.JSONDecodeError):
+            entries = shard_entries(p.read_bytes())
+        except (OSError, ValueError):
             continue
         for e in entries:
             if isinstance(e, list) and len(e) == 4 and isinstance(e[0], str) and isinstance(e[3], str):

@@ -264,8 +264,22 @@
   }
   function words(text) { return fold(text).match(TOKEN) || []; }
 
-  // Each file's records are folded as it arrives (the page stays responsive between files).
-  window.rematchSearch = function (list) {
+  // Each file's records are folded as it arrives (the page stays responsive between files). A file holds
+  // them deflated, in base64 (report/search_site.py): inflated by the browser's DecompressionStream.
+  function inflate(packed) {
+    var bin = atob(packed);
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+  window.rematchSearch = function (packed) {
+    inflate(String(packed)).then(take, function () {
+      pending = -2;
+      findStatus.textContent = "The search index could not be read (a damaged file in search/): build the report again.";
+    });
+  };
+  function take(list) {
     list.forEach(function (x) {
       var c = { k: x[0], sid: x[1] };
       x[2].forEach(function (r) {
@@ -276,7 +290,7 @@
     });
     pending -= 1;
     if (pending === 0) { runSearch(); }
-  };
+  }
 
   function loadIndex() {
     if (pending !== -1 || !meta) { return; }
