@@ -17,8 +17,9 @@ PREVIEW = 160
 
 
 class ConversationPages:
-    """The session pages' conversations (read from each source transcript through its plugin); the ledger
-    is read once, on the first page."""
+    """The session pages' conversations (what the import stored of each source, :mod:`rematch_trace.store.
+    conversation_rows`; a source of which nothing was stored read again through its plugin); the ledger is
+    read once, on the first page (in each worker that renders pages)."""
 
     def __init__(self, data: DataDir) -> None:
         self.data = data

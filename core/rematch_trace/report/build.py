@@ -5,6 +5,7 @@ Layout of the report folder::
     index.html            every session, filters, per-day charts, a search box
     search/NNNN.js        the search box's index: redacted text, loaded as scripts (report/search_site.py)
     sessions/<key>.html   one page per session
+    sessions/<key>/*.js   its long sections, loaded when unfolded (report/render.py Parts)
     assets/               the stylesheet, the pages' scripts, Chart.js and its licence
     summaries.json        the cache that makes a rerun incremental
 
@@ -341,9 +342,10 @@ def build(data: DataDir, out: Path, since: str | None = None, prices: PriceTable
     ``prices`` defaults to the shipped table with the data folder's ``prices.yml`` over it.
     ``conversation`` gives what a session page shows of the conversation of a session key (its
     template's ``conv``, ``FOLD_CHARS``, ``FOLD_LINES`` and ``INPUT``):
-    :meth:`rematch_trace.conversation.pages.ConversationPages.page`, which reads the source transcript
-    through its plugin. The command hands it in, so the report's room need not import the
-    conversation's (which imports the import's, above this one).
+    :meth:`rematch_trace.conversation.pages.ConversationPages.page`, which reads what the import stored
+    of the source. The command hands it in, so the report's room need not import the
+    conversation's (which imports the import's, above this one). ``jobs``: worker processes rendering
+    the pages (:func:`_render_all`; the site is the same whatever it is).
     """
     if prices is None:
         prices = load_prices(data.root)
