@@ -11,7 +11,7 @@ when this module is loaded, since the store reads no transcript itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +81,16 @@ def _kept(host: Any, path: str, saved: bytes | None) -> Any:
     return kept_source(host, state, Path(path), hint, state.offset)
 
 
-def said_rows(items: Iterable[Any], out: list[SaidRow]) -> None:
+def said_rows(items: Iterable[Any], out: list[SaidRow], redact: Callable[[str], tuple[str, int]] | None = None) -> None:
     """Append to ``out`` the rows of a source's conversation items: each stream's opening, and each assistant
-    text and tool output cut to its bound and redacted by the events' redactor (raises what the plugin raises)."""
+    text and tool output cut to its bound and redacted by the events' redactor (``redact``: its ``redact``,
+    or one that gives the same; raises what the plugin raises)."""
     from rematch_trace.host.conversation import Returned, Said
     from rematch_trace.host.vocab import Session
     from rematch_trace.security.redact import default_redactor
 
-    redact = default_redactor().redact
+    if redact is None:
+        redact = default_redactor().redact
     for it in items:
         if isinstance(it, Session):
             out.append((it.stream, "session", it.session_id, None, ""))
@@ -118,12 +120,38 @@ def _tracked(records: Iterable[Any], end: list[int]) -> Iterator[Any]:
 NO_CONVERSATION: list[Any] = ["none"]
 
 
-def _stored(items: Iterable[Any], keep: list[list[Any]]) -> Iterator[Any]:
+class _Remembered:
+    """The events' redactor, remembering the last text it redacted: the store's row of an item is made just
+    before the index's, and an output or answer within both bounds is the same string object in both, so it
+    is redacted once (the index's text is what the redactor gives it either way)."""
+
+    def __init__(self) -> None:
+        from rematch_trace.security.redact import default_redactor
+
+        self.red = default_redactor()
+        self.last: tuple[str, str] | None = None
+
+    def redact_text(self, text: str) -> str:
+        """:meth:`~rematch_trace.security.redact.Redactor.redact_text`, remembered."""
+        out = self.red.redact_text(text)
+        self.last = (text, out)
+        return out
+
+    def redact_value(self, value: Any) -> Any:
+        """:meth:`~rematch_trace.security.redact.Redactor.redact_value`."""
+        return self.red.redact_value(value)
+
+    def redact(self, text: str) -> tuple[str, int]:
+        """:meth:`~rematch_trace.security.redact.Redactor.redact` (the count is not the index's concern)."""
+        if self.last is not None and self.last[0] is text:
+            return self.last[1], 0
+        return self.red.redact(text)
+
+
+def _stored(items: Iterable[Any], keep: list[list[Any]], red: _Remembered) -> Iterator[Any]:
     """``items``, each also kept in ``keep`` as the conversation store's row (store/conversation_rows.py)."""
-    from rematch_trace.security.redact import default_redactor
     from rematch_trace.store.conversation_rows import encode
 
-    red = default_redactor()
     for it in items:
         row = encode(it, red)
         if row is not None:
@@ -142,12 +170,14 @@ def conversation_rows(host: Any, source: Any, records: list[Any], start: int,
     said: list[SaidRow] = []
     try:
         items = host.conversation(source, _tracked(records, end))
+        redact = None
         if keep is not None:
             if items is None:
                 keep.append(NO_CONVERSATION)  # the plugin gives none: nothing is stored
             else:
-                items = _stored(items, keep)
-        said_rows(items or (), said)
+                red = _Remembered()
+                items, redact = _stored(items, keep, red), red.redact
+        said_rows(items or (), said, redact)
     except Exception:  # a plugin failing on its own file: what it gave so far is kept, the source read again
         return start, end[0], said, True
     return start, end[0], said, False
