@@ -39,12 +39,13 @@ def test_the_conversation_section_reads_folds_flags_and_links(corpus_dir: Path, 
     # The reasons panel links each seq into the conversation too.
     page.click(f"a.conv-link[href='#conv-{cluster[0]}']")
     assert page.evaluate("() => location.hash") == f"#conv-{cluster[0]}"
-    # A long output is folded, and opens whole.
+    # A long output is folded; landing on its entry unfolds it, loaded whole from the page's folder.
     fold = page.locator(f"#conv-{cluster[0]} details.fold").first
-    assert fold.get_attribute("open") is None
-    fold.locator("summary").click()
     assert fold.get_attribute("open") is not None
+    fold.locator(".lazy[data-state=done]").wait_for()
     assert len(fold.locator("pre").inner_text()) > 1000
+    fold.locator("summary").click()
+    assert fold.get_attribute("open") is None
     # The compaction reads as one: its trigger, its summary folded.
     compaction = page.locator("li.ce-compaction")
     assert compaction.count() == 1 and "context compacted (auto)" in compaction.inner_text().lower()
@@ -53,6 +54,7 @@ def test_the_conversation_section_reads_folds_flags_and_links(corpus_dir: Path, 
     assert task.count() == 1
     call_id = next(e["call_id"] for e in conv["entries"] if e.get("subagent"))
     task.locator("details.nested > summary").click()
+    task.locator("details.nested > .lazy[data-state=done]").wait_for()
     assert task.locator("details.nested li.ce").count() > 10
     page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(artifacts / "conversation.png"), full_page=False)
