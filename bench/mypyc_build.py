@@ -126,7 +126,7 @@ from mypyc.build import mypycify
 from mypyc.irbuild import specialize
 
 specialize.specialize_function("attrs.field")(specialize.translate_dataclasses_field_call)
-setup(name="rematch_mypyc", ext_modules=mypycify({args!r}, opt_level="3", multi_file=True))
+setup(name="rematch_mypyc", ext_modules=mypycify({args!r}, opt_level={opt!r}, multi_file=True))
 """
 
 
@@ -135,7 +135,8 @@ def build(dest: Path, modules: list[str]) -> tuple[float, str]:
     for name, src in PACKAGES.items():
         shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
     (dest / "mypy.ini").write_text(_CONFIG)
-    (dest / "setup_mypyc.py").write_text(_SETUP.format(args=["--config-file", "mypy.ini", *modules]))
+    (dest / "setup_mypyc.py").write_text(_SETUP.format(args=["--config-file", "mypy.ini", *modules],
+                                                          opt=os.environ.get("MYPYC_OPT_LEVEL", "3")))
     started = time.perf_counter()
     res = subprocess.run([sys.executable, "setup_mypyc.py", "build_ext", "--inplace"],
                          cwd=dest, capture_output=True, text=True)

@@ -516,9 +516,11 @@ class Ledger:
         row = self._q("SELECT * FROM sessions WHERE harness = ? AND session_id = ?", (harness, session_id)).fetchone()
         return None if row is None else _decoded(row)
 
-    def summary_bases(self, version: int) -> Iterator[tuple[str, str, str, str | None]]:
+    def summary_bases(self, version: int) -> Iterator[sqlite3.Row]:
         """(harness, session id, trace path, the stored summary's basis as JSON or ``None``) of every session;
         ``None`` too for a summary of another ``version`` than the reader's (it is made again).
+
+        Rows, not tuples (the ledger's row factory): they unpack alike.
 
         The basis alone is read out of each summary (by SQLite): checking which summaries still
         hold costs no decoding of them.
