@@ -4,7 +4,9 @@
     python bench/mypyc_build.py same DIR CORPUS             # pure and compiled imports of CORPUS: same bytes?
     python bench/mypyc_build.py callgrind DIR CORPUS        # instructions of each (every process)
     python bench/mypyc_build.py pairs DIR CORPUS --pairs 5  # CPU seconds, pure and compiled in turn
-    python bench/mypyc_build.py floor DIR CORPUS            # the same, for each stage alone (bench/floor.py)
+    python bench/mypyc_build.py floor DIR CORPUS            # the parse, bench/python_floor.py, then pairs of
+                                                            # each stage: read, read + translate (bench/floor.py),
+                                                            # the import alone (bench/no_follow.py), the import
 
 ``build`` copies ``core/rematch_trace`` and the Claude Code plugin's package
 from this checkout into DIR and compiles the per-record modules of the import
@@ -16,10 +18,15 @@ installed. A run with DIR first on ``PYTHONPATH`` imports the compiled
 modules (an extension module beside its ``.py`` is found first) and the
 copied ``.py`` for the rest; without it, the editable installs' sources.
 
-A module mypyc rejects is reported with mypyc's reason and left out of the
-build (``--skip`` names those left out on purpose: see ``SKIPPED``).
+mypyc stops the build at a module it rejects (its message is printed).
+The modules of the hot path it cannot compile as they are, or that do not
+work once compiled, are in ``SKIPPED`` with the reason, and stay Python.
 ``.pyc`` files are written for both trees first and ``PYTHONDONTWRITEBYTECODE``
 is dropped for the runs, so neither side parses sources at start-up.
+
+``MYPYC_OPT_LEVEL=0`` builds in about half the time (for checking outputs;
+measure the default, 3). A build of ``MODULES`` takes 8-9 minutes of wall time
+on the shared 2-core machine (one C compiler job, ``nice``).
 
 ``same`` compares what both imports of CORPUS wrote: every file of
 ``traces/``, ``events/`` and ``pending/``, the ledger's session rows and the
