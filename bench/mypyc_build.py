@@ -25,7 +25,7 @@ work once compiled, are in ``SKIPPED`` with the reason, and stay Python.
 is dropped for the runs, so neither side parses sources at start-up.
 
 ``MYPYC_OPT_LEVEL=0`` builds in about half the time (for checking outputs;
-measure the default, 3). A build of ``MODULES`` takes 8-9 minutes of wall time
+measure the default, 3). A build of ``MODULES`` takes 6-9 minutes of wall time
 on the shared 2-core machine (one C compiler job, ``nice``).
 
 ``same`` compares what both imports of CORPUS wrote: every file of
