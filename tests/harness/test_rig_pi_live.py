@@ -198,10 +198,16 @@ def test_the_session_ends_with_files_changed(pi_live: LiveOutcome) -> None:
 
 
 def test_the_session_start_names_pis_version(pi_live: LiveOutcome) -> None:
-    """Live, the extension reads pi's version from its package (pi's session file records none)."""
+    """Live, the extension reads pi's version from its package (pi's session file records none); the
+    session is the harness's own (``pi`` live and imported, ``omp`` for omp), in the ledger too."""
     [start] = [r for r in pi_live.live if r["ev"] == "session_start"]
     version = pi_live.session.version or pinned(pi_live.session.harness).version
     assert (start["mode"], start["omp_version"]) == ("live", version)
+    harness = pi_live.session.harness
+    [imported] = [r for r in pi_live.imported if r["ev"] == "session_start"]
+    assert start["agent"]["name"] == imported["agent"]["name"] == harness
+    res = pi_live.session.rematch("sessions", "--data", str(pi_live.session.data), "--json")
+    assert [s["harness"] for s in json.loads(res.stdout)] == [harness], res.stdout + res.stderr
 
 
 def test_extension_only_fields(pi_live: LiveOutcome) -> None:
