@@ -165,3 +165,14 @@ def test_a_data_folder_with_pi_stored_as_omp_comes_right_on_the_next_import(tmp_
     # Once: the next import finds nothing to do.
     again = _import(home, data)
     assert "claimed again" not in again and "0 skipped, 0 failed" in again, again
+
+
+def test_a_folder_both_harnesses_write_to_gives_each_file_to_its_writer(tmp_path: Path) -> None:
+    """``PI_CODING_AGENT_DIR`` is read by pi and omp alike: its ``sessions`` folder is both plugins' default,
+    so the core hints at neither and each file goes to the harness that wrote it (omp's title slot)."""
+    home, data, agent = tmp_path / "home", tmp_path / "data", tmp_path / "agent"
+    write(agent / "sessions/--work-p--/2026-08-21T14-02-10-500Z_pi.jsonl", _session(PI_SID, "pelican", slot=False))
+    write(agent / "sessions/--work-o--/2026-08-21T14-02-10-500Z_omp.jsonl", _session(OMP_SID, "ocelot", slot=True))
+    res = rematch("import", "--out", str(data), HOME=str(home), PI_CODING_AGENT_DIR=str(agent))
+    assert res.returncode == 0 and "2 sessions imported" in res.stdout, res.stdout + res.stderr
+    assert _sessions(home, data) == [("omp", OMP_SID), ("pi", PI_SID)]
