@@ -117,13 +117,10 @@ MIGRATIONS: tuple[str, ...] = (
     # source claimed as omp is read again once (settings 'claim=again', which no run writes): the
     # plugins now give each file to the harness that wrote it, and a source whose sessions come
     # back as pi's has its omp rows forgotten, their outputs replaced (batch._record). A session
-    # captured live keeps its row, which the import leaves: one whose transcript lies in pi's
-    # config folder is pi's (the extension sent 'omp' for both), so the import finds it as its own.
+    # captured live keeps its row: nothing recorded says whether the extension that sent it (as
+    # 'omp', for both) ran in pi or omp, so it stays as it is (docs/trace-schema.md, Decisions).
     """
     UPDATE sources SET settings = 'claim=again' WHERE harness = 'omp';
-    UPDATE sessions SET harness = 'pi'
-        WHERE harness = 'omp' AND mode = 'live' AND source_path LIKE '%/.pi/%'
-        AND NOT EXISTS (SELECT 1 FROM sessions AS s WHERE s.harness = 'pi' AND s.session_id = sessions.session_id);
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
