@@ -30,6 +30,7 @@ def _input_event() -> bytes:
 
 @pytest.mark.parametrize(("harness", "args"), [
     ("omp", ["--data", "{data}"]), ("pi", ["--data", "{data}"]), ("omp", ["--data={data}"]), ("pi", ["--out", "{data}"]),
+    ("omp", ["--deadline-ms", "900", "--data", "{data}"]),
 ])
 def test_the_data_folder_is_the_option_s_value_not_the_harness(tmp_path: Path, harness: str, args: list[str]) -> None:
     data, elsewhere = tmp_path / "data", tmp_path / "home-data"

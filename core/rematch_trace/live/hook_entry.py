@@ -35,12 +35,25 @@ def _data_root(out: str | None) -> Path:
     return data_dir(out)
 
 
-def _args(argv: list[str]) -> tuple[str, str | None]:
-    """(harness, data folder or ``None``): read as the fast client reads its arguments (``--data`` or
-    ``--out``, each with its value; ``--deadline-ms N``), so that no option's value is taken for the harness."""
-    from rematch_trace.live.rematch_hook import parse_args
+#: The options that take a value (the fast client's, ``rematch_hook.parse_args``: the two read the same
+#: command lines); the value is never taken for the harness.
+_VALUED = ("--data", "--out", "--deadline-ms")
 
-    harness, out, _where, _deadline = parse_args(argv)
+
+def _args(argv: list[str]) -> tuple[str, str | None]:
+    """(harness, data folder or ``None``): ``--data DIR`` (``--out`` is its other name, ``=`` forms too),
+    the harness the last word that is not an option or an option's value."""
+    harness = "claude_code"
+    out: str | None = None
+    it = iter(argv)
+    for arg in it:
+        name, eq, value = arg.partition("=")
+        if name in _VALUED:
+            value = value if eq else next(it, "")
+            if name != "--deadline-ms":
+                out = value or None
+        elif not arg.startswith("-"):
+            harness = arg
     return harness, out
 
 
