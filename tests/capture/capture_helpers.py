@@ -8,10 +8,15 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from rematch_trace.live import paths
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
@@ -100,3 +105,20 @@ def load_fixture_progress(project: Path, transcript: Path) -> tuple[list[dict[st
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every line of a JSONL file."""
     return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+
+
+@contextmanager
+def serving(data: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """A real ``rematch serve`` (its module, ``--quiet``) on ``data`` with ``env`` until the block ends:
+    listening on the event socket when the block starts, terminated and reaped when it ends."""
+    service = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
+                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 60
+        while not paths.events_socket(data).exists():
+            assert time.monotonic() < end and service.poll() is None, "rematch serve did not listen"
+            time.sleep(0.02)
+        yield service
+    finally:
+        service.terminate()
+        assert service.wait(timeout=60) is not None
