@@ -122,3 +122,39 @@ def serving(data: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]
     finally:
         service.terminate()
         assert service.wait(timeout=60) is not None
+
+
+class HookSession:
+    """One Claude Code session driven as the harness drives it: a repository as its folder, the
+    transcript Claude Code appends to (``<root>/<projects>/-project/<sid>.jsonl``), rematch's data
+    folder, and the hook command run once an event, which must exit 0 and print nothing.
+
+    ``home``: HOME, under ``root`` (``""``: ``root`` itself); ``made``: the transcript's folder is
+    made at once (else it is left to the test).
+    """
+
+    def __init__(self, root: Path, sid: str, projects: str = "config/projects", home: str = "",
+                 made: bool = True) -> None:
+        self.sid = sid
+        self.project = make_repo(root / "project")
+        self.transcript = root / projects / "-project" / f"{sid}.jsonl"
+        if made:
+            self.transcript.parent.mkdir(parents=True)
+        self.data = root / "data"
+        self.env = hook_env(root / home if home else root, self.data, sid, self.project)
+        self.base: dict[str, Any] = {"session_id": sid, "transcript_path": str(self.transcript),
+                                     "cwd": str(self.project)}
+
+    def send(self, name: str, **fields: Any) -> None:
+        """Run the hook for event ``name`` with ``fields``: exit 0, nothing printed."""
+        res = run_hook({**self.base, "hook_event_name": name, **fields}, self.env)
+        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b""), name
+
+    def append(self, path: Path, *lines: dict[str, Any]) -> None:
+        """Append ``lines`` to ``path`` as JSONL, as the harness writes its transcript."""
+        with path.open("ab") as f:
+            f.write(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+
+    def write(self, *lines: dict[str, Any]) -> None:
+        """Append ``lines`` to the session's transcript."""
+        self.append(self.transcript, *lines)
