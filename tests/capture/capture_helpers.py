@@ -108,11 +108,13 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def serving(data: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    """A real ``rematch serve`` (its module, ``--quiet``) on ``data`` with ``env`` until the block ends:
-    listening on the event socket when the block starts, terminated and reaped when it ends."""
-    service = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
-                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def serving(data: Path, env: dict[str, str], argv: list[str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A real ``rematch serve`` on ``data`` with ``env`` until the block ends: listening on the event
+    socket when the block starts, terminated and reaped when it ends. ``argv``: the command (by
+    default the service's module, ``--quiet``)."""
+    argv = argv or [sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"]
+    service = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     try:
         end = time.monotonic() + 60
         while not paths.events_socket(data).exists():
