@@ -250,6 +250,8 @@ _PROCESS_KWARGS = ("preexec_fn", "start_new_session", "process_group", "pass_fds
 #: The ``PYTHON*`` variables the fork takes as a fresh interpreter would; any other is read at start-up.
 _RUNTIME_ONLY = frozenset({"PYTHONIOENCODING", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})
 _server: subprocess.Popen[bytes] | None = None
+#: The start-up ``PYTHON*`` variables the server's interpreter began with.
+_server_vars: dict[str, str] = {}
 _socket = ""
 #: Whether the running test may have its commands forked (given by tests/conftest.py).
 _enabled: Callable[[], bool] = bool  # nothing forked until install() says when
@@ -291,19 +293,24 @@ def forkable(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
         return None
     if any(_tty(kwargs.get(name), fd) for fd, name in enumerate(("stdin", "stdout", "stderr"))):
         return None
-    env = kwargs.get("env")
-    if any(k.startswith("PYTHON") and k not in _RUNTIME_ONLY for k in (os.environ if env is None else env)):
-        return None  # a variable read at start-up (a path, a mode): a fresh interpreter's business
     if not _start():
         return None
+    env = kwargs.get("env")
+    if _startup_vars(os.environ if env is None else env) != _server_vars:
+        return None  # a variable read at start-up (a path, a mode) the server did not start with
     return [sys.executable, "-S", "-I", CLIENT, _socket, *rest]
+
+
+def _startup_vars(env: Any) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith("PYTHON") and k not in _RUNTIME_ONLY}
 
 
 def _start() -> bool:
     """The worker's fork server, started on first use; ``False`` when it could not start."""
-    global _server, _socket
+    global _server, _socket, _server_vars
     if _server is not None:
         return _server.poll() is None
+    _server_vars = _startup_vars(os.environ)
     folder = tempfile.mkdtemp(prefix="rmf-")
     _socket = os.path.join(folder, "s")
     _server = subprocess.Popen(  # not forked itself: no rematch argv
