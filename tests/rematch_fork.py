@@ -283,7 +283,7 @@ def _tty(stream: Any, fd: int) -> bool:
 
 def forkable(args: Any, kwargs: dict[str, Any]) -> list[str] | None:
     """The client's argv for ``Popen(args, **kwargs)`` when it may run in the fork server, else ``None``."""
-    if os.environ.get("REMATCH_TEST_FORK") == "0" or not _enabled():
+    if os.environ.get("REMATCH_TEST_FORK") == "0" or not hasattr(os, "pidfd_open") or not _enabled():
         return None
     rest = _command(args)
     if rest is None or any(kwargs.get(k) for k in _PROCESS_KWARGS):
