@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rematch_trace.importing.source_import import SessionOutcome
     from rematch_trace.store.claims import Claims
     from rematch_trace.store.rows import SessionRow
+    from rematch_trace.store.search_rows import HandedTrace
     from rematch_trace.store.states import Detected
 
 def warm(settings: ImportSettings) -> None:
@@ -96,8 +97,10 @@ def _detected(source: Source, hint: str | None) -> Detected:
     return Detected(hint, source.plugin, source.agent_kind, source.compression, parent)
 
 
-def _session_row(data: DataDir, harness: str, s: SessionOutcome) -> SessionRow:
-    """The ledger row of one session the import committed, with its stored summary when it was folded."""
+def _session_row(data: DataDir, harness: str, s: SessionOutcome,
+                 traces: dict[str, HandedTrace]) -> SessionRow:
+    """The ledger row of one session the import committed, with its consumers' handovers: the stored
+    summary in the row, the index's rows of its trace put in ``traces`` (report/consumers.py)."""
     from rematch_trace.place.domain import decide_domain
     from rematch_trace.store.rows import SessionRow
 
@@ -116,30 +119,21 @@ def _session_row(data: DataDir, harness: str, s: SessionOutcome) -> SessionRow:
         domain=decide_domain(s.cwd, s.repo, s.repo_remote),
         parent=s.parent,
     )
-    if not s.summarize:
+    if s.consumers is None:
         return row
-    from rematch_trace.importing.consumers import stored_summary, summary_fold
+    from rematch_trace.report.consumers import Committed
 
-    fold = s.fold
-    if fold is None:
-        # A continued trace: folded whole from the file just committed (still in the page cache), here in the
-        # worker rather than by the one writer after the run.
-        from rematch_trace.report.summary import trace_records
-
-        fold = summary_fold(data)
-        if fold is None:
-            return row
-        try:
-            for rec in trace_records(s.trace_path):
-                fold.feed(rec)
-        except OSError:
-            return row  # made later from the trace (report/stored.py)
-
+    key = s.trace_path.name[:-6]
     # The row's fields as the ledger gives them back to report/stored.py (the summary reads these).
     fields = {"harness": harness, "session_id": row.session_id, "agent_kind": row.agent_kind, "cwd": row.cwd,
               "repo": row.repo, "repo_remote": row.repo_remote, "domain": row.domain, "flagged": row.flagged,
               "reasons": row.reasons, "seqs": row.seqs, "parent": row.parent}
-    return attrs.evolve(row, summary=stored_summary(data, fold, s.trace_path.name[:-6], fields))
+    handed = s.consumers.handovers(Committed(key, s.trace_path, s.stamp, fields))
+    s.consumers = None  # (what they held is handed)
+    if "search_rows" in handed:
+        traces[key] = handed["search_rows"]
+    summary = handed.get("summary")
+    return attrs.evolve(row, summary=summary) if summary is not None else row
 
 
 def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
@@ -189,7 +183,6 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             keep_records=settings.search_rows,
         )
         said = None
-        traces = result.traces or None
         if result.records is not None:
             # The search index's rows from the records this import just parsed: the index does not
             # read the file again (store/search_handover.py).
@@ -214,7 +207,8 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     finally:
         if claims is not None:
             claims.close()
-    sessions = [_session_row(data, source.harness, s) for s in result.sessions if not s.kept_live]
+    handed: dict[str, HandedTrace] = {}
+    sessions = [_session_row(data, source.harness, s, handed) for s in result.sessions if not s.kept_live]
     kept_live = [s.session_id for s in result.sessions if s.kept_live]
     # Here, while the file is fresh in the cache: the ledger writer records serially.
     # A continued file's head was just checked, and lies wholly in the part kept.
@@ -250,5 +244,5 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         conflicts=result.conflicts,
         stamps={s.session_id: s.stamp for s in result.sessions if s.stamp is not None},
         said=said,
-        traces=traces,
+        traces=handed or None,
     )
