@@ -121,14 +121,10 @@ def _session_row(data: DataDir, harness: str, s: SessionOutcome,
     )
     if s.consumers is None:
         return row
-    from rematch_trace.report.consumers import Committed
+    from rematch_trace.report.consumers import Committed, row_fields
 
     key = s.trace_path.name[:-6]
-    # The row's fields as the ledger gives them back to report/stored.py (the summary reads these).
-    fields = {"harness": harness, "session_id": row.session_id, "agent_kind": row.agent_kind, "cwd": row.cwd,
-              "repo": row.repo, "repo_remote": row.repo_remote, "domain": row.domain, "flagged": row.flagged,
-              "reasons": row.reasons, "seqs": row.seqs, "parent": row.parent}
-    handed = s.consumers.handovers(Committed(key, s.trace_path, s.stamp, fields))
+    handed = s.consumers.handovers(Committed(key, s.trace_path, s.stamp, row_fields(harness, row)))
     s.consumers = None  # (what they held is handed)
     if "search_rows" in handed:
         traces[key] = handed["search_rows"]

@@ -51,7 +51,7 @@ from rematch_trace.host.facade import Host
 from rematch_trace.host.source import Source
 from rematch_trace.live.changed import hash_changed_files
 from rematch_trace.live.folder import ensure_live_dir, state_path
-from rematch_trace.report.consumers import Committed, Consumers, Opening
+from rematch_trace.report.consumers import Committed, Consumers, Opening, row_fields
 from rematch_trace.security.events import EventSink
 from rematch_trace.security.redact import Redactor, default_redactor
 from rematch_trace.security.risk import file_paths
@@ -678,10 +678,7 @@ class SessionWriter:
         )
         # The consumers' handovers: the stored summary goes in the row, the index's rows to the index.
         key = trace.name[:-6]
-        fields = {"harness": self.harness, "session_id": row.session_id, "agent_kind": row.agent_kind,
-                  "cwd": row.cwd, "repo": row.repo, "repo_remote": row.repo_remote, "domain": row.domain,
-                  "flagged": row.flagged, "reasons": row.reasons, "seqs": row.seqs, "parent": row.parent}
-        handed = self.consumers.handovers(Committed(key, trace, _stamp(trace), fields))
+        handed = self.consumers.handovers(Committed(key, trace, _stamp(trace), row_fields(self.harness, row)))
         if handed.get("summary") is not None:
             row = attrs.evolve(row, summary=handed["summary"])
         source = self.st.get("transcript") or f"live:{self.session_id}"

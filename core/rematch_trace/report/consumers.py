@@ -43,6 +43,7 @@ from rematch_trace.store.search_rows import TraceRows
 if TYPE_CHECKING:
     from rematch_trace.report.prices import PriceTable
     from rematch_trace.report.summary import SummaryFold
+    from rematch_trace.store.rows import SessionRow
 
 #: Data folder root -> (its ``prices.yml``'s size and mtime, or ``None``; the table, or ``None`` if it failed).
 _PRICES: dict[str, tuple[tuple[int, int] | None, PriceTable | None]] = {}
@@ -308,6 +309,14 @@ class Consumers:
             if got is not None:
                 out[name] = got
         return out
+
+
+def row_fields(harness: str, row: SessionRow) -> dict[str, Any]:
+    """A session's ledger row as the ledger gives it back to report/stored.py (what :attr:`Committed.row`
+    holds: the summary reads these), from the row about to be recorded."""
+    return {"harness": harness, "session_id": row.session_id, "agent_kind": row.agent_kind, "cwd": row.cwd,
+            "repo": row.repo, "repo_remote": row.repo_remote, "domain": row.domain, "flagged": row.flagged,
+            "reasons": row.reasons, "seqs": row.seqs, "parent": row.parent}
 
 
 def read_line(line: bytes) -> dict[str, Any]:

@@ -35,7 +35,8 @@ def folder_prices_key(data: DataDir) -> str | None:
     return source_key(texts)
 
 
-def _stat(path: str) -> list[int]:
+def size_mtime(path: str) -> list[int]:
+    """A file's ``[size, mtime_ns]`` (``[-1, -1]`` when it cannot be read): a summary's basis part."""
     try:
         st = os.stat(path)
     except OSError:
@@ -45,7 +46,7 @@ def _stat(path: str) -> list[int]:
 
 def basis(trace: str, events: str, prices_key: str) -> list[Any]:
     """What a stored summary was made from: its files' size and mtime and the prices' :func:`~rematch_trace.report.prices.source_key`."""
-    return [*_stat(trace), *_stat(events), prices_key]
+    return [*size_mtime(trace), *size_mtime(events), prices_key]
 
 
 def stored_summary(stored: Any, now: list[Any]) -> dict[str, Any] | None:

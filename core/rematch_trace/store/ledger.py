@@ -12,6 +12,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -281,20 +282,30 @@ class Ledger:
                 f"at schema {current}, newer than this rematch ({SCHEMA_VERSION}): a later rematch wrote it; upgrade rematch"
             )
         for i in range(current, SCHEMA_VERSION):
-            self._q("BEGIN IMMEDIATE")
-            try:
+            with self._transaction():
                 for stmt in MIGRATIONS[i].split(";"):
                     if stmt.strip():
                         self._q(stmt)
                 if i + 1 == PARENT_VERSION:
                     _fill_parents(self)
                 self._q(f"PRAGMA user_version={i + 1}")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A write transaction committed at the block's end, rolled back if it raises; inside a transaction
+        the caller opened (:meth:`begin`), the block joins it and the caller commits."""
+        own = not self.db.in_transaction
+        if own:
+            self._q("BEGIN IMMEDIATE")
+        try:
+            yield
+            if own:
                 self._q("COMMIT")
-            except BaseException:
-                # SQLite has already rolled back after some failures (a full disk).
-                if self.db.in_transaction:
-                    self._q("ROLLBACK")
-                raise
+        except BaseException:
+            # SQLite has already rolled back after some failures (a full disk).
+            if own and self.db.in_transaction:
+                self._q("ROLLBACK")
+            raise
 
     def source(self, path: str) -> dict[str, Any] | None:
         """The row of a source file, with ``saved`` decoded."""
@@ -389,18 +400,8 @@ class Ledger:
 
         ``forget`` names (harness, session id) rows the source no longer produces.
         """
-        own = not self.db.in_transaction  # else inside the caller's batch (begin): it commits
-        if own:
-            self._q("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():  # (inside the caller's batch, begin, the caller commits)
             self._write_source(row, sessions, forget)
-            if own:
-                self._q("COMMIT")
-        except BaseException:
-            # SQLite has already rolled back after some failures (a full disk).
-            if own and self.db.in_transaction:
-                self._q("ROLLBACK")
-            raise
 
     def begin(self) -> None:
         """Open a transaction that the following :meth:`record_source` calls join (unless one is open)."""
@@ -482,14 +483,8 @@ class Ledger:
             size, mtime_ns = st.st_size, st.st_mtime_ns
         except (OSError, ValueError):
             size, mtime_ns = 0, 0
-        self._q("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             self._session_row(SourceRow(source_path, harness, size, mtime_ns, "live"), session, "live")
-            self._q("COMMIT")
-        except BaseException:
-            if self.db.in_transaction:
-                self._q("ROLLBACK")
-            raise
 
     def sessions(self, *, flagged: bool | None = None) -> list[dict[str, Any]]:
         """Session rows, decoded, ordered by harness and id."""
@@ -576,16 +571,7 @@ class Ledger:
 
     def set_summaries(self, summaries: Sequence[tuple[str, str, str | None]]) -> None:
         """Store (harness, session id, summary JSON) of sessions, in one transaction."""
-        own = not self.db.in_transaction
-        if own:
-            self._q("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             for harness, session_id, summary in summaries:
                 self._q("UPDATE sessions SET summary = ? WHERE harness = ? AND session_id = ?",
                         (summary, harness, session_id))
-            if own:
-                self._q("COMMIT")
-        except BaseException:
-            if own and self.db.in_transaction:
-                self._q("ROLLBACK")
-            raise
