@@ -33,6 +33,7 @@ from rematch_trace.store.claims import Claims, Conflict
 from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
 from rematch_trace.store.pending import write_pending
+from rematch_trace.store.search_rows import Handed
 from rematch_trace.store.states import (
     Detected,
     SavedState,
@@ -46,12 +47,14 @@ from rematch_trace.trace.lines import dumps_record, dumps_records
 from rematch_trace.trace.synth import Synthesizer
 
 if TYPE_CHECKING:
+    from rematch_trace.importing.search_sources import ConversationRows
     from rematch_trace.report.consumers import Consumers
 
 #: Problems kept per source for reporting (all are counted).
 MAX_PROBLEMS_KEPT = 200
-#: Bytes of a source's records kept for the search index (``keep_records``): past them none is kept (the
-#: index's source pass reads that file itself), so a worker never holds a huge file's records at once.
+#: Bytes of a source's records past which its trace's and conversation's index rows are not kept
+#: (``keep_records``): the index then reads that trace and source itself, so a worker never holds a huge
+#: file's rows at once.
 KEEP_RECORDS_BYTES = 32 * 1024 * 1024
 #: The fields of a session record, in the order :func:`attrs.asdict` gives them.
 _SESSION_FIELDS = tuple(f.name for f in attrs.fields(vocab.Session))
@@ -101,10 +104,9 @@ class SourceOutcome:
     conflicts: list[Conflict] = attrs.field(factory=list)
     #: Whether a session was left to another file's copy (this file's copy of it was not written).
     dropped: bool = False
-    #: The raw records read, from :attr:`start` (``keep_records``; ``None`` when not kept or too many).
-    records: list[RawRecord] | None = None
-    #: The offset the reading started at.
-    start: int = 0
+    #: The search index's rows of the plugin's conversation items, made as the source was read
+    #: (``keep_records``; ``None`` when not kept or too many: importing/search_sources.ConversationRows).
+    said: Handed | None = None
 
     @property
     def saved(self) -> SavedState | None:
@@ -313,12 +315,16 @@ class SourceImport:
         self.snapshot: bytes | None = None
         self.generation: str | None = None
         self.offset = saved.offset if saved is not None else 0
-        self.result.start = self.offset
-        #: The records read, for the search index (``keep_records``): what the translation has parsed.
-        self.kept: list[RawRecord] | None = [] if keep_records else None
-        #: Whether each session's trace lines are fed to the search index's rows (``keep_records``).
+        #: Whether the trace's lines and the plugin's conversation items are made into the search index's
+        #: rows as the source is read (``keep_records``).
         self.index_rows = keep_records
-        self._kept_bytes = 0
+        #: The conversation items' rows, made beside the translation (``None``: not made, or given up).
+        self.conv: ConversationRows | None = None
+        #: Records the translation has taken, and their bytes.
+        self._taken_count = 0
+        self._taken_bytes = 0
+        #: What the reading raised (the plugin's conversation items may be the one to meet it: see ``run``).
+        self._read_error: BaseException | None = None
         #: The last raw record handed to the plugin's translation, to say where it failed.
         self.last: RawRecord | None = None
         # The plugin changes its state in place: a copy, so a caller's saved state stays as it was
@@ -327,24 +333,35 @@ class SourceImport:
         if saved is not None:
             self.plugin_state = saved.plugin if own_saved else state_loads(state_dumps(saved.plugin))
 
-    def _raw(self) -> Iterator[RawRecord]:
-        for item in self.host.read(self.source, self.offset):
-            if isinstance(item, Problem):
-                self.result.problem_count += 1
-                if item.kind == "malformed":
-                    self.result.malformed += 1
-                if len(self.result.problems) < MAX_PROBLEMS_KEPT:
-                    self.result.problems.append(item)
-                continue
+    def _read(self) -> Iterator[RawRecord]:
+        """The source's records from the offset (its problems counted and kept)."""
+        try:
+            for item in self.host.read(self.source, self.offset):
+                if isinstance(item, Problem):
+                    self.result.problem_count += 1
+                    if item.kind == "malformed":
+                        self.result.malformed += 1
+                    if len(self.result.problems) < MAX_PROBLEMS_KEPT:
+                        self.result.problems.append(item)
+                    continue
+                yield item
+        except BaseException as err:
+            self._read_error = err
+            raise
+
+    def _taken(self, records: Iterator[RawRecord]) -> Iterator[RawRecord]:
+        """``records`` as the translation takes them; once they run out, the snapshot to continue from."""
+        for item in records:
             self.offset = item.end
             self.last = item
-            if self.kept is not None:
-                self._kept_bytes += item.end - item.offset
-                if self._kept_bytes > KEEP_RECORDS_BYTES:
-                    self.kept = None  # too large to hold: the index reads this one itself
-                else:
-                    self.kept.append(item)
+            self._taken_count += 1
+            if self.conv is not None:
+                self._taken_bytes += item.end - item.offset
+                if self._taken_bytes > KEEP_RECORDS_BYTES:
+                    self.conv = None  # too large to hold the rows of: the index reads this source itself
             yield item
+        if self._read_error is not None:
+            raise self._read_error  # met by the conversation items first: the import's failure all the same
         self._take_snapshot()
 
     def _take_snapshot(self) -> None:
@@ -443,7 +460,22 @@ class SourceImport:
                 entry = write_entry(self.data, source_name(self.source.path), self.generation, appended, self.fsync)
                 for f in appended:
                     f.begin()
-            for rec in self.host.translate(self.source, self._raw(), self.plugin_state):
+            raw = self._read()
+            if self.index_rows:
+                # The conversation items' rows are made beside the translation, from the same reading.
+                import itertools
+
+                from rematch_trace.importing.search_sources import ConversationRows
+
+                raw, for_items = itertools.tee(raw)
+                self.conv = ConversationRows(self.host, self.source, for_items, self.offset)
+                del for_items
+            for rec in self.host.translate(self.source, self._taken(raw), self.plugin_state):
+                conv = self.conv
+                if conv is not None:
+                    conv.step(self._taken_count)
+                    if self._read_error is not None:
+                        raise self._read_error
                 if type(rec) is vocab.ToolResult:
                     rec = vocab.settle_error_class(rec)  # once, for the trace and the event sink
                 elif type(rec) is vocab.Session:
@@ -466,6 +498,9 @@ class SourceImport:
                 out.write(recs, events)
             if self.snapshot is None:
                 self._take_snapshot()
+            if self.conv is not None:
+                self.result.said = self.conv.finish()
+                self.conv = None
             for out in self.outs.values():
                 out.write(out.synth.finish(), out.sink.finish() if out.sink is not None else [])
             self._commit()
@@ -481,7 +516,6 @@ class SourceImport:
             raise
         self.result.offset = self.offset
         self.result.saved_blob = self.snapshot or b""
-        self.result.records = self.kept
         return self.result
 
     def _undo(self, entry: dict[str, Any] | None) -> None:
@@ -618,7 +652,8 @@ def import_source(
     as much (see :mod:`rematch_trace.store.claims`). ``detected`` (how the file was
     claimed) is kept in the saved state, so that continuing it can skip detection. With
     ``own_saved``, ``saved`` was loaded for this import alone and is continued in place. With
-    ``keep_records``, the outcome holds the raw records read (:attr:`SourceOutcome.records`).
+    ``keep_records``, the outcome holds the search index's rows of what was read and written
+    (:attr:`SourceOutcome.said`, and each session's consumers).
     """
     if saved is not None:
         try:

@@ -178,14 +178,9 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             own_saved=True,  # loaded just now, for this import alone
             keep_records=settings.search_rows,
         )
-        said = None
-        if result.records is not None:
-            # The search index's rows from the records this import just parsed: the index does not
-            # read the file again (store/search_handover.py).
-            from rematch_trace.importing.search_sources import conversation_rows
-
-            said = conversation_rows(host, source, result.records, result.start)
-            result.records = None
+        # The search index's rows of the conversation items, made as the file was read: the index does
+        # not read the file again (store/search_handover.py).
+        said = result.said
     except FileNotFoundError as err:
         if err.filename in (None, item.path):
             return failed("no such file or folder")
