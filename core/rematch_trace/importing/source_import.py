@@ -472,7 +472,7 @@ class SourceImport:
                 del for_items
             for rec in self.host.translate(self.source, self._taken(raw), self.plugin_state):
                 conv = self.conv
-                if conv is not None:
+                if conv is not None and conv.taken < self._taken_count:
                     conv.step(self._taken_count)
                     if self._read_error is not None:
                         raise self._read_error

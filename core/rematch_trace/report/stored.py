@@ -81,7 +81,9 @@ def store_summaries(data: DataDir, only: set[str] | None = None) -> int:
     try:
         with Ledger(data.ledger) as ledger:
             stale = []
-            for harness, session_id, trace_path, held in list(ledger.summary_bases(SUMMARY_VERSION)):
+            # Streamed from the ledger (nothing is written before the loop ends): only the stale are kept,
+            # so the memory this takes does not grow with the sessions of an archive whose summaries hold.
+            for harness, session_id, trace_path, held in ledger.summary_bases(SUMMARY_VERSION):
                 name = os.path.basename(trace_path) if isinstance(trace_path, str) else ""
                 key = name[:-6] if name.endswith(".jsonl") else ""
                 if not key or (only is not None and key not in only):

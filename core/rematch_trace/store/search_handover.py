@@ -23,7 +23,7 @@ from rematch_trace.store.search_rows import Handed, HandedTrace
 _TRACE = "\0trace:"
 
 #: Bytes of rows held in memory; the rest is written to the spool file.
-MEMORY_BYTES = 16 * 1024 * 1024
+MEMORY_BYTES = 4 * 1024 * 1024
 
 
 class HandedRows:
