@@ -297,7 +297,8 @@ class SessionWriter:
             st["sink"] = unstructure(self.sink.state())
             st["trace_len"] = self.trace.size
             st["events_len"] = self.events.size
-            st["consumers"] = self.consumers.states()
+            if self.consumers.fed:  # (else the states loaded stand: no fold or price table loaded for nothing)
+                st["consumers"] = self.consumers.states()
         st["last_ms"] = int(time.time() * 1000)
         self.trace.close()
         self.events.close()

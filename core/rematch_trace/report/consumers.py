@@ -154,23 +154,41 @@ def stored_summary(data: DataDir, fold: SummaryFold, key: str, row: Mapping[str,
 class SummaryConsumer:
     """The stored summary: a :class:`~rematch_trace.report.summary.SummaryFold` of the lines.
 
-    A continued trace whose fold cannot be continued (a state of another version or prices, or none)
-    is folded whole from the committed file at the handover, where the trace was written (still in the
-    page cache), rather than by the one writer after the run.
+    The fold (and the price table it costs turns at) is made when first needed, not when the consumer is: a
+    live hook that writes no line loads neither. A continued trace whose fold cannot be continued (a state
+    of another version or prices, or none) is folded whole from the committed file at the handover, where
+    the trace was written (still in the page cache), rather than by the one writer after the run.
     """
 
-    def __init__(self, data: DataDir, fold: SummaryFold | None) -> None:
+    def __init__(self, data: DataDir, whole: bool, saved: Mapping[str, Any] | None) -> None:
         self.data = data
-        self.fold = fold
+        self._whole = whole
+        self._saved = saved
+        self._made = False
+        self._fold: SummaryFold | None = None
+
+    @property
+    def fold(self) -> SummaryFold | None:
+        """The fold: new for a trace written whole, else continued from the saved state (``None``: it cannot be)."""
+        if not self._made:
+            self._made = True
+            if self._whole:
+                self._fold = summary_fold(self.data)
+            elif self._saved is not None:
+                # Continued from the fold's saved state: work in proportion to what the file grew by.
+                self._fold = resumed_fold(self.data, self._saved)
+        return self._fold
 
     def feed(self, off: int, line: bytes, rec: Mapping[str, Any]) -> None:
         """Fold one line's record."""
-        if self.fold is not None:
-            self.fold.feed(rec)
+        fold = self._fold if self._made else self.fold
+        if fold is not None:
+            fold.feed(rec)
 
     def state(self) -> Any:
         """The fold's state (``None`` when the trace is folded whole at the handover)."""
-        return self.fold.state() if self.fold is not None else None
+        fold = self.fold
+        return fold.state() if fold is not None else None
 
     def handover(self, done: Committed) -> str | None:
         """The stored summary's JSON once the session's row is known, else ``None``."""
@@ -191,13 +209,8 @@ class SummaryConsumer:
         return stored_summary(self.data, fold, done.key, done.row)
 
 
-def _summary(opening: Opening) -> SummaryConsumer | None:
-    if opening.whole:
-        fold = summary_fold(opening.data)
-        return SummaryConsumer(opening.data, fold) if fold is not None else None
-    state = opening.saved.get("summary")
-    # Continued from the fold's saved state: work in proportion to what the file grew by.
-    return SummaryConsumer(opening.data, resumed_fold(opening.data, state) if state is not None else None)
+def _summary(opening: Opening) -> SummaryConsumer:
+    return SummaryConsumer(opening.data, opening.whole, opening.saved.get("summary"))
 
 
 class RowsConsumer:
@@ -260,9 +273,12 @@ class Consumers:
         self._all = list(self.by_name.values())
         #: The states from before lines a continuation kept in place (see :meth:`feed_kept`).
         self.before_kept: dict[str, Any] | None = None
+        #: Whether a line was fed (a live hook that wrote none keeps the states it was given).
+        self.fed = False
 
     def feed(self, off: int, line: bytes, rec: Mapping[str, Any]) -> None:
         """Feed one whole line to every consumer."""
+        self.fed = True
         for c in self._all:
             c.feed(off, line, rec)
 
