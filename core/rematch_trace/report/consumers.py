@@ -20,7 +20,9 @@ lines are made from). The plugin's conversation rows are read from the raw recor
 The registry is the core's own, not a pluggy hook: a consumer's handover has to be stored by the one
 writer (a ledger column, an index table), and what a third party's consumer would hand over has nowhere to
 go; a plugin translates records and stores nothing (docs/architecture.md). A consumer of the core is
-added here with :func:`register` (its kind, a name its state and handover are kept under).
+added here with :func:`register` (its kind, a name its state and handover are kept under). Live capture
+keeps every consumer's state; an import's saved state (``store/states.StreamState``) has a place for the
+summary's alone today: a new consumer that must be continued across a grown file's import needs one there.
 
 This room sits below both writers (``live/`` and ``importing/`` import it), and above the store, whose
 rows it makes. It also makes the summary's: the price table (once per process and data folder) and the
