@@ -8,10 +8,15 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from rematch_trace.live import paths
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
@@ -100,3 +105,58 @@ def load_fixture_progress(project: Path, transcript: Path) -> tuple[list[dict[st
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every line of a JSONL file."""
     return [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+
+
+@contextmanager
+def serving(data: Path, env: dict[str, str], argv: list[str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A real ``rematch serve`` on ``data`` with ``env`` until the block ends: listening on the event
+    socket when the block starts, terminated and reaped when it ends. ``argv``: the command (by
+    default the service's module, ``--quiet``)."""
+    argv = argv or [sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"]
+    service = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 60
+        while not paths.events_socket(data).exists():
+            assert time.monotonic() < end and service.poll() is None, "rematch serve did not listen"
+            time.sleep(0.02)
+        yield service
+    finally:
+        service.terminate()
+        assert service.wait(timeout=60) is not None
+
+
+class HookSession:
+    """One Claude Code session driven as the harness drives it: a repository as its folder, the
+    transcript Claude Code appends to (``<root>/<projects>/-project/<sid>.jsonl``), rematch's data
+    folder, and the hook command run once an event, which must exit 0 and print nothing.
+
+    ``home``: HOME, under ``root`` (``""``: ``root`` itself); ``made``: the transcript's folder is
+    made at once (else it is left to the test).
+    """
+
+    def __init__(self, root: Path, sid: str, projects: str = "config/projects", home: str = "",
+                 made: bool = True) -> None:
+        self.sid = sid
+        self.project = make_repo(root / "project")
+        self.transcript = root / projects / "-project" / f"{sid}.jsonl"
+        if made:
+            self.transcript.parent.mkdir(parents=True)
+        self.data = root / "data"
+        self.env = hook_env(root / home if home else root, self.data, sid, self.project)
+        self.base: dict[str, Any] = {"session_id": sid, "transcript_path": str(self.transcript),
+                                     "cwd": str(self.project)}
+
+    def send(self, name: str, **fields: Any) -> None:
+        """Run the hook for event ``name`` with ``fields``: exit 0, nothing printed."""
+        res = run_hook({**self.base, "hook_event_name": name, **fields}, self.env)
+        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b""), name
+
+    def append(self, path: Path, *lines: dict[str, Any]) -> None:
+        """Append ``lines`` to ``path`` as JSONL, as the harness writes its transcript."""
+        with path.open("ab") as f:
+            f.write(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+
+    def write(self, *lines: dict[str, Any]) -> None:
+        """Append ``lines`` to the session's transcript."""
+        self.append(self.transcript, *lines)

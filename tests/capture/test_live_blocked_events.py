@@ -8,41 +8,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-import pytest
-from capture_helpers import HOOK_ARGV, REMATCH, hook_env, make_repo, read_jsonl
+from capture_helpers import HOOK_ARGV, REMATCH, make_repo, read_jsonl
 
-from rematch_trace.live import capture, paths
+from rematch_trace.live import capture
 from rematch_trace.security import events
 from rematch_trace.store.datafolder import DataDir
 from rematch_trace.testing import validate_trace
 
 SID = "9d2c4e6f-8a0b-4c1d-9e2f-3a4b5c6d7e8f"
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    data = tmp_path / "data"
-    env = hook_env(tmp_path, data, SID, service=True)
-    env["REMATCH_IPC_DEADLINE_MS"] = "20000"
-    service = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
-                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    try:
-        import time
-
-        end = time.monotonic() + 60
-        while not paths.events_socket(data).exists():
-            assert time.monotonic() < end and service.poll() is None, "rematch serve did not listen"
-            time.sleep(0.05)
-        yield data, env
-    finally:
-        service.terminate()
-        service.wait(timeout=60)
 
 
 def test_a_denied_call_is_an_event_counted_at_the_end_and_audited_as_blocked(

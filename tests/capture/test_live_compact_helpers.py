@@ -14,8 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import orjson
-from capture_helpers import REMATCH, hook_env, make_repo, run_hook
+from capture_helpers import REMATCH, HookSession
 
 from rematch_trace.store.datafolder import DataDir
 
@@ -34,22 +33,12 @@ def _line(kind: str, uuid: str, sec: int, content: Any, **more: Any) -> dict[str
 
 
 def test_a_helper_agent_without_a_file_has_no_live_trace(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "project")
-    folder = tmp_path / "config" / "projects" / "-project"
-    transcript = folder / f"{SID}.jsonl"
+    s = HookSession(tmp_path, SID, made=False)
+    transcript, data, send, write = s.transcript, DataDir(s.data), s.send, s.append
+    folder = transcript.parent
     subagents = folder / SID / "subagents"
     subagents.mkdir(parents=True)
-    data = DataDir(tmp_path / "data")
-    env = hook_env(tmp_path, data.root, SID, project)
-    base = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project)}
 
-    def send(name: str, **fields: Any) -> None:
-        res = run_hook({**base, "hook_event_name": name, **fields}, env)
-        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
-
-    def write(path: Path, *lines: dict[str, Any]) -> None:
-        with path.open("ab") as f:
-            f.write(b"".join(orjson.dumps(x) + b"\n" for x in lines))
 
     send("SessionStart", source="startup")
     write(transcript, _line("user", "u-p", 0, "summarise"))

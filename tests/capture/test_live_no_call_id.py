@@ -12,8 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import orjson
-from capture_helpers import REMATCH, hook_env, make_repo, read_jsonl, run_hook
+from capture_helpers import REMATCH, HookSession, read_jsonl
 
 from rematch_trace.store.datafolder import DataDir
 
@@ -35,20 +34,9 @@ LAST = _line("assistant", "u4", [{"type": "text", "text": "Done."}], id="msg_2",
 
 
 def test_old_tool_payloads_take_their_call_id_from_the_transcript(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "project")
-    transcript = tmp_path / "projects" / "-project" / f"{SID}.jsonl"
-    transcript.parent.mkdir(parents=True)
-    data = tmp_path / "data"
-    env = hook_env(tmp_path / "home", data, SID, project)
-    base = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project)}
+    s = HookSession(tmp_path, SID, projects="projects", home="home")
+    transcript, data, send, write = s.transcript, s.data, s.send, s.write
 
-    def send(name: str, **fields: Any) -> None:
-        res = run_hook({**base, "hook_event_name": name, **fields}, env)
-        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
-
-    def write(*lines: dict[str, Any]) -> None:
-        with transcript.open("ab") as f:
-            f.write(b"".join(orjson.dumps(x) + b"\n" for x in lines))
 
     send("SessionStart", source="startup")
     write(PROMPT)

@@ -54,7 +54,23 @@ def test_install_lays_out_the_folder_and_uninstall_takes_everything_back(tmp_pat
     assert _hooks(env, "install").returncode == 0 and json.loads(config.read_text())["plugin"] == [copy.resolve().as_uri()]
     res = _hooks(env, "uninstall")
     assert res.returncode == 0, res.stderr
-    assert sorted(p.name for p in config.parent.iterdir()) == [] and not copy.exists()
+    # The folders install made for the config (XDG_CONFIG_HOME's and its opencode/) are gone with it.
+    assert not (tmp_path / "config").exists() and not copy.exists()
+
+
+def test_uninstall_removes_only_the_folders_install_made(tmp_path: Path) -> None:
+    """``~/.config`` there before (with a file of the user's), ``opencode/`` not: uninstall removes
+    ``opencode/`` and keeps ``~/.config``; a config folder there before install stays, empty."""
+    env, config = _env(tmp_path)
+    mine = tmp_path / "config" / "other-tool.json"
+    mine.parent.mkdir()
+    mine.write_bytes(b"{}")
+    assert _hooks(env, "install").returncode == 0 and config.is_file()
+    assert _hooks(env, "uninstall").returncode == 0
+    assert not config.parent.exists() and sorted(p.name for p in mine.parent.iterdir()) == ["other-tool.json"]
+    config.parent.mkdir()
+    assert _hooks(env, "install").returncode == 0 and _hooks(env, "uninstall").returncode == 0
+    assert config.parent.is_dir() and list(config.parent.iterdir()) == []
 
 
 def test_the_users_config_is_kept_and_restored_byte_for_byte(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from capture_helpers import REMATCH, hook_env, make_repo, read_jsonl, run_hook
+from capture_helpers import REMATCH, HookSession, read_jsonl
 
 from rematch_trace.store.datafolder import DataDir
 
@@ -61,20 +61,9 @@ def _projections(trace: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_a_resumed_session_appends_to_its_live_trace(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "project")
-    transcript = tmp_path / "config" / "projects" / "-project" / f"{SID}.jsonl"
-    transcript.parent.mkdir(parents=True)
-    data = DataDir(tmp_path / "data")
-    env = hook_env(tmp_path, data.root, SID, project)
-    base = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project)}
+    s = HookSession(tmp_path, SID)
+    transcript, data, send, write = s.transcript, DataDir(s.data), s.send, s.write
 
-    def send(name: str, **fields: Any) -> None:
-        res = run_hook({**base, "hook_event_name": name, **fields}, env)
-        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
-
-    def write(*lines: dict[str, Any]) -> None:
-        with transcript.open("ab") as f:
-            f.write(b"".join(orjson.dumps(x) + b"\n" for x in lines))
 
     def committed() -> dict[str, Any]:
         state: dict[str, Any] = orjson.loads((data.root / "live" / f"{SID}.json").read_bytes())

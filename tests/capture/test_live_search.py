@@ -5,24 +5,17 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import orjson
-from capture_helpers import hook_env, make_repo, run_hook
+from capture_helpers import HookSession
 
 SID = "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
 
 def test_a_live_session_is_indexed_and_summarized_when_it_ends(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "project")
-    transcript = tmp_path / "claude-config" / "projects" / "-project" / f"{SID}.jsonl"
-    data = tmp_path / "data"
-    env = hook_env(tmp_path, data, SID, project)
-    base: dict[str, Any] = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project)}
+    s = HookSession(tmp_path, SID, projects="claude-config/projects", made=False)
+    data, send = s.data, s.send
 
-    def send(name: str, **fields: Any) -> None:
-        res = run_hook({**base, "hook_event_name": name, **fields}, env)
-        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
 
     send("SessionStart", source="startup")
     send("UserPromptSubmit", prompt="please rename the wobblegong module")

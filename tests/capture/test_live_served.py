@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from capture_helpers import HOOK_ARGV, hook_env, load_fixture, make_repo, read_jsonl, run_hook
+from capture_helpers import HOOK_ARGV, hook_env, load_fixture, make_repo, read_jsonl, run_hook, serving
 
 from rematch_trace.live import paths
 from rematch_trace.store.datafolder import DataDir
@@ -38,15 +38,8 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     """A data folder with ``rematch serve`` running on it (the default policy), and the hooks' environment."""
     data = tmp_path / "data"
     env = hook_env(tmp_path, data, SID, service=True)
-    service = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
-                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    try:
-        _wait_for_socket(data, service)
+    with serving(data, env):
         yield data, env
-    finally:
-        service.terminate()
-        assert service.wait(timeout=60) is not None
 
 
 def test_the_service_captures_what_the_hook_hands_it(tmp_path: Path, project: Path,

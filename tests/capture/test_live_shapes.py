@@ -13,16 +13,13 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from capture_helpers import hook_env, read_jsonl, run_hook
+from capture_helpers import hook_env, read_jsonl, run_hook, serving
 
 from rematch_trace.live import paths
 from rematch_trace.live.ipc.codec import MAX_REPLY_BYTES, encode_frame
@@ -106,17 +103,8 @@ def served(tmp_path: Path) -> Iterator[dict[str, str]]:
     data = tmp_path / "data"
     env = hook_env(tmp_path, data, SID, service=True)
     env["REMATCH_IPC_DEADLINE_MS"] = "20000"
-    service = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
-                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        end = time.monotonic() + 60
-        while not paths.events_socket(data).exists():
-            assert time.monotonic() < end and service.poll() is None, "rematch serve did not listen"
-            time.sleep(0.05)
+    with serving(data, env):
         yield env
-    finally:
-        service.terminate()
-        assert service.wait(timeout=60) is not None
 
 
 @pytest.fixture
@@ -124,6 +112,9 @@ def busy(tmp_path: Path) -> Iterator[dict[str, str]]:
     """A listener on the data folder's event socket that reads each request and answers ``busy``."""
     data = tmp_path / "data"
     env = hook_env(tmp_path, data, SID, service=True)
+    # The client retries busy until its deadline, then judges the call itself: a short deadline is
+    # the same path (each try answered busy), without waiting out the default 1.5 s three times a test.
+    env["REMATCH_IPC_DEADLINE_MS"] = "300"
     run = paths.run_dir(data)
     data.mkdir(mode=0o700)
     paths.ensure_private_dir(run)

@@ -9,37 +9,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-import pytest
-from capture_helpers import HOOK_ARGV, hook_env, make_repo
-
-from rematch_trace.live import paths
+from capture_helpers import HOOK_ARGV, make_repo
 
 SID = "4b1d2c3e-5f60-4718-9a2b-3c4d5e6f7081"
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    data = tmp_path / "data"
-    env = hook_env(tmp_path, data, SID, service=True)
-    env["REMATCH_IPC_DEADLINE_MS"] = "20000"
-    service = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
-                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    try:
-        end = time.monotonic() + 60
-        while not paths.events_socket(data).exists():
-            assert time.monotonic() < end and service.poll() is None, "rematch serve did not listen"
-            time.sleep(0.05)
-        yield data, env
-    finally:
-        service.terminate()
-        service.wait(timeout=60)
 
 
 def test_dodges_are_denied_through_the_service_and_ordinary_commands_pass(

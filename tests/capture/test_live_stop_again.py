@@ -15,9 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-from capture_helpers import REMATCH, hook_env, make_repo, read_jsonl, run_hook
+from capture_helpers import REMATCH, HookSession, read_jsonl
 
 from rematch_trace.store.datafolder import DataDir
 
@@ -40,20 +39,9 @@ FIRST, SECOND = _assistant("msg_1", "First.", 400), _assistant("msg_2", "Second.
 
 @pytest.mark.parametrize("late", [False, True], ids=["in-order", "read-after-the-loop-went-on"])
 def test_a_second_stop_counts_only_the_new_response(tmp_path: Path, late: bool) -> None:
-    project = make_repo(tmp_path / "project")
-    transcript = tmp_path / "config" / "projects" / "-project" / f"{SID}.jsonl"
-    transcript.parent.mkdir(parents=True)
-    data = tmp_path / "data"
-    env = hook_env(tmp_path, data, SID, project)
-    base = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project)}
+    s = HookSession(tmp_path, SID)
+    transcript, data, send, write = s.transcript, s.data, s.send, s.write
 
-    def send(name: str, **fields: Any) -> None:
-        res = run_hook({**base, "hook_event_name": name, **fields}, env)
-        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
-
-    def write(*lines: dict[str, Any]) -> None:
-        with transcript.open("ab") as f:
-            f.write(b"".join(orjson.dumps(x) + b"\n" for x in lines))
 
     send("SessionStart", source="startup")
     write(PROMPT)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from capture_helpers import REMATCH, hook_env, make_repo, read_jsonl, run_hook
+from capture_helpers import REMATCH, HookSession, read_jsonl
 
 from rematch_trace.store.datafolder import DataDir
 
@@ -36,22 +36,12 @@ def _assistant(uuid: str, content: list[dict[str, Any]], stop: str, sidechain: b
 
 
 def test_a_subagent_call_without_agent_id_goes_to_the_subagent(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "project")
-    folder = tmp_path / "projects" / "-project"
-    transcript = folder / f"{SID}.jsonl"
+    s = HookSession(tmp_path, SID, projects="projects", home="home", made=False)
+    transcript, data, send, write = s.transcript, s.data, s.send, s.append
+    folder = transcript.parent
     sub_file = folder / SID / "subagents" / f"agent-{AGENT}.jsonl"
     sub_file.parent.mkdir(parents=True)
-    data = tmp_path / "data"
-    env = hook_env(tmp_path / "home", data, SID, project)
-    base = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project)}
 
-    def send(name: str, **fields: Any) -> None:
-        res = run_hook({**base, "hook_event_name": name, **fields}, env)
-        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
-
-    def write(path: Path, *lines: dict[str, Any]) -> None:
-        with path.open("ab") as f:
-            f.write(b"".join(orjson.dumps(x) + b"\n" for x in lines))
 
     task = {"description": "look", "prompt": "Look around.", "subagent_type": "general-purpose"}
     sub_call = {"command": "pwd"}

@@ -12,8 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import orjson
-from capture_helpers import hook_env, make_repo, read_jsonl, run_hook
+from capture_helpers import HookSession, read_jsonl
 
 from rematch_trace.store.datafolder import DataDir
 
@@ -39,20 +38,9 @@ LAST = _assistant("msg_2", [{"type": "text", "text": "Done."}], "end_turn", 9)
 def _session(tmp_path: Path, late: bool, unwritten: bool = False) -> list[dict[str, Any]]:
     """One prompt, a Bash call, a final answer; with ``late`` the answer reaches the transcript after the Stop
     began; with ``unwritten`` the transcript file itself is first written then (a new session's file)."""
-    project = make_repo(tmp_path / "project")
-    transcript = tmp_path / "config" / "projects" / "-project" / f"{SID}.jsonl"
-    transcript.parent.mkdir(parents=True)
-    data = tmp_path / "data"
-    env = hook_env(tmp_path, data, SID, project)
-    base = {"session_id": SID, "transcript_path": str(transcript), "cwd": str(project)}
+    s = HookSession(tmp_path, SID)
+    data, send, write = s.data, s.send, s.write
 
-    def send(name: str, **fields: Any) -> None:
-        res = run_hook({**base, "hook_event_name": name, **fields}, env)
-        assert (res.returncode, res.stdout, res.stderr) == (0, b"", b"")
-
-    def write(*lines: dict[str, Any]) -> None:
-        with transcript.open("ab") as f:
-            f.write(b"".join(orjson.dumps(x) + b"\n" for x in lines))
 
     send("SessionStart", source="startup")
     if unwritten:

@@ -211,11 +211,27 @@ def test_files_of_an_absent_harness_name_the_plugin_to_install(tmp_path: Path, s
     omp = next((EXAMPLES / "omp").rglob("*.jsonl"))
     assert f"rematch: {cc}: skipped: looks like a transcript of Claude Code, but no installed plugin reads it: " \
            "pip install rematch-claude-code" in res.stderr
-    assert f"rematch: {omp}: skipped: looks like a transcript of omp (or pi), but no installed plugin reads it: " \
+    assert f"rematch: {omp}: skipped: looks like a transcript of omp, but no installed plugin reads it: " \
            "pip install rematch-omp" in res.stderr
     # Neither the installed harness nor an unknown one is told to install anything.
     assert "rematch-codex" not in res.stderr
     assert f"rematch: {EXAMPLES / 'toy' / 'demo.jsonl'}: skipped: JSON lines that no installed plugin recognises as a transcript (see: rematch plugins)" in res.stderr
+
+
+def test_pi_and_omp_files_name_their_own_plugin() -> None:
+    """One format, two harnesses: omp's title slot (or its folder) names rematch-omp, else rematch-pi."""
+    from rematch_trace.host.known import missing_plugin
+
+    header = b'{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}\n'
+    slot = b'{"type":"title","v":1,"title":"","pad":"  "}\n'
+    said = {name: missing_plugin(Path(name), head, loaded=()) for name, head in [
+        ("/copies/a.jsonl", header), ("/copies/b.jsonl", slot + header),
+        ("/home/u/.omp/agent/sessions/--w--/c.jsonl", header), ("/home/u/.pi/agent/sessions/--w--/d.jsonl", header)]}
+    assert said["/copies/a.jsonl"] == said["/home/u/.pi/agent/sessions/--w--/d.jsonl"] == \
+        "looks like a transcript of pi, but no installed plugin reads it: pip install rematch-pi"
+    assert said["/copies/b.jsonl"] == said["/home/u/.omp/agent/sessions/--w--/c.jsonl"] == \
+        "looks like a transcript of omp, but no installed plugin reads it: pip install rematch-omp"
+    assert missing_plugin(Path("/copies/a.jsonl"), header, loaded=("pi",)) is None
 
 
 def test_a_copied_transcript_is_known_by_its_first_bytes(tmp_path: Path, site: Path) -> None:

@@ -124,51 +124,42 @@ def test_rematch_serve_exports_a_live_session_with_its_deny(tmp_path: Path) -> N
     import orjson
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
-    from capture_helpers import HOOK_ARGV, REMATCH, hook_env, make_repo
-
-    from rematch_trace.live import paths
+    from capture_helpers import HOOK_ARGV, REMATCH, hook_env, make_repo, serving
 
     sid = "4d2c1b0a-9e8f-4a7b-8c6d-5e4f3a2b1c0d"
     receiver = Receiver()
     data = tmp_path / "data"
     env = hook_env(tmp_path, data, sid, service=True)
     env["REMATCH_IPC_DEADLINE_MS"] = "20000"
-    service = subprocess.Popen([REMATCH, "serve", "--data", str(data), "--export-otlp", receiver.url],
-                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
-        while not paths.events_socket(data).exists():
-            assert time.monotonic() < deadline and service.poll() is None, "rematch serve did not listen"
-            time.sleep(0.05)
-        repo = make_repo(tmp_path / "repo")
-        base = {"session_id": sid, "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(repo),
-                "permission_mode": "default"}
-        outside = str(tmp_path / "elsewhere" / "notes.txt")
-        steps = [
-            {"hook_event_name": "UserPromptSubmit", "prompt": "write the notes"},
-            {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_in",
-             "tool_input": {"file_path": str(repo / "notes.txt"), "content": "x"}},
-            {"hook_event_name": "PostToolUse", "tool_name": "Write", "tool_use_id": "toolu_in",
-             "tool_input": {"file_path": str(repo / "notes.txt"), "content": "x"},
-             "tool_response": {"filePath": str(repo / "notes.txt"), "success": True}},
-            {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_out",
-             "tool_input": {"file_path": outside, "content": "x"}},
-            {"hook_event_name": "Stop", "last_assistant_message": "I could not write there."},
-            {"hook_event_name": "SessionEnd", "reason": "other"},
-        ]
-        for fields in steps:
-            res = subprocess.run(HOOK_ARGV, input=orjson.dumps({**base, **fields}), env=env, capture_output=True,
-                                 timeout=60)
-            assert res.returncode == 0 and res.stderr == b"", fields["hook_event_name"]
-            if fields.get("tool_use_id") == "toolu_out" and fields["hook_event_name"] == "PreToolUse":
-                assert json.loads(res.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
-        wait_until = time.monotonic() + 60
-        while not any(s.name == "execute_tool Write" and s.events for s in receiver.spans()):
-            assert time.monotonic() < wait_until, "the live session's spans did not arrive"
-            time.sleep(0.2)
+        with serving(data, env, [REMATCH, "serve", "--data", str(data), "--export-otlp", receiver.url]):
+            repo = make_repo(tmp_path / "repo")
+            base = {"session_id": sid, "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(repo),
+                    "permission_mode": "default"}
+            outside = str(tmp_path / "elsewhere" / "notes.txt")
+            steps = [
+                {"hook_event_name": "UserPromptSubmit", "prompt": "write the notes"},
+                {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_in",
+                 "tool_input": {"file_path": str(repo / "notes.txt"), "content": "x"}},
+                {"hook_event_name": "PostToolUse", "tool_name": "Write", "tool_use_id": "toolu_in",
+                 "tool_input": {"file_path": str(repo / "notes.txt"), "content": "x"},
+                 "tool_response": {"filePath": str(repo / "notes.txt"), "success": True}},
+                {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_out",
+                 "tool_input": {"file_path": outside, "content": "x"}},
+                {"hook_event_name": "Stop", "last_assistant_message": "I could not write there."},
+                {"hook_event_name": "SessionEnd", "reason": "other"},
+            ]
+            for fields in steps:
+                res = subprocess.run(HOOK_ARGV, input=orjson.dumps({**base, **fields}), env=env, capture_output=True,
+                                     timeout=60)
+                assert res.returncode == 0 and res.stderr == b"", fields["hook_event_name"]
+                if fields.get("tool_use_id") == "toolu_out" and fields["hook_event_name"] == "PreToolUse":
+                    assert json.loads(res.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+            wait_until = time.monotonic() + 60
+            while not any(s.name == "execute_tool Write" and s.events for s in receiver.spans()):
+                assert time.monotonic() < wait_until, "the live session's spans did not arrive"
+                time.sleep(0.2)
     finally:
-        service.terminate()
-        service.wait(timeout=60)
         receiver.close()
     spans = receiver.spans()
     blocked = [s for s in spans if s.name == "execute_tool Write" and s.events]

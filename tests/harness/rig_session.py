@@ -135,6 +135,24 @@ class RigSession:
                 done = self.rematch("approve", held["approval_id"], "--out", str(self.data))
                 approved.append({**held, "rc": done.returncode, "said": done.stdout + done.stderr})
 
+    def run_served(self, script: dict[str, Any], prompts: list[Prompt], session_id: str | None = None
+                   ) -> tuple[Record, list[dict[str, Any]]]:
+        """The prompts run with ``rematch serve`` deciding and a person approving each held call
+        (:meth:`approve_held`); the record and the approvals given."""
+        approved: list[dict[str, Any]] = []
+        self.start_service()
+        try:
+            record = self.run(script, prompts, session_id=session_id, while_running=lambda: self.approve_held(approved))
+        finally:
+            self.stop_service()
+        return record, approved
+
+    def import_transcripts(self, name: str = "imported") -> tuple[Path, subprocess.CompletedProcess[str]]:
+        """``rematch import`` of the harness's transcripts into ``<root>/<name>`` (one job): the folder
+        and the finished command."""
+        out = self.root / name
+        return out, self.rematch("import", str(self.transcripts()), "--out", str(out), "-j", "1")
+
     def start_service(self) -> None:
         """``rematch serve --out data`` (the built-in policy): the verdicts the hooks ask for."""
         from rematch_trace.live import paths

@@ -9,9 +9,7 @@ tests against a real ``rematch serve`` and against a data folder with none (the 
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,81 +17,40 @@ import time
 from pathlib import Path
 
 import pytest
-from rig_install import InstallError, binary, pinned, prefix_of
-from ts_tools import tools, unavailable
+from rig_install import binary, pinned
+from ts_tools import ROOT, TsCheck, clean_env, ts_check
 
 from rematch_trace.live import paths
 from rematch_trace.live.hook_check import service_state
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 EXTENSION = ROOT / "plugins" / "omp" / "rematch_omp" / "extension" / "rematch.ts"
 TESTS = HERE / "ts" / "extension.test.ts"
-#: The compiler's checks beyond ``strict``.
-OPTIONS = {"strict": True, "noUnusedLocals": True, "noUnusedParameters": True, "noImplicitReturns": True,
-           "noFallthroughCasesInSwitch": True, "noImplicitOverride": True, "target": "es2022",
-           "module": "commonjs", "moduleResolution": "node10", "esModuleInterop": True, "skipLibCheck": True}
-ESLINT_CONFIG = """\
-import tseslint from "typescript-eslint";
-
-export default tseslint.config(...tseslint.configs.recommended, ...tseslint.configs.strict);
-"""
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """(the tools' prefix, pi's node_modules, a folder with the compiled output under ``out/``)."""
-    if shutil.which("node") is None:
-        unavailable("node is not installed")
-    try:
-        prefix = tools()
-        binary(pinned("pi"))
-    except (InstallError, OSError) as exc:
-        unavailable(f"the TypeScript tools or pi are not available: {exc}")
-        raise
-    work = tmp_path_factory.mktemp("ts")
-    return prefix, prefix_of(pinned("pi")) / "node_modules", work
+def setup(tmp_path_factory: pytest.TempPathFactory) -> TsCheck:
+    """The extension and its tests, checked against pi's own types (``@mariozechner/pi-coding-agent``)."""
+    pi_types = {"baseUrl": "/", "paths": {"@mariozechner/pi-coding-agent": ["{modules}/@mariozechner/pi-coding-agent"]}}
+    return ts_check(EXTENSION, TESTS, tmp_path_factory.mktemp("ts"), **pi_types)
 
 
-def _tsconfig(work: Path, modules: Path, emit: bool) -> Path:
-    opts = dict(OPTIONS, baseUrl="/", paths={"@mariozechner/pi-coding-agent": [str(modules / "@mariozechner" /
-                                                                                   "pi-coding-agent")]},
-                typeRoots=[str(modules / "@types")], types=["node"])
-    if emit:
-        opts.update(outDir=str(work / "out"), rootDir=str(ROOT))
-    else:
-        opts["noEmit"] = True
-    path = work / ("tsconfig.emit.json" if emit else "tsconfig.json")
-    path.write_text(json.dumps({"compilerOptions": opts, "files": [str(EXTENSION), str(TESTS)]}))
-    return path
-
-
-def test_the_extension_type_checks(setup: tuple[Path, Path, Path]) -> None:
+def test_the_extension_type_checks(setup: TsCheck) -> None:
     """``tsc --noEmit`` with the strict options, against pi's own types: no error."""
-    prefix, modules, work = setup
-    res = subprocess.run([str(prefix / "node_modules" / ".bin" / "tsc"), "-p", str(_tsconfig(work, modules, False))],
-                         capture_output=True, text=True, timeout=300)
+    res = setup.tsc(emit=False)
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_the_extension_is_lint_clean(setup: tuple[Path, Path, Path]) -> None:
+def test_the_extension_is_lint_clean(setup: TsCheck) -> None:
     """eslint with typescript-eslint's recommended and strict rules: no finding."""
-    prefix, _modules, work = setup
-    lint = work / "lint"
-    lint.mkdir(exist_ok=True)
-    (lint / "eslint.config.mjs").write_text(ESLINT_CONFIG)
-    if not (lint / "node_modules").exists():
-        (lint / "node_modules").symlink_to(prefix / "node_modules")
-    shutil.copy(EXTENSION, lint / "rematch.ts")
-    res = subprocess.run([str(prefix / "node_modules" / ".bin" / "eslint"), "--max-warnings=0", "rematch.ts"],
-                         cwd=lint, capture_output=True, text=True, timeout=300)
+    res = setup.eslint()
     assert res.returncode == 0, res.stdout + res.stderr
 
 
 def _serve(data: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "rematch_trace.live.service", "--data", str(data), "--quiet"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=_env(data.parent))
+                            env=clean_env(data.parent))
     end = time.monotonic() + 60
     while not paths.events_socket(data).exists():
         assert proc.poll() is None and time.monotonic() < end, "rematch serve did not listen"
@@ -101,21 +58,13 @@ def _serve(data: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REMATCH_", "CLAUDE_"))}
-    env["HOME"] = str(home)  # no policy of the caller's
-    return env
-
-
-def test_the_extensions_own_tests_pass_under_node(setup: tuple[Path, Path, Path], tmp_path: Path) -> None:
+def test_the_extensions_own_tests_pass_under_node(setup: TsCheck, tmp_path: Path) -> None:
     """tsc compiles the extension and its tests; ``node --test`` runs them (see ts/extension.test.ts)."""
-    prefix, modules, work = setup
-    res = subprocess.run([str(prefix / "node_modules" / ".bin" / "tsc"), "-p", str(_tsconfig(work, modules, True))],
-                         capture_output=True, text=True, timeout=300)
+    res = setup.tsc(emit=True)
     assert res.returncode == 0, res.stdout + res.stderr
     served, unserved, swapped = tmp_path / "served", tmp_path / "unserved", tmp_path / "swapped"
     short, long = tmp_path / "d", tmp_path / ("x" * 120)
-    env = {**_env(tmp_path), "REMATCH_PYTHON": sys.executable, "SERVED_DATA": str(served),
+    env = {**clean_env(tmp_path), "REMATCH_PYTHON": sys.executable, "SERVED_DATA": str(served),
            "UNSERVED_DATA": str(unserved), "SWAPPED_DATA": str(swapped),
            "SHORT_DATA": str(short), "LONG_DATA": str(long),
            "EXPECT_RUN_SHORT": str(paths.run_dir(short)), "EXPECT_RUN_LONG": str(paths.run_dir(long)),
@@ -123,8 +72,7 @@ def test_the_extensions_own_tests_pass_under_node(setup: tuple[Path, Path, Path]
            "REPLY_CASES": str(HERE / "ts" / "reply_cases.json")}
     service, other = _serve(served), _serve(swapped)
     try:
-        res = subprocess.run(["node", "--test", str(work / "out" / "tests" / "harness" / "ts" / "extension.test.js")],
-                             capture_output=True, text=True, timeout=300, env=env)
+        res = setup.node_test(env)
     finally:
         for proc in (service, other):
             proc.send_signal(signal.SIGTERM)

@@ -135,25 +135,8 @@ def outcome(claude_code_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     shutil.copy(MARK_COMMAND, commands / "rematch-mark.md")
     s.install_hooks()
     sid = str(uuid.uuid4())
-    approved: list[dict[str, Any]] = []
-
-    def approve_held() -> None:
-        """What a person does: list the held calls, approve each (once)."""
-        res = s.rematch("approvals", "--out", str(s.data), "--json")
-        if res.returncode != 0:
-            return
-        for held in json.loads(res.stdout or "[]"):
-            if held.get("state") == "pending" and held["approval_id"] not in {a["approval_id"] for a in approved}:
-                done = s.rematch("approve", held["approval_id"], "--out", str(s.data))
-                approved.append({**held, "rc": done.returncode, "said": done.stdout + done.stderr})
-
-    s.start_service()
-    try:
-        record = s.run(_fill(SCRIPT, s.project), PROMPTS, session_id=sid, while_running=approve_held)
-    finally:
-        s.stop_service()
-    imported = root / "imported"
-    res = s.rematch("import", str(s.transcripts()), "--out", str(imported), "-j", "1")
+    record, approved = s.run_served(_fill(SCRIPT, s.project), PROMPTS, session_id=sid)
+    imported, res = s.import_transcripts()
     return Outcome(s, sid, record, approved, imported, res)
 
 

@@ -80,25 +80,8 @@ def codex_outcome(codex_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     policy = s.home / ".config" / "rematch" / "policy.yml"
     policy.parent.mkdir(parents=True)
     policy.write_text("version: 1\napprove_without_code: true\n")
-    approved: list[dict[str, Any]] = []
-
-    def approve_held() -> None:
-        """What a person does: list the held calls, approve each (once)."""
-        res = s.rematch("approvals", "--out", str(s.data), "--json")
-        if res.returncode != 0:
-            return
-        for held in json.loads(res.stdout or "[]"):
-            if held.get("state") == "pending" and held["approval_id"] not in {a["approval_id"] for a in approved}:
-                done = s.rematch("approve", held["approval_id"], "--out", str(s.data))
-                approved.append({**held, "rc": done.returncode, "said": done.stdout + done.stderr})
-
-    s.start_service()
-    try:
-        record = s.run(SCRIPT, PROMPTS, while_running=approve_held)
-    finally:
-        s.stop_service()
-    imported = root / "imported"
-    res = s.rematch("import", str(s.transcripts()), "--out", str(imported), "-j", "1")
+    record, approved = s.run_served(SCRIPT, PROMPTS)
+    imported, res = s.import_transcripts()
     traces = [rig_compare.read_jsonl(p) for p in sorted((imported / "traces").glob("*.jsonl"))]
     live = [rig_compare.read_jsonl(p) for p in sorted((s.data / "traces").glob("*.jsonl"))]
     return CodexOutcome(s, record, res.stdout, res.stderr, res.returncode, traces, live, imported, approved)

@@ -100,25 +100,8 @@ def _traces(folder: Path) -> dict[str, list[dict[str, Any]]]:
 def _run(root: Path, exe: Path, prompt: str, without: tuple[str, ...] = ()) -> Outcome:
     s = ApprovingCodex(root, exe, without=without)
     s.install_hooks()
-    approved: list[dict[str, Any]] = []
-
-    def approve_held() -> None:
-        """What a person does: list the held calls, approve each (once)."""
-        res = s.rematch("approvals", "--out", str(s.data), "--json")
-        if res.returncode != 0:
-            return
-        for held in json.loads(res.stdout or "[]"):
-            if held.get("state") == "pending" and held["approval_id"] not in {a["approval_id"] for a in approved}:
-                done = s.rematch("approve", held["approval_id"], "--out", str(s.data))
-                approved.append({**held, "rc": done.returncode})
-
-    s.start_service()
-    try:
-        record = s.run(SCRIPT, [Prompt(prompt)], while_running=approve_held)
-    finally:
-        s.stop_service()
-    imported = root / "imported"
-    res = s.rematch("import", str(s.transcripts()), "--out", str(imported), "-j", "1")
+    record, approved = s.run_served(SCRIPT, [Prompt(prompt)])
+    imported, res = s.import_transcripts()
     return Outcome(s, record, approved, _traces(imported), _traces(s.data), res.returncode)
 
 

@@ -83,17 +83,11 @@ def gemini_live(gemini_cli_exe: Path, tmp_path_factory: pytest.TempPathFactory) 
     """The three prompts run once with the hooks and the service; the log imported."""
     s = GeminiCliSession(tmp_path_factory.mktemp("gemini-live"), gemini_cli_exe, live=True)
     s.install_hooks()
-    approved: list[dict[str, Any]] = []
     steps = script(s.project)
-    s.start_service()
-    try:
-        record = s.run(steps, PROMPTS, while_running=lambda: s.approve_held(approved))
-    finally:
-        s.stop_service()
+    record, approved = s.run_served(steps, PROMPTS)
     status = s.rematch("hooks", "status", "--harness", "gemini_cli", "--out", str(s.data))
     doctor = s.rematch("doctor", "--data", str(s.data))
-    imported = s.root / "imported"
-    res = s.rematch("import", str(s.transcripts()), "--out", str(imported), "-j", "1")
+    imported, res = s.import_transcripts()
     mains = [p for p in sorted((imported / "traces").glob("*.jsonl"))
              if rig_compare.read_jsonl(p)[0]["agent"]["kind"] == "main"]
     [imp] = mains

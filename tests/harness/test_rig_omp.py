@@ -17,11 +17,12 @@ from test_rig_pi import (  # the same tests, against omp's session (this module'
     run_import,
     test_every_run_ends_cleanly,
     test_the_model_gets_each_calls_output,
+    test_the_session_is_the_harness_that_wrote_it,
     test_transcript_imports_with_no_skipped_line,
 )
 
 __all__ = ["test_every_run_ends_cleanly", "test_the_model_gets_each_calls_output",
-           "test_transcript_imports_with_no_skipped_line"]
+           "test_the_session_is_the_harness_that_wrote_it", "test_transcript_imports_with_no_skipped_line"]
 #: pi's import script with omp's edit.
 SCRIPT = {**PI_SCRIPT, "tools": OMP_SCRIPT["tools"]}
 

@@ -71,17 +71,11 @@ def oc_live(opencode_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> Ope
     """The three prompts run once with the plugin and the service; the database imported."""
     s = OpencodeSession(tmp_path_factory.mktemp("opencode-live"), opencode_exe, live=True)
     s.install_hooks()
-    approved: list[dict[str, Any]] = []
     steps = script(s.project)
-    s.start_service()
-    try:
-        record = s.run(steps, PROMPTS, while_running=lambda: s.approve_held(approved))
-    finally:
-        s.stop_service()
+    record, approved = s.run_served(steps, PROMPTS)
     status = s.rematch("hooks", "status", "--harness", "opencode", "--settings",
                        str(s.home / ".config" / "opencode" / "opencode.json"), "--out", str(s.data))
-    imported = s.root / "imported"
-    res = s.rematch("import", str(s.transcripts()), "--out", str(imported), "-j", "1")
+    imported, res = s.import_transcripts()
     [imp] = [p for p in sorted((imported / "traces").glob("*.jsonl"))
              if rig_compare.read_jsonl(p)[0]["agent"]["kind"] == "main"]
     def traces(folder: Path) -> dict[str, list[dict[str, Any]]]:

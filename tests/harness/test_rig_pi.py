@@ -93,3 +93,12 @@ def test_transcript_imports_with_no_skipped_line(pi_outcome: PiOutcome) -> None:
     assert [r["is_error"] for r in results] == [False, True, False, False, False, False]
     inputs = [r["text"] for t in pi_outcome.traces for r in t if r["ev"] == "input"]
     assert inputs == ["Use the tools. [rig:tools]", "Once more. [rig:again]"]
+
+
+def test_the_session_is_the_harness_that_wrote_it(pi_outcome: PiOutcome) -> None:
+    """Named by path (the rig's agent folder is neither ``~/.pi`` nor ``~/.omp``), pi's file is harness
+    ``pi`` and omp's (``test_rig_omp.py``) ``omp``: in the trace and in ``rematch sessions``."""
+    harness = pi_outcome.session.harness
+    assert [t[0]["agent"]["name"] for t in pi_outcome.traces] == [harness]
+    res = pi_outcome.session.rematch("sessions", "--data", str(pi_outcome.session.root / "imported"), "--json")
+    assert [s["harness"] for s in json.loads(res.stdout)] == [harness], res.stdout + res.stderr

@@ -96,31 +96,13 @@ def pi_live(pi_exe: Path, tmp_path_factory: pytest.TempPathFactory) -> LiveOutco
 
 def run_live(s: PiSession, script: dict[str, Any] = SCRIPT) -> LiveOutcome:
     """The five prompts of ``s`` (pi's or omp's) with the extension and the service; its file imported."""
-    root = s.root
     # The built-in rules, approvable by the test (no terminal here for a one-time code).
     policy = s.home / ".config" / "rematch" / "policy.yml"
     policy.parent.mkdir(parents=True)
     policy.write_text("version: 1\napprove_without_code: true\n")
     s.install_hooks()
-    approved: list[dict[str, Any]] = []
-
-    def approve_held() -> None:
-        """What a person does: list the held calls, approve each (once)."""
-        res = s.rematch("approvals", "--out", str(s.data), "--json")
-        if res.returncode != 0:
-            return
-        for held in json.loads(res.stdout or "[]"):
-            if held.get("state") == "pending" and held["approval_id"] not in {a["approval_id"] for a in approved}:
-                done = s.rematch("approve", held["approval_id"], "--out", str(s.data))
-                approved.append({**held, "rc": done.returncode, "said": done.stdout + done.stderr})
-
-    s.start_service()
-    try:
-        record = s.run(script, PROMPTS, while_running=approve_held)
-    finally:
-        s.stop_service()
-    imported = root / "imported"
-    res = s.rematch("import", str(s.transcripts()), "--out", str(imported), "-j", "1")
+    record, approved = s.run_served(script, PROMPTS)
+    imported, res = s.import_transcripts()
     [imp] = sorted((imported / "traces").glob("*.jsonl"))
     live = rig_compare.read_jsonl(s.data / "traces" / imp.name)
     return LiveOutcome(s, record, approved, live, rig_compare.read_jsonl(imp), res.stdout + res.stderr,
@@ -198,10 +180,16 @@ def test_the_session_ends_with_files_changed(pi_live: LiveOutcome) -> None:
 
 
 def test_the_session_start_names_pis_version(pi_live: LiveOutcome) -> None:
-    """Live, the extension reads pi's version from its package (pi's session file records none)."""
+    """Live, the extension reads pi's version from its package (pi's session file records none); the
+    session is the harness's own (``pi`` live and imported, ``omp`` for omp), in the ledger too."""
     [start] = [r for r in pi_live.live if r["ev"] == "session_start"]
     version = pi_live.session.version or pinned(pi_live.session.harness).version
     assert (start["mode"], start["omp_version"]) == ("live", version)
+    harness = pi_live.session.harness
+    [imported] = [r for r in pi_live.imported if r["ev"] == "session_start"]
+    assert start["agent"]["name"] == imported["agent"]["name"] == harness
+    res = pi_live.session.rematch("sessions", "--data", str(pi_live.session.data), "--json")
+    assert [s["harness"] for s in json.loads(res.stdout)] == [harness], res.stdout + res.stderr
 
 
 def test_extension_only_fields(pi_live: LiveOutcome) -> None:
@@ -218,3 +206,8 @@ def test_extension_only_fields(pi_live: LiveOutcome) -> None:
     [start] = [r for r in pi_live.live if r["ev"] == "session_start"]
     assert {a.name for a in attrs.fields(SessionStart)} <= set(start)
     assert (start["loaded_entries"], start["hooks_loaded"], start["staging_dirs"]) == ([], [], [])
+
+
+#: The checks ``test_rig_omp_live.py`` and ``test_rig_pi_moved_live.py`` run against their own
+#: session (``from test_rig_pi_live import *``, beside their own ``pi_live`` fixture).
+__all__ = sorted(name for name in dict(globals()) if name.startswith("test_"))

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 HARNESSES = ("claude_code", "codex", "omp")
-PLUGINS_ENV = "claude_code,codex,omp"
+PLUGINS_ENV = "claude_code,codex,omp,pi"
 
 CC_SID = "11111111-2222-3333-4444-555555555555"
 CODEX_SID = "019a0000-1111-7222-8333-444444444444"
@@ -177,7 +177,9 @@ def path_for(root: Path, harness: str, sid: str) -> Path:
         return root / "claude" / "projects" / "-work-project" / f"{sid}.jsonl"
     if harness == "codex":
         return root / "codex" / "sessions" / "2026" / "02" / "10" / f"rollout-2026-02-10T21-00-00-{sid}.jsonl"
-    return root / "omp" / "sessions" / "--home-dev-proj--" / f"2026-08-21T14-02-10-500Z_{sid}.jsonl"
+    # omp's own folder (``~/.omp/agent/sessions``): a file of the format pi and omp share, without omp's
+    # title slot, is omp's there (and pi's elsewhere: docs/trace-schema.md, Decisions).
+    return root / ".omp" / "agent" / "sessions" / "--home-dev-proj--" / f"2026-08-21T14-02-10-500Z_{sid}.jsonl"
 
 
 def dump(line: Any) -> bytes:

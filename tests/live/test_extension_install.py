@@ -31,7 +31,7 @@ def test_install_writes_the_configured_copy_once(tmp_path: Path, harness: str) -
     text = target.read_text()
     [line] = [x for x in text.splitlines() if x.startswith("const INSTALLED")]
     conf = json.loads(line.split(" = ", 1)[1].rstrip(";"))
-    assert (conf["data"], conf["adapter"], conf["harness"]) == (str(data.resolve()), "omp", harness)
+    assert (conf["data"], conf["adapter"], conf["harness"]) == (str(data.resolve()), harness, harness)
     assert Path(conf["python"]).exists() and conf["call_deadline_ms"] > conf["deadline_ms"] > 0
     # Everything else is the shipped source.
     shipped = extension_install.shipped_source()

@@ -107,8 +107,9 @@ def write(path: Path, lines: list[Any], gz: bool = False) -> Path:
     return path
 
 
-def source_of(path: Path, hint: str | None = None) -> Source:
-    """The Source the plugin claims ``path`` with (asserting it does)."""
+def source_of(path: Path, hint: str | None = "omp") -> Source:
+    """The Source the plugin claims ``path`` with (asserting it does): by default as found in omp's own
+    folders (a file named by path is omp's only when omp wrote it: test_omp_discover.py)."""
     src = rematch_omp.detect_source(path=path, head=path.read_bytes()[:4096], hint=hint)
     assert src is not None, f"omp plugin did not claim {path}"
     return src

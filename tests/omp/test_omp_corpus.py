@@ -142,10 +142,18 @@ def test_corpus_file_imports_with_the_counts_its_source_implies(path: Path) -> N
     assert [json.dumps(r) for r in again[0].records] == [json.dumps(r) for r in s.records]
 
 
-def test_every_corpus_file_is_claimed_by_omp_alone() -> None:
+def test_every_corpus_file_is_claimed_by_the_harness_that_wrote_it_alone() -> None:
+    """Named by path, a file that starts with omp's title slot is omp's, any other pi's (the format is one)."""
+    import rematch_pi
+
     for path in FILES:
-        src = rematch_omp.detect_source(path=path, head=path.read_bytes()[:4096], hint=None)
-        assert src is not None and src.harness == "omp", path
+        head = path.read_bytes()[:4096]
+        wrote = "omp" if json.loads(head.split(b"\n", 1)[0]).get("type") == "title" else "pi"
+        mine, theirs = (rematch_omp, rematch_pi) if wrote == "omp" else (rematch_pi, rematch_omp)
+        src = mine.detect_source(path=path, head=head, hint=None)
+        assert src is not None and src.harness == wrote, path
+        assert theirs.detect_source(path=path, head=head, hint=None) is None, path
+    assert {"omp", "pi"} <= {"omp" if p.read_bytes().startswith(b'{"type":"title"') else "pi" for p in FILES}
     others = [p for p in (CORPUS.parent / "claude_code", CORPUS.parent / "codex") if p.is_dir()]
     for root in others:
         for path in sorted(root.rglob("*.jsonl"))[:50]:

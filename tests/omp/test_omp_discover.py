@@ -21,8 +21,14 @@ def test_default_roots(tmp_path: Path) -> None:
     assert roots == [
         HOME / ".omp/agent/sessions",
         HOME / ".omp/agent/archive/sessions",
-        HOME / ".pi/agent/sessions",
     ]
+    # pi's folder is rematch-pi's (harness pi); the folders both harnesses read from the environment, both name.
+    from rematch_pi.discover import session_roots as pi_roots
+
+    assert pi_roots({}, HOME) == [HOME / ".pi/agent/sessions"]
+    env = {"PI_CODING_AGENT_DIR": "/data/agent", "PI_CODING_AGENT_SESSION_DIR": "/flat"}
+    assert pi_roots(env, HOME) == [Path("/flat"), Path("/data/agent/sessions")]
+    assert set(pi_roots(env, HOME)) <= set(session_roots(env, HOME))
 
 
 def test_config_dir_agent_dir_and_flat_session_dir_overrides() -> None:
@@ -62,22 +68,49 @@ def _head(path: Path) -> bytes:
 
 
 def test_claims_omp_and_pi_files_only(tmp_path: Path) -> None:
+    import rematch_pi
+
     omp = write(tmp_path / "a.jsonl", [title_slot(), header()])
     pi = write(tmp_path / "b.jsonl", [header(version=None)])
     claude = write(tmp_path / "c.jsonl", [{"parentUuid": None, "type": "user", "sessionId": "x", "message": {}}])
     codex = write(tmp_path / "d.jsonl", [{"timestamp": "2025", "type": "session_meta", "payload": {"id": "x"}}])
     slot_only = write(tmp_path / "e.jsonl", [title_slot(), {"type": "message"}])
     other_ext = write(tmp_path / "f.json", [header()])
+    # Named by path: omp's title slot says omp wrote it; a file without one is pi's.
     assert rematch_omp.detect_source(path=omp, head=_head(omp), hint=None) == Source("omp", omp, mutable_prefix=256)
-    assert rematch_omp.detect_source(path=pi, head=_head(pi), hint=None) == Source("omp", pi)
+    assert rematch_pi.detect_source(path=omp, head=_head(omp), hint=None) is None
+    assert rematch_omp.detect_source(path=pi, head=_head(pi), hint=None) is None
+    assert rematch_pi.detect_source(path=pi, head=_head(pi), hint=None) == Source("pi", pi)
+    # Found in a harness's own folders (asked of its plugin alone), a file of the format is that harness's.
+    assert rematch_omp.detect_source(path=pi, head=_head(pi), hint="omp") == Source("omp", pi)
+    assert rematch_pi.detect_source(path=omp, head=_head(omp), hint="pi") == Source("pi", omp, mutable_prefix=256)
     for path in (claude, codex, slot_only, other_ext):
         assert rematch_omp.detect_source(path=path, head=_head(path), hint=None) is None
+        assert rematch_pi.detect_source(path=path, head=_head(path), hint=None) is None
     # A file found in Codex's folders is asked of the Codex plugin alone (the host routes by the hint).
     import rematch_codex
     from rematch_trace.testing import make_host
 
     host = make_host([rematch_omp, rematch_codex])
     assert host.detect(omp, "codex") is None and host.detect(omp, "omp") == Source("omp", omp, mutable_prefix=256)
+
+
+@pytest.mark.parametrize(("folder", "slot", "wrote"), [
+    (".omp/agent/sessions/--p--", False, "omp"),  # omp before its title slot, in its own folder
+    (".pi/agent/sessions/--p--", True, "pi"),  # a pi file omp once opened (and gave a slot), in pi's folder
+    ("copies/--p--", True, "omp"),
+    ("copies/--p--", False, "pi"),
+])
+def test_a_named_file_is_the_harness_its_folder_or_first_line_says(
+        tmp_path: Path, folder: str, slot: bool, wrote: str) -> None:
+    """Both plugins asked (a named path): exactly one claims, the one ``discover.writer`` names."""
+    import rematch_pi
+    from rematch_trace.testing import make_host
+
+    path = write(tmp_path / folder / "s.jsonl", [title_slot(), header()] if slot else [header()])
+    for order in ([rematch_omp, rematch_pi], [rematch_pi, rematch_omp]):
+        src = make_host(order).detect(path, None)
+        assert src is not None and src.harness == wrote
 
 
 def test_claims_a_header_longer_than_the_head_and_a_gzip_archive(tmp_path: Path) -> None:

@@ -109,13 +109,15 @@ def test_payloads_without_what_they_need_give_nothing() -> None:
 def test_the_host_asks_omp_only_about_omp() -> None:
     """The host routes ``live_records`` and ``hook_denial`` to the plugin that owns a harness (its
     ``default_locations`` name it): omp's hooks hold no test of the harness, and answer only ``omp``'s
-    payloads (pi's extension sends ``omp`` too) beside the other plugins."""
+    payloads beside the other plugins; pi's (the extension installed for pi sends ``pi``) go to rematch-pi."""
     import rematch_claude_code
     import rematch_codex
+    import rematch_pi
     from rematch_trace.testing import make_host
 
-    host = make_host([rematch_claude_code, rematch_codex, rematch_omp])
+    host = make_host([rematch_claude_code, rematch_codex, rematch_omp, rematch_pi])
     assert host.live_plugin("omp") == "rematch_omp" and host.live_plugin("claude_code") == "rematch_claude_code"
+    assert host.live_plugin("pi") == "rematch_pi"
     event = payload("input", event={"text": "hi", "source": "interactive"})
     assert [type(r) for r in host.live("omp", event, T)] == [vocab.Session, vocab.UserMessage]
     assert all(vocab.field_errors(r) == [] for r in host.live("omp", event, T))
@@ -124,6 +126,7 @@ def test_the_host_asks_omp_only_about_omp() -> None:
     assert host.denial("omp", verdict) == live.denial(verdict)
     assert host.denial("claude_code", verdict) != live.denial(verdict)  # Claude Code's own deny output
     assert host.live("nobody", event, T) == [] and host.denial("nobody", verdict) is None
+    assert host.live("pi", event, T) == host.live("omp", event, T) and host.denial("pi", verdict) == live.denial(verdict)
 
 
 def test_the_deny_line_is_what_the_extension_reads() -> None:

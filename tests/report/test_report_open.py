@@ -1,5 +1,5 @@
 """``rematch report --open``: the index opened as a ``file://`` URL through Python's webbrowser, which runs
-``$BROWSER``; when no browser starts, one clear line (with the URL) and exit status 1, the report still built.
+``$BROWSER``; when no browser starts, one clear line (with the URL) and exit status 0: the report was built.
 
 The real ``rematch`` process runs with ``BROWSER`` set to a small script and no display and an empty
 ``PATH``, so no other browser on the machine can be picked instead.
@@ -63,7 +63,7 @@ def test_a_browser_that_cannot_open_is_one_clear_line(data: Path, tmp_path: Path
                "none": lambda: None}[how]()
     out = tmp_path / "report"
     res = _report(data, out, browser, tmp_path)
-    assert res.returncode == 1
+    assert res.returncode == 0, res.stderr  # the site asked for was built: no browser to show it is a note
     index = (out / "index.html").resolve()
     # The report is built all the same, and the user is told where it is.
     assert index.is_file() and "1 page(s) written" in res.stdout and str(out / "index.html") in res.stdout

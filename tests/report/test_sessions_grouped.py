@@ -30,7 +30,9 @@ def _corpus_mains(corpus: Path) -> dict[str, int]:
         source = meta.get("source") if isinstance(meta, dict) else None
         codex += not (isinstance(source, dict) and "subagent" in source)
     omp = list((corpus / "omp" / "sessions").glob("*/*.jsonl"))  # a subagent's file is in its parent's folder
-    return {"claude_code": len(cc), "codex": codex, "omp": len(omp)}
+    # One format, two harnesses: omp's files start with its title slot, pi's do not.
+    slot = [p.read_bytes().startswith(b'{"type":"title"') for p in omp]
+    return {"claude_code": len(cc), "codex": codex, "omp": sum(slot), "pi": len(slot) - sum(slot)}
 
 
 _IMPORTED: dict[str, Path] = {}
@@ -49,7 +51,7 @@ def corpus_data(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 def test_corpus_main_sessions_per_harness(corpus_dir: Path, corpus_data: Path) -> None:
     rows = _sessions(corpus_data)
     mains = _corpus_mains(corpus_dir)
-    assert mains == {"claude_code": 4, "codex": 6, "omp": 6}
+    assert mains == {"claude_code": 4, "codex": 6, "omp": 4, "pi": 2}
     top = [r for r in rows if r["parent"] is None]
     assert {h: sum(r["harness"] == h for r in top) for h in mains} == mains
     # The 12 Claude Code sessions of 5 files: 4 main sessions, the 8 others under them.
@@ -161,8 +163,9 @@ def test_orphans_cycles_and_self_parents_are_listed_once(tmp_path: Path) -> None
 def test_existing_data_folder_gets_parents_without_a_reimport(corpus_dir: Path, tmp_path: Path) -> None:
     """A data folder from before the parent link (ledger schema 8, summaries version 3): reading commands
     group Claude Code's children at once (their ids name the parent); the next import, which finds nothing
-    new, fills in every parent from the ids and saved states (reading no transcript again) and makes the
-    stored summaries again from the traces (version 5 keeps usage per quarter hour, which only a trace has)."""
+    new, fills in every parent from the ids and saved states (reading no other transcript again than omp's,
+    which the later migration of pi's own name reads once more) and makes the stored summaries again from the
+    traces (version 5 keeps usage per quarter hour, which only a trace has)."""
     data = tmp_path / "data"
     assert run_import(data, corpus_dir, timeout=600).returncode in (0, 1)
     ledger = data / "ledger.sqlite"
@@ -175,16 +178,24 @@ def test_existing_data_folder_gets_parents_without_a_reimport(corpus_dir: Path, 
     before = {r["session_id"]: r for r in _sessions(data)}
     assert sum(r["parent"] is not None for r in before.values()) == 8  # Claude Code's, from their ids
     assert before["0198d27b-b9c1-7e44-8a0f-2d6c91e5f3a8"]["parent"] is None  # omp's needs the migration
+    with sqlite3.connect(ledger) as db:
+        omp_traces = {data / "traces" / f"{sid}.jsonl" for (sid,) in db.execute(
+            "SELECT session_id FROM sessions WHERE harness = 'omp'")}
     rerun = run_import(data, corpus_dir, timeout=600)
     assert rerun.returncode in (0, 1)
-    assert json.loads(rerun.stdout)["files"]["unchanged"] == 21
+    # The later migration (pi's own name) reads the 5 sources claimed as omp once more; no other.
+    said = json.loads(rerun.stdout)
+    assert said["files"]["unchanged"] == 21 - 5 and list(said["redone"].values()) == [5]
+    from rematch_trace.store.ledger import SCHEMA_VERSION
+
     with sqlite3.connect(ledger) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 9
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         stored = {sid: json.loads(s)["summary"] for sid, s in db.execute("SELECT session_id, summary FROM sessions")}
     assert {s["version"] for s in stored.values()} == {5}
     assert stored["0198d27b-b9c1-7e44-8a0f-2d6c91e5f3a8"]["parent"] == "0198d27b-5e03-7b8a-91c6-4fa2d83e0b57"
     assert stored["019d924b-53f5-78f1-a0d4-69aa13191f54"]["parent"] == "019d9249-e0ee-7020-a305-b6369cd02251"
-    assert {p: p.stat().st_mtime_ns for p in (data / "traces").iterdir()} == traces
+    assert {p: p.stat().st_mtime_ns for p in (data / "traces").iterdir() if p not in omp_traces} == \
+        {p: m for p, m in traces.items() if p not in omp_traces}
     after = {r["session_id"]: r for r in _sessions(data)}
     assert sum(r["parent"] is not None for r in after.values()) == 10
     assert [r["tokens"] for r in after.values()] == [r["tokens"] for r in before.values()]

@@ -41,7 +41,7 @@ def test_reading_commands_use_the_summary_stored_at_import(corpus_dir: Path, tmp
     res = rematch("import", str(src), "--data", str(data), "-q")
     assert res.returncode == 0, res.stderr
     with sqlite3.connect(data / "ledger.sqlite") as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 9  # 9: sessions.parent (grouped sessions)
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 10  # 9: sessions.parent; 10: pi's own name
         rows = db.execute("SELECT count(*), count(summary) FROM sessions").fetchone()
     assert rows[0] == rows[1] > 0  # every session's summary written by the import
     want = sessions(data)

@@ -55,7 +55,8 @@ def _summaries_from_traces(data: Path) -> dict[str, Any]:
 
 def test_the_index_and_summaries_are_made_as_the_traces_are_written(
         corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rematch_trace.importing import consumers, search_sources
+    from rematch_trace.importing import search_sources
+    from rematch_trace.report import consumers
     from rematch_trace.report import summary as summary_mod
     from rematch_trace.store.search_index import SearchIndex
 

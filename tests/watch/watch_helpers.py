@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hostile"))
 
 from hostile_gen import dump, lines_for, sid_for
 
-PLUGINS = "claude_code,codex,omp"
+PLUGINS = "claude_code,codex,omp,pi"
 
 
 class Home:

@@ -69,17 +69,24 @@ KNOWN: tuple[KnownHarness, ...] = (
             re.compile(rb'^\{"id":.*"timestamp".*"instructions"'),
         ),
     ),
+    # omp before pi: the two share a format, and only omp starts a file with its title slot.
     KnownHarness(
         harness="omp",
-        title="omp (or pi)",
+        title="omp",
         distribution="rematch-omp",
-        folders=("/.omp/agent/sessions/", "/.omp/agent/archive/sessions/", "/.pi/agent/sessions/"),
-        homes=(("", ".omp/agent/sessions"), ("", ".pi/agent/sessions")),
+        folders=("/.omp/agent/sessions/", "/.omp/agent/archive/sessions/"),
+        homes=(("", ".omp/agent/sessions"),),
         name=None,
-        first_line=(
-            re.compile(rb'^\{\s*"type"\s*:\s*"session"\s*,.*"id"\s*:'),
-            re.compile(rb'^\{\s*"type"\s*:\s*"title"\s*,\s*"v"\s*:\s*1\b'),
-        ),
+        first_line=(re.compile(rb'^\{\s*"type"\s*:\s*"title"\s*,\s*"v"\s*:\s*1\b'),),
+    ),
+    KnownHarness(
+        harness="pi",
+        title="pi",
+        distribution="rematch-pi",
+        folders=("/.pi/agent/sessions/",),
+        homes=(("PI_CODING_AGENT_DIR", "sessions"), ("", ".pi/agent/sessions")),
+        name=None,
+        first_line=(re.compile(rb'^\{\s*"type"\s*:\s*"session"\s*,.*"id"\s*:'),),
     ),
 )
 

@@ -55,7 +55,8 @@ def iso_ms(value: object) -> int | None:
     m = _ISO.fullmatch(text)
     if m is None:
         return None
-    year, month, day, hour, minute, second, frac, zone = m.groups()
+    # An absent fraction or zone reads as "" (not None): every group is a str, as its type says.
+    year, month, day, hour, minute, second, frac, zone = m.groups("")
     h, mi, s = int(hour), int(minute), int(second)
     if h > 23 or mi > 59 or s > 59:
         return None

@@ -85,6 +85,19 @@ class Searched:
     found: int = 0
 
 
+def default_roots(host: Host) -> list[tuple[Path, str | None]]:
+    """Every plugin's default transcript folder, each once, with the harness it hints at.
+
+    A folder two harnesses name (pi and omp read the same environment variables) holds files of
+    either: it hints at none, so every plugin is asked about its files, as for a folder the user
+    named (docs/trace-schema.md, Decisions).
+    """
+    owners: dict[Path, set[str]] = {}
+    for loc in host.locations():
+        owners.setdefault(loc.path, set()).add(loc.harness)
+    return [(path, next(iter(named)) if len(named) == 1 else None) for path, named in owners.items()]
+
+
 def discover(
     host: Host, paths: Sequence[Path | str], searched: list[Searched] | None = None
 ) -> list[tuple[str, str | None]]:
@@ -126,9 +139,9 @@ def discover(
                     seen.add(key)
                     found.append((key, None))
     else:
-        for loc in host.locations():
-            if loc.path.is_dir():
-                add(loc.path, loc.harness)
+        for root, hint in default_roots(host):
+            if root.is_dir():
+                add(root, hint)
             elif searched is not None:
-                searched.append(Searched(str(loc.path), loc.harness, False))
+                searched.append(Searched(str(root), hint, False))
     return found

@@ -2,7 +2,7 @@
 the plugin that claims it (``conversation_items``), cut to its bound and redacted by the events' redactor.
 
 Two drivers read sources for the index: the import's worker, on the records it has just parsed
-(:func:`conversation_rows`, handed over with the file's outcome), and a sync reading what no import
+(:class:`ConversationRows`, made as it reads, handed over with the file's outcome), and a sync reading what no import
 handed it (a cluster's import, ``watch``, live capture's sessions, a source past the handover's bound):
 :func:`read_all`, registered with the index (:func:`~rematch_trace.store.search_index.register_source_reader`)
 when this module is loaded, since the store reads no transcript itself.
@@ -85,35 +85,32 @@ def said_rows(items: Iterable[Any], out: list[SaidRow], redact: Callable[[str], 
     """Append to ``out`` the rows of a source's conversation items: each stream's opening, and each assistant
     text and tool output cut to its bound and redacted by the events' redactor (``redact``: its ``redact``,
     or one that gives the same; raises what the plugin raises)."""
-    from rematch_trace.host.conversation import Returned, Said
-    from rematch_trace.host.vocab import Session
     from rematch_trace.security.redact import default_redactor
 
     if redact is None:
         redact = default_redactor().redact
     for it in items:
-        if isinstance(it, Session):
-            out.append((it.stream, "session", it.session_id, None, ""))
-            continue
-        call: str | None = None
-        if isinstance(it, Said) and it.role == "assistant":
-            kind, body = "assistant", it.text[:SAID_CHARS]
-        elif isinstance(it, Returned) and it.output.strip():
-            kind, body, call = "output", it.output[:OUTPUT_CHARS], it.call_id
-        else:
-            continue
-        body = redact(body)[0]
-        if not body.strip():
-            continue
+        said_row(it, redact, out)
+
+
+def said_row(it: Any, redact: Callable[[str], Any], out: list[SaidRow]) -> None:
+    """Append to ``out`` the row of one conversation item, if it makes one (see :func:`said_rows`)."""
+    from rematch_trace.host.conversation import Returned, Said
+    from rematch_trace.host.vocab import Session
+
+    if isinstance(it, Session):
+        out.append((it.stream, "session", it.session_id, None, ""))
+        return
+    call: str | None = None
+    if isinstance(it, Said) and it.role == "assistant":
+        kind, body = "assistant", it.text[:SAID_CHARS]
+    elif isinstance(it, Returned) and it.output.strip():
+        kind, body, call = "output", it.output[:OUTPUT_CHARS], it.call_id
+    else:
+        return
+    body = redact(body)[0]
+    if body.strip():
         out.append((it.stream, kind, call, it.t, valid(body)))
-
-
-def _tracked(records: Iterable[Any], end: list[int]) -> Iterator[Any]:
-    """``records`` (the raw records of a reading), ``end[0]`` kept just past the last one taken."""
-    for r in records:
-        if r.end > end[0]:
-            end[0] = r.end
-        yield r
 
 
 #: Kept first when the plugin gives no conversation (no ``conversation_items``): there is nothing to store.
@@ -159,28 +156,71 @@ def _stored(items: Iterable[Any], keep: list[list[Any]], red: _Remembered) -> It
         yield it
 
 
-def conversation_rows(host: Any, source: Any, records: list[Any], start: int,
-                      keep: list[list[Any]] | None = None) -> Handed:
-    """What the import's reading of a source gives the index (in the import's worker, once it has imported
-    the file): its raw ``records`` from ``start`` through the plugin's ``conversation_items``, as
-    :func:`_source_rows` reads them from the file. Nothing is read or parsed again.
+class ConversationRows:
+    """The index's rows of a source's conversation items, made as the import reads the source: the plugin's
+    ``conversation_items`` pulls the raw records the translation has pulled (``itertools.tee`` of the one
+    reading), and is advanced after each translated record, so neither holds the file's records.
 
-    ``keep``, when given, gets every item as the conversation store keeps it (redacted; the same pass)."""
-    end = [start]
-    said: list[SaidRow] = []
-    try:
-        items = host.conversation(source, _tracked(records, end))
-        redact = None
-        if keep is not None:
+    Driven by :class:`~rematch_trace.importing.source_import.SourceImport`: :meth:`step` after each record
+    the translation gave, :meth:`finish` once its input ran out. A plugin failing in its
+    ``conversation_items`` costs the rows alone (``failed``: the index reads the source again); the
+    reading's own failure is the import's, raised there.
+    """
+
+    def __init__(self, host: Any, source: Any, records: Iterator[Any], start: int,
+                 keep: list[list[Any]] | None = None) -> None:
+        self.start = start
+        self.end = start
+        self.rows: list[SaidRow] = []
+        self.failed = False
+        self.taken = 0
+        red = _Remembered()
+        self._redact: Callable[[str], tuple[str, int]] = red.redact
+        self._records: Iterator[Any] | None = records
+        try:
+            items = host.conversation(source, self._counted(records))
+        except Exception:
+            items, self.failed = None, True
+        if keep is not None and not self.failed:
+            # ``keep`` gets every item as the conversation store keeps it (redacted; the same pass): an
+            # output or answer is redacted once for both the stored row and the index's.
             if items is None:
                 keep.append(NO_CONVERSATION)  # the plugin gives none: nothing is stored
             else:
-                red = _Remembered()
-                items, redact = _stored(items, keep, red), red.redact
-        said_rows(items or (), said, redact)
-    except Exception:  # a plugin failing on its own file: what it gave so far is kept, the source read again
-        return start, end[0], said, True
-    return start, end[0], said, False
+                items = _stored(items, keep, red)
+        self._items: Iterator[Any] | None = iter(items) if items is not None else None
+
+    def _counted(self, records: Iterator[Any]) -> Iterator[Any]:
+        for r in records:
+            self.taken += 1
+            if r.end > self.end:
+                self.end = r.end
+            yield r
+
+    def step(self, read: int) -> None:
+        """Advance the plugin's items until it has taken the ``read`` records the translation took."""
+        items = self._items
+        if items is None:
+            return
+        try:
+            while self.taken < read:
+                it = next(items, None)
+                if it is None:
+                    self._stop()
+                    return
+                said_row(it, self._redact, self.rows)
+        except Exception:  # a plugin failing on its own file: what it gave so far is kept, the source read again
+            self.failed = True
+            self._stop()
+
+    def finish(self) -> Handed:
+        """The rows of the whole reading (the plugin's remaining items taken)."""
+        self.step(1 << 62)
+        return self.start, self.end, self.rows, self.failed
+
+    def _stop(self) -> None:
+        # The tee's branch let go: the reading no longer keeps records for it.
+        self._items = self._records = None
 
 
 def _source_rows(task: SourceTask) -> SourceRows:

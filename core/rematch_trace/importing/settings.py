@@ -45,6 +45,8 @@ def describe_change(before: str | None, now: str) -> str:
     if not before:
         return "made before rematch recorded settings"
     old = dict(part.split("=", 1) for part in before.split() if "=" in part)
+    if old.get("claim") == "again":  # the ledger's migration of sources claimed before pi had its own name
+        return "claimed again (pi's sessions are harness pi, no longer omp)"
     new = dict(part.split("=", 1) for part in now.split() if "=" in part)
     words = {"redact": "redaction", "events": "events"}
     said = [f"{words[k]} {'on' if new.get(k) == '1' else 'off'} (was {'on' if old.get(k) == '1' else 'off'})"

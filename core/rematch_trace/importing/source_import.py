@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import orjson
 
 from rematch_trace.errors import RestartImport
 from rematch_trace.host import vocab
@@ -34,7 +33,7 @@ from rematch_trace.store.claims import Claims, Conflict
 from rematch_trace.store.datafolder import AtomicFile, DataDir
 from rematch_trace.store.journal import AppendFile, new_generation, rollback, write_entry
 from rematch_trace.store.pending import write_pending
-from rematch_trace.store.search_rows import HandedTrace, TraceRows
+from rematch_trace.store.search_rows import Handed
 from rematch_trace.store.states import (
     Detected,
     SavedState,
@@ -48,12 +47,14 @@ from rematch_trace.trace.lines import dumps_record, dumps_records
 from rematch_trace.trace.synth import Synthesizer
 
 if TYPE_CHECKING:
-    from rematch_trace.report.summary import SummaryFold
+    from rematch_trace.importing.search_sources import ConversationRows
+    from rematch_trace.report.consumers import Consumers
 
 #: Problems kept per source for reporting (all are counted).
 MAX_PROBLEMS_KEPT = 200
-#: Bytes of a source's records kept for the search index (``keep_records``): past them none is kept (the
-#: index's source pass reads that file itself), so a worker never holds a huge file's records at once.
+#: Bytes of a source's records past which its trace's and conversation's index rows are not kept
+#: (``keep_records``): the index then reads that trace and source itself, so a worker never holds a huge
+#: file's rows at once.
 KEEP_RECORDS_BYTES = 32 * 1024 * 1024
 #: The fields of a session record, in the order :func:`attrs.asdict` gives them.
 _SESSION_FIELDS = tuple(f.name for f in attrs.fields(vocab.Session))
@@ -81,11 +82,9 @@ class SessionOutcome:
     stamp: tuple[int, int, int] | None = None
     #: The session that started this one (``Session.parent_session_id``), if the transcript names it.
     parent: str | None = None
-    #: The summary folded as the trace was written (a trace written whole, ``keep_records``), made into the
-    #: stored summary once the session's ledger row is known (importing/consumers.py).
-    fold: SummaryFold | None = None
-    #: The stored summary is made by the import (from :attr:`fold`, else from the committed trace).
-    summarize: bool = False
+    #: The consumers fed the trace's lines as they were written (``keep_records``; report/consumers.py):
+    #: their handovers (the stored summary, the index's rows) are asked for once the ledger row is known.
+    consumers: Consumers | None = None
 
 
 @attrs.define
@@ -105,12 +104,12 @@ class SourceOutcome:
     conflicts: list[Conflict] = attrs.field(factory=list)
     #: Whether a session was left to another file's copy (this file's copy of it was not written).
     dropped: bool = False
-    #: The raw records read, from :attr:`start` (``keep_records``; ``None`` when not kept or too many).
-    records: list[RawRecord] | None = None
-    #: The offset the reading started at.
-    start: int = 0
-    #: Trace key -> the search index's rows of the lines this import wrote to it (``keep_records``).
-    traces: dict[str, HandedTrace] = attrs.field(factory=dict)
+    #: The search index's rows of the plugin's conversation items, made as the source was read
+    #: (``keep_records``; ``None`` when not kept or too many: importing/search_sources.ConversationRows).
+    said: Handed | None = None
+    #: The conversation store's rows of the same items (store/conversation_rows.py), made in the same pass
+    #: (``keep_records``; empty when not kept).
+    conversation: list[list[Any]] = attrs.field(factory=list)
 
     @property
     def saved(self) -> SavedState | None:
@@ -204,17 +203,8 @@ class _Out:
         # they are, not walked again.
         self.session_fields = fields if fields is not None else attrs.asdict(session, recurse=session.model is not None)
         self.trace: AtomicFile | AppendFile | _Discarded
-        #: Whether the lines written feed the search index's rows (:attr:`rows`, made from the first line on),
-        #: and what redacts their text first (a trace written unredacted).
-        self.indexed = False
-        self.index_redact: Callable[[str], Any] | None = None
-        self.rows: TraceRows | None = None
-        #: The session's summary, folded from the lines written (a trace written whole only).
-        self.fold: SummaryFold | None = None
-        #: Whether the session's stored summary is made in this process once the trace is committed.
-        self.summarize = False
-        #: The fold's state before the held lines a continuation kept in place (see ``_restore_held``).
-        self.fold_before_kept: dict[str, Any] | None = None
+        #: The consumers fed each line written (report/consumers.py; ``keep_records`` only).
+        self.consumers: Consumers | None = None
         self.events: AtomicFile | AppendFile | _Discarded | None = None
         trace_path = data.trace_path(self.session_id)
         events_path = data.events_path(self.session_id)
@@ -253,45 +243,18 @@ class _Out:
         # Most records make no trace line yet (a run's records wait for its end) and one or
         # two events: one write per call and stream, none when there is nothing.
         if recs:
-            if not self.indexed:
+            if self.consumers is None:
                 self.trace.write(dumps_records(recs))
             else:
-                self._write_indexed(recs)
+                self._write_fed(recs, self.consumers)
         if events and self.events is not None:
             self.events.write(dumps_records(events))
 
-    def _write_indexed(self, recs: list[dict[str, Any]]) -> None:
-        """Write ``recs`` and feed each line to the search index's rows (the index reads no trace again)."""
-        rows = self.rows
-        if rows is None:
-            rows = self.rows = TraceRows(self.trace.size, self.index_redact)
-        at = self.trace.size
+    def _write_fed(self, recs: list[dict[str, Any]], consumers: Consumers) -> None:
+        """Write ``recs`` and feed each line to the session's consumers (nothing reads the trace again)."""
         lines = [dumps_record(r) for r in recs]
-        fold = self.fold
-        for rec, line in zip(recs, lines, strict=True):
-            if type(rec) is dict:
-                rows.feed(at, line, rec)
-                if fold is not None:
-                    fold.feed(rec)
-                at += len(line)
-                continue
-            # Held records written again as they were (an orjson.Fragment of one or more whole lines).
-            for part in line[:-1].split(b"\n"):
-                one = part + b"\n"
-                try:  # read as the index and report/summary.py read a trace line back
-                    got = orjson.loads(part)
-                except orjson.JSONDecodeError:
-                    got = None
-                one_rec = got if type(got) is dict else {}
-                rows.feed(at, one, one_rec)
-                if fold is not None:
-                    fold.feed(one_rec)
-                at += len(one)
+        consumers.feed_records(self.trace.size, recs, lines)
         self.trace.write(lines[0] if len(lines) == 1 else b"".join(lines))
-        if rows.rows and at - rows.start > KEEP_RECORDS_BYTES:
-            # Too large to hold: the index reads this trace itself (the summary goes on; it holds no text).
-            rows.rows.clear()
-            rows.given_up = True
 
     def discard(self) -> None:
         self.trace.discard()
@@ -314,19 +277,12 @@ def _restore_held(out: _Out) -> None:
     # Lines the continuation would write again as they are stay where they are (neither written nor undone).
     kept = out.synth.keep_held()
     lines = out.trace.tail[:kept]
+    at = out.trace.size
     out.trace.keep_more(kept)
-    if kept and out.fold is not None:
-        # The summary's state is of the trace before them; they are the trace's now, fed as read. While they
-        # stay held (the state's trace_len then ends before them again) the state saved is the one before.
-        out.fold_before_kept = out.fold.state()
-        for line in lines.split(b"\n"):
-            if line.strip():
-                # As report/summary.trace_records reads a trace line (orjson; not the exact reader).
-                try:
-                    got = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    got = None
-                out.fold.feed(got if type(got) is dict else {})
+    if kept and out.consumers is not None:
+        # The consumers' states are of the trace before them; they are the trace's now, fed as read. While
+        # they stay held (the state's trace_len then ends before them again) the states saved are the ones before.
+        out.consumers.feed_kept(at, lines)
 
 
 class SourceImport:
@@ -362,12 +318,16 @@ class SourceImport:
         self.snapshot: bytes | None = None
         self.generation: str | None = None
         self.offset = saved.offset if saved is not None else 0
-        self.result.start = self.offset
-        #: The records read, for the search index (``keep_records``): what the translation has parsed.
-        self.kept: list[RawRecord] | None = [] if keep_records else None
-        #: Whether each session's trace lines are fed to the search index's rows (``keep_records``).
+        #: Whether the trace's lines and the plugin's conversation items are made into the search index's
+        #: rows as the source is read (``keep_records``).
         self.index_rows = keep_records
-        self._kept_bytes = 0
+        #: The conversation items' rows, made beside the translation (``None``: not made, or given up).
+        self.conv: ConversationRows | None = None
+        #: Records the translation has taken, and their bytes.
+        self._taken_count = 0
+        self._taken_bytes = 0
+        #: What the reading raised (the plugin's conversation items may be the one to meet it: see ``run``).
+        self._read_error: BaseException | None = None
         #: The last raw record handed to the plugin's translation, to say where it failed.
         self.last: RawRecord | None = None
         # The plugin changes its state in place: a copy, so a caller's saved state stays as it was
@@ -376,24 +336,35 @@ class SourceImport:
         if saved is not None:
             self.plugin_state = saved.plugin if own_saved else state_loads(state_dumps(saved.plugin))
 
-    def _raw(self) -> Iterator[RawRecord]:
-        for item in self.host.read(self.source, self.offset):
-            if isinstance(item, Problem):
-                self.result.problem_count += 1
-                if item.kind == "malformed":
-                    self.result.malformed += 1
-                if len(self.result.problems) < MAX_PROBLEMS_KEPT:
-                    self.result.problems.append(item)
-                continue
+    def _read(self) -> Iterator[RawRecord]:
+        """The source's records from the offset (its problems counted and kept)."""
+        try:
+            for item in self.host.read(self.source, self.offset):
+                if isinstance(item, Problem):
+                    self.result.problem_count += 1
+                    if item.kind == "malformed":
+                        self.result.malformed += 1
+                    if len(self.result.problems) < MAX_PROBLEMS_KEPT:
+                        self.result.problems.append(item)
+                    continue
+                yield item
+        except BaseException as err:
+            self._read_error = err
+            raise
+
+    def _taken(self, records: Iterator[RawRecord]) -> Iterator[RawRecord]:
+        """``records`` as the translation takes them; once they run out, the snapshot to continue from."""
+        for item in records:
             self.offset = item.end
             self.last = item
-            if self.kept is not None:
-                self._kept_bytes += item.end - item.offset
-                if self._kept_bytes > KEEP_RECORDS_BYTES:
-                    self.kept = None  # too large to hold: the index reads this one itself
-                else:
-                    self.kept.append(item)
+            self._taken_count += 1
+            if self.conv is not None:
+                self._taken_bytes += item.end - item.offset
+                if self._taken_bytes > KEEP_RECORDS_BYTES:
+                    self.conv = None  # too large to hold the rows of: the index reads this source itself
             yield item
+        if self._read_error is not None:
+            raise self._read_error  # met by the conversation items first: the import's failure all the same
         self._take_snapshot()
 
     def _take_snapshot(self) -> None:
@@ -408,8 +379,8 @@ class SourceImport:
                 trace_len=out.trace.size - out.synth.held_kept,
                 events_len=out.events.size if out.events is not None else 0,
                 # The summary's fold over the trace up to trace_len (the held lines kept in place are past it).
-                summary=(None if out.fold is None or out.kept_live else
-                         out.fold_before_kept if out.synth.held_kept else out.fold.state()),
+                summary=(None if out.consumers is None or out.kept_live else
+                         out.consumers.states(held_kept=bool(out.synth.held_kept)).get("summary")),
             )
         # The journal generation: the ledger holding it is what commits the resume.
         snap = SavedState(offset=self.offset, plugin=self.plugin_state, streams=streams,
@@ -442,29 +413,26 @@ class SourceImport:
         if self.sink_factory is not None:
             sink = self.sink_factory(self.source, rec, saved.sink if saved is not None else None)
         out = _Out(rec.stream, rec, synth, sink, self.data, saved, fields)
-        if self.index_rows:
-            out.indexed = True
-            if not self.redact:
-                # A trace written unredacted is redacted for the index (it never holds raw text).
-                from rematch_trace.security.redact import default_redactor
-
-                out.index_redact = default_redactor().redact
-            # The stored summary: folded as a trace written whole is written; a continued trace's is folded
-            # from the committed file by this worker (importing/consumers.py), not by the one writer.
-            out.summarize = True
-            if isinstance(out.trace, AtomicFile):
-                from rematch_trace.importing.consumers import summary_fold
-
-                out.fold = summary_fold(self.data)
-            elif saved is not None and saved.summary is not None and isinstance(out.trace, AppendFile):
-                # Continued from the fold's saved state: work in proportion to what the file grew by.
-                from rematch_trace.importing.consumers import resumed_fold
-
-                out.fold = resumed_fold(self.data, saved.summary)
+        if self.index_rows and not isinstance(out.trace, _Discarded):
+            out.consumers = self._consumers(out.trace, saved)
         self.outs[rec.stream] = out
         if synth.held_due:
             _restore_held(out)
         return out
+
+    def _consumers(self, trace: AtomicFile | AppendFile, saved: StreamState | None) -> Consumers:
+        """The registered consumers of a session's lines (report/consumers.py)."""
+        from rematch_trace.report.consumers import Consumers, Opening
+
+        redact: Callable[[str], Any] | None = None
+        if not self.redact:
+            # A trace written unredacted is redacted for the index (it never holds raw text).
+            from rematch_trace.security.redact import default_redactor
+
+            redact = default_redactor().redact
+        whole = isinstance(trace, AtomicFile)
+        states = {"summary": saved.summary} if saved is not None and saved.summary is not None and not whole else {}
+        return Consumers(Opening(self.data, trace.size, whole, states, redact, KEEP_RECORDS_BYTES))
 
     def run(self) -> SourceOutcome:
         """Import the source; on any failure leave every earlier output as it was."""
@@ -495,7 +463,23 @@ class SourceImport:
                 entry = write_entry(self.data, source_name(self.source.path), self.generation, appended, self.fsync)
                 for f in appended:
                     f.begin()
-            for rec in self.host.translate(self.source, self._raw(), self.plugin_state):
+            raw = self._read()
+            if self.index_rows:
+                # The conversation items' rows are made beside the translation, from the same reading.
+                import itertools
+
+                from rematch_trace.importing.search_sources import ConversationRows
+
+                raw, for_items = itertools.tee(raw)
+                self.conv = ConversationRows(self.host, self.source, for_items, self.offset,
+                                             self.result.conversation)
+                del for_items
+            for rec in self.host.translate(self.source, self._taken(raw), self.plugin_state):
+                conv = self.conv
+                if conv is not None and conv.taken < self._taken_count:
+                    conv.step(self._taken_count)
+                    if self._read_error is not None:
+                        raise self._read_error
                 if type(rec) is vocab.ToolResult:
                     rec = vocab.settle_error_class(rec)  # once, for the trace and the event sink
                 elif type(rec) is vocab.Session:
@@ -518,6 +502,9 @@ class SourceImport:
                 out.write(recs, events)
             if self.snapshot is None:
                 self._take_snapshot()
+            if self.conv is not None:
+                self.result.said = self.conv.finish()
+                self.conv = None
             for out in self.outs.values():
                 out.write(out.synth.finish(), out.sink.finish() if out.sink is not None else [])
             self._commit()
@@ -533,7 +520,6 @@ class SourceImport:
             raise
         self.result.offset = self.offset
         self.result.saved_blob = self.snapshot or b""
-        self.result.records = self.kept
         return self.result
 
     def _undo(self, entry: dict[str, Any] | None) -> None:
@@ -623,8 +609,6 @@ class SourceImport:
                 os.unlink(self.data.events_path(out.session_id))
             except FileNotFoundError:
                 pass
-        if out.rows is not None and out.trace.stamp is not None and not out.rows.given_up:
-            self.result.traces[out.trace.target.name[:-6]] = out.rows.handed(out.trace.stamp)
         synth = out.synth
         reasons = synth.flags.reasons()
         seqs = synth.flags.seqs()
@@ -647,8 +631,7 @@ class SourceImport:
                 repo_remote=place.repo_remote,
                 stamp=out.trace.stamp,
                 parent=out.session.parent_session_id,
-                fold=out.fold,
-                summarize=out.summarize,
+                consumers=out.consumers,
             )
         )
 
@@ -673,7 +656,8 @@ def import_source(
     as much (see :mod:`rematch_trace.store.claims`). ``detected`` (how the file was
     claimed) is kept in the saved state, so that continuing it can skip detection. With
     ``own_saved``, ``saved`` was loaded for this import alone and is continued in place. With
-    ``keep_records``, the outcome holds the raw records read (:attr:`SourceOutcome.records`).
+    ``keep_records``, the outcome holds the search index's rows of what was read and written
+    (:attr:`SourceOutcome.said`, and each session's consumers).
     """
     if saved is not None:
         try:

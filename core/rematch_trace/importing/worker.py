@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rematch_trace.importing.source_import import SessionOutcome
     from rematch_trace.store.claims import Claims
     from rematch_trace.store.rows import SessionRow
+    from rematch_trace.store.search_rows import HandedTrace
     from rematch_trace.store.states import Detected
 
 
@@ -115,8 +116,10 @@ def _detected(source: Source, hint: str | None) -> Detected:
     return Detected(hint, source.plugin, source.agent_kind, source.compression, parent)
 
 
-def _session_row(data: DataDir, harness: str, s: SessionOutcome) -> SessionRow:
-    """The ledger row of one session the import committed, with its stored summary when it was folded."""
+def _session_row(data: DataDir, harness: str, s: SessionOutcome,
+                 traces: dict[str, HandedTrace]) -> SessionRow:
+    """The ledger row of one session the import committed, with its consumers' handovers: the stored
+    summary in the row, the index's rows of its trace put in ``traces`` (report/consumers.py)."""
     from rematch_trace.place.domain import decide_domain
     from rematch_trace.store.rows import SessionRow
 
@@ -135,30 +138,17 @@ def _session_row(data: DataDir, harness: str, s: SessionOutcome) -> SessionRow:
         domain=decide_domain(s.cwd, s.repo, s.repo_remote),
         parent=s.parent,
     )
-    if not s.summarize:
+    if s.consumers is None:
         return row
-    from rematch_trace.importing.consumers import stored_summary, summary_fold
+    from rematch_trace.report.consumers import Committed, row_fields
 
-    fold = s.fold
-    if fold is None:
-        # A continued trace: folded whole from the file just committed (still in the page cache), here in the
-        # worker rather than by the one writer after the run.
-        from rematch_trace.report.summary import trace_records
-
-        fold = summary_fold(data)
-        if fold is None:
-            return row
-        try:
-            for rec in trace_records(s.trace_path):
-                fold.feed(rec)
-        except OSError:
-            return row  # made later from the trace (report/stored.py)
-
-    # The row's fields as the ledger gives them back to report/stored.py (the summary reads these).
-    fields = {"harness": harness, "session_id": row.session_id, "agent_kind": row.agent_kind, "cwd": row.cwd,
-              "repo": row.repo, "repo_remote": row.repo_remote, "domain": row.domain, "flagged": row.flagged,
-              "reasons": row.reasons, "seqs": row.seqs, "parent": row.parent}
-    return attrs.evolve(row, summary=stored_summary(data, fold, s.trace_path.name[:-6], fields))
+    key = s.trace_path.name[:-6]
+    handed = s.consumers.handovers(Committed(key, s.trace_path, s.stamp, row_fields(harness, row)))
+    s.consumers = None  # (what they held is handed)
+    if "search_rows" in handed:
+        traces[key] = handed["search_rows"]
+    summary = handed.get("summary")
+    return attrs.evolve(row, summary=summary) if summary is not None else row
 
 
 def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> FileOutcome:
@@ -207,19 +197,11 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
             own_saved=True,  # loaded just now, for this import alone
             keep_records=settings.search_rows,
         )
-        said = None
-        traces = result.traces or None
-        if result.records is not None:
-            # The search index's rows from the records this import just parsed: the index does not
-            # read the file again (store/search_handover.py).
-            from rematch_trace.importing.search_sources import conversation_rows
-
-            kept: list[list[object]] = []
-            said = conversation_rows(host, source, result.records, result.start, kept)
-            result.records = None
-            _store_conversation(data, item.path, said, result.offset, kept)
-        else:
-            _store_conversation(data, item.path, None, result.offset, [])
+        # The search index's rows of the conversation items, made as the file was read: the index does
+        # not read the file again (store/search_handover.py); the conversation store's rows beside them.
+        said = result.said
+        _store_conversation(data, item.path, said, result.offset, result.conversation)
+        result.conversation = []
     except FileNotFoundError as err:
         if err.filename in (None, item.path):
             return failed("no such file or folder")
@@ -237,7 +219,8 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
     finally:
         if claims is not None:
             claims.close()
-    sessions = [_session_row(data, source.harness, s) for s in result.sessions if not s.kept_live]
+    handed: dict[str, HandedTrace] = {}
+    sessions = [_session_row(data, source.harness, s, handed) for s in result.sessions if not s.kept_live]
     kept_live = [s.session_id for s in result.sessions if s.kept_live]
     # Here, while the file is fresh in the cache: the ledger writer records serially.
     # A continued file's head was just checked, and lies wholly in the part kept.
@@ -273,5 +256,5 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         conflicts=result.conflicts,
         stamps={s.session_id: s.stamp for s in result.sessions if s.stamp is not None},
         said=said,
-        traces=traces,
+        traces=handed or None,
     )

@@ -74,9 +74,15 @@ def shipped_source() -> Path | None:
 
 
 def config(harness: str, data: Path, hold_seconds: float | None) -> dict[str, Any]:
-    """The ``INSTALLED`` value: data folder, interpreter, adapter, budgets."""
+    """The ``INSTALLED`` value: data folder, interpreter, adapter, budgets.
+
+    The adapter (the harness the events are captured as, and the plugin the core asks to translate
+    them) is the harness installed for: ``pi`` (``rematch-pi``) or ``omp`` (``rematch-omp``). A copy
+    installed before pi had its own name says ``omp`` for pi too: ``hooks status`` calls it older
+    than the shipped one, and installing again puts it right.
+    """
     call_ms = hold_budget(hold_seconds if hold_seconds is not None else HOLD_SECONDS)[0]
-    return {"data": str(data), "python": sys.executable, "adapter": "omp", "harness": harness,
+    return {"data": str(data), "python": sys.executable, "adapter": harness, "harness": harness,
             "deadline_ms": DEADLINE_MS, "call_deadline_ms": call_ms}
 
 

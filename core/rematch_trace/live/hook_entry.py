@@ -9,8 +9,8 @@ to the real stdout, as the fast client does), every failure is logged to
 ``<data>/live/errors.log`` instead, and the exit status is always 0 (the
 session goes on: fail open). The payload itself is never written anywhere.
 
-Usage: ``rematch-hook [HARNESS] [--out DIR]`` (harness ``claude_code`` by
-default; the data folder is ``--out``, else ``$REMATCH_HOME``, else the
+Usage: ``rematch-hook [HARNESS] [--data DIR]`` (harness ``claude_code`` by
+default; the data folder is ``--data`` or its other name ``--out``, else ``$REMATCH_HOME``, else the
 platform's). Only the harness's plugin is loaded (with rematch's built-ins)
 unless ``REMATCH_LOAD_PLUGINS`` names others, e.g. a plugin implementing
 ``identify_place``.
@@ -35,18 +35,40 @@ def _data_root(out: str | None) -> Path:
     return data_dir(out)
 
 
+#: The options that take a value (the fast client's, ``rematch_hook.parse_args``: the two read the same
+#: command lines); the value is never taken for the harness.
+_VALUED = ("--data", "--out", "--deadline-ms")
+
+
 def _args(argv: list[str]) -> tuple[str, str | None]:
+    """(harness, data folder or ``None``): ``--data DIR`` (``--out`` is its other name, ``=`` forms too),
+    the harness the last word that is not an option or an option's value."""
     harness = "claude_code"
     out: str | None = None
     it = iter(argv)
     for arg in it:
-        if arg == "--out":
-            out = next(it, None)
-        elif arg.startswith("--out="):
-            out = arg[len("--out="):]
+        name, eq, value = arg.partition("=")
+        if name in _VALUED:
+            value = value if eq else next(it, "")
+            if name != "--deadline-ms":
+                out = value or None
         elif not arg.startswith("-"):
             harness = arg
     return harness, out
+
+
+#: Set by the fast client (``rematch_hook.capture_here``) when it hands an event to this command because
+#: its own interpreter has no rematch: why no service took it (the cause the fallback log names).
+CAUSE_ENV = "REMATCH_HOOK_CAUSE"
+#: The longest cause taken from it.
+MAX_CAUSE_CHARS = 200
+
+
+def _handed_cause() -> str | None:
+    """The cause the fast client handed over (printable ASCII, bounded), or ``None``."""
+    given = os.environ.get(CAUSE_ENV, "")
+    text = "".join(c for c in given[:MAX_CAUSE_CHARS] if " " <= c <= "~")
+    return text or None
 
 
 def _silence() -> int:
@@ -278,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         root = _data_root(out)
         raw = sys.stdin.buffer.read((64 << 20) + 1)  # capture.MAX_PAYLOAD_BYTES, and one more to tell
-        cause = "service off (REMATCH_LIVE_SERVICE=0)"
+        cause = _handed_cause() or "service off (REMATCH_LIVE_SERVICE=0)"
         if os.environ.get("REMATCH_LIVE_SERVICE", "1") != "0":
             verdict = _to_service(harness, raw, t, root)
             if verdict is not None:

@@ -19,7 +19,10 @@ The plugin is the opencode plugin's ``rematch_opencode/plugin/rematch.ts`` (docs
   object (or whose ``plugin`` is not a list) is refused and left as it is; idempotent (rematch's
   entry replaced, never doubled; every other key and plugin kept); the first install keeps the exact
   bytes (``.rematch-backup``, ``.rematch-absent``), and uninstall restores them when nothing else
-  changed since, else removes rematch's entry only; writes are atomic and keep the mode.
+  changed since, else removes rematch's entry only; writes are atomic and keep the mode;
+* the folders install made for the config (``~/.config/opencode``, and ``~/.config`` when it was
+  not there either) are recorded beside it (``.rematch-made``: how many levels up); uninstall
+  removes them when they are empty again, and never a folder that was there before.
 """
 
 from __future__ import annotations
@@ -85,6 +88,36 @@ def _take_back(folder: Path) -> None:
     except OSError:
         return
     lock.unlink(missing_ok=True)
+
+
+#: The suffix of the record, beside the config, of how many of its folders install made.
+MADE_SUFFIX = ".rematch-made"
+
+
+def _missing_levels(folder: Path) -> int:
+    """How many of ``folder`` and its ancestors do not exist (what making it would make)."""
+    levels = 0
+    while not folder.exists() and folder.parent != folder:
+        levels += 1
+        folder = folder.parent
+    return levels
+
+
+def _remove_made(config: Path) -> None:
+    """Remove the folders install made for ``config`` (its record says how many), each only when empty."""
+    made = config.with_name(config.name + MADE_SUFFIX)
+    try:
+        levels = int(made.read_bytes().strip() or b"0")
+    except (OSError, ValueError):
+        return
+    made.unlink(missing_ok=True)
+    folder = config.parent
+    for _ in range(max(0, min(levels, len(folder.parents)))):
+        try:
+            folder.rmdir()
+        except OSError:
+            return  # not empty: the user's files (or opencode's) are there now
+        folder = folder.parent
 
 
 def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -170,11 +203,15 @@ def install(config: Path, data: Path, hold_seconds: float | None = None) -> Outc
         copied = True
     new = _without_ours(doc)
     new["plugin"] = [*new.get("plugin", []), copy.resolve().as_uri()]
+    levels = _missing_levels(config.parent)
     laid = _lay_out(_target(config).parent)
     if new == doc and not laid:
         said = "updated rematch's plugin" if copied else "rematch's plugin is already installed"
         return Outcome(config, copied, f"{said} in {copy}, named in {config}")
     keep_original(config, raw)
+    made = config.with_name(config.name + MADE_SUFFIX)
+    if levels and not made.exists():
+        _write(made, b"%d\n" % levels)
     _write(config, _dump(new))
     return Outcome(config, True, f"installed rematch's plugin in {copy}, named in {config} (data: {data})")
 
@@ -192,6 +229,7 @@ def uninstall(config: Path, data: Path) -> Outcome:
     if absent.exists() and stripped in ({}, {"plugin": []}):
         _target(config).unlink(missing_ok=True)
         absent.unlink()
+        _remove_made(config)
         return Outcome(config, True, f"removed {config} (there was none before rematch's install) and {copy}")
     original = original_of(config)
     if original is not None and original == stripped:
@@ -199,10 +237,12 @@ def uninstall(config: Path, data: Path) -> Outcome:
         backup.unlink()
         return Outcome(config, True, f"restored {config} exactly as it was before install; removed {copy}")
     if raw is None or stripped == doc:
+        _remove_made(config)
         return Outcome(config, removed, f"no rematch plugin named in {config}" + (f"; removed {copy}" if removed else ""))
     _write(config, _dump(stripped))
     for b in (backup, absent):
         b.unlink(missing_ok=True)
+    _remove_made(config)  # the record only: the folder holds the config kept
     return Outcome(config, True, f"removed rematch's plugin from {config} (other changes since install kept)")
 
 

@@ -722,7 +722,9 @@ def capture_here(harness: str, raw: bytes, t: int, data: str, cause: str = "", o
         return
     import subprocess
 
-    env = dict(os.environ, REMATCH_LIVE_SERVICE="0")
+    # The service is not asked again (it did not take the event); the command's fallback log names why.
+    # (``--out``: what every rematch-hook reads, an older one on PATH too.)
+    env = dict(os.environ, REMATCH_LIVE_SERVICE="0", REMATCH_HOOK_CAUSE=cause[:200])
     done = subprocess.run([exe, harness, "--out", data], input=raw, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, timeout=60, check=False)
     if done.stdout and out >= 0:

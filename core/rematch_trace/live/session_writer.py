@@ -51,13 +51,16 @@ from rematch_trace.host.facade import Host
 from rematch_trace.host.source import Source
 from rematch_trace.live.changed import hash_changed_files
 from rematch_trace.live.folder import ensure_live_dir, state_path
+from rematch_trace.report.consumers import Committed, Consumers, Opening, row_fields
 from rematch_trace.security.events import EventSink
 from rematch_trace.security.redact import Redactor, default_redactor
 from rematch_trace.security.risk import file_paths
 from rematch_trace.security.sink_state import SinkState
-from rematch_trace.store.datafolder import DataDir, safe_name, write_atomic
+from rematch_trace.store.datafolder import DataDir, safe_name, stamp_of, write_atomic
 from rematch_trace.store.rows import SessionRow
+from rematch_trace.store.search_rows import HandedTrace
 from rematch_trace.store.states import state_dumps, state_loads, structure, unstructure
+from rematch_trace.trace.lines import dumps_record
 from rematch_trace.trace.synth import Synthesizer
 from rematch_trace.trace.synth_state import SynthState
 from rematch_trace.trace.truncate import HEAD_LIMIT
@@ -167,18 +170,17 @@ class _Output:
         except FileNotFoundError:
             pass
 
-    def write(self, lines: list[dict[str, Any]]) -> None:
+    def write(self, lines: list[bytes]) -> None:
+        """Append the output lines ``lines``."""
         if not lines:
             return
-        from rematch_trace.trace.lines import dumps_record
-
         if self.fd < 0:
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
             end = os.fstat(self.fd).st_size
             if end != self.size:
                 os.ftruncate(self.fd, self.size)  # a crash's leftovers, or a file another writer made
             os.lseek(self.fd, self.size, os.SEEK_SET)
-        data = b"".join(dumps_record(r) for r in lines)
+        data = b"".join(lines)
         view = memoryview(data)
         while view:
             n = os.write(self.fd, view)
@@ -254,8 +256,23 @@ class SessionWriter:
         self.events = _Output(data.events_path(self.session_id), ended["events_len"] if ended else st["events_len"])
         self.trace.settle()
         self.events.settle()
+        self.consumers = self._consumers()
         if fresh:
             self._merge(session)
+
+    def _consumers(self) -> Consumers:
+        """The registered consumers of the trace's lines (report/consumers.py), continued from the state's.
+
+        The trace is redacted as written (the index's text is its own); a state of an earlier version, which
+        kept none, has its summary folded from the whole trace at the end.
+        """
+        saved = self.st.get("consumers")
+        ended = self.st.get("ended")
+        if not isinstance(saved, dict) or (ended is not None and ended["trace_len"] != self.st["trace_len"]):
+            # (ended past a snapshot: the states are of the trace before its final records, the trace is whole)
+            saved = {}
+        whole = self.trace.size == 0 and not self.st.get("opened")
+        return Consumers(Opening(self.data, self.trace.size, whole, saved))
 
     # -- persistence ------------------------------------------------------------------------
 
@@ -280,14 +297,21 @@ class SessionWriter:
             st["sink"] = unstructure(self.sink.state())
             st["trace_len"] = self.trace.size
             st["events_len"] = self.events.size
+            if self.consumers.fed:  # (else the states loaded stand: no fold or price table loaded for nothing)
+                st["consumers"] = self.consumers.states()
         st["last_ms"] = int(time.time() * 1000)
         self.trace.close()
         self.events.close()
         write_atomic(state_path(self.data, self.session_id), state_dumps(st))
 
     def _write(self, records: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
-        self.trace.write(records)
-        self.events.write(events)
+        # Each trace line feeds the registered consumers as it is written, as on import.
+        if records:
+            lines = [dumps_record(r) for r in records]
+            self.consumers.feed_records(self.trace.size, records, lines)
+            self.trace.write(lines)
+        if events:
+            self.events.write([dumps_record(e) for e in events])
 
     # -- applying records ---------------------------------------------------------------------
 
@@ -397,6 +421,7 @@ class SessionWriter:
         self.events.size = self.st["events_len"]
         self.trace.settle()
         self.events.settle()
+        self.consumers = self._consumers()  # from their states at those lengths
 
     def _hold(self, rec: vocab.Neutral, turn: str | None = None) -> None:
         held = self.st["held"]
@@ -624,6 +649,7 @@ class SessionWriter:
         self.st["sink"] = unstructure(self.sink.state())
         self.st["trace_len"] = self.trace.size
         self.st["events_len"] = self.events.size
+        self.st["consumers"] = self.consumers.states()
 
     def record(self, place: Any) -> SessionRow:
         """Write the pending file and the ledger row (``mode = 'live'``) of an ended session."""
@@ -651,14 +677,47 @@ class SessionWriter:
             domain=decide_domain(self.session.cwd, place.repo, place.repo_remote),
             parent=self.session.parent_session_id,
         )
+        # The consumers' handovers: the stored summary goes in the row, the index's rows to the index.
+        key = trace.name[:-6]
+        handed = self.consumers.handovers(Committed(key, trace, _stamp(trace), row_fields(self.harness, row)))
+        if handed.get("summary") is not None:
+            row = attrs.evolve(row, summary=handed["summary"])
         source = self.st.get("transcript") or f"live:{self.session_id}"
         with Ledger(self.data.ledger) as ledger:
             ledger.record_live_session(self.harness, source, row)
-        from rematch_trace.report.follow import follow_outputs
-        from rematch_trace.store.datafolder import safe_name
-
-        follow_outputs(self.data, {safe_name(self.session_id)})  # stored summary and search index follow
+        _index(self.data, key, handed.get("search_rows"))
         return row
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """A committed file's identity (:func:`~rematch_trace.store.datafolder.stamp_of`), or ``None``."""
+    try:
+        return stamp_of(os.stat(path))
+    except OSError:
+        return None
+
+
+def _index(data: DataDir, key: str, rows: HandedTrace | None) -> None:
+    """Hand the index the rows of a live trace, as an import's worker does (the lines before the first of
+    them, written by earlier hooks' processes, the index reads from the trace itself).
+
+    The index failing stops nothing: the session is written and recorded, and a reading command brings
+    the index up to date itself.
+    """
+    import sqlite3
+
+    from rematch_trace.store.search_handover import HandedRows
+    from rematch_trace.store.search_index import sync_data
+
+    handed = HandedRows(data.root)
+    try:
+        if rows is not None:
+            handed.put_trace(key, rows)
+        sync_data(data, {key}, 1, handed)
+    except (OSError, sqlite3.Error, ValueError):
+        pass
+    finally:
+        handed.close()
 
 
 def session_of_state(fields: dict[str, Any]) -> vocab.Session:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from rematch_trace.report.row_fields import SUMMARY_VERSION
+from rematch_trace.report.stored import size_mtime
 from rematch_trace.store.datafolder import DataDir, key_of
 
 if TYPE_CHECKING:
@@ -89,18 +89,10 @@ def load_rows(entries: Sequence[Entry]) -> None:
                 e._row = _row_in(ledger, e.raw)
 
 
-def _stat(path: str) -> list[int]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return [-1, -1]
-    return [st.st_size, st.st_mtime_ns]
-
-
 def stamp(row: Mapping[str, Any], trace: Path | str, events: Path | str, prices: str = "") -> str:
     """A digest that changes whenever the session's ledger row, trace or events file, or the prices
     (``prices``, the price table's digest), change."""
-    return _stamp(row, _stat(str(trace)), _stat(str(events)), prices)
+    return _stamp(row, size_mtime(str(trace)), size_mtime(str(events)), prices)
 
 
 def _stamp(row: Mapping[str, Any], trace: list[int], events: list[int], prices: str) -> str:
@@ -287,7 +279,7 @@ def _collect(data: DataDir, cache: Mapping[str, Mapping[str, Any]], prices: Pric
         trace = f"{traces}{key}.jsonl"
         events = f"{events_dir}{key}.jsonl"
         # Each file stat'ed once: for the stamp and for the stored summary's basis.
-        t_st, e_st = _stat(trace), _stat(events)
+        t_st, e_st = size_mtime(trace), size_mtime(events)
         st = _stamp(row, t_st, e_st, prices.digest) if stamps else ""
         cached = cache.get(key) if cache else None
         if cached and cached.get("stamp") == st and _usable(cached.get("summary")):

@@ -35,7 +35,8 @@ def folder_prices_key(data: DataDir) -> str | None:
     return source_key(texts)
 
 
-def _stat(path: str) -> list[int]:
+def size_mtime(path: str) -> list[int]:
+    """A file's ``[size, mtime_ns]`` (``[-1, -1]`` when it cannot be read): a summary's basis part."""
     try:
         st = os.stat(path)
     except OSError:
@@ -45,7 +46,7 @@ def _stat(path: str) -> list[int]:
 
 def basis(trace: str, events: str, prices_key: str) -> list[Any]:
     """What a stored summary was made from: its files' size and mtime and the prices' :func:`~rematch_trace.report.prices.source_key`."""
-    return [*_stat(trace), *_stat(events), prices_key]
+    return [*size_mtime(trace), *size_mtime(events), prices_key]
 
 
 def stored_summary(stored: Any, now: list[Any]) -> dict[str, Any] | None:
@@ -80,7 +81,9 @@ def store_summaries(data: DataDir, only: set[str] | None = None) -> int:
     try:
         with Ledger(data.ledger) as ledger:
             stale = []
-            for harness, session_id, trace_path, held in list(ledger.summary_bases(SUMMARY_VERSION)):
+            # Streamed from the ledger (nothing is written before the loop ends): only the stale are kept,
+            # so the memory this takes does not grow with the sessions of an archive whose summaries hold.
+            for harness, session_id, trace_path, held in ledger.summary_bases(SUMMARY_VERSION):
                 name = os.path.basename(trace_path) if isinstance(trace_path, str) else ""
                 key = name[:-6] if name.endswith(".jsonl") else ""
                 if not key or (only is not None and key not in only):

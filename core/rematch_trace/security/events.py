@@ -463,6 +463,22 @@ class EventSink:
             call_id, name, action, summary, list(features) if features else [], redactions, cut, fp, meta,
         )
 
+    def _call_fields(self, rec: vocab.CallBlocked | vocab.ToolResult, pending: list[Any] | None,
+                     meta: dict[str, Any]) -> tuple[Any, ...]:
+        """(name, action, fingerprint, summary, features, redactions, cut, turn) of the call ``rec`` ends: its
+        digest when the call was seen (``pending``), else what the end names (``meta["call_seen"]`` false);
+        a fingerprint's failure is noted in ``meta``."""
+        if pending is None:
+            name = rec.tool if isinstance(rec.tool, str) else ""
+            meta["call_seen"] = False
+            action = self.host.action_type(self.source, name, None) if name else "other"
+            return name, action, None, None, [], 0, False, self.turn
+        name, action, fp, summary, features, redactions, cut, fp_error, *rest = pending
+        if fp_error:
+            meta["fingerprint_error"] = fp_error
+        # (a state saved before turns were kept has none)
+        return name, action, fp, summary, features, redactions, cut, rest[0] if rest else None
+
     def _blocked(self, rec: vocab.CallBlocked) -> dict[str, Any]:
         """The ``tool_blocked`` event of a call a hook blocked: the call's fields, who blocked it and why."""
         call_id = rec.call_id if isinstance(rec.call_id, str) else str(rec.call_id)
@@ -475,21 +491,12 @@ class EventSink:
         code = reason.split(": ", 1)[0]
         if _RULE_CODE.fullmatch(code):
             meta["rule"] = code  # the verdict's reason: policy:<id>, approval:<state>...
-        if pending is None:
-            name = rec.tool if isinstance(rec.tool, str) else ""
-            action = self.host.action_type(self.source, name, None) if name else "other"
-            fp, summary, features, redactions, cut = None, None, [], 0, False
-            turn = self.turn
-            meta["call_seen"] = False
-        else:
+        if pending is not None:
             # Kept: a harness may still report a result for the call it was told to deny.
             self.blocked_calls[call_id] = pending
             while len(self.blocked_calls) > _BLOCKED_KEPT:
                 del self.blocked_calls[next(iter(self.blocked_calls))]
-            name, action, fp, summary, features, redactions, cut, fp_error, *rest = pending
-            turn = rest[0] if rest else None
-            if fp_error:
-                meta["fingerprint_error"] = fp_error
+        name, action, fp, summary, features, redactions, cut, turn = self._call_fields(rec, pending, meta)
         return self._event(
             "tool_blocked", turn, call_id, name, action, summary, list(features) if features else [], redactions, cut,
             fp, meta,
@@ -527,17 +534,7 @@ class EventSink:
         if pending is None and self.blocked_calls:
             pending = self.blocked_calls.pop(call_id, None)
         meta: dict[str, Any] = {}
-        if pending is None:
-            name = rec.tool if isinstance(rec.tool, str) else ""
-            action = self.host.action_type(self.source, name, None) if name else "other"
-            fp, summary, features, redactions, cut = None, None, [], 0, False
-            turn = self.turn
-            meta["call_seen"] = False
-        else:
-            name, action, fp, summary, features, redactions, cut, fp_error, *rest = pending
-            turn = rest[0] if rest else None  # (a state saved before turns were kept has none)
-            if fp_error:
-                meta["fingerprint_error"] = fp_error
+        name, action, fp, summary, features, redactions, cut, turn = self._call_fields(rec, pending, meta)
         is_error = bool(rec.is_error) if rec.is_error is not None else bool(rec.error_class)
         if is_error:
             meta["error_class"] = vocab.result_error_class(rec)

@@ -582,6 +582,7 @@ class Redactor:
         if hit is not None and hit[0] is value:
             return hit[1], hit[2]
         counter = [0]
+        out: Any  # the value itself or its redacted copy, whatever its type
         if isinstance(value, dict | list | tuple):
             strings = input_strings(value)
             text = strings.trigger_text()

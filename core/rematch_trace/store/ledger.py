@@ -12,6 +12,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +113,15 @@ MIGRATIONS: tuple[str, ...] = (
     # their parent is added without reading the trace (report/summary.py ``upgrade``).
     """
     ALTER TABLE sessions ADD COLUMN parent TEXT;
+    """,
+    # pi had no harness name of its own (rematch-pi): its sessions were claimed as omp's. Every
+    # source claimed as omp is read again once (settings 'claim=again', which no run writes): the
+    # plugins now give each file to the harness that wrote it, and a source whose sessions come
+    # back as pi's has its omp rows forgotten, their outputs replaced (batch._record). A session
+    # captured live keeps its row: nothing recorded says whether the extension that sent it (as
+    # 'omp', for both) ran in pi or omp, so it stays as it is (docs/trace-schema.md, Decisions).
+    """
+    UPDATE sources SET settings = 'claim=again' WHERE harness = 'omp';
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -272,20 +282,30 @@ class Ledger:
                 f"at schema {current}, newer than this rematch ({SCHEMA_VERSION}): a later rematch wrote it; upgrade rematch"
             )
         for i in range(current, SCHEMA_VERSION):
-            self._q("BEGIN IMMEDIATE")
-            try:
+            with self._transaction():
                 for stmt in MIGRATIONS[i].split(";"):
                     if stmt.strip():
                         self._q(stmt)
                 if i + 1 == PARENT_VERSION:
                     _fill_parents(self)
                 self._q(f"PRAGMA user_version={i + 1}")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A write transaction committed at the block's end, rolled back if it raises; inside a transaction
+        the caller opened (:meth:`begin`), the block joins it and the caller commits."""
+        own = not self.db.in_transaction
+        if own:
+            self._q("BEGIN IMMEDIATE")
+        try:
+            yield
+            if own:
                 self._q("COMMIT")
-            except BaseException:
-                # SQLite has already rolled back after some failures (a full disk).
-                if self.db.in_transaction:
-                    self._q("ROLLBACK")
-                raise
+        except BaseException:
+            # SQLite has already rolled back after some failures (a full disk).
+            if own and self.db.in_transaction:
+                self._q("ROLLBACK")
+            raise
 
     def source(self, path: str) -> dict[str, Any] | None:
         """The row of a source file, with ``saved`` decoded."""
@@ -380,18 +400,8 @@ class Ledger:
 
         ``forget`` names (harness, session id) rows the source no longer produces.
         """
-        own = not self.db.in_transaction  # else inside the caller's batch (begin): it commits
-        if own:
-            self._q("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():  # (inside the caller's batch, begin, the caller commits)
             self._write_source(row, sessions, forget)
-            if own:
-                self._q("COMMIT")
-        except BaseException:
-            # SQLite has already rolled back after some failures (a full disk).
-            if own and self.db.in_transaction:
-                self._q("ROLLBACK")
-            raise
 
     def begin(self) -> None:
         """Open a transaction that the following :meth:`record_source` calls join (unless one is open)."""
@@ -473,14 +483,8 @@ class Ledger:
             size, mtime_ns = st.st_size, st.st_mtime_ns
         except (OSError, ValueError):
             size, mtime_ns = 0, 0
-        self._q("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             self._session_row(SourceRow(source_path, harness, size, mtime_ns, "live"), session, "live")
-            self._q("COMMIT")
-        except BaseException:
-            if self.db.in_transaction:
-                self._q("ROLLBACK")
-            raise
 
     def sessions(self, *, flagged: bool | None = None) -> list[dict[str, Any]]:
         """Session rows, decoded, ordered by harness and id."""
@@ -516,9 +520,11 @@ class Ledger:
         row = self._q("SELECT * FROM sessions WHERE harness = ? AND session_id = ?", (harness, session_id)).fetchone()
         return None if row is None else _decoded(row)
 
-    def summary_bases(self, version: int) -> Iterator[tuple[str, str, str, str | None]]:
+    def summary_bases(self, version: int) -> Iterator[sqlite3.Row]:
         """(harness, session id, trace path, the stored summary's basis as JSON or ``None``) of every session;
         ``None`` too for a summary of another ``version`` than the reader's (it is made again).
+
+        Rows, not tuples (the ledger's row factory): they unpack alike.
 
         The basis alone is read out of each summary (by SQLite): checking which summaries still
         hold costs no decoding of them.
@@ -565,16 +571,7 @@ class Ledger:
 
     def set_summaries(self, summaries: Sequence[tuple[str, str, str | None]]) -> None:
         """Store (harness, session id, summary JSON) of sessions, in one transaction."""
-        own = not self.db.in_transaction
-        if own:
-            self._q("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             for harness, session_id, summary in summaries:
                 self._q("UPDATE sessions SET summary = ? WHERE harness = ? AND session_id = ?",
                         (summary, harness, session_id))
-            if own:
-                self._q("COMMIT")
-        except BaseException:
-            if own and self.db.in_transaction:
-                self._q("ROLLBACK")
-            raise

@@ -1,7 +1,7 @@
 """The search index's rows that an import's workers read with the sources, held until the index takes them.
 
 ``rematch import``'s workers already parse every record of a source; each also runs them through the
-plugin's ``conversation_items`` (:func:`~rematch_trace.importing.search_sources.conversation_rows`) and hands the
+plugin's ``conversation_items`` (:class:`~rematch_trace.importing.search_sources.ConversationRows`) and hands the
 redacted rows back with the file's outcome. The importing process keeps them here, by the source's path
 as the ledger stores it, until its index sync (:meth:`~rematch_trace.store.search_index.SearchIndex.sync`)
 inserts them in the sources' order: the index's source pass then reads no transcript the import read.
@@ -23,7 +23,7 @@ from rematch_trace.store.search_rows import Handed, HandedTrace
 _TRACE = "\0trace:"
 
 #: Bytes of rows held in memory; the rest is written to the spool file.
-MEMORY_BYTES = 16 * 1024 * 1024
+MEMORY_BYTES = 4 * 1024 * 1024
 
 
 class HandedRows:

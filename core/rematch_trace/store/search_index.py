@@ -21,6 +21,7 @@ loses its entries. The file can be deleted at any time: the next sync rebuilds i
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -207,7 +208,8 @@ class SearchIndex:
     def _changes(self, data: DataDir, only: set[str] | None = None) -> tuple[list[str], list[str], dict[str, Any]]:
         """The traces gone since the last sync, those new or changed (their stamp as indexed differs), and
         each indexed trace's row (key, inode, size, mtime, end offset)."""
-        stats: dict[str, os.stat_result] = {}
+        #: Each trace's inode, size and mtime (three numbers, not a stat result: one per trace of an archive).
+        stats: dict[str, tuple[int, int, int]] = {}
         try:
             with os.scandir(data.traces) as it:
                 for e in it:
@@ -219,16 +221,16 @@ class SearchIndex:
                         continue
                     try:
                         if e.is_file(follow_symlinks=False):
-                            stats[key] = e.stat(follow_symlinks=False)
+                            st = e.stat(follow_symlinks=False)
+                            stats[key] = (st.st_ino, st.st_size, st.st_mtime_ns)
                     except OSError:
                         continue
         except FileNotFoundError:
             pass
         known = {r[0]: r for r in self.db.execute("SELECT key, ino, size, mtime_ns, end_off FROM traces")}
         gone = [k for k in known.keys() - stats.keys() if only is None or k in only]
-        changed = sorted(k for k, st in stats.items()
-                         if (k not in known or (known[k][1], known[k][2], known[k][3])
-                             != (st.st_ino, st.st_size, st.st_mtime_ns)))
+        changed = sorted(k for k, stamp in stats.items()
+                         if k not in known or (known[k][1], known[k][2], known[k][3]) != stamp)
         return gone, changed, known
 
     def stale(self, data: DataDir) -> bool:
@@ -400,66 +402,43 @@ class SearchIndex:
         import's workers ``handed`` over, read from where the index stopped, is not read again: its rows
         are keyed and inserted in its place in the order, so the index is the one the reading makes.
         """
-        from rematch_trace.store.datafolder import key_of
         from rematch_trace.store.ledger import Ledger
 
         if not data.ledger.exists():
             return
-        groups: dict[str, list[dict[str, Any]]] = {}
-        with Ledger(data.ledger, readonly=True) as ledger:
-            for row in ledger.db.execute("SELECT harness, session_id, agent_kind, source_path, source_size, "
-                                         "source_mtime_ns, trace_path FROM sessions ORDER BY source_path, trace_path"):
-                r = dict(row)
-                r["key"] = key_of(r)
-                if r["key"] is None or not isinstance(r["source_path"], str) or not r["source_path"]:
-                    continue
-                groups.setdefault(r["source_path"], []).append(r)
-        known = {r[0]: r for r in self.db.execute("SELECT path, size, mtime_ns, end_off, streams FROM sources")}
-        # Sessions whose trace's assistant heads give way to their source's text, dropped after the
-        # reading: an FTS5 delete between inserts flushes its pending terms to a new segment (and the
-        # merges follow), so every delete of the pass is made in one statement at its end.
+        # Two passes over the ledger's sessions, a source at a time: the first finds the sources to read, the
+        # second stores each source in its place in the order. Neither holds every session's row (an archive's
+        # worth of them): the memory of a sync stays flat in the number of files.
         heads: set[str] = set()
-        todo: list[SourceTask] = []
-        plans: list[tuple[str, list[dict[str, Any]], tuple[int, int], SourceTask, bool]] = []
-        for path, rows in groups.items():
-            if only is not None and not any(r["key"] in only for r in rows):
-                continue
-            stamp = (rows[0]["source_size"], rows[0]["source_mtime_ns"])
-            old = known.get(path)
-            if old is not None and (old[1], old[2]) == stamp:
-                continue
-            compressed = not path.endswith(".jsonl")
-            start = int(old[3]) if old is not None and not compressed and stamp[0] >= old[1] else 0
-            streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
-            by_id = {r["session_id"]: r["key"] for r in rows}
-            main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
-            task: SourceTask = (path, rows[0]["harness"], start, streams, by_id, main, None)
-            # Rows the import read from where the index stopped are taken; one it read from elsewhere
-            # (a continuation the import restarted whole, an index made anew) is read here, as before.
-            given = handed is not None and handed.start_of(path) == start
-            if not given:
-                todo.append(task)
-            plans.append((path, rows, stamp, task, given))
-        if todo:
-            # The claim the import kept for each source (its saved state): the reading asks no plugin's
-            # detect_source again while what detection saw still holds (importing.worker.kept_source).
-            with Ledger(data.ledger, readonly=True) as ledger:
-                todo = [(*t[:6], ledger.saved_of(t[0])) for t in todo]
-        if todo and not _READERS:
+        with Ledger(data.ledger, readonly=True) as ledger:
+            todo: list[SourceTask] = []
+            for path, rows in _source_groups(ledger):
+                plan = self._plan_source(path, rows, only, handed)
+                if plan is not None and not plan[1]:
+                    # The claim the import kept for each source (its saved state): the reading asks no plugin's
+                    # detect_source again while what detection saw still holds (importing.worker.kept_source).
+                    todo.append((*plan[0][:6], ledger.saved_of(path)))
             # No reader in this process (live capture's writer): the sources not handed over are left for a
             # sync that has one (`rematch search`, `import`, `report`), unrecorded so that it reads them.
-            plans = [p for p in plans if p[4]]
-            todo = []
-        read = _READERS[0](todo, jobs) if todo else iter(())
-        for path, rows, stamp, task, given in plans:
-            taken = handed.take(path) if given and handed is not None else None
-            if taken is None:
-                got = next(read)
-            else:
-                # The import's own reading: its rows keyed here, as _source_rows keys what it reads
-                # (taken one source at a time: an archive's rows are never all in memory).
-                got = (keyed(taken[2], task[3], task[4], task[5]), taken[1], task[3], taken[3])
-            self._store_source(path, rows, stamp, task[2], got, figures, heads)
+            reading = bool(todo and _READERS)
+            read = _READERS[0](todo, jobs) if reading else iter(())
+            del todo
+            for path, rows in _source_groups(ledger):
+                plan = self._plan_source(path, rows, only, handed)
+                if plan is None:
+                    continue
+                task, given = plan
+                if not given and not reading:
+                    continue
+                taken = handed.take(path) if given and handed is not None else None
+                if taken is None:
+                    got = next(read)
+                else:
+                    # The import's own reading: its rows keyed here, as _source_rows keys what it reads
+                    # (taken one source at a time: an archive's rows are never all in memory).
+                    got = (keyed(taken[2], task[3], task[4], task[5]), taken[1], task[3], taken[3])
+                self._store_source(path, rows, (rows[0]["source_size"], rows[0]["source_mtime_ns"]), task[2], got,
+                                   figures, heads)
         for _ in read:
             raise AssertionError("a source read and not stored")
         if heads:
@@ -469,6 +448,27 @@ class SearchIndex:
             ids = [(r[0],) for r in self.db.execute(
                 "SELECT id FROM spans WHERE src IS NULL AND key IN (SELECT key FROM said)")]
             self.db.executemany("DELETE FROM text WHERE rowid = ? AND kind = 'assistant'", ids)
+
+    def _plan_source(self, path: str, rows: list[dict[str, Any]], only: set[str] | None,
+                     handed: HandedRows | None) -> tuple[SourceTask, bool] | None:
+        """What a sync does with one source: ``None`` when it is left as it is (not asked for, or unchanged
+        since indexed), else its reading's task and whether the import's workers handed its rows over."""
+        if only is not None and not any(r["key"] in only for r in rows):
+            return None
+        stamp = (rows[0]["source_size"], rows[0]["source_mtime_ns"])
+        old = self.db.execute("SELECT path, size, mtime_ns, end_off, streams FROM sources WHERE path = ?",
+                              (path,)).fetchone()
+        if old is not None and (old[1], old[2]) == stamp:
+            return None
+        compressed = not path.endswith(".jsonl")
+        start = int(old[3]) if old is not None and not compressed and stamp[0] >= old[1] else 0
+        streams: dict[str, str] = orjson.loads(old[4]) if old is not None and start else {}
+        by_id = {r["session_id"]: r["key"] for r in rows}
+        main = next((r["key"] for r in rows if r["agent_kind"] == "main"), rows[0]["key"])
+        task: SourceTask = (path, rows[0]["harness"], start, streams, by_id, main, None)
+        # Rows the import read from where the index stopped are taken; one it read from elsewhere
+        # (a continuation the import restarted whole, an index made anew) is read here, as before.
+        return task, handed is not None and handed.start_of(path) == start
 
     def _store_source(self, path: str, rows: list[dict[str, Any]], stamp: tuple[int, int], start: int,
                       got: SourceRows, figures: SyncFigures, heads: set[str]) -> None:
@@ -585,6 +585,24 @@ def keyed(said: list[SaidRow], streams: dict[str, str], by_id: Mapping[str, str]
         if key:
             found.append((key, kind, call, t, body))
     return found
+
+
+def _source_groups(ledger: Any) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Each source path the ledger's sessions name, with those sessions' rows (and their trace ``key``), in
+    path order; a row without a safe trace key or a source path is left out."""
+    from rematch_trace.store.datafolder import key_of
+
+    cursor = ledger.db.execute("SELECT harness, session_id, agent_kind, source_path, source_size, "
+                               "source_mtime_ns, trace_path FROM sessions ORDER BY source_path, trace_path")
+    for path, same in itertools.groupby(cursor, key=lambda row: row["source_path"]):
+        rows = []
+        for row in same:
+            r = dict(row)
+            r["key"] = key_of(r)
+            if r["key"] is not None and isinstance(path, str) and path:
+                rows.append(r)
+        if rows:
+            yield path, rows
 
 
 def _raw_keys(data: DataDir) -> set[str]:

@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover (a Python built without it)
 #: One conversation row before its stream is a trace key: ``(stream, kind, call_id, t, body)``; a stream's
 #: opening is ``(stream, "session", session_id, None, "")``.
 SaidRow = tuple[str, str, str | None, int | None, str]
-#: What the import's reading of one source gives the index (:func:`~rematch_trace.importing.search_sources.conversation_rows`): the offset it read
+#: What the import's reading of one source gives the index (:class:`~rematch_trace.importing.search_sources.ConversationRows`): the offset it read
 #: from, the offset past the last whole record the plugin's hook took, the rows, whether the plugin failed.
 Handed = tuple[int, int, list[SaidRow], bool]
 #: One trace line's row (see the module docstring).

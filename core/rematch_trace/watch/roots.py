@@ -9,6 +9,7 @@ from pathlib import Path
 import attrs
 
 from rematch_trace.host.facade import Host
+from rematch_trace.importing.discovery import default_roots
 
 
 @attrs.frozen
@@ -34,7 +35,7 @@ class Roots:
         if paths:
             pairs = [(Path(os.path.abspath(p)), None) for p in paths]
         else:
-            pairs = [(Path(os.path.abspath(loc.path)), loc.harness) for loc in host.locations()]
+            pairs = [(Path(os.path.abspath(path)), hint) for path, hint in default_roots(host)]
         seen: set[Path] = set()
         roots = []
         for path, hint in pairs:

@@ -1,11 +1,13 @@
-"""Where omp (and upstream pi) keep sessions, and which files are theirs.
+"""Where omp keeps sessions, and which files of the session format it shares with pi are omp's.
 
 omp resolves its sessions folder from ``PI_CONFIG_DIR``, ``PI_CODING_AGENT_DIR``,
 the named profile (``OMP_PROFILE``, legacy ``PI_PROFILE``) and, for the default
 profile, an existing ``$XDG_DATA_HOME/omp``; ``PI_CODING_AGENT_SESSION_DIR``
 writes sessions flat into one folder. ``omp gc`` moves old sessions, gzipped, to
 ``archive/sessions``. Upstream pi, whose files share the format, keeps
-``~/.pi/agent/sessions``.
+``~/.pi/agent/sessions``: its files are harness ``pi`` (the ``rematch-pi``
+plugin, which reads them with this plugin's modules); :func:`writer` tells the
+two apart where a folder does not (docs/trace-schema.md, Decisions).
 
 A session's artifacts folder is its file path minus ``.jsonl``; subagent and
 advisor transcripts live in it, so a transcript whose folder has a sibling
@@ -45,14 +47,16 @@ def _profile(env: Mapping[str, str]) -> str | None:
 
 
 def locations() -> list[Location]:
-    """omp's session folders (with its env overrides and profiles), its archive, and pi's."""
+    """omp's session folders (with its env overrides and profiles) and its archive."""
     return [Location(HARNESS, p) for p in session_roots(os.environ, Path.home())]
 
 
 def session_roots(env: Mapping[str, str], home: Path) -> list[Path]:
-    """The folders omp and pi write sessions into, given an environment and a home.
+    """The folders omp writes sessions into, given an environment and a home.
 
-    Folders that do not exist are included; the caller skips them.
+    Folders that do not exist are included; the caller skips them. pi reads the same
+    ``PI_CODING_AGENT_DIR`` and ``PI_CODING_AGENT_SESSION_DIR``: a folder they name is pi's
+    too (both plugins name it, and the core asks both about its files).
     """
     roots: list[Path] = []
     flat = env.get("PI_CODING_AGENT_SESSION_DIR")
@@ -77,7 +81,6 @@ def session_roots(env: Mapping[str, str], home: Path) -> list[Path]:
         if base is not None:
             roots.append(base / "sessions")
             roots.append(base / "archive" / "sessions")
-    roots.append(home / ".pi" / "agent" / "sessions")
     unique: list[Path] = []
     for root in roots:
         if root not in unique:
@@ -163,20 +166,55 @@ def subagent_parent(path: Path, compression: Compression) -> Path | None:
 TITLE_SLOT_BYTES = 256
 
 
+def writer(path: Path, data: bytes) -> str:
+    """Which harness wrote a session file of the shared format, ``"omp"`` or ``"pi"``, where no folder of
+    one harness alone says so (a path the user named, a folder both harnesses write to).
+
+    A folder named ``.omp`` on the way is omp's, one named ``.pi`` pi's (their config folders);
+    elsewhere the first line says: omp writes its title slot first in every session file, pi never
+    does. An omp file from before the title slot, kept outside ``.omp``, reads as pi's: nothing in
+    it tells them apart.
+    """
+    folders = path.parts[:-1]
+    if ".omp" in folders:
+        return HARNESS
+    if ".pi" in folders:
+        return "pi"
+    body = data[3:] if data.startswith(_BOM) else data
+    end = body.find(b"\n")
+    try:
+        first = loads(body[: end if end >= 0 else len(body)].strip())
+    except ValueError:
+        return "pi"
+    return HARNESS if _is_title_slot(first) else "pi"
+
+
 def detect(path: Path, head: bytes, hint: str | None) -> Source | None:
-    """Claim ``path`` for omp when its name and first bytes say it is an omp/pi session."""
+    """Claim ``path`` for omp when its name and first bytes say it is a session omp wrote."""
+    return claim(HARNESS, path, head, hint)
+
+
+def claim(harness: str, path: Path, head: bytes, hint: str | None) -> Source | None:
+    """``path`` as a source of ``harness`` (``omp`` or ``pi``), or ``None``.
+
+    A file of the shared format found in the harness's own folders (``hint``: the core asks only
+    the plugin that owns them) is that harness's; one the user named, or found in a folder both
+    harnesses name, is the harness :func:`writer` says.
+    """
     compression = compression_of(path)
     if compression is None:
         return None
     data = _decompressed_head(head, compression)
     if not data or not looks_like_session(data):
         return None
+    if hint != harness and writer(path, data) != harness:
+        return None
     # omp rewrites its title slot in place: a retitled file has only grown.
     slot = TITLE_SLOT_BYTES if not compression and data.startswith(b'{"type":"title"') else 0
     parent = subagent_parent(path, compression)
     if parent is not None:
-        return Source(HARNESS, path, agent_kind="sub", compression=compression, parent=parent, mutable_prefix=slot)
-    return Source(HARNESS, path, compression=compression, mutable_prefix=slot)
+        return Source(harness, path, agent_kind="sub", compression=compression, parent=parent, mutable_prefix=slot)
+    return Source(harness, path, compression=compression, mutable_prefix=slot)
 
 
 def stem(path: Path) -> str:

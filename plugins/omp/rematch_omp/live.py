@@ -49,7 +49,8 @@ from rematch_trace.host.vocab import (
 
 from .translate import _assistant, _tool_result, _user
 
-#: The adapter name the extension sends for pi and omp alike (the plugin that translates them).
+#: The adapter name the extension sends in omp (in pi it sends ``pi``: ``rematch-pi`` translates those
+#: events with this module's functions).
 HARNESS = "omp"
 #: What the extension's block reason starts with (as the hook client's deny reason does), so the
 #: harness's report of the block is read as rematch's own deny (``session_writer._reports_our_deny``).

@@ -189,8 +189,9 @@ KNOWN_TYPES = frozenset({
 })
 
 
-def _with_unknown_types(items: Iterator[RawRecord | Problem], name: str) -> Iterator[RawRecord | Problem]:
-    """Pass records through, reporting every line of an entry type omp does not write.
+def _with_unknown_types(items: Iterator[RawRecord | Problem], name: str,
+                        source_harness: str) -> Iterator[RawRecord | Problem]:
+    """Pass records through, reporting every line of an entry type omp (or pi) does not write.
 
     Each is a skipped line (its data is lost), counted as every other one is;
     the core prints a few per file and counts the rest.
@@ -200,7 +201,7 @@ def _with_unknown_types(items: Iterator[RawRecord | Problem], name: str) -> Iter
             typ = item.value.get("type")
             if not isinstance(typ, str) or typ not in KNOWN_TYPES:
                 label = typ if isinstance(typ, str) else repr(typ)[:40]
-                yield Problem(name, item.line, f"unknown omp entry type {label!r} (skipped)", "unknown_type")
+                yield Problem(name, item.line, f"unknown {source_harness} entry type {label!r} (skipped)", "unknown_type")
         yield item
 
 
@@ -208,7 +209,7 @@ def read(source: Source, start: int) -> Iterator[RawRecord | Problem]:
     """Stream a source's records: the active branch on a full read, new lines on a resume."""
     name = str(source.path)
     items = read_source(source, start) if start > 0 else report_damage(source, _read_branch(source))
-    return _with_unknown_types(items, name)
+    return _with_unknown_types(items, name, source.harness)
 
 
 def _read_branch(source: Source) -> Iterator[RawRecord | Problem]:
@@ -216,7 +217,7 @@ def _read_branch(source: Source) -> Iterator[RawRecord | Problem]:
     with open_source(source) as f:
         idx = index(f)
     if not idx.header_line:
-        yield Problem(name, 0, "not an omp session: no session header", "no_header")
+        yield Problem(name, 0, f"not a {source.harness} session: no session header", "no_header")
         return
     with open_source(source) as f:
         for item in read_jsonl(f, name, 0):

@@ -38,7 +38,7 @@ function env(name: string): string {
 }
 
 function config(data: string, callMs = 20_000): Config {
-  return { data, python: env("REMATCH_PYTHON"), adapter: "omp", harness: "pi", deadline_ms: 5000,
+  return { data, python: env("REMATCH_PYTHON"), adapter: "pi", harness: "pi", deadline_ms: 5000,
     call_deadline_ms: callMs };
 }
 
@@ -85,7 +85,7 @@ test("a request is framed with its length and the hook_event envelope; past 1 Mi
   assert.equal(frame.readUInt32BE(0), frame.length - 4);
   const req = JSON.parse(frame.subarray(4).toString("utf8")) as { [key: string]: unknown };
   assert.equal(req.request_kind, "hook_event");
-  assert.equal(req.adapter, "omp");
+  assert.equal(req.adapter, "pi");
   assert.equal(req.hard_deadline_ms, 2_500);
   assert.match(String(req.invocation_nonce), /^[0-9a-f]{32}$/);
   assert.equal(requestFrame(conf, { big: "x".repeat(MAX_REQUEST_BYTES) }, 1_000, 1_500), null);

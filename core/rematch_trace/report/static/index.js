@@ -171,7 +171,7 @@
 
   function harnessBadge(h) {
     var span = document.createElement("span");
-    span.className = "harness h-" + (["claude_code", "codex", "omp"].indexOf(h) >= 0 ? h : "other");
+    span.className = "harness h-" + (["claude_code", "codex", "omp", "pi"].indexOf(h) >= 0 ? h : "other");
     span.textContent = label(h).replace(/_/g, " ");
     return span;
   }

@@ -46,7 +46,7 @@ export interface Config {
   data: string;
   /** The Python interpreter that has rematch installed. */
   python: string;
-  /** IPC v2 `adapter`: the plugin that translates the events (`omp`, for pi too). */
+  /** IPC v2 `adapter`: the harness the events are captured as, whose plugin translates them (`pi` or `omp`). */
   adapter: string;
   /** The harness, for the error log (`pi` or `omp`). */
   harness: string;
