@@ -7,6 +7,7 @@ status, the files it leaves).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -159,6 +160,12 @@ def test_a_gone_transcript_says_so_instead_of_no_output_per_call(tmp_path: Path)
     src = transcript(tmp_path / "src")
     assert rematch("import", str(src), "--data", str(data)).returncode == 0
     src.unlink()
+    # What the import stored of the conversation is read, not the transcript: its outputs are all there.
+    text = rematch("show", CC_ID, "--conversation", "--data", str(data)).stdout
+    assert "is gone" not in text and "(no output in the transcript)" not in text
+    assert "all 87 tests pass" in text
+    # A data folder without the stored conversation (made before it was stored) says the transcript is gone.
+    shutil.rmtree(data / "conversations")
     text = rematch("show", CC_ID, "--conversation", "--data", str(data)).stdout
     assert "is gone: only the trace's records are shown" in text
     assert "(no output in the transcript)" not in text
