@@ -100,6 +100,17 @@ def fingerprints(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
                    e.get("source_turn_id") or "") for e in events)
 
 
+def verdicts_apart(live: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``live``'s fingerprints without its ``tool_verdict`` events (a hold and its approval: only the live
+    service knows them, docs/security-events.md), after checking each is tied to a call of the stream with
+    that call's own fingerprint (its ``pre_tool_use``)."""
+    verdicts = [e for e in live if e[0] == "tool_verdict"]
+    calls = {(e[1], e[2]) for e in live if e[0] == "pre_tool_use"}
+    for v in verdicts:
+        assert (v[1], v[2]) in calls, v
+    return [e for e in live if e[0] != "tool_verdict"]
+
+
 #: The projections a rig test compares, by name.
 PROJECTIONS = {"inputs": inputs, "results": results, "turns": turns, "agent_end_turns": agent_end_turns,
                "models": models, "usage": usage, "flags": flags, "lifetimes": lifetimes}

@@ -151,7 +151,7 @@ def test_input_sources(codex_outcome: CodexOutcome) -> None:
 
 def test_event_fingerprints_agree(codex_outcome: CodexOutcome) -> None:
     """The live and imported event streams carry the same kinds, calls, fingerprints and turns."""
-    live = rig_compare.fingerprints(codex_outcome.events(codex_outcome.session.data))
+    live = rig_compare.verdicts_apart(rig_compare.fingerprints(codex_outcome.events(codex_outcome.session.data)))
     imported = rig_compare.fingerprints(codex_outcome.events(codex_outcome.imported))
     blocked = _blocked(codex_outcome.live[0])
     # The denied call: live has its pre_tool_use and tool_blocked; the rollout its error output.

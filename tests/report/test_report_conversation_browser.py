@@ -77,7 +77,7 @@ def test_each_corpus_session_page_shows_its_conversation(corpus_dir: Path, tmp_p
     assert rematch("import", str(corpus_dir), "--data", str(data), "-q").returncode in (0, 1)  # 1: lines skipped
     run("report", "--data", str(data))
     sessions: list[dict[str, Any]] = orjson.loads(run("sessions", "--data", str(data), "--json").stdout)
-    assert {s["harness"] for s in sessions} == {"claude_code", "codex", "omp"}
+    assert {s["harness"] for s in sessions} == {"claude_code", "codex", "omp", "pi"}
     for s in sessions:
         page = watched.open(data / "report" / "sessions" / f"{s['key']}.html")
         assert page.locator("section#conversation li.ce").count() > 0, s["key"]

@@ -129,7 +129,7 @@ def test_a_continued_import_hands_over_only_the_new_records(corpus_dir: Path, tm
 
 def test_a_file_too_large_to_hold_is_read_by_the_source_pass_as_before(
         corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A worker holds at most KEEP_RECORDS_BYTES of a file's records: past them it hands nothing over, and
+    # A worker holds at most KEEP_RECORDS_BYTES of a file's rows: past them it hands nothing over, and
     # the index's source pass reads that file itself (a second reading), with the same index.
     import rematch_claude_code
     import rematch_claude_code.reader as reader
@@ -148,7 +148,8 @@ def test_a_file_too_large_to_hold_is_read_by_the_source_pass_as_before(
     reads: list[int] = []
     real = reader.read
     monkeypatch.setattr(reader, "read", lambda source, start: (reads.append(start), real(source, start))[1])
-    monkeypatch.setattr(source_import, "KEEP_RECORDS_BYTES", copy.stat().st_size // 2)
+    # (the bound counts the trace rows' bytes and the conversation rows' characters, not the records')
+    monkeypatch.setattr(source_import, "KEEP_RECORDS_BYTES", 1000)
     monkeypatch.setattr(search_sources, "_HOST", [])  # the pass's host: this test's
     data = tmp_path / "data"
     try:

@@ -145,14 +145,16 @@ class _Remembered:
         return self.red.redact(text)
 
 
-def _stored(items: Iterable[Any], keep: list[list[Any]], red: _Remembered) -> Iterator[Any]:
-    """``items``, each also kept in ``keep`` as the conversation store's row (store/conversation_rows.py)."""
+def _stored(items: Iterable[Any], keep: list[list[Any]], red: _Remembered, held: list[int]) -> Iterator[Any]:
+    """``items``, each also kept in ``keep`` as the conversation store's row (store/conversation_rows.py);
+    ``held[0]`` grows by the characters of the rows' texts (what holding them costs)."""
     from rematch_trace.store.conversation_rows import encode
 
     for it in items:
         row = encode(it, red)
         if row is not None:
             keep.append(row)
+            held[0] += sum(len(x) for x in row if type(x) is str)
         yield it
 
 
@@ -174,6 +176,10 @@ class ConversationRows:
         self.rows: list[SaidRow] = []
         self.failed = False
         self.taken = 0
+        #: Characters of the rows' texts held so far (the index's and the store's): past the import's bound
+        #: the rows are let go (``SourceImport._taken``). Counted from the rows, not the records' positions,
+        #: which are a plugin's own (a database's times, a document's record numbers) rather than bytes.
+        self._held = [0]
         red = _Remembered()
         self._redact: Callable[[str], tuple[str, int]] = red.redact
         self._records: Iterator[Any] | None = records
@@ -187,7 +193,7 @@ class ConversationRows:
             if items is None:
                 keep.append(NO_CONVERSATION)  # the plugin gives none: nothing is stored
             else:
-                items = _stored(items, keep, red)
+                items = _stored(items, keep, red, self._held)
         self._items: Iterator[Any] | None = iter(items) if items is not None else None
 
     def _counted(self, records: Iterator[Any]) -> Iterator[Any]:
@@ -208,10 +214,18 @@ class ConversationRows:
                 if it is None:
                     self._stop()
                     return
+                before = len(self.rows)
                 said_row(it, self._redact, self.rows)
+                if len(self.rows) > before:
+                    self._held[0] += len(self.rows[-1][4])
         except Exception:  # a plugin failing on its own file: what it gave so far is kept, the source read again
             self.failed = True
             self._stop()
+
+    @property
+    def held(self) -> int:
+        """Characters of the rows' texts held so far."""
+        return self._held[0]
 
     def finish(self) -> Handed:
         """The rows of the whole reading (the plugin's remaining items taken)."""

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 #: Problems kept per source for reporting (all are counted).
 MAX_PROBLEMS_KEPT = 200
-#: Bytes of a source's records past which its trace's and conversation's index rows are not kept
+#: Bytes of a source's trace rows, or characters of its conversation rows, past which they are not kept
 #: (``keep_records``): the index then reads that trace and source itself, so a worker never holds a huge
 #: file's rows at once.
 KEEP_RECORDS_BYTES = 32 * 1024 * 1024
@@ -325,7 +325,6 @@ class SourceImport:
         self.conv: ConversationRows | None = None
         #: Records the translation has taken, and their bytes.
         self._taken_count = 0
-        self._taken_bytes = 0
         #: What the reading raised (the plugin's conversation items may be the one to meet it: see ``run``).
         self._read_error: BaseException | None = None
         #: The last raw record handed to the plugin's translation, to say where it failed.
@@ -358,10 +357,8 @@ class SourceImport:
             self.offset = item.end
             self.last = item
             self._taken_count += 1
-            if self.conv is not None:
-                self._taken_bytes += item.end - item.offset
-                if self._taken_bytes > KEEP_RECORDS_BYTES:
-                    self.conv = None  # too large to hold the rows of: the index reads this source itself
+            if self.conv is not None and self.conv.held > KEEP_RECORDS_BYTES:
+                self.conv = None  # too large to hold the rows of: the index reads this source itself
             yield item
         if self._read_error is not None:
             raise self._read_error  # met by the conversation items first: the import's failure all the same

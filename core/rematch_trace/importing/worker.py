@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def _store_conversation(data: DataDir, path: str, said: tuple[int, int, object, bool] | None, offset: int,
-                        rows: list[list[object]]) -> None:
+                        rows: list[list[object]], whole: bool = False) -> None:
     """Keep the conversation rows of the source just imported (store/conversation_rows.py), read in the same
     pass as the search index's; a reading that failed, or whose records were not kept, removes the old ones
     (they would be stale: the readers say so and read the transcript)."""
@@ -49,9 +49,11 @@ def _store_conversation(data: DataDir, path: str, said: tuple[int, int, object, 
         stored.forget(data, source)
         return
     try:
-        stored.write(data, source, said[0], offset, rows)
+        # A document rewritten whole (Source.rewritten) gives every record on every reading: its rows replace.
+        stored.write(data, source, 0 if whole else said[0], offset, rows)
     except OSError:
         stored.forget(data, source)
+
 
 def warm(settings: ImportSettings) -> None:
     """Load what importing a file needs, in the process about to fork the local workers.
@@ -200,7 +202,7 @@ def _import_file(item: WorkItem, settings: ImportSettings, data_root: str) -> Fi
         # The search index's rows of the conversation items, made as the file was read: the index does
         # not read the file again (store/search_handover.py); the conversation store's rows beside them.
         said = result.said
-        _store_conversation(data, item.path, said, result.offset, result.conversation)
+        _store_conversation(data, item.path, said, result.offset, result.conversation, source.rewritten)
         result.conversation = []
     except FileNotFoundError as err:
         if err.filename in (None, item.path):
