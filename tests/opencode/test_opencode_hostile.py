@@ -68,6 +68,11 @@ def test_a_view_over_an_endless_query_is_refused_not_spun_on(tmp_path: Path, tab
     for args in (("report", "--out", str(out)), ("show", MAIN, "--conversation", "--out", str(out))):
         res = run(tmp_path, *args)
         assert "Traceback" not in res.stderr, res.stderr
+    # What the import stored is shown: the swapped database is not opened.
+    show = run(tmp_path, "show", MAIN, "--conversation", "--out", str(out))
+    assert "Run the tests, then look around." in show.stdout and "not opencode's tables" not in show.stdout
+    # Without it (a data folder from before the store), the database is read and refused, in one line.
+    shutil.rmtree(out / "conversations")
     show = run(tmp_path, "show", MAIN, "--conversation", "--out", str(out))
     assert "not opencode's tables" in show.stdout + show.stderr, show.stdout + show.stderr
 
